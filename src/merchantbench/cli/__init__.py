@@ -1,0 +1,20 @@
+"""The `merchantbench` command. Each group lives in its own module of this package."""
+
+from __future__ import annotations
+
+import typer
+
+from merchantbench.cli import scenario as scenario_cmd
+
+app = typer.Typer(
+    name="merchantbench",
+    help="MerchantBench: a 365-day drop-shipping benchmark for LLM agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(scenario_cmd.app, name="scenario")
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,272 @@
+"""Scenario configuration: every parameter of the simulation contract (SPEC.md) in one frozen,
+typed object, with presets, a version and a content hash.
+
+Money is held in integer fen (1 RMB = 100 fen), as everywhere in the engine. Rates are per hour
+unless a name says otherwise. A scenario is a value: it never changes after it is made, and two
+scenarios with the same content have the same `content_hash`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+SCENARIO_VERSION = "1.0"
+
+CATEGORIES: tuple[str, ...] = (
+    "office",
+    "womenswear",
+    "pet_garden",
+    "appliances",
+    "home_decor",
+    "home_goods",
+    "cleaning",
+    "toys",
+    "bags",
+    "sports",
+)
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ClockConfig(_Frozen):
+    days: int = Field(365, ge=1, le=365)
+    hours_per_window: int = Field(12, ge=1, le=24)
+    start_date: str = "2025-06-01"
+    calls_per_window: int = Field(100, ge=1, description="tool calls per window, end_of_step aside")
+
+    @model_validator(mode="after")
+    def _window_divides_day(self) -> ClockConfig:
+        if 24 % self.hours_per_window:
+            raise ValueError("hours_per_window must divide 24")
+        return self
+
+    @property
+    def hours(self) -> int:
+        return self.days * 24
+
+    @property
+    def windows(self) -> int:
+        return self.hours // self.hours_per_window
+
+
+class MoneyConfig(_Frozen):
+    initial_balance_fen: int = Field(200_000, ge=0)
+    initial_deposit_fen: int = Field(100_000, ge=1)
+    platform_fees: bool = False
+    commission_range: tuple[float, float] = (0.05, 0.10)
+    fulfilment_fee_fen: int = Field(0, ge=0)
+
+
+class FineConfig(_Frozen):
+    return_refund_fen: int = 800
+    bad_review_fen: int = 500
+    stockout_fen: int = 500
+    late_fen: int = 300
+    insufficient_balance_fen: int = 500
+    cancel_fen: int = 0
+    returnless_refund_fen: int = 0
+
+
+class RatingEvidence(_Frozen):
+    score: float
+    weight: float
+
+
+class RatingConfig(_Frozen):
+    initial: float = 4.0
+    prior_weight: float = 20.0
+    half_life_days: float = 30.0
+    star_thresholds: tuple[float, float, float, float] = (2.50, 3.30, 3.80, 4.20)
+    star_multipliers: tuple[float, float, float, float, float] = (0.10, 0.35, 0.80, 1.00, 1.20)
+    normal: RatingEvidence = RatingEvidence(score=4.5, weight=1.0)
+    late_normal: RatingEvidence = RatingEvidence(score=3.0, weight=1.0)
+    return_refund: RatingEvidence = RatingEvidence(score=2.0, weight=1.0)
+    returnless_refund: RatingEvidence = RatingEvidence(score=1.5, weight=2.0)
+    bad_review: RatingEvidence = RatingEvidence(score=1.0, weight=2.0)
+    stockout: RatingEvidence = RatingEvidence(score=1.0, weight=3.0)
+
+    @property
+    def gamma(self) -> float:
+        """Daily decay of rating evidence, 2^(-1/half_life)."""
+        return float(2.0 ** (-1.0 / self.half_life_days))
+
+
+class OrderConfig(_Frozen):
+    late_after_hours: int = 48
+    logistics_hours: tuple[int, int] = (12, 72)
+    resolution_hours: tuple[int, int] = (0, 168)
+    fines: FineConfig = FineConfig()
+
+
+class DemandConfig(_Frozen):
+    exposure_start: float = 0.2
+    exposure_ramp_days: float = 14.0
+    exposure_floor: float = 0.10
+    exposure_decay_per_day: float = 0.0092
+    price_term_cap: float = 6.0
+    max_price_multiple_of_cost: float = 100.0
+
+
+class SupplierConfig(_Frozen):
+    price_change_hazard: tuple[float, float] = (0.001, 0.01)
+    delisting_hazard: tuple[float, float] = (0.0005, 0.005)
+    delay_hazard: tuple[float, float] = (0.0005, 0.003)
+    event_hours: tuple[int, int] = (168, 672)
+    price_factor: tuple[float, float] = (0.9, 1.5)
+    delay_extra_hours: tuple[int, int] = (12, 96)
+    ship_hours: tuple[int, int] = (1, 48)
+    stock_capacity: tuple[int, int] = (50, 500)
+    stock_refill_per_hour: tuple[int, int] = (1, 20)
+    spring_festival_extra_ship_hours: int = 24
+
+
+class MarketConfig(_Frozen):
+    """Parameters of the synthetic market generator (SPEC §3). Calibrated in docs/calibration.md."""
+
+    n_products: int = Field(98_843, ge=10)
+    n_suppliers: int = Field(36_576, ge=1)
+    categories: tuple[str, ...] = CATEGORIES
+    p_ref_median: float = 35.0
+    p_ref_sigma: float = 0.75
+    p_ref_clip: tuple[float, float] = (3.0, 2000.0)
+    margin_range: tuple[float, float] = (0.25, 0.40)
+    elasticity_clip: tuple[float, float] = (1.1, 6.0)
+    base_demand_median: float = 0.08
+    base_demand_sigma: float = 1.3
+    base_demand_cap: float = 40.0
+    daily_noise_sigma: float = 0.25
+    launch_fraction: float = Field(0.30, ge=0.0, le=1.0)
+    fade_out_fraction: float = Field(0.10, ge=0.0, le=1.0)
+    trap_fraction: float = Field(0.04, ge=0.0, le=1.0)
+    market_sales_scale: float = Field(20.0, gt=0.0, description="stores in the market per unit of D")
+    types_per_category: int = Field(24, ge=1)
+
+
+class ToolConfig(_Frozen):
+    market_brief: bool = False
+    hot_search_terms: bool = False
+    memory_doc_bytes: int = 256 * 1024
+    list_batch_max: int = 100
+    max_active_listings: int = 50
+    page_size_max: int = 50
+
+
+class Scenario(_Frozen):
+    """One benchmark configuration. `paper` is the default; see `PRESETS`."""
+
+    name: str = "paper"
+    version: str = SCENARIO_VERSION
+    clock: ClockConfig = ClockConfig()
+    money: MoneyConfig = MoneyConfig()
+    orders: OrderConfig = OrderConfig()
+    rating: RatingConfig = RatingConfig()
+    demand: DemandConfig = DemandConfig()
+    suppliers: SupplierConfig = SupplierConfig()
+    market: MarketConfig = MarketConfig()
+    tools: ToolConfig = ToolConfig()
+
+    @property
+    def content_hash(self) -> str:
+        """SHA-256 (hex, first 16 chars) of the canonical JSON of every parameter."""
+        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False)
+
+
+def _preset(name: str, n_products: int, n_suppliers: int, days: int) -> Scenario:
+    return Scenario(
+        name=name,
+        clock=ClockConfig(days=days),
+        market=MarketConfig(n_products=n_products, n_suppliers=n_suppliers),
+    )
+
+
+PRESETS: dict[str, Scenario] = {
+    "paper": Scenario(),
+    "small": _preset("small", 2_000, 740, 365),
+    "smoke": _preset("smoke", 200, 74, 14),
+}
+
+
+class ScenarioError(ValueError):
+    """A scenario name, file or override that cannot be used; the message says why."""
+
+
+def _set_dotted(tree: dict[str, Any], key: str, value: Any) -> None:
+    node = tree
+    parts = key.split(".")
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            raise ScenarioError(f"unknown scenario key {key!r} (no section {part!r})")
+        node = child
+    if parts[-1] not in node:
+        raise ScenarioError(f"unknown scenario key {key!r}")
+    node[parts[-1]] = value
+
+
+def _merge(base: dict[str, Any], update: dict[str, Any], prefix: str = "") -> None:
+    for key, value in update.items():
+        path = f"{prefix}{key}"
+        if key not in base:
+            raise ScenarioError(f"unknown scenario key {path!r}")
+        if isinstance(value, dict) and isinstance(base[key], dict):
+            _merge(base[key], value, prefix=f"{path}.")
+        else:
+            base[key] = value
+
+
+def _validation_message(err: ValidationError) -> str:
+    first = err.errors()[0]
+    where = ".".join(str(p) for p in first["loc"])
+    return f"invalid scenario value at {where!r}: {first['msg']}"
+
+
+def load_scenario(
+    name: str = "paper",
+    overrides: list[str] | None = None,
+    file: str | Path | None = None,
+) -> Scenario:
+    """Build a scenario from a preset name (or a YAML file) and `key=value` overrides.
+
+    Raises:
+        ScenarioError: the name, file, key or value is not valid; the message names it.
+    """
+    if file is not None:
+        path = Path(file)
+        if not path.is_file():
+            raise ScenarioError(f"scenario file not found: {path}")
+        try:
+            loaded = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError as exc:
+            raise ScenarioError(f"scenario file {path} is not valid YAML: {exc}") from exc
+        if not isinstance(loaded, dict):
+            raise ScenarioError(f"scenario file {path} must hold a mapping")
+        base_name = loaded.pop("base", loaded.get("name", name))
+        if base_name not in PRESETS:
+            raise ScenarioError(f"unknown base scenario {base_name!r} in {path}")
+        tree = PRESETS[base_name].model_dump(mode="json")
+        _merge(tree, loaded)
+    else:
+        if name not in PRESETS:
+            raise ScenarioError(f"unknown scenario {name!r}; choose from {', '.join(PRESETS)}")
+        tree = PRESETS[name].model_dump(mode="json")
+    for item in overrides or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ScenarioError(f"override {item!r} must look like key=value")
+        _set_dotted(tree, key.strip(), yaml.safe_load(raw))
+    try:
+        return Scenario.model_validate(tree)
+    except ValidationError as exc:
+        raise ScenarioError(_validation_message(exc)) from exc
