@@ -146,3 +146,21 @@ _NOT_PER_PRODUCT = {
     "ship_extra_hours",
     "type_names",
 }
+
+
+@dataclass(frozen=True, eq=False)
+class CatalogView:
+    """The catalog as any shopper sees it at one hour: public, time-varying vectors over all
+    products. Made by the simulation core (`sim.suppliers.catalog_view`), read by search.
+
+    `visible` is False for products not yet launched or currently delisted by their supplier.
+    `stock` is the supplier's current stock (our own purchases drain it).
+    """
+
+    hour: int
+    day: int
+    visible: np.ndarray  # bool [n]
+    price_fen: np.ndarray  # int64 [n], current procurement price
+    ship_hours: np.ndarray  # int32 [n], current supplier ship hours (delay events included)
+    stock: np.ndarray  # int64 [n]
+    sales_30d: np.ndarray  # int64 [n]
