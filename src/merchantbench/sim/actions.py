@@ -1,0 +1,105 @@
+"""What a store can do while a window is open: list, delist and reprice. A mixin of the engine.
+
+Every action validates completely before it changes anything: a rejected action raises
+`ActionRejected` with a stable code and leaves the state untouched. A product that has not
+launched yet is reported exactly like a product that does not exist, so an error never reveals
+the future.
+"""
+
+from __future__ import annotations
+
+from merchantbench.catalog.market import Market
+from merchantbench.scenario import Scenario
+from merchantbench.sim.state import Listing, ListingSpell, StoreState
+from merchantbench.sim.suppliers import SupplierBook
+
+
+class ActionRejected(Exception):
+    """An action the rules do not allow. `code` is stable; `message` is for the agent."""
+
+    def __init__(self, code: str, message: str, index: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.index = index  # position in a batch, when the action was a batch
+
+
+class StoreActions:
+    scenario: Scenario
+    market: Market
+    state: StoreState
+    suppliers: SupplierBook
+
+    def product_index(self, product_id: str, index: int | None = None) -> int:
+        """Index of a product the store may see now; unknown and unlaunched alike are rejected."""
+        i = self.market.index_of.get(product_id)
+        if i is None or int(self.market.launch_day[i]) > self.state.t // 24:
+            raise ActionRejected("unknown_product", f"no product with id {product_id!r}", index)
+        return i
+
+    def max_price_fen(self, product: int) -> int:
+        cost = self.suppliers.state(product, self.state.t).price_fen
+        return int(cost * self.scenario.demand.max_price_multiple_of_cost)
+
+    def _check_open(self) -> None:
+        if self.state.closed:
+            raise ActionRejected("store_closed", "the store is closed; no more changes")
+        if self.state.t >= self.scenario.clock.hours:
+            raise ActionRejected("run_over", "the year is over; no more changes")
+
+    def _check_price(self, product: int, price_fen: int, index: int | None) -> None:
+        top = self.max_price_fen(product)
+        if not 1 <= price_fen <= top:
+            raise ActionRejected(
+                "price_out_of_range",
+                f"sale price must be between 0.01 and {top / 100:.2f} RMB "
+                f"(100 × the current procurement price)",
+                index,
+            )
+
+    def list_products(self, items: list[tuple[int, int]]) -> None:
+        """List (product, sale price in fen) pairs as one batch: all or nothing."""
+        self._check_open()
+        st = self.state
+        cap = self.scenario.tools.max_active_listings
+        if len(st.listings) + len(items) > cap:
+            raise ActionRejected(
+                "listing_limit",
+                f"{len(st.listings)} of {cap} listing slots are used; cannot add {len(items)} more",
+            )
+        seen: set[int] = set()
+        for index, (product, price) in enumerate(items):
+            if product in st.listings or product in seen:
+                raise ActionRejected("already_listed", "product is already listed", index)
+            if not self.suppliers.state(product, st.t).available:
+                raise ActionRejected(
+                    "product_unavailable", "the supplier has delisted this product", index
+                )
+            self._check_price(product, price, index)
+            seen.add(product)
+        for product, price in items:
+            cost = self.suppliers.state(product, st.t).price_fen
+            st.spells.append(ListingSpell(product, st.t, price, cost, price))
+            st.listings[product] = Listing(product, price, st.t, len(st.spells) - 1)
+
+    def delist_products(self, products: list[int]) -> None:
+        """Take listings down (all or nothing). Relisting later restarts the exposure ramp."""
+        self._check_open()
+        for index, product in enumerate(products):
+            if product not in self.state.listings:
+                raise ActionRejected("not_listed", "product is not listed in your store", index)
+        if len(set(products)) != len(products):
+            raise ActionRejected("duplicate", "a product appears twice in the request")
+        for product in products:
+            listing = self.state.listings.pop(product)
+            self.state.spells[listing.spell].delisted_t = self.state.t
+
+    def set_price(self, product: int, price_fen: int) -> None:
+        """Change a listing's sale price; exposure is kept."""
+        self._check_open()
+        listing = self.state.listings.get(product)
+        if listing is None:
+            raise ActionRejected("not_listed", "product is not listed in your store")
+        self._check_price(product, price_fen, None)
+        listing.price = price_fen
+        self.state.spells[listing.spell].last_price = price_fen

@@ -1,0 +1,170 @@
+"""The simulation engine: one store on one market, advanced window by window.
+
+The contract (SPEC §1):
+
+- `Engine(scenario, market, seed)` opens the first window at t = 0. While a window is open the
+  store may act: `list_products`, `delist_products`, `set_price`. Actions take effect from the
+  current hour. Nothing is simulated while a window is open.
+- `advance()` closes the window and simulates its hours t … t+H−1, each in this order:
+  (1) supplier events due (looked up, never stored), (2) arrivals for every active listing and
+  their procurement, (3) order transitions due, in (order id, step) order, (4) at hour 23 the
+  end-of-day work: publish tomorrow's rating, (5) hourly samples. Then the next window opens.
+- `done` is true once the horizon is reached or the store is closed; `finish()` then drains:
+  no demand, every open order runs to its terminal state. The score is taken after draining.
+- `snapshot()` / `restore()` reproduce the state exactly; `state_hash()` fingerprints it.
+
+The engine never reads a clock, never prints and never closes a window on its own.
+"""
+
+from __future__ import annotations
+
+import heapq
+import pickle
+
+import numpy as np
+
+from merchantbench.catalog.market import Market
+from merchantbench.scenario import Scenario
+from merchantbench.sim.actions import ActionRejected, StoreActions
+from merchantbench.sim.demand import window_arrivals, window_intensity
+from merchantbench.sim.ledger import Ledger
+from merchantbench.sim.lifecycle import Lifecycle
+from merchantbench.sim.rating import RatingState
+from merchantbench.sim.state import Samples, StoreState
+from merchantbench.sim.suppliers import SupplierBook
+
+__all__ = ["ActionRejected", "Engine"]
+
+
+class Engine(StoreActions, Lifecycle):
+    def __init__(self, scenario: Scenario, market: Market, seed: int) -> None:
+        self.scenario = scenario
+        self.market = market
+        self.seed = seed
+        self.suppliers = SupplierBook(market)
+        self.window_hours = scenario.clock.hours_per_window
+        self.horizon = scenario.clock.hours
+        money = scenario.money
+        self.state = StoreState(
+            t=0,
+            ledger=Ledger(money.initial_balance_fen, money.initial_deposit_fen),
+            rating=RatingState.initial(scenario.rating),
+            samples=Samples.empty(self.horizon, scenario.clock.days),
+        )
+        self.state.samples.daily_rating[0] = self.state.rating.published
+        self.state.samples.daily_stars[0] = self.state.rating.stars
+
+    # --- clock ---------------------------------------------------------------------------------
+    @property
+    def t(self) -> int:
+        return self.state.t
+
+    @property
+    def day(self) -> int:
+        return min(self.state.t, self.horizon - 1) // 24
+
+    @property
+    def window(self) -> int:
+        return self.state.t // self.window_hours
+
+    @property
+    def done(self) -> bool:
+        return self.state.t >= self.horizon or self.state.closed
+
+    # --- time ----------------------------------------------------------------------------------
+    def advance(self) -> None:
+        """Close the open window and simulate its hours; the next window opens after."""
+        if self.done:
+            raise RuntimeError("the run is over: call finish()")
+        t0 = self.state.t
+        counts = self._window_counts(t0)
+        products = sorted(self.state.listings)
+        for k in range(self.window_hours):
+            t = t0 + k
+            if counts is not None and not self.state.closed:
+                for j in np.flatnonzero(counts[:, k]):
+                    self._arrivals(products[j], t, int(counts[j, k]))
+            self._transitions_due(t)
+            if t % 24 == 23:
+                self._end_of_day(t)
+            self._sample(t)
+        self.state.t = t0 + self.window_hours
+
+    def finish(self) -> None:
+        """Drain: simulate what is left of the horizon without demand, then run every open order
+        to its end. Idempotent."""
+        if self.state.drained:
+            return
+        while self.state.t < self.horizon:
+            t = self.state.t
+            self._transitions_due(t)
+            if t % 24 == 23:
+                self._end_of_day(t)
+            self._sample(t)
+            self.state.t += 1
+        while self.state.pending:
+            self._transitions_due(self.state.pending[0][0])
+        self.state.drained = True
+
+    def run_idle(self) -> None:
+        """Advance to the end with no actions, then drain (for tests and benchmarks)."""
+        while not self.done:
+            self.advance()
+        self.finish()
+
+    def _window_counts(self, t0: int) -> np.ndarray | None:
+        listings = self.state.listings
+        if not listings or self.state.closed:
+            return None
+        products = np.array(sorted(listings), dtype=np.int64)
+        prices = np.array([listings[p].price for p in products], dtype=np.int64)
+        listed = np.array([listings[p].listed_t for p in products], dtype=np.int64)
+        lam = window_intensity(
+            self.market,
+            products,
+            prices,
+            listed,
+            t0,
+            self.window_hours,
+            self.state.rating.multiplier,
+            self.scenario.demand,
+        )
+        return window_arrivals(self.seed, products, t0, lam)
+
+    def _transitions_due(self, t: int) -> None:
+        pending = self.state.pending
+        while pending and pending[0][0] <= t:
+            hour, order_id, step = heapq.heappop(pending)
+            self._step(hour, order_id, step)
+
+    def _end_of_day(self, t: int) -> None:
+        rating = self.state.rating
+        rating.publish(self.scenario.rating)
+        day = t // 24 + 1
+        samples = self.state.samples
+        if day < len(samples.daily_rating):
+            samples.daily_rating[day] = rating.published
+            samples.daily_stars[day] = rating.stars
+
+    def _sample(self, t: int) -> None:
+        s, a = self.state.samples, self.state.ledger.accounts
+        s.balance[t] = a.balance
+        s.deposit[t] = a.deposit
+        s.in_transit[t] = a.in_transit
+        s.receivable[t] = a.receivable
+        s.rating[t] = self.state.rating.published
+        s.stars[t] = self.state.rating.stars
+        s.active_listings[t] = len(self.state.listings)
+
+    # --- persistence ---------------------------------------------------------------------------
+    def snapshot(self) -> bytes:
+        return pickle.dumps(self.state, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def restore(self, blob: bytes) -> None:
+        state = pickle.loads(blob)
+        if not isinstance(state, StoreState):
+            raise TypeError("not an engine snapshot")
+        self.state = state
+
+    def state_hash(self) -> str:
+        return self.state.digest()

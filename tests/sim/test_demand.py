@@ -1,0 +1,71 @@
+"""The arrival intensity of SPEC §4, term by term, and its Poisson draws."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import make_market
+
+from merchantbench.scenario import DemandConfig
+from merchantbench.sim.demand import exposure, price_term, window_arrivals, window_intensity
+from merchantbench.sim.rng import poisson_from_uniform, uniform, uniform1
+
+CFG = DemandConfig()
+
+
+@pytest.mark.parametrize(
+    ("age", "expected"),
+    [(0.0, 0.2), (7.0, 0.6), (14.0, 1.0), (14.0 + 100, 0.10 + 0.90 * np.exp(-0.92))],
+)
+def test_exposure_ramp_and_decay(age, expected):
+    assert float(exposure(age, CFG)) == pytest.approx(expected)
+
+
+def test_exposure_decays_towards_floor():
+    assert float(exposure(10_000.0, CFG)) == pytest.approx(0.10)
+    ages = np.linspace(14, 400, 50)
+    assert np.all(np.diff(exposure(ages, CFG)) < 0)
+
+
+def test_price_term_is_elastic_and_capped():
+    assert price_term(np.array([1500]), np.array([1500]), np.array([3.0]), 6.0)[0] == 1.0
+    assert price_term(np.array([3000]), np.array([1500]), np.array([3.0]), 6.0)[0] == 0.125
+    assert price_term(np.array([1]), np.array([1500]), np.array([3.0]), 6.0)[0] == 6.0
+
+
+def test_window_intensity_multiplies_every_term():
+    market = make_market(n=2, demand=48.0, p_ref_fen=1500, elasticity=2.0)
+    products = np.array([0, 1])
+    lam = window_intensity(
+        market, products, np.array([1500, 3000]), np.array([0, -24 * 14]), 12, 12, 0.8, CFG
+    )
+    assert lam.shape == (2, 12)
+    hour_weight = 1 / 24
+    # product 0: age 0.5 day at t=12 → ℓ = 0.2 + 0.8·0.5/14
+    expected0 = 48.0 * hour_weight * 0.8 * (0.2 + 0.8 * (12 / 24) / 14) * 1.0
+    assert lam[0, 0] == pytest.approx(expected0)
+    # product 1: listed 14 days before 0, so at t=12 ℓ just past 1; price term (2)^-2
+    expected1 = 48.0 * hour_weight * 0.8 * float(exposure(14.5, CFG)) * 0.25
+    assert lam[1, 0] == pytest.approx(expected1)
+
+
+def test_poisson_inverse_cdf_is_monotone_in_lambda():
+    u = uniform(7, 1, np.arange(5000), 0)
+    low = poisson_from_uniform(np.full(5000, 0.5), u)
+    high = poisson_from_uniform(np.full(5000, 2.0), u)
+    assert np.all(high >= low)
+    assert low.mean() == pytest.approx(0.5, abs=0.05)
+    assert high.mean() == pytest.approx(2.0, abs=0.1)
+
+
+def test_vector_and_scalar_uniforms_agree():
+    v = uniform(11, 3, np.array([0, 5, 98_842]), np.array([0, 17, 8759]), np.array([0, 1, 2]))
+    s = [uniform1(11, 3, 0, 0, 0), uniform1(11, 3, 5, 17, 1), uniform1(11, 3, 98_842, 8759, 2)]
+    assert list(v) == s
+
+
+def test_arrivals_depend_only_on_product_and_hour():
+    lam = np.full((2, 12), 0.7)
+    a = window_arrivals(5, np.array([3, 9]), 24, lam)
+    b = window_arrivals(5, np.array([9, 3]), 24, lam)
+    assert np.array_equal(a, b[::-1])

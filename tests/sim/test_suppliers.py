@@ -1,0 +1,90 @@
+"""Supplier events and stock (SPEC §7): price changes, delistings, delays and their recovery."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import make_market, tiny_scenario
+
+from merchantbench.sim.actions import ActionRejected
+from merchantbench.sim.engine import Engine
+from merchantbench.sim.suppliers import SupplierBook, stock_now
+
+
+def test_price_change_applies_during_event_and_recovers():
+    market = make_market(cost_fen=1000, events={"price_change": [(0, 10, 20, 1.234)]})
+    book = SupplierBook(market)
+    assert book.state(0, 9).price_fen == 1000
+    assert book.state(0, 10).price_fen == 1234 and book.state(0, 10).price_changed
+    assert book.state(0, 19).price_fen == 1234
+    assert book.state(0, 20).price_fen == 1000
+
+
+def test_orders_keep_the_price_they_were_bought_at():
+    market = make_market(demand=0.0, cost_fen=1000, events={"price_change": [(0, 5, 400, 1.5)]})
+    engine = Engine(tiny_scenario(), market, seed=1)
+    engine.list_products([(0, 1500)])
+    engine._procure(0, 0, 0)
+    engine._procure(0, 6, 0)
+    assert [o.cost for o in engine.state.orders] == [1000, 1500]
+
+
+def test_delisting_makes_product_unavailable_then_recovers():
+    market = make_market(events={"delisting": [(1, 24, 48, 0.0)]})
+    book = SupplierBook(market)
+    assert book.state(1, 23).available
+    assert not book.state(1, 24).available and not book.state(1, 47).available
+    assert book.state(1, 48).available
+    assert book.state(0, 30).available
+
+
+def test_cannot_list_a_delisted_product():
+    market = make_market(events={"delisting": [(1, 0, 48, 0.0)]})
+    engine = Engine(tiny_scenario(), market, seed=1)
+    with pytest.raises(ActionRejected) as err:
+        engine.list_products([(0, 1500), (1, 1500)])
+    assert err.value.code == "product_unavailable" and err.value.index == 1
+    assert not engine.state.listings  # the whole batch was refused
+
+
+def test_shipment_delay_adds_hours_for_orders_placed_during_it():
+    market = make_market(demand=0.0, ship_hours=10, events={"delay": [(0, 5, 100, 40.0)]})
+    engine = Engine(tiny_scenario(), market, seed=1)
+    engine.list_products([(0, 1500)])
+    engine._procure(0, 0, 0)
+    engine._procure(0, 5, 0)
+    first, second = engine.state.orders
+    assert first.ship_t == 10 and second.ship_t == 5 + 50
+
+
+def test_spring_festival_ship_extra_hours():
+    market = make_market(ship_hours=10)
+    market.ship_extra_hours[2] = 24
+    book = SupplierBook(market)
+    assert book.state(0, 47).ship_hours == 10
+    assert book.state(0, 48).ship_hours == 34
+
+
+def test_events_between_windows():
+    market = make_market(events={"delay": [(0, 13, 30, 20.0)], "delisting": [(0, 40, 50, 0.0)]})
+    book = SupplierBook(market)
+    assert book.started_between(0, 12, 24) == [("delay", 13, 30)]
+    assert book.ended_between(0, 24, 36) == [("delay", 13, 30)]
+    assert book.started_between(0, 36, 48) == [("delisting", 40, 50)]
+
+
+def test_stock_refills_lazily_up_to_capacity():
+    market = make_market(stock_capacity=100, stock_refill=7)
+    stock: dict[int, tuple[int, int]] = {}
+    assert stock_now(market, 0, stock, 50) == 100
+    stock[0] = (10, 50)
+    assert stock_now(market, 0, stock, 52) == 24
+    assert stock_now(market, 0, stock, 500) == 100
+
+
+def test_unlaunched_product_is_unknown():
+    market = make_market(launch_day=[-5, 3, -5, -5])
+    engine = Engine(tiny_scenario(), market, seed=1)
+    with pytest.raises(ActionRejected) as err:
+        engine.product_index(str(market.product_ids[1]))
+    assert err.value.code == "unknown_product"
+    assert engine.product_index(str(market.product_ids[0])) == 0
