@@ -1,0 +1,1 @@
+"""Agents: baselines and LLM harnesses, all acting through a `Session`."""

@@ -1,0 +1,177 @@
+"""Drive one agent through one session for a whole run, writing a self-describing run record,
+checkpointing every few windows and resuming after a kill."""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+import merchantbench
+from merchantbench.agents.base import Agent, make_agent
+from merchantbench.catalog.cache import get_market
+from merchantbench.catalog.search import SearchIndex
+from merchantbench.runs.checkpoint import load_checkpoint, save_checkpoint, truncate_trace
+from merchantbench.runs.files import atomic_write_json, read_json
+from merchantbench.runs.record import final_accounts, write_tables
+from merchantbench.scenario import Scenario
+from merchantbench.session import Session
+
+ProgressHook = Callable[[Session], None]
+
+
+class RunError(Exception):
+    """A run that cannot start or resume; the message says why in one line."""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    agent: str
+    scenario: Scenario
+    seed: int
+    agent_settings: dict[str, Any] = field(default_factory=dict)
+
+
+def default_run_dir(spec: RunSpec, root: Path = Path("runs")) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    base = root / f"{spec.agent}-{spec.scenario.name}-s{spec.seed}-{stamp}"
+    path, n = base, 1
+    while path.exists():
+        n += 1
+        path = base.with_name(f"{base.name}-{n}")
+    return path
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(merchantbench.__file__).parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _run_meta(spec: RunSpec, agent: Agent, session: Session) -> dict[str, Any]:
+    sc = spec.scenario
+    money = sc.money
+    return {
+        "scenario": {"name": sc.name, "version": sc.version, "hash": sc.content_hash},
+        "scenario_config": sc.model_dump(mode="json"),
+        "seed": spec.seed,
+        "agent": {"name": agent.name, "settings": agent.settings()},
+        "tool_schema_sha256": session.registry.schema_sha256(),
+        "package_version": merchantbench.__version__,
+        "git_commit": _git_commit(),
+        "python": platform.python_version(),
+        "initial_net_assets": (money.initial_balance_fen + money.initial_deposit_fen) / 100,
+        "started": _now(),
+        "ended": None,
+    }
+
+
+class RunWriter:
+    """Owns a run directory while the run goes on."""
+
+    def __init__(self, spec: RunSpec, run_dir: Path, checkpoint_every: int = 10) -> None:
+        self.spec = spec
+        self.run_dir = run_dir
+        self.checkpoint_every = checkpoint_every
+        self._trace: TextIO | None = None
+
+    def _sink(self, entry: dict[str, Any]) -> None:
+        assert self._trace is not None
+        self._trace.write(json.dumps(entry, separators=(",", ":")) + "\n")
+
+    def open_session(self, resume: bool) -> tuple[Session, Agent, dict[str, Any]]:
+        spec, run_dir = self.spec, self.run_dir
+        if resume:
+            if not (run_dir / "run.json").is_file():
+                raise RunError(f"{run_dir} is not a run directory: nothing to resume")
+            meta = read_json(run_dir / "run.json")
+            if meta.get("ended") not in (None, "error", "interrupted"):
+                raise RunError(f"{run_dir} already finished ({meta['ended']}); nothing to resume")
+        elif run_dir.exists() and any(run_dir.iterdir()):
+            raise RunError(f"{run_dir} exists; use --resume to continue it or choose another --out")
+        run_dir.mkdir(parents=True, exist_ok=True)
+        market = get_market(spec.scenario, spec.seed)
+        session = Session(spec.scenario, market, spec.seed, SearchIndex.build(market), self._sink)
+        agent = make_agent(spec.agent, **spec.agent_settings)
+        checkpoint = load_checkpoint(run_dir) if resume else None
+        if checkpoint is not None:
+            session.restore(checkpoint["session"])
+            agent = checkpoint["agent"]
+        if resume:
+            truncate_trace(run_dir / "trace.jsonl", session.memory.seq)
+        else:
+            meta = _run_meta(spec, agent, session)
+            atomic_write_json(run_dir / "run.json", meta)
+        self._trace = open(run_dir / "trace.jsonl", "a")  # noqa: SIM115 (closed in finish)
+        return session, agent, meta
+
+    def checkpoint(self, session: Session, agent: Agent) -> None:
+        assert self._trace is not None
+        self._trace.flush()
+        save_checkpoint(self.run_dir, session.snapshot(), agent)
+
+    def finish(self, session: Session, meta: dict[str, Any], ended: str) -> dict[str, Any]:
+        from merchantbench.metrics import compute_metrics
+
+        if self._trace is not None:
+            self._trace.close()
+        engine = session.engine
+        write_tables(engine, self.run_dir)
+        meta.update(
+            ended=ended,
+            finished=_now(),
+            windows=session.memory.windows_closed,
+            closed=engine.state.closed,
+            final_accounts=final_accounts(engine),
+            state_hash=session.state_hash(),
+        )
+        atomic_write_json(self.run_dir / "run.json", meta)
+        metrics = compute_metrics(self.run_dir)
+        atomic_write_json(self.run_dir / "metrics.json", metrics)
+        return metrics
+
+
+def run_agent(
+    spec: RunSpec,
+    run_dir: Path,
+    resume: bool = False,
+    on_window: ProgressHook | None = None,
+    checkpoint_every: int = 10,
+) -> dict[str, Any]:
+    """Run (or resume) a whole run and return its metrics."""
+    writer = RunWriter(spec, run_dir, checkpoint_every)
+    session, agent, meta = writer.open_session(resume)
+    try:
+        while not session.over:
+            window = session.window
+            agent.act(session)
+            if not session.over and session.window == window:
+                session.force_end_of_step()
+            if on_window is not None:
+                on_window(session)
+            if session.window % checkpoint_every == 0 and not session.over:
+                writer.checkpoint(session, agent)
+    except BaseException as exc:
+        meta.update(ended="interrupted" if isinstance(exc, KeyboardInterrupt) else "error")
+        meta["error"] = f"{type(exc).__name__}: {exc}"
+        atomic_write_json(run_dir / "run.json", meta)
+        raise
+    ended = "closed" if session.engine.state.closed else "completed"
+    return writer.finish(session, meta, ended)
