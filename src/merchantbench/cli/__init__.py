@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import typer
 
+from merchantbench.cli import catalog as catalog_cmd
+from merchantbench.cli import report as report_cmd
+from merchantbench.cli import run as run_cmd
 from merchantbench.cli import scenario as scenario_cmd
 
 app = typer.Typer(
@@ -14,6 +17,10 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(scenario_cmd.app, name="scenario")
+app.add_typer(catalog_cmd.app, name="catalog")
+app.command("report")(report_cmd.report)
+app.command("compare")(report_cmd.compare)
+app.command("run")(run_cmd.run)
 
 
 def main() -> None:

@@ -1,0 +1,87 @@
+"""`merchantbench catalog build`: generate (or load from the cache) a market and print its stats."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from merchantbench.catalog.cache import get_market, market_path
+from merchantbench.catalog.stats import market_stats
+from merchantbench.cli.common import (
+    ScenarioFile,
+    ScenarioName,
+    SeedOption,
+    SetOption,
+    scenario_from_options,
+)
+
+
+def _fmt(value: object) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:,.4g}"
+    if isinstance(value, int):
+        return f"{value:,d}"
+    return str(value)
+
+
+def _stats_table(stats: dict[str, object]) -> Table:
+    table = Table(title="Market statistics", show_header=True, header_style="bold")
+    table.add_column("statistic")
+    table.add_column("value", justify="right")
+    for key, value in stats.items():
+        if key == "cache_dir":
+            continue  # printed below the table in full
+        if isinstance(value, dict):
+            for sub, inner in value.items():
+                if not isinstance(inner, dict):
+                    table.add_row(f"{key}.{sub}", _fmt(inner))
+        else:
+            table.add_row(key, _fmt(value))
+    return table
+
+
+def build(
+    scenario: ScenarioName = "paper",
+    seed: SeedOption = 1,
+    file: ScenarioFile = None,
+    set_: SetOption = None,
+    json_out: bool = typer.Option(False, "--json", help="print one JSON object instead"),
+) -> None:
+    """Build the scenario's synthetic market (or load it from the cache) and print statistics."""
+    sc = scenario_from_options(scenario, file, set_)
+    path = market_path(sc, seed)
+    cached = (path / "meta.json").exists()
+    started = time.perf_counter()
+    with Progress(
+        TextColumn("{task.description:<10}"),
+        BarColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
+        task = bar.add_task("loading" if cached else "building", total=1.0)
+
+        def progress(stage: str, done: float) -> None:
+            bar.update(task, description=stage, completed=done)
+
+        market = get_market(sc, seed, progress)
+    seconds = time.perf_counter() - started
+    stats = market_stats(market, sc.clock.start_date)
+    stats.update(seconds=round(seconds, 3), from_cache=cached, cache_dir=str(path))
+    if json_out:
+        typer.echo(json.dumps(stats))
+        return
+    console = Console()
+    console.print(_stats_table(stats))
+    console.print(
+        f"{'loaded' if cached else 'built'} {sc.name} seed {seed} in {seconds:.2f} s → {path}"
+    )

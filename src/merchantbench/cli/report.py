@@ -1,0 +1,57 @@
+"""`merchantbench report` and `merchantbench compare`: reports of one run or of several."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from merchantbench.cli.common import fail
+
+
+def report(
+    run_dir: Path = typer.Argument(..., help="a run directory written by `merchantbench run`"),
+    out: Path | None = typer.Option(
+        None, "--out", help="directory for report.md, metrics.json and figures (default: run_dir)"
+    ),
+) -> None:
+    """Write report.md, metrics.json and PNG figures of a run, and print its Table-1 line."""
+    from merchantbench.metrics import RunRecordError, load_run_record, metrics_of
+    from merchantbench.report import table1_line, write_run_report
+
+    try:
+        record = load_run_record(run_dir)
+    except RunRecordError as exc:
+        fail(str(exc))
+    metrics = metrics_of(record)
+    path = write_run_report(record, metrics, out if out is not None else run_dir)
+    typer.echo(table1_line(metrics))
+    typer.echo(f"report: {path}")
+
+
+def compare(
+    run_dirs: list[Path] = typer.Argument(..., help="run directories (several seeds, agents)"),
+    out: Path | None = typer.Option(None, "--out", help="directory to write compare.md into"),
+) -> None:
+    """Summarise several runs per agent (mean, std, CV) and pair agents by seed."""
+    from merchantbench.metrics import RunRecordError, RunResult, compute_metrics
+    from merchantbench.report import render_comparison, table1_line
+
+    runs = []
+    for run_dir in run_dirs:
+        try:
+            runs.append(RunResult.of(run_dir, compute_metrics(run_dir)))
+        except RunRecordError as exc:
+            fail(str(exc))
+    try:
+        text = render_comparison(runs)
+    except ValueError as exc:
+        fail(str(exc))
+    for run in runs:
+        typer.echo(table1_line(run.metrics))
+    if out is None:
+        typer.echo(text, nl=False)
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "compare.md").write_text(text, encoding="utf-8")
+    typer.echo(f"comparison: {out / 'compare.md'}")

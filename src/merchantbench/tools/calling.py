@@ -1,0 +1,172 @@
+"""One tool call, from raw arguments to the answer the agent reads.
+
+The steps, each of which may refuse (and then nothing has changed):
+
+1. decode the arguments (a dict, or the raw JSON string a model produced);
+2. take out the idempotency key of a state-changing call (sent as an argument or beside it);
+3. validate the arguments with the tool's pydantic model;
+4. for a key seen before, answer the first outcome again, or refuse if the arguments differ;
+5. run the tool; a `ToolError` is a refusal, any other exception is a bug and propagates;
+6. remember a successful outcome under its key, in the context's store.
+
+Only successes are remembered: a refusal changed nothing, so trying again with the same key is
+a fresh attempt, not a replay.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from merchantbench.tools.declare import IdempotencyRecord, Tool, ToolContext
+from merchantbench.tools.errors import (
+    IDEMPOTENCY_CONFLICT,
+    INVALID_ARGUMENT,
+    INVALID_JSON,
+    ToolError,
+    failure,
+    invalid_arguments,
+)
+from merchantbench.tools.schema import IDEMPOTENCY_KEY, IDEMPOTENCY_KEY_MAX_LENGTH
+
+
+class Refused(Exception):
+    """Internal: a step refused the call; `result` is the answer to return."""
+
+    def __init__(self, result: dict[str, Any]) -> None:
+        super().__init__(result["error"]["message"])
+        self.result = result
+
+
+def _reject_constant(name: str) -> Any:
+    # Python's json accepts NaN and Infinity; JSON does not, and neither do prices.
+    raise ValueError(f"{name} is not a JSON number")
+
+
+# Built once: json.loads with any keyword argument builds a new decoder on every call.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def decode_arguments(args: Mapping[str, Any] | str | None) -> dict[str, Any]:
+    """The arguments as a dict; an empty string or `null` means no arguments."""
+    if isinstance(args, str):
+        if not args.strip():
+            return {}
+        try:
+            args = _DECODER.decode(args)
+        except (json.JSONDecodeError, ValueError) as exc:
+            raise Refused(failure(INVALID_JSON, f"arguments are not valid JSON: {exc}")) from None
+        except RecursionError:
+            raise Refused(failure(INVALID_JSON, "arguments are nested too deeply")) from None
+    if args is None:
+        return {}
+    if isinstance(args, dict):
+        return args
+    if isinstance(args, Mapping):
+        return dict(args)
+    kind = type(args).__name__
+    raise Refused(failure(INVALID_ARGUMENT, f"arguments must be a JSON object, got {kind}", "$"))
+
+
+def take_idempotency_key(
+    tool: Tool, arguments: dict[str, Any], idempotency_key: str | None
+) -> tuple[dict[str, Any], str | None]:
+    """Separate a write tool's idempotency key from its arguments.
+
+    A read tool changes nothing, so a key given beside its arguments is ignored; one given
+    *inside* them is an unknown argument, as its schema says.
+    """
+    if tool.kind != "write":
+        return arguments, None
+    if IDEMPOTENCY_KEY in arguments:
+        sent = arguments[IDEMPOTENCY_KEY]
+        arguments = {name: value for name, value in arguments.items() if name != IDEMPOTENCY_KEY}
+        if idempotency_key is not None and sent != idempotency_key:
+            message = "two different idempotency keys were given for one call"
+            raise Refused(failure(INVALID_ARGUMENT, message, f"$.{IDEMPOTENCY_KEY}"))
+        idempotency_key = sent
+    if idempotency_key is not None and not (
+        isinstance(idempotency_key, str) and 0 < len(idempotency_key) <= IDEMPOTENCY_KEY_MAX_LENGTH
+    ):
+        limit = IDEMPOTENCY_KEY_MAX_LENGTH
+        message = f"{IDEMPOTENCY_KEY} must be a string of 1 to {limit} characters"
+        raise Refused(failure(INVALID_ARGUMENT, message, f"$.{IDEMPOTENCY_KEY}"))
+    return arguments, idempotency_key
+
+
+def validate_arguments(tool: Tool, arguments: dict[str, Any]) -> BaseModel:
+    """The arguments checked against the tool's model, or a refusal naming the first problem."""
+    try:
+        return tool.args_model.model_validate(arguments)
+    except ValidationError as exc:
+        raise Refused(invalid_arguments(exc, arguments, tool.parameter_names)) from None
+
+
+def arguments_digest(validated: BaseModel) -> str:
+    """SHA-256 of the validated arguments: `"5"` and `5` for an integer are the same call."""
+    return hashlib.sha256(validated.model_dump_json().encode()).hexdigest()
+
+
+def replay(ctx: ToolContext, tool: Tool, key: str, digest: str) -> dict[str, Any] | None:
+    """The first outcome of a call made with this key, or None if the key is new."""
+    record = ctx.idempotency_store.get(key)
+    if record is None:
+        return None
+    if record["tool"] != tool.name or record["args_sha256"] != digest:
+        message = (
+            f"idempotency key {key!r} was already used for a different call "
+            f"({record['tool']} with other arguments); use a new key for a new action"
+        )
+        raise Refused(failure(IDEMPOTENCY_CONFLICT, message, f"$.{IDEMPOTENCY_KEY}"))
+    answer: dict[str, Any] = json.loads(record["result_json"])
+    return answer
+
+
+def remember(ctx: ToolContext, tool: Tool, key: str, digest: str, result: dict[str, Any]) -> None:
+    """Store a successful outcome under its key, as JSON text that snapshots as is."""
+    text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+    ctx.idempotency_store[key] = IdempotencyRecord(
+        tool=tool.name, args_sha256=digest, result_json=text
+    )
+
+
+def success(tool: Tool, output: Any) -> dict[str, Any]:
+    """Wrap what a tool body returned as `{"ok": true, ...}`; anything else is a bug."""
+    if isinstance(output, BaseModel):
+        output = output.model_dump(mode="json")
+    elif output is None:
+        output = {}
+    elif not isinstance(output, dict):
+        kind = type(output).__name__
+        raise TypeError(f"tool {tool.name} returned {kind}; a tool returns a dict or a model")
+    if "ok" in output:
+        raise TypeError(f"tool {tool.name} returned an 'ok' field; the framework sets it")
+    return {"ok": True, **output}
+
+
+def run(
+    ctx: ToolContext, tool: Tool, args: Mapping[str, Any] | str | None, key: str | None
+) -> dict[str, Any]:
+    """Call a known, enabled tool; see the module docstring for the steps."""
+    try:
+        arguments, key = take_idempotency_key(tool, decode_arguments(args), key)
+        validated = validate_arguments(tool, arguments)
+        if key is not None:
+            digest = arguments_digest(validated)
+            first = replay(ctx, tool, key, digest)
+            if first is not None:
+                return first
+    except Refused as refusal:
+        return refusal.result
+    try:
+        output = tool.fn(ctx, **validated.__dict__)
+    except ToolError as refusal:
+        return refusal.to_result()
+    result = success(tool, output)
+    if key is not None:
+        remember(ctx, tool, key, digest, result)
+    return result
