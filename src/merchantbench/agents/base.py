@@ -20,7 +20,8 @@ class Agent(Protocol):
         ...
 
     def act(self, session: Session) -> None:
-        """Make this window's calls."""
+        """Make this window's calls. (An agent may instead define `async def act_async(session)`,
+        which the runner awaits; the LLM harnesses do, so runs can share an event loop.)"""
         ...
 
 

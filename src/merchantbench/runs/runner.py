@@ -3,6 +3,7 @@ checkpointing every few windows and resuming after a kill."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import platform
 import subprocess
@@ -155,13 +156,33 @@ def run_agent(
     on_window: ProgressHook | None = None,
     checkpoint_every: int = 10,
 ) -> dict[str, Any]:
-    """Run (or resume) a whole run and return its metrics."""
+    """Run (or resume) a whole run and return its metrics (blocking)."""
+    return asyncio.run(run_agent_async(spec, run_dir, resume, on_window, checkpoint_every))
+
+
+async def _act(agent: Agent, session: Session) -> None:
+    act_async = getattr(agent, "act_async", None)
+    if act_async is not None:
+        await act_async(session)
+    else:
+        agent.act(session)
+
+
+async def run_agent_async(
+    spec: RunSpec,
+    run_dir: Path,
+    resume: bool = False,
+    on_window: ProgressHook | None = None,
+    checkpoint_every: int = 10,
+) -> dict[str, Any]:
+    """Run (or resume) a whole run and return its metrics. Agents with an `act_async` method
+    (the LLM harnesses) are awaited, so many runs can share one event loop."""
     writer = RunWriter(spec, run_dir, checkpoint_every)
     session, agent, meta = writer.open_session(resume)
     try:
         while not session.over:
             window = session.window
-            agent.act(session)
+            await _act(agent, session)
             if not session.over and session.window == window:
                 session.force_end_of_step()
             if on_window is not None:
