@@ -35,12 +35,12 @@ def _progress_line(session: Session) -> str:
 
 
 def run(
-    agent: Annotated[str, typer.Option("--agent", "-a", help="agent name (see --list-agents)")] = "",
+    agent: Annotated[str, typer.Option("--agent", "-a", help="agent (see --list-agents)")] = "",
     scenario: ScenarioName = "paper",
     seed: SeedOption = 1,
-    days: Annotated[int | None, typer.Option(help="simulate fewer days than the scenario")] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="run directory (default: runs/…)")] = None,
-    resume: Annotated[bool, typer.Option("--resume", help="continue a killed run in --out")] = False,
+    days: Annotated[int | None, typer.Option(help="simulate fewer days")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="run directory")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="continue a killed run")] = False,
     report: Annotated[bool, typer.Option("--report", help="write the report when done")] = False,
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
     file: ScenarioFile = None,

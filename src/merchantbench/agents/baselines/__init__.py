@@ -1,4 +1,3 @@
-"""Built-in baselines that need no model: idle, random, rule-based (and the expert and oracle
-once calibrated). Importing this package registers them."""
+"""Built-in baselines that need no model. Importing this package registers them."""
 
-from merchantbench.agents.baselines import idle  # noqa: F401
+from merchantbench.agents.baselines import idle, random_agent, rule_based  # noqa: F401

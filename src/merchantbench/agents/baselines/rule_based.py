@@ -1,0 +1,128 @@
+"""`rule-based`: the paper's rule-based operator, acting only through the tools.
+
+Every window it checks its cash and the supply-chain anomalies of its listings: it delists a
+listing whose supplier has delisted the product or now ships later than the 48-hour promise,
+and resets the price to 2× the supplier price after a supplier price change. Once a day it
+delists listings with 7 days without sales and refills empty slots from the daily report's
+keywords, taking only products with cost ≤ 20 RMB, supplier and product rating ≥ 4.5, ship ≤ 48 h
+and stock ≥ 20, priced at 2× cost. If cash falls below 500 RMB it delists everything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from merchantbench.agents.base import register_agent
+from merchantbench.agents.baselines.tables import rows_of
+from merchantbench.session import Session
+
+
+@dataclass(frozen=True)
+class RuleBasedSettings:
+    markup: float = 2.0
+    max_cost: float = 20.0
+    min_rating: float = 4.5
+    max_ship_hours: int = 48
+    min_stock: int = 20
+    cash_floor: float = 500.0
+    no_sales_days: int = 7
+    keywords_per_day: int = 6
+
+
+@register_agent("rule-based")
+@dataclass
+class RuleBasedAgent:
+    settings_: RuleBasedSettings = field(default_factory=RuleBasedSettings)
+    dropped: set[str] = field(default_factory=set)  # products it delisted; never relisted
+    name: str = "rule-based"
+
+    def settings(self) -> dict[str, Any]:
+        return dict(self.settings_.__dict__)
+
+    def act(self, session: Session) -> None:
+        balance = session.call("query_balance", {})
+        if balance.get("ok") and balance["balance"] < self.settings_.cash_floor:
+            self._delist_all(session)
+        else:
+            self._handle_anomalies(session)
+            if session.window % 2 == 0:  # the first window of each day
+                self._daily(session)
+        session.call("end_of_step", {})
+
+    def _price(self, cost: float) -> float:
+        return round(cost * self.settings_.markup, 2)
+
+    def _delist(self, session: Session, product_ids: list[str]) -> None:
+        if product_ids:
+            session.call("delist_product", {"product_ids": sorted(set(product_ids))})
+            self.dropped.update(product_ids)
+
+    def _delist_all(self, session: Session) -> None:
+        listed = rows_of(session.call("query_my_listings", {}))
+        self._delist(session, [row["product_id"] for row in listed])
+
+    def _handle_anomalies(self, session: Session) -> None:
+        anomalies = rows_of(session.call("query_supply_chain_anomalies", {"scope": "new"}))
+        doomed = [
+            a["product_id"]
+            for a in anomalies
+            if a["anomaly"] == "supplier_delisted"
+            or (
+                a["anomaly"] == "shipment_delayed"
+                and a["ship_hours"] > self.settings_.max_ship_hours
+            )
+        ]
+        self._delist(session, doomed)
+        for a in anomalies:
+            if (
+                a["anomaly"] in ("price_changed", "price_restored")
+                and a["product_id"] not in doomed
+            ):
+                price = self._price(a["procurement_price"])
+                session.call("adjust_price", {"product_id": a["product_id"], "sale_price": price})
+
+    def _daily(self, session: Session) -> None:
+        review = session.call("review_my_listings", {})
+        stale = [row["product_id"] for row in rows_of(review) if "no_sales_7d" in row["alerts"]]
+        self._delist(session, stale)
+        free = (
+            review["listing_cap"] - review["active_listings"] + len(stale)
+            if review.get("ok")
+            else 0
+        )
+        if free > 0:
+            self._refill(session, free, {row["product_id"] for row in rows_of(review)})
+
+    def _refill(self, session: Session, free: int, listed: set[str]) -> None:
+        report = session.call("get_daily_report", {})
+        keywords = [k["keyword"] for k in report.get("hot_keywords", [])]
+        chosen: list[dict[str, Any]] = []
+        for keyword in keywords[: self.settings_.keywords_per_day]:
+            for row in self._candidates(session, keyword):
+                pid = row["product_id"]
+                if pid in listed or pid in self.dropped or len(chosen) >= free:
+                    continue
+                chosen.append({"product_id": pid, "sale_price": self._price(row["price"])})
+                listed.add(pid)
+            if len(chosen) >= free:
+                break
+        if chosen:
+            session.call("list_product", {"items": chosen})
+
+    def _candidates(self, session: Session, keyword: str) -> list[dict[str, Any]]:
+        s = self.settings_
+        found = session.call(
+            "search_products",
+            {
+                "query": keyword,
+                "max_price": s.max_cost,
+                "min_supplier_rating": s.min_rating,
+                "min_product_rating": s.min_rating,
+                "max_ship_hours": s.max_ship_hours,
+                "min_stock": s.min_stock,
+                "sort": "sales_30d",
+                "page_size": 20,
+            },
+        )
+        return rows_of(found)
