@@ -129,7 +129,7 @@ class SupplierConfig(_Frozen):
 
 
 class MarketConfig(_Frozen):
-    """Parameters of the synthetic market generator (SPEC §3). Calibrated in docs/calibration.md."""
+    """Parameters of the synthetic market generator (SPEC §3). Targets and achieved values: docs/catalog.md."""
 
     n_products: int = Field(98_843, ge=10)
     n_suppliers: int = Field(36_576, ge=1)
@@ -139,7 +139,7 @@ class MarketConfig(_Frozen):
     p_ref_clip: tuple[float, float] = (3.0, 2000.0)
     margin_range: tuple[float, float] = (0.25, 0.40)
     elasticity_clip: tuple[float, float] = (1.1, 6.0)
-    base_demand_median: float = 0.08
+    base_demand_median: float = 0.044
     base_demand_sigma: float = 1.3
     base_demand_cap: float = 40.0
     daily_noise_sigma: float = 0.25

@@ -1,0 +1,172 @@
+"""On-disk cache of generated markets: `get_market(scenario, seed)` builds once, then loads.
+
+A market is saved as one directory: one `.npy` file per array (strings as fixed-width unicode)
+and `meta.json` for the scalars. Loading memory-maps every array read-only, so a paper-scale
+market opens in well under a second and is shared by the page cache across processes.
+
+The directory name holds a hash of everything the generator reads (scenario version, market,
+supplier and logistics parameters, run length and start date, seed), of the generator's source
+files and of the format version. It is written into a temporary sibling directory and renamed
+into place, so a reader never sees a partial market: an interrupted build leaves only a
+temporary directory, which is ignored (and swept once it is old).
+
+The cache root is `$MERCHANTBENCH_CACHE`, else the platform's user cache directory.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import fields
+from pathlib import Path
+
+import numpy as np
+import platformdirs
+
+from merchantbench.catalog import calendar, events, synthetic, vocab
+from merchantbench.catalog import market as market_module
+from merchantbench.catalog.market import CHANNELS, Market, SupplierEvents
+from merchantbench.catalog.synthetic import Progress, generate_market
+from merchantbench.scenario import Scenario
+
+CACHE_ENV = "MERCHANTBENCH_CACHE"
+FORMAT_VERSION = 1  # bump when the directory layout changes
+# The generator's source is part of the key, so editing it can never serve a stale market.
+_GENERATOR_MODULES = (synthetic, vocab, calendar, events, market_module)
+_SCALARS = ("n_products", "n_suppliers", "days", "history_days", "categories")
+_EVENT_ARRAYS = ("product", "start", "end", "value", "offsets")
+_STALE_TEMP_SECONDS = 6 * 3600  # a build never takes this long; older temp dirs are leftovers
+
+
+def cache_root() -> Path:
+    """The cache directory: $MERCHANTBENCH_CACHE if set, else the user cache dir."""
+    configured = os.environ.get(CACHE_ENV)
+    return Path(configured) if configured else Path(platformdirs.user_cache_dir("merchantbench"))
+
+
+@functools.cache
+def generator_fingerprint() -> str:
+    """Hash of the source files the generated market depends on."""
+    digest = hashlib.sha256()
+    for module in _GENERATOR_MODULES:
+        digest.update(Path(str(module.__file__)).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def market_cache_key(scenario: Scenario, seed: int) -> str:
+    """Hash (16 hex chars) of every input of the generator for this scenario and seed."""
+    inputs = {
+        "version": scenario.version,
+        "market": scenario.market.model_dump(mode="json"),
+        "suppliers": scenario.suppliers.model_dump(mode="json"),
+        "logistics_hours": list(scenario.orders.logistics_hours),
+        "days": scenario.clock.days,
+        "start_date": scenario.clock.start_date,
+        "seed": seed,
+        "generator": generator_fingerprint(),
+        "format": FORMAT_VERSION,
+    }
+    blob = json.dumps(inputs, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def market_path(scenario: Scenario, seed: int) -> Path:
+    """Where the market of (scenario, seed) is (or would be) cached."""
+    return cache_root() / f"market-seed{seed}-{market_cache_key(scenario, seed)}"
+
+
+def _storable(array: np.ndarray) -> np.ndarray:
+    # Object arrays of str would need pickling; fixed-width unicode memory-maps instead.
+    return array.astype(str) if array.dtype == object else array
+
+
+def save_market(market: Market, directory: Path) -> None:
+    """Write a market into an empty or new `directory` (not atomic by itself; see get_market)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    arrays = []
+    for f in fields(market):
+        value = getattr(market, f.name)
+        if isinstance(value, np.ndarray):
+            np.save(directory / f"{f.name}.npy", _storable(value))
+            arrays.append(f.name)
+    for channel in CHANNELS:
+        for name in _EVENT_ARRAYS:
+            array = getattr(market.events[channel], name)
+            np.save(directory / f"events.{channel}.{name}.npy", array)
+    meta = {name: getattr(market, name) for name in _SCALARS}
+    meta.update(format=FORMAT_VERSION, arrays=arrays, categories=list(market.categories))
+    (directory / "meta.json").write_text(json.dumps(meta, indent=1))
+
+
+def load_market(directory: Path) -> Market:
+    """Open a saved market; every array is a read-only memory map."""
+    meta = json.loads((directory / "meta.json").read_text())
+    if meta.get("format") != FORMAT_VERSION:
+        raise ValueError(f"market cache {directory} has format {meta.get('format')}")
+    arrays = {name: np.load(directory / f"{name}.npy", mmap_mode="r") for name in meta["arrays"]}
+    by_channel = {
+        channel: SupplierEvents(
+            **{
+                name: np.load(directory / f"events.{channel}.{name}.npy", mmap_mode="r")
+                for name in _EVENT_ARRAYS
+            }
+        )
+        for channel in CHANNELS
+    }
+    scalars = {name: meta[name] for name in _SCALARS}
+    scalars["categories"] = tuple(scalars["categories"])
+    return Market(**scalars, **arrays, events=by_channel)
+
+
+def _sweep_stale_temps(root: Path) -> None:
+    now = time.time()
+    for leftover in root.glob(".tmp-market-*"):
+        try:
+            if now - leftover.stat().st_mtime > _STALE_TEMP_SECONDS:
+                shutil.rmtree(leftover, ignore_errors=True)
+        except FileNotFoundError:
+            continue  # another process swept it first
+
+
+def _publish(built: Path, final: Path) -> None:
+    """Rename a finished build into place; if another process won the race, keep theirs."""
+    if final.exists() and not (final / "meta.json").exists():
+        shutil.rmtree(final, ignore_errors=True)  # not written by us: renames are atomic
+    try:
+        os.rename(built, final)
+    except OSError:
+        if not (final / "meta.json").exists():
+            raise
+        shutil.rmtree(built, ignore_errors=True)
+
+
+def get_market(scenario: Scenario, seed: int, progress: Progress | None = None) -> Market:
+    """The market of (scenario, seed): loaded from the cache, or generated and cached.
+
+    Args:
+        scenario: the scenario.
+        seed: the market seed.
+        progress: passed to the generator on a cache miss (progress(stage, fraction)).
+
+    Returns:
+        The market, its arrays memory-mapped from the cache directory.
+    """
+    final = market_path(scenario, seed)
+    if not (final / "meta.json").exists():
+        final.parent.mkdir(parents=True, exist_ok=True)
+        _sweep_stale_temps(final.parent)
+        market = generate_market(scenario, seed, progress)
+        built = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
+        try:
+            save_market(market, built)
+            _publish(built, final)
+        finally:
+            if built.exists():
+                shutil.rmtree(built, ignore_errors=True)
+        del market  # reopen from disk: memory maps instead of a second in-memory copy
+    return load_market(final)
