@@ -104,15 +104,17 @@ def save_market(market: Market, directory: Path) -> None:
 
 
 def load_market(directory: Path) -> Market:
-    """Open a saved market; every array is a read-only memory map."""
+    """Open a saved market. The per-day matrices stay read-only memory maps (most rows are
+    never touched); per-product vectors are read into memory, because the engine and the tools
+    index them one element at a time and a memmap's item access costs microseconds."""
     meta = json.loads((directory / "meta.json").read_text())
     if meta.get("format") != FORMAT_VERSION:
         raise ValueError(f"market cache {directory} has format {meta.get('format')}")
-    arrays = {name: np.load(directory / f"{name}.npy", mmap_mode="r") for name in meta["arrays"]}
+    arrays = {name: _load_array(directory / f"{name}.npy") for name in meta["arrays"]}
     by_channel = {
         channel: SupplierEvents(
             **{
-                name: np.load(directory / f"events.{channel}.{name}.npy", mmap_mode="r")
+                name: _load_array(directory / f"events.{channel}.{name}.npy")
                 for name in _EVENT_ARRAYS
             }
         )
@@ -121,6 +123,11 @@ def load_market(directory: Path) -> Market:
     scalars = {name: meta[name] for name in _SCALARS}
     scalars["categories"] = tuple(scalars["categories"])
     return Market(**scalars, **arrays, events=by_channel)
+
+
+def _load_array(path: Path) -> np.ndarray:
+    mapped = np.load(path, mmap_mode="r")
+    return mapped if mapped.ndim > 1 else np.array(mapped)
 
 
 def _sweep_stale_temps(root: Path) -> None:
