@@ -32,9 +32,10 @@ from merchantbench.catalog.search import SearchIndex
 from merchantbench.catalog.view import catalog_view_at
 from merchantbench.scenario import Scenario
 from merchantbench.sim.engine import Engine
-from merchantbench.tools.toolset import build_registry
+from merchantbench.sim.suppliers import stock_now
 from merchantbench.tools.errors import failure
 from merchantbench.tools.observation import build_observation, system_brief
+from merchantbench.tools.toolset import build_registry
 
 END_OF_STEP = "end_of_step"
 
@@ -98,7 +99,10 @@ class Session:
         """The catalog at the current hour, with this store's purchases in the stock."""
         t = self.engine.t
         if self._view is None or self._view.hour != t:
-            self._view = catalog_view_at(self.market, t, self.engine.state.stock)
+            # The engine keeps (level, hour of last purchase); the view wants units now.
+            bought = self.engine.state.stock
+            units = {p: stock_now(self.market, p, bought, t) for p in bought}
+            self._view = catalog_view_at(self.market, t, units)
         return self._view
 
     def request_end_of_step(self) -> None:

@@ -8,6 +8,8 @@ from merchantbench.cli import catalog as catalog_cmd
 from merchantbench.cli import report as report_cmd
 from merchantbench.cli import run as run_cmd
 from merchantbench.cli import scenario as scenario_cmd
+from merchantbench.cli import scripted as scripted_cmd
+from merchantbench.cli import tools as tools_cmd
 
 app = typer.Typer(
     name="merchantbench",
@@ -18,9 +20,11 @@ app = typer.Typer(
 )
 app.add_typer(scenario_cmd.app, name="scenario")
 app.add_typer(catalog_cmd.app, name="catalog")
+app.add_typer(tools_cmd.app, name="tools")
 app.command("report")(report_cmd.report)
 app.command("compare")(report_cmd.compare)
 app.command("run")(run_cmd.run)
+app.command("scripted-server")(scripted_cmd.scripted_server)
 
 
 def main() -> None:

@@ -1,0 +1,184 @@
+"""The daily market report (SPEC §3, `get_daily_report`): what a wholesale site's trend page says
+each morning, built only from realised market sales of completed days.
+
+For run day `d` the report reads `market_sales_cum` rows up to day d−1 and nothing later, so it
+never reveals the future: per-category sales index and week-over-week change, the hottest and
+fastest-rising keywords (product type names, the words products of one type share in their
+titles), a handful of hot products, and the upcoming dates of the e-commerce calendar.
+
+A report is a pure function of (market, day, start date) and the catalog view at the start of
+that day; it is memoised per market and day.
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from typing import Any
+
+import numpy as np
+
+from merchantbench.catalog.calendar import upcoming_events
+from merchantbench.catalog.market import CatalogView, Market
+from merchantbench.scenario import ClockConfig
+
+WEEK = 7
+BASE_DAYS = 28  # the index compares a week with the average week of the market's history
+TOP_KEYWORDS = 10
+HOT_PRODUCTS = 8
+RISING_MIN_ORDERS = 20  # a keyword needs this many orders in a week to count as rising
+RISING_PRIOR = 10  # orders added to both weeks so that tiny counts do not look like surges
+CALENDAR_AHEAD_DAYS = 45
+DEFAULT_START_DATE: str = ClockConfig.model_fields["start_date"].default
+
+_REPORTS: weakref.WeakKeyDictionary[Market, dict[tuple[int, str], str]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _window_sales(market: Market, end_row: int, days: int) -> np.ndarray:
+    """Orders per product over the `days` completed rows before cumulative row `end_row`."""
+    cum = market.market_sales_cum
+    return (cum[end_row].astype(np.int64) - cum[max(end_row - days, 0)]).clip(min=0)
+
+
+def _change_pct(now: int | float, before: int | float) -> float | None:
+    return round(100.0 * (float(now) / float(before) - 1.0), 1) if before > 0 else None
+
+
+def _categories(market: Market, last: np.ndarray, previous: np.ndarray) -> list[dict[str, Any]]:
+    k = len(market.categories)
+    now = np.bincount(market.category, weights=last, minlength=k)
+    before = np.bincount(market.category, weights=previous, minlength=k)
+    base_days = min(BASE_DAYS, market.history_days)
+    base = None
+    if base_days:
+        history = _window_sales(market, base_days, base_days)
+        base = np.bincount(market.category, weights=history, minlength=k) * WEEK / base_days
+    rows = []
+    for c, name in enumerate(market.categories):
+        index = None
+        if base is not None and base[c] > 0:
+            index = round(100.0 * float(now[c]) / float(base[c]), 1)
+        rows.append(
+            {
+                "category": name,
+                "orders_7d": int(now[c]),
+                "sales_index": index,
+                "week_over_week_pct": _change_pct(now[c], before[c]),
+            }
+        )
+    return rows
+
+
+def _type_categories(market: Market) -> np.ndarray:
+    """Category index of each product type (the category of its products)."""
+    categories = np.zeros(len(market.type_names), dtype=np.int64)
+    types, first = np.unique(market.type_id, return_index=True)
+    categories[types] = market.category[first]
+    return categories
+
+
+def keyword_trends(
+    market: Market, day: int, category: str | None = None, limit: int = TOP_KEYWORDS
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The hottest and the fastest-rising keywords (product type names) on run day `day`, from
+    the 7 completed days before it and the 7 before those; optionally within one category.
+
+    A keyword shows only once its products have sold, so an unlaunched type never appears.
+    """
+    n_types = len(market.type_names)
+    if n_types == 0:
+        return [], []
+    last, previous = _weeks(market, day)
+    now = np.bincount(market.type_id, weights=last, minlength=n_types)
+    before = np.bincount(market.type_id, weights=previous, minlength=n_types)
+    type_category = _type_categories(market)
+    eligible = np.ones(n_types, dtype=bool)
+    if category is not None:
+        eligible &= type_category == market.categories.index(category)
+
+    def row(k: int) -> dict[str, Any]:
+        return {
+            "keyword": str(market.type_names[k]),
+            "category": market.categories[int(type_category[k])],
+            "orders_7d": int(now[k]),
+            "week_over_week_pct": _change_pct(now[k], before[k]),
+        }
+
+    selling = np.flatnonzero(eligible & (now > 0))
+    hottest = selling[np.argsort(-now[selling], kind="stable")][:limit]
+    growing = np.flatnonzero(eligible & (now >= RISING_MIN_ORDERS) & (now > before))
+    growth = (now[growing] + RISING_PRIOR) / (before[growing] + RISING_PRIOR)
+    rising = growing[np.argsort(-growth, kind="stable")][:limit]
+    return [row(int(k)) for k in hottest], [row(int(k)) for k in rising]
+
+
+def _weeks(market: Market, day: int) -> tuple[np.ndarray, np.ndarray]:
+    """Orders per product in the last completed week before `day`, and in the week before."""
+    end_row = min(day, market.days) + market.history_days  # rows before it are completed days
+    last = _window_sales(market, end_row, WEEK)
+    if end_row < WEEK:
+        return last, np.zeros_like(last)
+    return last, _window_sales(market, end_row - WEEK, WEEK)
+
+
+def _hot_products(market: Market, view: CatalogView, last: np.ndarray) -> list[list[Any]]:
+    candidates = np.flatnonzero(view.visible & (last > 0))
+    top = candidates[np.argsort(-last[candidates], kind="stable")][:HOT_PRODUCTS]
+    return [
+        [
+            str(market.product_ids[i]),
+            str(market.titles[i]),
+            market.categories[int(market.category[i])],
+            round(int(view.price_fen[i]) / 100, 2),
+            int(last[i]),
+            int(view.sales_30d[i]),
+        ]
+        for i in top
+    ]
+
+
+def _build(market: Market, day: int, view: CatalogView, start_date: str) -> dict[str, Any]:
+    last, previous = _weeks(market, day)
+    hottest, rising = keyword_trends(market, day)
+    events = upcoming_events(start_date, day, CALENDAR_AHEAD_DAYS)
+    return {
+        "day": day + 1,
+        "based_on": "market orders of the 7 completed days before today",
+        "categories": _categories(market, last, previous),
+        "hot_keywords": hottest,
+        "rising_keywords": rising,
+        "hot_products": {
+            "columns": ["product_id", "title", "category", "price", "orders_7d", "sales_30d"],
+            "rows": _hot_products(market, view, last),
+        },
+        "upcoming_events": [
+            {"event": e.name, "date": e.date.isoformat(), "days_away": e.days_away} for e in events
+        ],
+    }
+
+
+def daily_report(
+    market: Market, day: int, view: CatalogView, *, start_date: str = DEFAULT_START_DATE
+) -> dict[str, Any]:
+    """The market report of run day `day` (0-based).
+
+    Args:
+        market: The market.
+        day: The run day the report is for; it uses sales of days before it only.
+        view: The catalog at the start of `day` (visibility and prices of the hot products).
+            Reports are memoised per day, so the view of a day's first request is the one used.
+        start_date: ISO date of run day 0, for the calendar.
+
+    Returns:
+        A fresh JSON-shaped dict: `categories` (orders_7d, sales_index — 100 is the average week
+        of the market history before the run — and week_over_week_pct), `hot_keywords`,
+        `rising_keywords`, `hot_products` (a table) and `upcoming_events`.
+    """
+    reports = _REPORTS.setdefault(market, {})
+    key = (day, start_date)
+    if key not in reports:
+        reports[key] = json.dumps(_build(market, day, view, start_date))
+    report: dict[str, Any] = json.loads(reports[key])
+    return report

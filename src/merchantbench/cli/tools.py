@@ -1,0 +1,71 @@
+"""`merchantbench tools …`: the agent's tools as a scenario offers them."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from merchantbench.cli.common import (
+    ScenarioFile,
+    ScenarioName,
+    SetOption,
+    fail,
+    scenario_from_options,
+)
+from merchantbench.tools.registry import ToolRegistry
+from merchantbench.tools.toolset import build_registry
+
+app = typer.Typer(
+    help="Inspect the agent's tools: schemas, list, descriptions.", no_args_is_help=True
+)
+
+AllOption = Annotated[
+    bool, typer.Option("--all", help="include optional tools the scenario leaves off")
+]
+
+
+def _registry(name: str, file: str | None, overrides: list[str] | None) -> ToolRegistry:
+    return build_registry(scenario_from_options(name, file, overrides))
+
+
+@app.command("schema")
+def schema(scenario: ScenarioName = "paper", file: ScenarioFile = None, set_: SetOption = None):
+    """Print the tool schemas the agent is shown (OpenAI function-calling format) and their
+    SHA-256, as JSON."""
+    registry = _registry(scenario, file, set_)
+    document = {"sha256": registry.schema_sha256(), "tools": registry.schema_list()}
+    typer.echo(json.dumps(document, indent=2, ensure_ascii=False))
+
+
+@app.command("list")
+def list_tools(
+    scenario: ScenarioName = "paper",
+    file: ScenarioFile = None,
+    set_: SetOption = None,
+    all_: AllOption = False,
+):
+    """List the tools: name, group, kind (read or write) and summary."""
+    registry = _registry(scenario, file, set_)
+    tools = registry.tools(include_optional=all_)
+    width = max(len(t.name) for t in tools)
+    typer.echo(f"{'name':<{width}}  {'group':<10}  {'kind':<5}  summary")
+    for t in tools:
+        off = "" if registry.is_active(t.name) else " (optional, off)"
+        typer.echo(f"{t.name:<{width}}  {t.group:<10}  {t.kind:<5}  {t.summary}{off}")
+
+
+@app.command("describe")
+def describe(
+    name: str = typer.Argument(..., help="tool name"),
+    scenario: ScenarioName = "paper",
+    file: ScenarioFile = None,
+    set_: SetOption = None,
+):
+    """Describe one tool in Markdown: what it does and its parameters."""
+    registry = _registry(scenario, file, set_)
+    if name not in registry:
+        known = ", ".join(t.name for t in registry.tools(include_optional=True))
+        fail(f"no tool named {name!r}; choose from {known}")
+    typer.echo(registry.describe(name).as_markdown(), nl=False)

@@ -1,0 +1,255 @@
+"""Supplier and order monitoring tools (SPEC §8): supply-chain anomalies on the store's
+listings, order lists, order updates since the previous window and one order's history.
+
+Orders are shown as `context.order_status` derives them: from what has happened only.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import Field
+
+from merchantbench.tools.context import (
+    OPEN_STATUSES,
+    Page,
+    PageSize,
+    ProductId,
+    clock_text,
+    event_fine,
+    event_name,
+    is_late,
+    open_orders,
+    order_history,
+    order_status,
+    page_of,
+    page_rows,
+    paged,
+    product_of,
+    rmb,
+    table,
+    updates_since,
+)
+from merchantbench.tools.declare import tool
+from merchantbench.tools.errors import ToolError
+
+if TYPE_CHECKING:
+    from merchantbench.sim.orders import Order
+    from merchantbench.tools.context import StoreContext
+
+OrderStatus = Literal[
+    "open", "awaiting_shipment", "shipped", "delivered", "late", "settled", "bad_review",
+    "return_refund", "returnless_refund", "cancelled", "stockout", "insufficient_balance",
+]  # fmt: skip
+OrderEvent = Literal[
+    "placed", "late", "shipped", "delivered", "settled", "bad_review", "return_refund",
+    "returnless_refund", "cancelled", "stockout", "insufficient_balance", "store_closed",
+]  # fmt: skip
+ORDER_COLUMNS = (
+    "order_id", "product_id", "placed_at", "sale_price", "cost", "status", "late", "fines",
+)  # fmt: skip
+ANOMALY_NAMES = {
+    "price_change": ("price_changed", "price_restored"),
+    "delisting": ("supplier_delisted", "supplier_relisted"),
+    "delay": ("shipment_delayed", "delay_over"),
+}
+
+
+def order_row(ctx: StoreContext, order: Order) -> list[Any]:
+    t = ctx.engine.t
+    return [
+        order.order_id, str(ctx.market.product_ids[order.product]), clock_text(order.placed_t),
+        rmb(order.price), rmb(order.cost), order_status(order, t), is_late(order, t),
+        rmb(order.fines),
+    ]  # fmt: skip
+
+
+def anomaly_rows(ctx: StoreContext, scope: str) -> list[list[Any]]:
+    """Supplier events on the store's active listings: started since the last window (with
+    recoveries) for `new`, or in force now for `now`. Never an end hour still to come."""
+    t, after = ctx.engine.t, ctx.previous_window_t
+    rows = []
+    for product in sorted(ctx.engine.state.listings):
+        if scope == "new":
+            found = [
+                (ch, s, 0) for ch, s, _ in ctx.engine.suppliers.started_between(product, after, t)
+            ]
+            found += [
+                (ch, e, 1) for ch, _, e in ctx.engine.suppliers.ended_between(product, after, t)
+            ]
+        else:
+            found = [
+                (channel, start, 0)
+                for channel, events in ctx.engine.suppliers.events(product).items()
+                for start, end, _ in events
+                if start <= t < end
+            ]
+        rows += [_anomaly_row(ctx, product, *event) for event in sorted(found, key=lambda e: e[1])]
+    return rows
+
+
+def _anomaly_row(ctx: StoreContext, product: int, channel: str, hour: int, ended: int) -> list[Any]:
+    supplier = ctx.engine.suppliers.state(product, ctx.engine.t)
+    starts_price = channel == "price_change" and not ended
+    previous = rmb(int(ctx.market.base_price_fen[product])) if starts_price else None
+    listing = ctx.engine.state.listings[product]
+    return [
+        str(ctx.market.product_ids[product]), ANOMALY_NAMES[channel][ended], clock_text(hour),
+        rmb(supplier.price_fen), previous, supplier.ship_hours, rmb(listing.price),
+    ]  # fmt: skip
+
+
+ANOMALY_COLUMNS = (
+    "product_id", "anomaly", "since", "procurement_price", "previous_price", "ship_hours",
+    "sale_price",
+)  # fmt: skip
+
+
+@tool(kind="read", group="monitoring")
+def query_supply_chain_anomalies(
+    ctx: StoreContext, scope: Literal["new", "now"] = "new"
+) -> dict[str, Any]:
+    """Supplier problems on the products you have listed.
+
+    `new`: events that began since the previous window, and recoveries. `now`: every event
+    in force. Anomalies: price_changed (procurement_price is the new price, previous_price the
+    usual one; placed orders keep their price), supplier_delisted (new orders become stockouts
+    with a fine until you delist), shipment_delayed (ship_hours is the supplier's current ship
+    time; orders not shipped within 48 h are late and fined); recoveries: price_restored,
+    supplier_relisted, delay_over. How long an event lasts is not known in advance.
+
+    Args:
+        scope: new (since the previous window) or now (in force at this hour).
+    """
+    rows = anomaly_rows(ctx, scope)
+    return {"scope": scope, "at": clock_text(ctx.engine.t), **table(ANOMALY_COLUMNS, rows)}
+
+
+def _status_matches(wanted: str, status: str, late: bool) -> bool:
+    if wanted == status:
+        return True
+    return (wanted == "late" and late) or (wanted == "open" and status in OPEN_STATUSES)
+
+
+@tool(kind="read", group="monitoring")
+def query_my_orders(
+    ctx: StoreContext,
+    status: OrderStatus | None = None,
+    product_id: ProductId | None = None,
+    page: Page = 1,
+    page_size: PageSize = 20,
+) -> dict[str, Any]:
+    """Your orders, newest first, optionally filtered by status and product.
+
+    Statuses: awaiting_shipment, shipped, delivered (awaiting settlement), then one outcome:
+    settled, bad_review, return_refund, returnless_refund, cancelled, stockout (no supply),
+    insufficient_balance (you could not pay the supplier). `open` matches any of the first
+    three; `late` any order flagged late. Columns: order_id, product_id, placed_at, sale_price,
+    cost (paid to the supplier; 0 when not procured), status, late, fines (RMB).
+
+    Args:
+        status: Only orders with this status.
+        product_id: Only orders for this product.
+        page: Page number, from 1.
+        page_size: Rows per page (at most 50).
+    """
+    page_size = page_rows(ctx, page_size)
+    product = None if product_id is None else product_of(ctx, product_id, "$.product_id")
+    t = ctx.engine.t
+    chosen = [
+        order
+        for order in reversed(ctx.engine.state.orders)
+        if (product is None or order.product == product)
+        and (status is None or _status_matches(status, order_status(order, t), is_late(order, t)))
+    ]
+    shown, fields = page_of(chosen, page, page_size)
+    rows = [order_row(ctx, order) for order in shown]
+    return {"at": clock_text(t), **table(ORDER_COLUMNS, rows), **fields}
+
+
+@tool(kind="read", group="monitoring")
+def query_open_orders(
+    ctx: StoreContext, page: Page = 1, page_size: PageSize = 50
+) -> dict[str, Any]:
+    """Orders still running, oldest first, with counts by status.
+
+    Running means awaiting shipment, shipped, or delivered and awaiting settlement.
+    `hours_open` is the time since the order was placed; an order not shipped 48 h after it
+    was placed is late (fined once).
+
+    Args:
+        page: Page number, from 1.
+        page_size: Rows per page (at most 50).
+    """
+    page_size = page_rows(ctx, page_size)
+    t = ctx.engine.t
+    rows = [[*order_row(ctx, o), t - o.placed_t] for o in open_orders(ctx.engine.state)]
+    counts = Counter(row[5] for row in rows)
+    counts["late"] = sum(1 for row in rows if row[6])
+    columns = (*ORDER_COLUMNS, "hours_open")
+    return {
+        "at": clock_text(t),
+        "counts": dict(sorted(counts.items())),
+        **paged(columns, rows, page, page_size),
+    }
+
+
+@tool(kind="read", group="monitoring")
+def query_order_updates(
+    ctx: StoreContext,
+    event: OrderEvent | None = None,
+    product_id: ProductId | None = None,
+    page: Page = 1,
+    page_size: PageSize = 50,
+) -> dict[str, Any]:
+    """What happened to your orders since the previous window: each transition with its hour.
+
+    Events: placed (paid to the supplier), late, shipped, delivered, settled (sale price
+    credited), bad_review, return_refund, returnless_refund, cancelled, stockout,
+    insufficient_balance, store_closed. `fine` is the fine the rules attach to the event (RMB).
+    `counts` covers all events of the period, whatever the filters.
+
+    Args:
+        event: Only this kind of event.
+        product_id: Only events of orders for this product.
+        page: Page number, from 1.
+        page_size: Rows per page (at most 50).
+    """
+    page_size = page_rows(ctx, page_size)
+    product = None if product_id is None else product_of(ctx, product_id, "$.product_id")
+    since = max(ctx.previous_window_t, 0)
+    state, rows = ctx.engine.state, []
+    counts: Counter[str] = Counter()
+    for hour, order_id, raw in updates_since(state, ctx.previous_window_t):
+        name = event_name(raw)
+        counts[name] += 1
+        order = state.orders[order_id - 1] if order_id else None  # 0: the store itself
+        if event not in (None, name) or (
+            product is not None and (order is None or order.product != product)
+        ):
+            continue
+        pid = None if order is None else str(ctx.market.product_ids[order.product])
+        rows.append(
+            [clock_text(hour), order_id or None, pid, name, rmb(event_fine(ctx.scenario, name))]
+        )
+    columns = ("at", "order_id", "product_id", "event", "fine")
+    counted = dict(sorted(counts.items()))
+    return {"since": clock_text(since), "counts": counted, **paged(columns, rows, page, page_size)}
+
+
+@tool(kind="read", group="monitoring")
+def query_order_detail(ctx: StoreContext, order_id: Annotated[int, Field(ge=1)]) -> dict[str, Any]:
+    """One order and its history so far (each event with its hour).
+
+    Args:
+        order_id: The order's number, as order lists show it.
+    """
+    orders = ctx.engine.state.orders
+    if order_id > len(orders):
+        raise ToolError("unknown_order", f"no order with id {order_id}", "$.order_id")
+    order, t = orders[order_id - 1], ctx.engine.t
+    row = dict(zip(ORDER_COLUMNS, order_row(ctx, order), strict=True))
+    history = [[clock_text(hour), name] for hour, name in order_history(order, t)]
+    title = str(ctx.market.titles[order.product])
+    return {**row, "title": title, "history": table(("at", "event"), history)}
