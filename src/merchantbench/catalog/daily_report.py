@@ -71,12 +71,26 @@ def _categories(market: Market, last: np.ndarray, previous: np.ndarray) -> list[
     return rows
 
 
+_TYPE_CATEGORIES: weakref.WeakKeyDictionary[Market, np.ndarray] = weakref.WeakKeyDictionary()
+
+
 def _type_categories(market: Market) -> np.ndarray:
-    """Category index of each product type (the category of its products)."""
-    categories = np.zeros(len(market.type_names), dtype=np.int64)
-    types, first = np.unique(market.type_id, return_index=True)
-    categories[types] = market.category[first]
-    return categories
+    """Category index of each product type (the category of its products); memoised."""
+    cached = _TYPE_CATEGORIES.get(market)
+    if cached is None:
+        cached = np.zeros(len(market.type_names), dtype=np.int64)
+        types, first = np.unique(market.type_id, return_index=True)
+        cached[types] = market.category[first]
+        _TYPE_CATEGORIES[market] = cached
+    return cached
+
+
+def _top(values: np.ndarray, candidates: np.ndarray, k: int) -> np.ndarray:
+    """The `k` candidates with the largest values, largest first, ties by index."""
+    if len(candidates) > k:
+        cut = np.partition(values[candidates], len(candidates) - k)[len(candidates) - k]
+        candidates = candidates[values[candidates] >= cut]
+    return candidates[np.argsort(-values[candidates], kind="stable")][:k]
 
 
 def keyword_trends(
@@ -124,8 +138,7 @@ def _weeks(market: Market, day: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _hot_products(market: Market, view: CatalogView, last: np.ndarray) -> list[list[Any]]:
-    candidates = np.flatnonzero(view.visible & (last > 0))
-    top = candidates[np.argsort(-last[candidates], kind="stable")][:HOT_PRODUCTS]
+    top = _top(last, np.flatnonzero(view.visible & (last > 0)), HOT_PRODUCTS)
     return [
         [
             str(market.product_ids[i]),

@@ -1,0 +1,249 @@
+"""A run record (docs/run-record.md) read into typed in-memory tables, or written from rows.
+
+Every column named by the contract is required and is coerced to one numpy dtype: hours and
+counts to int64, money and ratings to float64, flags to bool, names to object arrays of str.
+Anything that makes a directory unreadable as a run record raises `RunRecordError` with a
+one-line reason.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+RUN_FILE = "run.json"
+TRACE_FILE = "trace.jsonl"
+
+# Column kinds: "int" (hours, ids, counts), "money" (RMB), "float", "bool", "str".
+PARQUET_SCHEMAS: dict[str, dict[str, str]] = {
+    "timeseries.parquet": {
+        "t": "int", "day": "int", "balance": "money", "deposit": "money",
+        "in_transit": "money", "receivable": "money", "net_assets": "money",
+        "rating": "float", "stars": "int", "active_listings": "int",
+    },
+    "orders.parquet": {
+        "order_id": "int", "product_id": "str", "product_type": "str", "sale_price": "money",
+        "cost": "money", "placed_t": "int", "ship_t": "int", "cancel_t": "int",
+        "delivered_t": "int", "resolved_t": "int", "late": "bool", "outcome": "str",
+        "fines": "money",
+    },
+    "daily.parquet": {"day": "int", "rating": "float", "stars": "int"},
+    "listings.parquet": {
+        "product_id": "str", "product_type": "str", "listed_t": "int", "delisted_t": "int",
+        "first_price": "money", "last_price": "money", "cost_at_listing": "money",
+    },
+}  # fmt: skip
+# Columns read when present: platform fees per order (only with the platform economy on).
+OPTIONAL_COLUMNS: dict[str, dict[str, str]] = {"orders.parquet": {"fees": "money"}}
+TRACE_SCHEMA: dict[str, str] = {
+    "seq": "int", "window": "int", "t": "int", "tool": "str", "ok": "bool",
+    "error": "str", "origin": "str", "forced": "bool", "args": "object",
+}  # fmt: skip
+TRACE_REQUIRED = ("window", "t", "tool", "ok", "origin")
+
+_NUMPY_DTYPES = {"int": np.int64, "money": np.float64, "float": np.float64, "bool": np.bool_}
+_ARROW_TYPES = {
+    "int": pa.int64(), "money": pa.float64(), "float": pa.float64(), "bool": pa.bool_(),
+    "str": pa.string(),
+}  # fmt: skip
+
+
+class RunRecordError(ValueError):
+    """A directory that cannot be read as a run record; the message says why, on one line."""
+
+
+@dataclass(frozen=True)
+class Table:
+    """One file of a run record as equally long numpy columns.
+
+    Attributes:
+        name: File name inside the run directory.
+        columns: Column name to array.
+    """
+
+    name: str
+    columns: Mapping[str, np.ndarray]
+
+    def __getitem__(self, column: str) -> np.ndarray:
+        return self.columns[column]
+
+    def __contains__(self, column: object) -> bool:
+        return column in self.columns
+
+    def __len__(self) -> int:
+        return len(next(iter(self.columns.values()))) if self.columns else 0
+
+    def where(self, mask: np.ndarray) -> Table:
+        """The rows where `mask` is true."""
+        return Table(self.name, {key: values[mask] for key, values in self.columns.items()})
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """Every file of one run directory, read.
+
+    Attributes:
+        path: The run directory.
+        run: The parsed `run.json`.
+        trace: One row per tool call, in call order.
+        timeseries: One row per simulated hour of the horizon.
+        orders: One row per order.
+        daily: One row per day.
+        listings: One row per listing spell.
+    """
+
+    path: Path
+    run: dict[str, Any]
+    trace: Table
+    timeseries: Table
+    orders: Table
+    daily: Table
+    listings: Table
+
+
+def is_one_of(values: np.ndarray, names: Sequence[str]) -> np.ndarray:
+    """Elementwise membership of a str column in `names` (a set lookup: `np.isin` sorts objects)."""
+    wanted = frozenset(names)
+    return np.fromiter((value in wanted for value in values), dtype=bool, count=len(values))
+
+
+def _coerce(values: Sequence[Any] | np.ndarray, kind: str) -> np.ndarray:
+    if kind == "str":
+        return np.array(["" if v is None else str(v) for v in values], dtype=object)
+    if kind == "object":
+        array = np.empty(len(values), dtype=object)
+        array[:] = list(values)
+        return array
+    return np.asarray(values, dtype=_NUMPY_DTYPES[kind]).reshape(-1)
+
+
+def _read_parquet(run_dir: Path, name: str) -> Table:
+    path = run_dir / name
+    try:
+        arrow = pq.read_table(path)
+    except (OSError, pa.ArrowException) as exc:
+        reason = " ".join(str(exc).split())
+        raise RunRecordError(f"{path}: not a readable Parquet file ({reason})") from exc
+    columns: dict[str, np.ndarray] = {}
+    for column, kind in PARQUET_SCHEMAS[name].items():
+        if column not in arrow.column_names:
+            raise RunRecordError(f"{path}: column {column!r} is missing")
+        columns[column] = _coerce(arrow.column(column).to_pylist(), kind)
+    for column, kind in OPTIONAL_COLUMNS.get(name, {}).items():
+        if column in arrow.column_names:
+            columns[column] = _coerce(arrow.column(column).to_pylist(), kind)
+    return Table(name, columns)
+
+
+def _trace_row(line: str, number: int, path: Path) -> dict[str, Any]:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise RunRecordError(f"{path}:{number}: not JSON ({exc.msg})") from exc
+    if not isinstance(row, dict):
+        raise RunRecordError(f"{path}:{number}: a trace line must be a JSON object")
+    missing = [key for key in TRACE_REQUIRED if key not in row]
+    if missing:
+        raise RunRecordError(f"{path}:{number}: missing {', '.join(missing)}")
+    return row
+
+
+def _read_trace(run_dir: Path) -> Table:
+    path = run_dir / TRACE_FILE
+    rows: list[dict[str, Any]] = []
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            if line.strip():
+                rows.append(_trace_row(line, number, path))
+    columns = {
+        key: _coerce([row.get(key, False) for row in rows], kind)
+        for key, kind in TRACE_SCHEMA.items()
+        if key not in ("seq", "args", "error")
+    }
+    columns["seq"] = _coerce([row.get("seq", i) for i, row in enumerate(rows)], "int")
+    columns["args"] = _coerce([row.get("args") or {} for row in rows], "object")
+    columns["error"] = np.array([row.get("error") for row in rows], dtype=object)
+    return Table(TRACE_FILE, columns)
+
+
+def _read_run_json(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / RUN_FILE
+    if not run_dir.is_dir():
+        raise RunRecordError(f"{run_dir} is not a directory")
+    if not path.is_file():
+        raise RunRecordError(f"{run_dir} is not a run record (no {RUN_FILE})")
+    try:
+        run = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RunRecordError(f"{path}: not valid JSON") from exc
+    if not isinstance(run, dict):
+        raise RunRecordError(f"{path}: must hold a JSON object")
+    return run
+
+
+def load_run_record(run_dir: Path | str) -> RunRecord:
+    """Read a run directory.
+
+    Args:
+        run_dir: A directory written by `merchantbench run`.
+
+    Returns:
+        The run record with every table read and typed.
+
+    Raises:
+        RunRecordError: A file is missing or unreadable, or a column is missing.
+    """
+    run_dir = Path(run_dir)
+    run = _read_run_json(run_dir)
+    for name in (TRACE_FILE, *PARQUET_SCHEMAS):
+        if not (run_dir / name).is_file():
+            raise RunRecordError(f"{run_dir} is not a complete run record ({name} is missing)")
+    tables = {
+        name.removesuffix(".parquet"): _read_parquet(run_dir, name) for name in PARQUET_SCHEMAS
+    }
+    return RunRecord(path=run_dir, run=run, trace=_read_trace(run_dir), **tables)
+
+
+def _write_parquet(path: Path, schema: dict[str, str], rows: Sequence[Mapping[str, Any]]) -> None:
+    extra = OPTIONAL_COLUMNS.get(path.name, {})
+    present = {**schema, **{k: v for k, v in extra.items() if any(k in row for row in rows)}}
+    arrays = {
+        column: pa.array([row[column] for row in rows], type=_ARROW_TYPES[kind])
+        for column, kind in present.items()
+    }
+    pq.write_table(pa.table(arrays), path)
+
+
+def write_run_record(
+    run_dir: Path | str,
+    run: Mapping[str, Any],
+    trace: Sequence[Mapping[str, Any]],
+    tables: Mapping[str, Sequence[Mapping[str, Any]]],
+) -> Path:
+    """Write a run record from plain rows, with the contract's column types.
+
+    Args:
+        run_dir: Directory to create or fill.
+        run: Content of `run.json`.
+        trace: One mapping per tool call, in call order.
+        tables: Rows of each Parquet file, keyed `timeseries`, `orders`, `daily`, `listings`;
+            every row holds every column of its file.
+
+    Returns:
+        The run directory.
+    """
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / RUN_FILE).write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
+    lines = "".join(json.dumps(call, separators=(",", ":")) + "\n" for call in trace)
+    (run_dir / TRACE_FILE).write_text(lines, encoding="utf-8")
+    for name, schema in PARQUET_SCHEMAS.items():
+        _write_parquet(run_dir / name, schema, tables[name.removesuffix(".parquet")])
+    return run_dir

@@ -1,0 +1,71 @@
+"""Hand-built run records for the metrics tests, written with the contract's column types."""
+
+from __future__ import annotations
+
+from itertools import count
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from merchantbench.metrics.record import write_run_record
+
+HOURS_PER_WINDOW = 12
+
+
+class Records:
+    """Builds rows of a run record and writes records into a temporary directory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._numbers = count()
+
+    @staticmethod
+    def call(window: int, tool: str = "search_products", **fields: Any) -> dict[str, Any]:
+        """One trace line of an env call in `window` (fields override the defaults)."""
+        line = {"window": window, "t": window * HOURS_PER_WINDOW, "tool": tool, "args": {},
+                "ok": True, "error": None, "origin": "env", "forced": False}  # fmt: skip
+        return line | fields
+
+    @staticmethod
+    def order(outcome: str, sale: float, cost: float, fines: float = 0.0, **fields: Any) -> dict:
+        """One orders.parquet row; hours default to a normal life cycle."""
+        row = {"order_id": 0, "product_id": "p1", "product_type": "storage box",
+               "sale_price": sale, "cost": cost, "placed_t": 1, "ship_t": 5, "cancel_t": -1,
+               "delivered_t": 30, "resolved_t": 60, "late": False, "outcome": outcome,
+               "fines": fines}  # fmt: skip
+        return row | fields
+
+    @staticmethod
+    def listing(product_id: str, product_type: str, listed_t: int, delisted_t: int = -1,
+                cost: float = 30.0) -> dict[str, Any]:  # fmt: skip
+        """One listings.parquet row (one listing spell)."""
+        return {"product_id": product_id, "product_type": product_type, "listed_t": listed_t,
+                "delisted_t": delisted_t, "first_price": cost * 1.5, "last_price": cost * 1.5,
+                "cost_at_listing": cost}  # fmt: skip
+
+    @staticmethod
+    def hourly(days: int, net_assets: float = 3000.0, listings: int = 1) -> list[dict[str, Any]]:
+        """Timeseries rows for `days` days with constant accounts."""
+        return [{"t": t, "day": t // 24, "balance": net_assets - 1000.0, "deposit": 1000.0,
+                 "in_transit": 0.0, "receivable": 0.0, "net_assets": net_assets, "rating": 4.0,
+                 "stars": 4, "active_listings": listings} for t in range(days * 24)]  # fmt: skip
+
+    def write(self, trace=(), orders=(), timeseries=None, ratings=None, listings=(), **run) -> Path:
+        """Write a record; `run` entries override the default `run.json` fields."""
+        meta = {"seed": 7, "agent": {"name": "test-agent"}, "scenario": {"name": "paper"},
+                "initial_net_assets": 3000.0} | run  # fmt: skip
+        tables = {
+            "timeseries": self.hourly(2) if timeseries is None else timeseries,
+            "orders": [o | {"order_id": i} for i, o in enumerate(orders, start=1)],
+            "daily": [{"day": d, "rating": r, "stars": 4} for d, r in enumerate(ratings or [4.0])],
+            "listings": list(listings),
+        }
+        lines = [{"seq": i} | line for i, line in enumerate(trace)]
+        return write_run_record(self.root / f"run{next(self._numbers)}", meta, lines, tables)
+
+
+@pytest.fixture
+def records(tmp_path: Path) -> Records:
+    """A builder that writes hand-built run records into tmp_path."""
+    return Records(tmp_path)

@@ -1,0 +1,163 @@
+"""Reports, figures, the paper's table and the `report` / `compare` commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from merchantbench.metrics import compute_metrics
+from merchantbench.metrics.record import write_run_record
+from merchantbench.report import PAPER_LABEL, load_paper_table, table1_line, write_report
+from merchantbench.scenario import Scenario
+
+DAYS = 60
+WINDOWS = DAYS * 2
+FIGURES = ("net_assets", "rating", "active_listings", "weekly_orders", "monthly_effective_windows")
+FINES = {"bad_review": 5.0, "return_refund": 8.0, "stockout": 5.0}
+OUTCOMES = ("normal", "normal", "normal", "bad_review", "return_refund", "cancelled", "stockout")
+
+
+def _timeseries(rng: np.random.Generator) -> list[dict[str, Any]]:
+    net = 3000 + np.cumsum(rng.normal(0.5, 3.0, DAYS * 24))
+    listings = np.minimum(50, np.arange(DAYS * 24) // 30)
+    return [{"t": t, "day": t // 24, "balance": round(net[t] - 1300, 2), "deposit": 1000.0,
+             "in_transit": 200.0, "receivable": 100.0, "net_assets": round(net[t], 2),
+             "rating": 4.0, "stars": 4, "active_listings": int(listings[t])}
+            for t in range(DAYS * 24)]  # fmt: skip
+
+
+def _orders(rng: np.random.Generator) -> list[dict[str, Any]]:
+    rows = []
+    for i in range(300):
+        placed = int(rng.integers(0, DAYS * 24 - 200))
+        outcome = OUTCOMES[i % len(OUTCOMES)]
+        rows.append({"order_id": i, "product_id": f"p{i % 12}", "product_type": f"type{i % 4}",
+                     "sale_price": 60.0, "cost": 38.5, "placed_t": placed, "ship_t": placed + 6,
+                     "cancel_t": -1, "delivered_t": placed + 40, "resolved_t": placed + 120,
+                     "late": i % 11 == 0, "outcome": outcome,
+                     "fines": FINES.get(outcome, 0.0)})  # fmt: skip
+    return rows
+
+
+def _trace(active_until: int) -> list[dict[str, Any]]:
+    lines = []
+    for window in range(WINDOWS):
+        tools = ["search_products", "query_my_orders"] if window < active_until else []
+        for tool in [*tools, "end_of_step"]:
+            lines.append({"seq": len(lines), "window": window, "t": window * 12, "tool": tool,
+                          "args": {}, "ok": True, "error": None, "origin": "env",
+                          "forced": False})  # fmt: skip
+    return lines
+
+
+def write_demo_record(path: Path, agent: str = "react", seed: int = 1, shift: float = 0) -> Path:
+    """A 60-day run record with a varied history, as the run writer lays it out."""
+    rng = np.random.default_rng(seed)
+    series = _timeseries(rng)
+    final = {"balance": 1500.0 + shift, "deposit": 1000.0, "in_transit": 0.0, "receivable": 0.0}
+    run = {"scenario": {"name": "paper", "version": "1.0", "hash": "abc"},
+           "scenario_config": Scenario().model_dump(mode="json"), "seed": seed,
+           "agent": {"name": agent, "settings": {"model": "scripted"}}, "windows": WINDOWS,
+           "initial_net_assets": 3000.0, "ended": "completed", "state_hash": "f00d",
+           "final_accounts": final | {"net_assets": 2500.0 + shift}}  # fmt: skip
+    ratings = 4.0 + 0.3 * np.sin(np.arange(DAYS) / 6)
+    tables = {"timeseries": series, "orders": _orders(rng),
+              "daily": [{"day": d, "rating": float(r), "stars": 4 if r < 4.2 else 5}
+                        for d, r in enumerate(ratings)],
+              "listings": [{"product_id": f"p{i}", "product_type": f"type{i % 4}", "listed_t": 0,
+                            "delisted_t": -1, "first_price": 60.0, "last_price": 60.0,
+                            "cost_at_listing": 38.5} for i in range(12)]}  # fmt: skip
+    return write_run_record(path, run, _trace(active_until=90 - seed), tables)
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    return write_demo_record(tmp_path / "run")
+
+
+def test_write_report_writes_markdown_metrics_and_figures(run_dir):
+    report = write_report(run_dir)
+    assert report == run_dir / "report.md"
+    for name in FIGURES:
+        png = (run_dir / f"{name}.png").read_bytes()
+        assert png.startswith(b"\x89PNG") and len(png) > 10_000
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics == compute_metrics(run_dir)
+    text = report.read_text()
+    assert PAPER_LABEL in text
+    assert "| Baseline | Human (n=3) | 217.61 | 608.06 |" in text
+    assert f"| this run | react / scripted | {metrics['final_net_assets'] / 1000:.2f} |" in text
+    assert all(f"]({name}.png)" in text for name in FIGURES)
+
+
+def test_report_goes_to_out_dir_when_given(run_dir, tmp_path):
+    report = write_report(run_dir, tmp_path / "elsewhere")
+    assert report == tmp_path / "elsewhere" / "report.md"
+    assert not (run_dir / "report.md").exists()
+
+
+def test_paper_table_is_shipped_with_the_package():
+    rows = load_paper_table()
+    assert len(rows) == 18
+    human = rows[-1]
+    assert (human.framework, human.model) == ("Baseline", "Human (n=3)")
+    assert human.values["final_net_assets_k"] == 217.61
+    assert human.values["fines"] == 5622.0
+    assert rows[0].values["avg_store_rating"] is None
+
+
+def test_table1_line_uses_the_papers_units():
+    metrics = {"agent": "react / m", "seed": 3, "final_net_assets": 24480.0, "gmv": 53370.0,
+               "net_profit_margin": 0.403, "orders": 1605, "swr": 1.0, "tool_calls": 3236,
+               "fines": 5622.0, "avg_store_rating": 3.98, "anomaly_rate": 0.125,
+               "avg_active_listings": 49.1}  # fmt: skip
+    assert table1_line(metrics) == (
+        "react / m seed 3: Net assets (k RMB) 24.48 | GMV (k RMB) 53.37 | Margin (%) 40.3 | "
+        "Orders 1605 | SWR (%) 100.0 | Tool calls 3236 | Fines (RMB) 5622 | Rating 3.98 | "
+        "Anomaly (%) 12.5 | Active listings 49.1"
+    )
+
+
+def invoke(*args: str):
+    from merchantbench.cli import app
+
+    return CliRunner().invoke(app, list(args))
+
+
+def test_cli_report_prints_the_table1_line(run_dir):
+    result = invoke("report", str(run_dir))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0] == table1_line(compute_metrics(run_dir))
+    assert (run_dir / "report.md").is_file()
+
+
+def test_cli_report_on_a_directory_that_is_not_a_record_exits_2(tmp_path):
+    result = invoke("report", str(tmp_path))
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith("error: ") and "not a run record" in result.stderr
+
+
+def test_cli_compare_summarises_and_pairs_by_seed(tmp_path):
+    runs = [
+        write_demo_record(tmp_path / f"{agent}-{seed}", agent, seed, shift)
+        for agent, shift in (("react", 0.0), ("hermes", 100.0))
+        for seed in (1, 2, 3)
+    ]
+    result = invoke("compare", *map(str, runs), "--out", str(tmp_path / "cmp"))
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "cmp" / "compare.md").read_text()
+    assert "## Paired by seed: hermes / scripted minus react / scripted" in text
+    assert "| Net assets (k RMB) | 3 | 0.100 | 0.000 | 4.0 % | – |" in text
+    assert "| Net assets (k RMB) | 3 | 2.500 | 0.000 | 0.0 % |" in text
+
+
+def test_cli_compare_rejects_a_non_record(run_dir, tmp_path):
+    result = invoke("compare", str(run_dir), str(tmp_path / "missing"))
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
