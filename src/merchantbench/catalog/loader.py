@@ -1,0 +1,299 @@
+"""Real catalogs: a `Market` from documented Parquet tables, and back (docs/catalog.md,
+"Real catalogs").
+
+Anyone holding real wholesale data writes `products`, `suppliers`, `demand` (and optionally
+`sales`) tables and runs the identical benchmark on them. Every problem in the tables raises a
+`CatalogError` naming the table, column and row (rows count from 0). Columns a real source rarely
+has (reference price, elasticity, stock, outcome risks, product type) are optional, and a null in
+them means "not known" for that row; each missing value is filled by a documented rule that
+depends only on the product's own row and (seed, product index), so adding a product never
+changes another's fills. Supplier events and the calendar come from the same functions as in the
+synthetic market.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from scipy.special import ndtri
+
+from merchantbench.catalog import calendar
+from merchantbench.catalog.events import supplier_events
+from merchantbench.catalog.market import Market
+from merchantbench.catalog.real_format import (
+    RISK_COLUMNS,
+    CatalogError,
+    Table,
+    daily_matrix,
+    read_table,
+)
+from merchantbench.catalog.synthetic import CATEGORY_MARGIN_POSITION, RISK_MEDIAN, RISK_SHARES
+from merchantbench.catalog.synthetic import RISK_QUALITY_SLOPE as RISK_SLOPE
+from merchantbench.scenario import Scenario
+from merchantbench.sim.rng import Stream, uniform
+
+__all__ = ["RISK_COLUMNS", "CatalogError", "load_catalog", "realised_sales", "write_catalog"]
+
+# Counter stream of derived market sales. sim.rng.Stream has no member for it yet; 15 is unused
+# there and must be reserved as MARKET_SALES when that enum next changes.
+MARKET_SALES_STREAM = 15
+POISSON_NORMAL_ABOVE = 100.0  # λ above which derived sales use the normal approximation
+
+
+def _poisson(lam: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Inverse-CDF Poisson counts, monotone in λ for a fixed uniform; above
+    POISSON_NORMAL_ABOVE the continuity-corrected normal quantile (exp(−λ) loses precision)."""
+    counts = np.zeros(lam.shape, dtype=np.int64)
+    big = lam > POISSON_NORMAL_ABOVE
+    normal = np.floor(lam[big] + np.sqrt(lam[big]) * ndtri(u[big]) + 0.5)
+    counts[big] = np.maximum(normal, 0)
+    todo = np.flatnonzero(~big & (lam > 0))
+    rate, left = lam[todo], u[todo]
+    term = np.exp(-rate)
+    cdf, k = term.copy(), 0
+    while todo.size and k < 1000:  # the bound only guards against rounding at u ≈ 1
+        more = left > cdf
+        todo, rate, left, term, cdf = todo[more], rate[more], left[more], term[more], cdf[more]
+        k += 1
+        term = term * rate / k
+        cdf = cdf + term
+        counts[todo] = k
+    return counts
+
+
+def realised_sales(demand: np.ndarray, seed: int, scale: float, history: int) -> np.ndarray:
+    """Market orders per day when no sales table is given: Poisson(scale × demand), drawn from
+    the counter-based uniform (seed, MARKET_SALES_STREAM, product, day)."""
+    rows, n = demand.shape
+    sales = np.zeros((rows, n), dtype=np.int64)
+    products = np.arange(n)
+    for r in range(rows):
+        u = uniform(seed, MARKET_SALES_STREAM, products, r - history)
+        sales[r] = _poisson(scale * demand[r], u)
+    return sales
+
+
+def _fill_prices(
+    products: Table, scenario: Scenario, price_fen: np.ndarray, category: np.ndarray
+) -> dict[str, np.ndarray]:
+    """p_ref and elasticity: given, else from the margin m = 1/ε (ε given) or the category's
+    mid margin; ε = clip(1/m) with m = 1 − price/p_ref."""
+    m = scenario.market
+    lo, hi = m.margin_range
+    position = np.array([CATEGORY_MARGIN_POSITION.get(c, 0.5) for c in m.categories])
+    margin = (lo + (hi - lo) * position)[category]
+    elasticity = products.numbers("elasticity", 1.0) if products.has("elasticity") else None
+    has_e = products.given("elasticity")
+    if elasticity is not None:
+        margin = np.where(has_e, 1.0 / elasticity, margin)
+    derived_p_ref = np.maximum(np.rint(price_fen / (1.0 - margin)), price_fen + 1)
+    p_ref = _given_or(products, "p_ref", derived_p_ref / 100)
+    p_ref = np.rint(p_ref * 100).astype(np.int64)
+    below = products.given("p_ref") & (p_ref <= price_fen)
+    products.reject_rows(below, "p_ref", "p_ref must exceed price")
+    derived = np.clip(1.0 / (1.0 - price_fen / p_ref), *m.elasticity_clip)
+    filled = derived if elasticity is None else np.where(has_e, elasticity, derived)
+    return {"p_ref_fen": p_ref, "elasticity": filled.astype(np.float32)}
+
+
+def _fill_stock(products: Table, scenario: Scenario, seed: int) -> dict[str, np.ndarray]:
+    """Capacity log-uniform and refill uniform on the scenario ranges, as the generator draws
+    them, from the counter-based uniforms (seed, STOCK, product, 0, index 0 / 1)."""
+    n, config = products.rows, scenario.suppliers
+    index = np.arange(n)
+    cap_lo, cap_hi = config.stock_capacity
+    log_cap = np.log(cap_lo) + (np.log(cap_hi + 1) - np.log(cap_lo)) * uniform(
+        seed, Stream.STOCK, index, 0, 0
+    )
+    capacity = np.clip(np.floor(np.exp(log_cap)), cap_lo, cap_hi)
+    refill_lo, refill_hi = config.stock_refill_per_hour
+    refill = refill_lo + np.floor(
+        (refill_hi - refill_lo + 1) * uniform(seed, Stream.STOCK, index, 0, 1)
+    )
+    return {
+        "stock_capacity": _given_or(products, "quantity", capacity).astype(np.int32),
+        "stock_refill": _given_or(products, "stock_refill", refill).astype(np.int32),
+    }
+
+
+def _given_or(products: Table, name: str, filled: np.ndarray) -> np.ndarray:
+    if not products.has(name):
+        return filled
+    return np.where(products.given(name), products.numbers(name), filled)
+
+
+def _quality_reading(rating: np.ndarray, scale: float, slope: float) -> np.ndarray:
+    """Invert the generator's rating curve rating = 5 − scale·exp(−slope·reading)."""
+    return -np.log(np.clip(5.0 - rating, 0.01, 4.0) / scale) / slope
+
+
+def _fill_risks(
+    products: Table, shop_rating: np.ndarray, return_buyer_rate: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Outcome risks from the public trust signals: quality is estimated from the product
+    rating, shop rating and return-buyer rate (each read back through the generator's signal
+    curve; weights are the best linear predictor under its signal model), then the generator's
+    logistic total risk at that quality is split in the generator's shares."""
+    rating = products.numbers("historical_avg_rating")
+    repeat = np.clip(return_buyer_rate, 0.001, 0.999)
+    quality = 0.49 * _quality_reading(rating, 0.45, 0.45)
+    quality += 0.22 * _quality_reading(shop_rating, 0.5, 0.4)
+    quality += 0.22 * (np.log(repeat / (1 - repeat)) + 0.9) / 0.5
+    logit = np.log(RISK_MEDIAN / (1 - RISK_MEDIAN)) - RISK_SLOPE * np.clip(quality, -3, 3)
+    total = 1.0 / (1.0 + np.exp(-logit))
+    risks = {
+        name: _given_or(products, name, total * share)
+        for name, share in zip(RISK_COLUMNS, RISK_SHARES, strict=True)
+    }
+    over = np.sum(list(risks.values()), axis=0) > 1.0 + 1e-6
+    products.reject_rows(over, "risk_bad_review", "risks sum to more than 1")
+    return {name: values.astype(np.float32) for name, values in risks.items()}
+
+
+def _fill_types(
+    products: Table, categories: tuple[str, ...], category: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Product type names: given, else the category name; ids index the sorted names."""
+    names = np.array(categories, dtype=str)[category]
+    if products.has("type"):
+        names = np.where(products.given("type"), products.texts("type"), names)
+    type_names, type_id = np.unique(names, return_inverse=True)
+    return {"type_names": type_names, "type_id": type_id.astype(np.int32)}
+
+
+def _cumulative(daily: np.ndarray) -> np.ndarray:
+    cum = np.zeros((daily.shape[0] + 1, daily.shape[1]), dtype=np.int64)
+    np.cumsum(daily, axis=0, out=cum[1:])
+    return cum.astype(np.int32)
+
+
+def load_catalog(path: Path, scenario: Scenario, seed: int) -> Market:
+    """Load a real catalog directory into a market for `scenario` and `seed`.
+
+    Args:
+        path: directory holding products.parquet, suppliers.parquet, demand.parquet and
+            optionally sales.parquet.
+        scenario: gives the clock (days, start date), the categories, the supplier parameters
+            (events, stock ranges) and the market-sales scale.
+        seed: the market seed (supplier events and filled values).
+
+    Returns:
+        The market, with `calendar.HISTORY_DAYS` rows of history before day 0.
+
+    Raises:
+        CatalogError: a file, column or value is missing or invalid; the message names the
+            table, column and row.
+    """
+    path = Path(path)
+    suppliers, products = read_table(path, "suppliers"), read_table(path, "products")
+    supplier_ids, product_ids = suppliers.ids("supplier_id"), products.ids("product_id")
+    categories = tuple(scenario.market.categories)
+    category = products.index_in(
+        "category", pa.array(categories), f"the scenario's categories ({', '.join(categories)})"
+    )
+    supplier = products.index_in("supplier_id", supplier_ids, "suppliers.parquet")
+    days, history = scenario.clock.days, calendar.HISTORY_DAYS
+    demand = daily_matrix(
+        read_table(path, "demand"), "demand", product_ids, history, days, np.float32
+    )
+    if (path / "sales.parquet").is_file():
+        sales = read_table(path, "sales")
+        daily_sales = daily_matrix(sales, "orders", product_ids, history, days, np.int64)
+    else:
+        daily_sales = realised_sales(demand, seed, scenario.market.market_sales_scale, history)
+    price_fen = np.rint(products.numbers("price") * 100).astype(np.int64)
+    shop_rating = suppliers.numbers("shop_rating").astype(np.float32)
+    return_buyer_rate = suppliers.numbers("return_buyer_rate").astype(np.float32)
+    filled: dict[str, Any] = {
+        **_fill_prices(products, scenario, price_fen, category),
+        **_fill_stock(products, scenario, seed),
+        **_fill_risks(products, shop_rating[supplier], return_buyer_rate[supplier]),
+        **_fill_types(products, categories, category),
+    }
+    return Market(
+        n_products=len(product_ids),
+        n_suppliers=len(supplier_ids),
+        days=days,
+        history_days=history,
+        categories=categories,
+        product_ids=np.array(product_ids.to_pylist(), dtype=str),
+        titles=products.texts("title"),
+        category=category.astype(np.int16),
+        supplier=supplier.astype(np.int32),
+        base_price_fen=price_fen,
+        ship_hours=products.numbers("ship_hours").astype(np.int16),
+        logistics_hours=products.numbers("logistics_hours").astype(np.int16),
+        historical_avg_rating=products.numbers("historical_avg_rating").astype(np.float32),
+        launch_day=products.numbers("launch_day").astype(np.int32),
+        market_sales_cum=_cumulative(daily_sales),
+        demand=demand,
+        is_trap=_given_or(products, "is_trap", np.zeros(products.rows)).astype(bool),
+        events=supplier_events(seed, scenario.suppliers, len(product_ids), scenario.clock.hours),
+        supplier_ids=np.array(supplier_ids.to_pylist(), dtype=str),
+        supplier_names=suppliers.texts("supplier_name"),
+        shop_rating=shop_rating,
+        return_buyer_rate=return_buyer_rate,
+        supplier_age_years=suppliers.numbers("supplier_age_years").astype(np.float32),
+        supplier_product_count=np.bincount(supplier, minlength=len(supplier_ids)).astype(np.int32),
+        hourly_weights=calendar.hourly_weights(categories),
+        ship_extra_hours=calendar.ship_extra_hours(
+            scenario.clock.start_date, days, scenario.suppliers.spring_festival_extra_ship_hours
+        ),
+        **filled,
+    )
+
+
+def _long_table(market: Market, matrix: np.ndarray, column: str) -> pa.Table:
+    """Non-zero cells of a per-day matrix as (product_id, day, value) rows, by product then day;
+    product ids dictionary-encoded, so a year of demand stays small."""
+    product, row = np.nonzero(matrix.T)
+    ids = pa.DictionaryArray.from_arrays(
+        pa.array(product.astype(np.int32)), pa.array(market.product_ids.tolist(), pa.string())
+    )
+    day = pa.array((row - market.history_days).astype(np.int32))
+    return pa.table({"product_id": ids, "day": day, column: pa.array(matrix.T[product, row])})
+
+
+def write_catalog(market: Market, path: Path) -> None:
+    """Write a market as a real-catalog directory that `load_catalog` reads back.
+
+    Every product and supplier column is written, optional ones included, so writing a market
+    and loading it with the same scenario and seed reproduces its arrays. Supplier events and
+    the calendars are not written: loading regenerates them from (scenario, seed).
+    """
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    products = {
+        "product_id": market.product_ids.tolist(),
+        "title": market.titles.tolist(),
+        "category": np.array(market.categories)[market.category].tolist(),
+        "supplier_id": market.supplier_ids[market.supplier].tolist(),
+        "price": market.base_price_fen / 100,
+        "ship_hours": market.ship_hours.astype(np.int32),
+        "logistics_hours": market.logistics_hours.astype(np.int32),
+        "historical_avg_rating": market.historical_avg_rating,
+        "launch_day": market.launch_day,
+        "p_ref": market.p_ref_fen / 100,
+        "elasticity": market.elasticity,
+        "quantity": market.stock_capacity,
+        "stock_refill": market.stock_refill,
+        **{name: getattr(market, name) for name in RISK_COLUMNS},
+        "type": market.type_names[market.type_id].tolist(),
+        "is_trap": market.is_trap,
+    }
+    pq.write_table(pa.table(products), path / "products.parquet")
+    suppliers = {
+        "supplier_id": market.supplier_ids.tolist(),
+        "supplier_name": market.supplier_names.tolist(),
+        "shop_rating": market.shop_rating,
+        "return_buyer_rate": market.return_buyer_rate,
+        "supplier_age_years": market.supplier_age_years,
+    }
+    pq.write_table(pa.table(suppliers), path / "suppliers.parquet")
+    pq.write_table(_long_table(market, market.demand, "demand"), path / "demand.parquet")
+    daily_sales = np.diff(market.market_sales_cum.astype(np.int64), axis=0)
+    pq.write_table(_long_table(market, daily_sales, "orders"), path / "sales.parquet")

@@ -1,0 +1,329 @@
+"""Keyword search over the catalog, as a wholesale site's search box works (SPEC §8,
+`search_products`).
+
+A product matches a query when every query word occurs in its title or category name (after the
+normalisation of `tokenize`), it is visible in the current `CatalogView`, and it passes every
+filter. Matches are ranked by BM25 (the `bm25s` library, Lucene variant) or by another sort key;
+ties always go to the lower product index, so a search is a pure function of its inputs.
+
+Requiring every word keeps the non-relevance sorts honest ("storage box" sorted by price lists
+storage boxes, not every cheap box) and makes an unknown word yield no match rather than noise.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import math
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, get_args
+
+import bm25s
+import numpy as np
+
+from merchantbench.catalog.market import CatalogView, Market
+
+SortKey = Literal["relevance", "price_asc", "price_desc", "rating", "sales_30d", "ship_speed"]
+SORT_KEYS: tuple[str, ...] = get_args(SortKey)
+
+# Bump when tokenisation or scoring changes: saved indexes of an older format are rebuilt.
+INDEX_FORMAT = 1
+_META = "search_meta.json"
+
+# Words that carry no product meaning; dropped from titles and queries alike so that
+# "box for cats" finds "Cat Litter Box" and "Box with Lid" needs no "with" in the query.
+STOPWORDS = frozenset(
+    ("a", "an", "and", "as", "at", "by", "for", "from", "in", "into", "of", "on", "or", "the",
+     "to", "with", "without")
+)  # fmt: skip
+
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_WORD = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+")
+_CJK_RUN = re.compile(rf"[{_CJK}]+")
+
+
+def singular(word: str) -> str:
+    """Fold a plural English word to its singular by suffix rules ("boxes" → "box").
+
+    The rules only need to be consistent between titles and queries, not linguistically perfect.
+    """
+    if not word.isalpha() or len(word) <= 3:
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "shes", "ches", "xes", "zes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _run_terms(run: str) -> tuple[str, ...]:
+    """Terms of one lowercase run of letters and digits (titles repeat words: memoised)."""
+    if _CJK_RUN.fullmatch(run):
+        return (run,) if len(run) == 1 else tuple(run[k : k + 2] for k in range(len(run) - 1))
+    if run in STOPWORDS or (len(run) == 1 and run.isalpha()):
+        return ()
+    return (singular(run),)
+
+
+def tokenize(text: str) -> list[str]:
+    """Search terms of a title or query.
+
+    Lowercase; split on anything not a letter or digit; drop stopwords and single letters; fold
+    plurals. Runs of Chinese characters (real 1688 titles) become overlapping character bigrams,
+    the usual unit of Chinese keyword search.
+    """
+    return [term for run in _WORD.findall(text.lower()) for term in _run_terms(run)]
+
+
+@dataclass(frozen=True)
+class SearchFilters:
+    """Optional constraints; `None` means no constraint. Bounds are inclusive.
+
+    Prices are RMB on the current procurement price; ratings on the 1–5 scale; hours on the
+    current ship hours (delays included) and the logistics hours; `category` is a category name.
+    """
+
+    # Callers pass these positionally (tools.sourcing, cli.catalog_search): keep the order.
+    min_price: float | None = None
+    max_price: float | None = None
+    min_supplier_rating: float | None = None
+    min_product_rating: float | None = None
+    max_ship_hours: int | None = None
+    max_logistics_hours: int | None = None
+    min_stock: int | None = None
+    category: str | None = None
+
+
+@dataclass(frozen=True)
+class SearchPage:
+    """One page of results: product indices in rank order and their BM25 scores (0 when browsing).
+
+    `total` counts every match; `pages` = ceil(total / page_size), 0 when nothing matched. A page
+    past the last is empty.
+    """
+
+    products: tuple[int, ...]
+    scores: tuple[float, ...]
+    total: int
+    page: int
+    page_size: int
+    pages: int
+
+
+def _fingerprint(market: Market) -> str:
+    digest = hashlib.sha256(f"{INDEX_FORMAT}|{market.n_products}|".encode())
+    digest.update("\x1f".join(market.categories).encode())
+    for column in (market.product_ids, market.titles):
+        digest.update("\x1e".join(map(str, column)).encode())
+    digest.update(np.ascontiguousarray(market.category, dtype=np.int16).tobytes())
+    return digest.hexdigest()
+
+
+def _rmb_to_fen(rmb: float) -> int:
+    return round(rmb * 100)
+
+
+class SearchIndex:
+    """BM25 index over title + category name of every product of one market.
+
+    Build with `SearchIndex.build(market)`; cache beside the market with `save` and `load`.
+    """
+
+    def __init__(self, market: Market, bm25: bm25s.BM25) -> None:
+        self.market = market
+        self._bm25 = bm25
+        self._supplier_rating = market.shop_rating[market.supplier]
+        self._category_of = {name: k for k, name in enumerate(market.categories)}
+
+    @classmethod
+    def build(cls, market: Market) -> SearchIndex:
+        """Tokenise every product's title and category name and index them."""
+        names = [tokenize(name.replace("_", " ")) for name in market.categories]
+        corpus = [
+            tokenize(str(title)) + names[cat]
+            for title, cat in zip(market.titles, market.category, strict=True)
+        ]
+        bm25 = bm25s.BM25()
+        bm25.index(corpus, show_progress=False)
+        return cls(market, bm25)
+
+    def save(self, directory: Path) -> None:
+        """Write the index to `directory` (created if missing), tagged with the market's
+        fingerprint so that `load` refuses an index of another market."""
+        directory.mkdir(parents=True, exist_ok=True)
+        self._bm25.save(str(directory), show_progress=False)
+        meta = {"format": INDEX_FORMAT, "fingerprint": _fingerprint(self.market)}
+        (directory / _META).write_text(json.dumps(meta))
+
+    @classmethod
+    def load(cls, directory: Path, market: Market) -> SearchIndex:
+        """Read an index written by `save` for this very market.
+
+        Raises:
+            ValueError: the directory holds no index, or an index of another market or format.
+        """
+        meta_path = directory / _META
+        if not meta_path.is_file():
+            raise ValueError(f"no search index in {directory}")
+        meta = json.loads(meta_path.read_text())
+        if meta.get("format") != INDEX_FORMAT or meta.get("fingerprint") != _fingerprint(market):
+            raise ValueError(f"search index in {directory} belongs to another market or format")
+        bm25 = bm25s.BM25.load(str(directory), show_progress=False)
+        return cls(market, bm25)
+
+    @classmethod
+    def load_or_build(cls, directory: Path, market: Market) -> SearchIndex:
+        """Load the index cached in `directory`, or build it and cache it there.
+
+        The index is written into a temporary sibling and renamed into place, so a concurrent
+        reader never sees half an index; if another process publishes first, its (identical)
+        index is kept.
+        """
+        try:
+            return cls.load(directory, market)
+        except ValueError:
+            pass
+        index = cls.build(market)
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        temp = Path(tempfile.mkdtemp(prefix=f".tmp-{directory.name}-", dir=directory.parent))
+        try:
+            index.save(temp)
+            if directory.exists():  # an index of another market or format
+                shutil.rmtree(directory, ignore_errors=True)
+            os.rename(temp, directory)
+        except OSError:
+            if not (directory / _META).is_file():
+                raise
+        finally:
+            shutil.rmtree(temp, ignore_errors=True)
+        return index
+
+    def relevance(self, query: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """BM25 scores of all products and the mask of products containing every query term;
+        None when the query has no terms (browse)."""
+        terms = list(dict.fromkeys(tokenize(query)))
+        if not terms:
+            return None
+        n = self.market.n_products
+        vocab = self._bm25.vocab_dict
+        if any(term not in vocab for term in terms):
+            return np.zeros(n, dtype=np.float32), np.zeros(n, dtype=bool)
+        scores = np.zeros(n, dtype=np.float32)
+        every = np.ones(n, dtype=bool)
+        for term in terms:
+            # Lucene IDF is positive, so a term's score is > 0 exactly where the term occurs.
+            term_scores = self._bm25.get_scores_from_ids([vocab[term]])
+            every &= term_scores > 0
+            scores += term_scores
+        return scores, every
+
+    def search(
+        self,
+        query: str,
+        view: CatalogView,
+        filters: SearchFilters = SearchFilters(),
+        sort: SortKey = "relevance",
+        page: int = 1,
+        page_size: int = 20,
+    ) -> SearchPage:
+        """Find visible products matching `query` and `filters`; return one page in `sort` order.
+
+        An empty query (or one made only of stopwords) browses every visible product; its
+        `relevance` order is sales_30d, highest first. Sorts: `relevance` (BM25, highest first),
+        `price_asc`, `price_desc` (current procurement price), `rating` (historical average
+        rating, highest first), `sales_30d` (highest first), `ship_speed` (ship + logistics
+        hours, fastest first). Ties go to the lower product index.
+
+        Raises:
+            ValueError: unknown sort key or category, page < 1 or page_size < 1.
+        """
+        if sort not in SORT_KEYS:
+            raise ValueError(f"unknown sort {sort!r}; choose from {', '.join(SORT_KEYS)}")
+        if page < 1 or page_size < 1:
+            raise ValueError(f"page and page_size must be >= 1, got {page} and {page_size}")
+        relevance = self.relevance(query)
+        mask = view.visible & self._filter_mask(view, filters)
+        if relevance is None:
+            scores = np.zeros(self.market.n_products, dtype=np.float32)
+            sort = "sales_30d" if sort == "relevance" else sort
+        else:
+            scores, matched = relevance
+            mask &= matched
+        candidates = np.flatnonzero(mask)
+        keys = self._sort_keys(sort, candidates, view, scores)
+        chosen = _first_k_in_order(candidates, keys, page * page_size)[(page - 1) * page_size :]
+        total = len(candidates)
+        return SearchPage(
+            products=tuple(int(i) for i in chosen),
+            scores=tuple(float(scores[i]) for i in chosen),
+            total=total,
+            page=page,
+            page_size=page_size,
+            pages=math.ceil(total / page_size),
+        )
+
+    def _filter_mask(self, view: CatalogView, filters: SearchFilters) -> np.ndarray:
+        m, f = self.market, filters
+        mask = np.ones(m.n_products, dtype=bool)
+        if f.min_price is not None:
+            mask &= view.price_fen >= _rmb_to_fen(f.min_price)
+        if f.max_price is not None:
+            mask &= view.price_fen <= _rmb_to_fen(f.max_price)
+        if f.min_supplier_rating is not None:
+            mask &= self._supplier_rating >= np.float32(f.min_supplier_rating)
+        if f.min_product_rating is not None:
+            mask &= m.historical_avg_rating >= np.float32(f.min_product_rating)
+        if f.max_ship_hours is not None:
+            mask &= view.ship_hours <= f.max_ship_hours
+        if f.max_logistics_hours is not None:
+            mask &= m.logistics_hours <= f.max_logistics_hours
+        if f.min_stock is not None:
+            mask &= view.stock >= f.min_stock
+        if f.category is not None:
+            if f.category not in self._category_of:
+                known = ", ".join(m.categories)
+                raise ValueError(f"unknown category {f.category!r}; choose from {known}")
+            mask &= m.category == self._category_of[f.category]
+        return mask
+
+    def _sort_keys(
+        self, sort: str, candidates: np.ndarray, view: CatalogView, scores: np.ndarray
+    ) -> np.ndarray:
+        """Ascending keys of the candidates for `sort` (descending orders are negated)."""
+        if sort == "relevance":
+            return -scores[candidates]
+        if sort == "price_asc":
+            return view.price_fen[candidates]
+        if sort == "price_desc":
+            return -view.price_fen[candidates]
+        if sort == "rating":
+            return -self.market.historical_avg_rating[candidates]
+        if sort == "sales_30d":
+            return -view.sales_30d[candidates]
+        return view.ship_hours[candidates].astype(np.int64) + self.market.logistics_hours[
+            candidates
+        ].astype(np.int64)
+
+
+def _first_k_in_order(candidates: np.ndarray, keys: np.ndarray, k: int) -> np.ndarray:
+    """The k candidates with the smallest keys, in key order, ties by candidate order.
+
+    `candidates` is ascending, so a stable sort breaks ties by product index. When k is small
+    against the candidates, a partition first narrows them to those with key ≤ the k-th key.
+    """
+    if k < len(candidates):
+        kth = np.partition(keys, k - 1)[k - 1]
+        below = keys < kth
+        at = np.flatnonzero(keys == kth)[: k - int(below.sum())]
+        keep = np.sort(np.concatenate((np.flatnonzero(below), at)))
+        candidates, keys = candidates[keep], keys[keep]
+    return candidates[np.argsort(keys, kind="stable")]
