@@ -34,9 +34,15 @@ def ok(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def best_sellers(session: Session, count: int) -> list[dict[str, Any]]:
-    """List items for the top-selling products at 1.6 × their procurement price."""
+    """List items for the top-selling products not listed yet, at 1.6 × procurement price."""
     found = ok(session.call("search_products", {"sort": "sales_30d", "page_size": count}))
-    return [{"product_id": row[0], "sale_price": round(row[3] * 1.6, 2)} for row in found["rows"]]
+    listed = set(session.engine.state.listings)
+    index_of = session.market.index_of
+    return [
+        {"product_id": row[0], "sale_price": round(row[3] * 1.6, 2)}
+        for row in found["rows"]
+        if index_of[row[0]] not in listed
+    ]
 
 
 def play_window(session: Session, window: int) -> None:

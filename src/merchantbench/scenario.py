@@ -131,6 +131,7 @@ class SupplierConfig(_Frozen):
 class MarketConfig(_Frozen):
     """Parameters of the synthetic market generator (SPEC §3). Targets and achieved values: docs/catalog.md."""
 
+    days: int = Field(365, ge=1, le=365, description="the market's year, always built whole")
     n_products: int = Field(98_843, ge=10)
     n_suppliers: int = Field(36_576, ge=1)
     categories: tuple[str, ...] = CATEGORIES
@@ -142,6 +143,12 @@ class MarketConfig(_Frozen):
     base_demand_median: float = 0.044
     base_demand_sigma: float = 1.3
     base_demand_cap: float = 40.0
+    demand_price_slope: float = Field(
+        1.0, ge=0.0, description="log demand lost per log of p_ref above p_ref_median"
+    )
+    store_demand_saturation: float = Field(
+        2.0, gt=0.0, description="K: a store's demand D = M / (1 + M / K) of market demand M"
+    )
     daily_noise_sigma: float = 0.25
     launch_fraction: float = Field(0.30, ge=0.0, le=1.0)
     fade_out_fraction: float = Field(0.10, ge=0.0, le=1.0)
@@ -172,6 +179,12 @@ class Scenario(_Frozen):
     suppliers: SupplierConfig = SupplierConfig()
     market: MarketConfig = MarketConfig()
     tools: ToolConfig = ToolConfig()
+
+    @model_validator(mode="after")
+    def _run_fits_market(self) -> Scenario:
+        if self.clock.days > self.market.days:
+            raise ValueError(f"clock.days ({self.clock.days}) exceeds market.days")
+        return self
 
     @property
     def content_hash(self) -> str:

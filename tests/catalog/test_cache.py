@@ -50,12 +50,14 @@ def test_key_covers_the_generator_inputs_and_nothing_else():
     for override in (
         "market.trap_fraction=0.1",
         "suppliers.delay_hazard=[0.001, 0.002]",
-        "clock.days=20",
+        "market.days=200",
         "clock.start_date='2025-07-01'",
         "orders.logistics_hours=[24, 72]",
     ):
         assert cache.market_cache_key(load_scenario("smoke", [override]), 1) != key, override
-    for override in ("money.initial_balance_fen=1", "rating.prior_weight=5", "name=other"):
+    # A shorter run uses the first days of the same market year.
+    unrelated = ("money.initial_balance_fen=1", "rating.prior_weight=5", "name=other", "clock.days=7")
+    for override in unrelated:
         assert cache.market_cache_key(load_scenario("smoke", [override]), 1) == key, override
 
 

@@ -23,7 +23,7 @@ from merchantbench.catalog.market import CHANNELS
 from merchantbench.catalog.synthetic import generate_market
 from merchantbench.scenario import load_scenario
 
-SCENARIO = load_scenario("smoke")  # 14 days, like the hand-made market
+SCENARIO = load_scenario("smoke", ["market.days=14"])  # 14 days, like the hand-made market
 OPTIONAL = ("p_ref", "elasticity", "quantity", "stock_refill", *RISK_COLUMNS, "type", "is_trap")
 
 
@@ -80,7 +80,7 @@ def test_write_then_load_reproduces_every_array(market, catalog):
 
 def test_events_and_calendar_come_from_scenario_and_seed(catalog):
     loaded = load_catalog(catalog, SCENARIO, 3)
-    expected = supplier_events(3, SCENARIO.suppliers, len(ITEMS), SCENARIO.clock.hours)
+    expected = supplier_events(3, SCENARIO.suppliers, len(ITEMS), SCENARIO.market.days * 24)
     for channel in CHANNELS:
         assert np.array_equal(loaded.events[channel].start, expected[channel].start)
         assert np.array_equal(loaded.events[channel].value, expected[channel].value)

@@ -56,7 +56,7 @@ def test_shapes_and_dtypes_follow_the_market_contract(small):
     assert len(small.type_names) == 10 * SMALL.market.types_per_category
     smoke = generate_market(PRESETS["smoke"], 1)
     smoke.validate_shapes()
-    assert smoke.demand.shape == (30 + 14, 200)
+    assert smoke.demand.shape == (30 + 365, 200)  # the market's year is always built whole
 
 
 def test_demand_is_zero_before_launch_and_positive_after(small):

@@ -51,4 +51,5 @@ def make_agent(name: str, **settings: Any) -> Agent:
 
 
 def _load_builtins() -> None:
-    from merchantbench.agents import baselines  # noqa: F401  (registers the baselines)
+    # Importing these packages registers their agents (baselines; LLM harnesses).
+    from merchantbench.agents import baselines, llm  # noqa: F401

@@ -65,7 +65,6 @@ def market_cache_key(scenario: Scenario, seed: int) -> str:
         "market": scenario.market.model_dump(mode="json"),
         "suppliers": scenario.suppliers.model_dump(mode="json"),
         "logistics_hours": list(scenario.orders.logistics_hours),
-        "days": scenario.clock.days,
         "start_date": scenario.clock.start_date,
         "seed": seed,
         "generator": generator_fingerprint(),

@@ -196,7 +196,7 @@ def load_catalog(path: Path, scenario: Scenario, seed: int) -> Market:
         "category", pa.array(categories), f"the scenario's categories ({', '.join(categories)})"
     )
     supplier = products.index_in("supplier_id", supplier_ids, "suppliers.parquet")
-    days, history = scenario.clock.days, calendar.HISTORY_DAYS
+    days, history = scenario.market.days, calendar.HISTORY_DAYS
     demand = daily_matrix(
         read_table(path, "demand"), "demand", product_ids, history, days, np.float32
     )
@@ -232,7 +232,9 @@ def load_catalog(path: Path, scenario: Scenario, seed: int) -> Market:
         market_sales_cum=_cumulative(daily_sales),
         demand=demand,
         is_trap=_given_or(products, "is_trap", np.zeros(products.rows)).astype(bool),
-        events=supplier_events(seed, scenario.suppliers, len(product_ids), scenario.clock.hours),
+        events=supplier_events(
+            seed, scenario.suppliers, len(product_ids), scenario.market.days * 24
+        ),
         supplier_ids=np.array(supplier_ids.to_pylist(), dtype=str),
         supplier_names=suppliers.texts("supplier_name"),
         shop_rating=shop_rating,

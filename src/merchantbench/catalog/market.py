@@ -151,7 +151,7 @@ _NOT_PER_PRODUCT = {
 @dataclass(frozen=True, eq=False)
 class CatalogView:
     """The catalog as any shopper sees it at one hour: public, time-varying vectors over all
-    products. Made by the simulation core (`sim.suppliers.catalog_view`), read by search.
+    products. Made by `catalog.view.catalog_view_at`, read by search and the tools.
 
     `visible` is False for products not yet launched or currently delisted by their supplier.
     `stock` is the supplier's current stock (our own purchases drain it).

@@ -404,7 +404,7 @@ def _demand_plan(
     types: list[vocab.ProductType],
     type_cat: np.ndarray,
 ) -> _DemandPlan:
-    m, days = scenario.market, scenario.clock.days
+    m, days = scenario.market, scenario.market.days
     rows = calendar.HISTORY_DAYS + days
     trajectory, seasonal = _type_trajectories(
         _rng(seed, "trajectories"), types, scenario.clock.start_date, rows
@@ -473,12 +473,12 @@ def generate_market(scenario: Scenario, seed: int, progress: Progress | None = N
     plan = _demand_plan(scenario, seed, prod, is_trap, types, type_cat)
     demand, sales_cum = _demand_and_sales(plan, m, seed, report)
     report("events", 0.9)
-    events = supplier_events(seed, scenario.suppliers, m.n_products, scenario.clock.hours)
+    events = supplier_events(seed, scenario.suppliers, m.n_products, scenario.market.days * 24)
     columns: dict[str, Any] = {**prices, **risks, **signals, **supplier_signals, **texts}
     market = Market(
         n_products=m.n_products,
         n_suppliers=m.n_suppliers,
-        days=scenario.clock.days,
+        days=scenario.market.days,
         history_days=calendar.HISTORY_DAYS,
         categories=tuple(m.categories),
         category=prod.category.astype(np.int16),
@@ -493,7 +493,7 @@ def generate_market(scenario: Scenario, seed: int, progress: Progress | None = N
         hourly_weights=calendar.hourly_weights(m.categories),
         ship_extra_hours=calendar.ship_extra_hours(
             scenario.clock.start_date,
-            scenario.clock.days,
+            scenario.market.days,
             scenario.suppliers.spring_festival_extra_ship_hours,
         ),
         **columns,

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from merchantbench.agents.base import agent_names
+from merchantbench.agents.base import agent_names, make_agent
 from merchantbench.cli.common import (
     ScenarioFile,
     ScenarioName,
@@ -34,6 +35,80 @@ def _progress_line(session: Session) -> str:
     )
 
 
+_LLM = "LLM agents (react, hermes)"
+ModelOption = Annotated[
+    str | None, typer.Option("--model", help="model id to request", rich_help_panel=_LLM)
+]
+BaseUrlOption = Annotated[
+    str | None,
+    typer.Option("--base-url", help="OpenAI-compatible endpoint, e.g. …/v1", rich_help_panel=_LLM),
+]
+KeyEnvOption = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key-env", help="environment variable holding the key", rich_help_panel=_LLM
+    ),
+]
+ModelsFileOption = Annotated[
+    Path | None,
+    typer.Option("--models-file", help="TOML/YAML file of model entries", rich_help_panel=_LLM),
+]
+EntryOption = Annotated[
+    str | None,
+    typer.Option("--model-entry", help="entry of --models-file to use", rich_help_panel=_LLM),
+]
+MaxTokensOption = Annotated[
+    int | None, typer.Option("--max-tokens", help="run budget: tokens", rich_help_panel=_LLM)
+]
+MaxCostOption = Annotated[
+    float | None, typer.Option("--max-cost", help="run budget: cost", rich_help_panel=_LLM)
+]
+MaxWallOption = Annotated[
+    float | None,
+    typer.Option("--max-wall-seconds", help="run budget: wall seconds", rich_help_panel=_LLM),
+]
+ParamOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--param", help="extra request parameter, e.g. reasoning_effort=high", rich_help_panel=_LLM
+    ),
+]
+AgentOptOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--agent-opt", help="any agent setting, e.g. max_model_calls=20", rich_help_panel=_LLM
+    ),
+]
+
+
+def _key_values(pairs: list[str] | None, option: str) -> dict[str, Any]:
+    """`KEY=VALUE` pairs; values are read as YAML so numbers and booleans keep their type."""
+    parsed = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            fail(f"{option} wants KEY=VALUE, got {pair!r}")
+        parsed[key] = yaml.safe_load(value)
+    return parsed
+
+
+def _agent_settings(
+    agent: str, options: dict[str, Any], params: list[str] | None, extra: list[str] | None
+) -> dict[str, Any]:
+    """The settings given on the command line, checked by building the agent once."""
+    settings = {
+        k: str(v) if isinstance(v, Path) else v for k, v in options.items() if v is not None
+    }
+    settings.update(_key_values(extra, "--agent-opt"))
+    if params:
+        settings["params"] = _key_values(params, "--param")
+    try:
+        make_agent(agent, **settings)
+    except (TypeError, ValueError) as exc:
+        fail(f"agent {agent!r}: {exc}")
+    return settings
+
+
 def run(
     agent: Annotated[str, typer.Option("--agent", "-a", help="agent (see --list-agents)")] = "",
     scenario: ScenarioName = "paper",
@@ -46,6 +121,24 @@ def run(
     file: ScenarioFile = None,
     set_: SetOption = None,
     list_agents: Annotated[bool, typer.Option("--list-agents", help="list agents")] = False,
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+    api_key_env: KeyEnvOption = None,
+    models_file: ModelsFileOption = None,
+    model_entry: EntryOption = None,
+    max_tokens: MaxTokensOption = None,
+    max_cost: MaxCostOption = None,
+    max_wall_seconds: MaxWallOption = None,
+    param: ParamOption = None,
+    agent_opt: AgentOptOption = None,
+    unsafe_code_exec: Annotated[
+        bool,
+        typer.Option(
+            "--unsafe-code-exec",
+            help="hermes: where no sandbox can be made, run code unsandboxed (unsafe)",
+            rich_help_panel=_LLM,
+        ),
+    ] = False,
 ) -> None:
     """Run an agent for a whole year (or --days) and write a run record to --out."""
     if list_agents:
@@ -57,7 +150,19 @@ def run(
         fail(f"unknown agent {agent!r}; choose from {', '.join(agent_names())}")
     overrides = list(set_ or []) + ([f"clock.days={days}"] if days is not None else [])
     sc = scenario_from_options(scenario, file, overrides)
-    spec = RunSpec(agent=agent, scenario=sc, seed=seed)
+    llm_options = {
+        "model": model,
+        "base_url": base_url,
+        "api_key_env": api_key_env,
+        "models_file": models_file,
+        "model_entry": model_entry,
+        "max_tokens": max_tokens,
+        "max_cost": max_cost,
+        "max_wall_seconds": max_wall_seconds,
+        "unsafe_code_exec": True if unsafe_code_exec else None,
+    }
+    settings = _agent_settings(agent, llm_options, param, agent_opt)
+    spec = RunSpec(agent=agent, scenario=sc, seed=seed, agent_settings=settings)
     if resume and out is None:
         fail("--resume needs --out DIR, the run directory to continue")
     run_dir = out or default_run_dir(spec)
@@ -67,6 +172,9 @@ def run(
     except RunError as exc:
         fail(str(exc))
     console.print(f"run record: {run_dir}")
+    stop_reason = json.loads((run_dir / "run.json").read_text()).get("stop_reason")
+    if stop_reason:
+        console.print(f"stopped early: {stop_reason}")
     typer.echo(json.dumps({k: metrics[k] for k in _HEADLINE}, ensure_ascii=False))
     if report:
         from merchantbench.report import write_report

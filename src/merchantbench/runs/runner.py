@@ -24,6 +24,7 @@ from merchantbench.scenario import Scenario
 from merchantbench.session import Session
 
 ProgressHook = Callable[[Session], None]
+MODEL_CALLS = "model_calls.jsonl"  # one line per model call of an LLM agent
 
 
 class RunError(Exception):
@@ -117,22 +118,40 @@ class RunWriter:
             agent = checkpoint["agent"]
         if resume:
             truncate_trace(run_dir / "trace.jsonl", session.memory.seq)
+            # LLM agents log their model calls; keep those the checkpointed agent had made.
+            truncate_trace(run_dir / MODEL_CALLS, getattr(agent, "model_calls_seq", 0))
         else:
             meta = _run_meta(spec, agent, session)
             atomic_write_json(run_dir / "run.json", meta)
         self._trace = open(run_dir / "trace.jsonl", "a")  # noqa: SIM115 (closed in finish)
         return session, agent, meta
 
+    def flush_agent_log(self, agent: Agent) -> None:
+        """Append the model calls an LLM agent made since the last flush to model_calls.jsonl.
+        Flushed before each checkpoint, so a checkpointed agent never holds unwritten calls."""
+        drain = getattr(agent, "drain_model_calls", None)
+        records = drain() if drain is not None else []
+        if records:
+            with open(self.run_dir / MODEL_CALLS, "a") as log:
+                log.writelines(json.dumps(r, separators=(",", ":")) + "\n" for r in records)
+
     def checkpoint(self, session: Session, agent: Agent) -> None:
         assert self._trace is not None
         self._trace.flush()
+        self.flush_agent_log(agent)
         save_checkpoint(self.run_dir, session.snapshot(), agent)
 
-    def finish(self, session: Session, meta: dict[str, Any], ended: str) -> dict[str, Any]:
+    def finish(
+        self, session: Session, agent: Agent, meta: dict[str, Any], ended: str
+    ) -> dict[str, Any]:
         from merchantbench.metrics import compute_metrics
 
         if self._trace is not None:
             self._trace.close()
+        self.flush_agent_log(agent)
+        _record_agent_outcome(agent, meta)
+        if meta.get("stop_reason") and ended == "completed":
+            ended = "stopped"  # the agent gave up early (e.g. budget); the windows ran idle
         engine = session.engine
         write_tables(engine, self.run_dir)
         meta.update(
@@ -147,6 +166,17 @@ class RunWriter:
         metrics = compute_metrics(self.run_dir)
         atomic_write_json(self.run_dir / "metrics.json", metrics)
         return metrics
+
+
+def _record_agent_outcome(agent: Agent, meta: dict[str, Any]) -> None:
+    """What an LLM agent reports: its usage totals and why it stopped early, if it did."""
+    usage_summary = getattr(agent, "usage_summary", None)
+    if usage_summary is not None:
+        meta["llm_usage"] = usage_summary()
+    meta.pop("stop_reason", None)  # a resumed run.json may carry one from before the crash
+    stop_reason = getattr(agent, "stop_reason", None)
+    if stop_reason:
+        meta["stop_reason"] = stop_reason
 
 
 def run_agent(
@@ -192,7 +222,13 @@ async def run_agent_async(
     except BaseException as exc:
         meta.update(ended="interrupted" if isinstance(exc, KeyboardInterrupt) else "error")
         meta["error"] = f"{type(exc).__name__}: {exc}"
+        writer.flush_agent_log(agent)
+        _record_agent_outcome(agent, meta)
         atomic_write_json(run_dir / "run.json", meta)
         raise
+    finally:
+        aclose = getattr(agent, "aclose", None)
+        if aclose is not None:
+            await aclose()
     ended = "closed" if session.engine.state.closed else "completed"
-    return writer.finish(session, meta, ended)
+    return writer.finish(session, agent, meta, ended)

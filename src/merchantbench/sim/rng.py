@@ -35,6 +35,7 @@ class Stream(IntEnum):
     EVENT_LENGTH = 12
     EVENT_VALUE = 13
     STOCK = 14
+    MARKET_SALES = 15  # realised market sales drawn by the real-catalog loader
     RANDOM_AGENT = 20
 
 

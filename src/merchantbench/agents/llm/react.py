@@ -1,0 +1,300 @@
+"""ReAct: an LLM runs the store through the environment tools, one window at a time.
+
+Per window: the observation becomes a user turn, then up to `max_model_calls` model calls whose
+tool calls run through the session; `end_of_step` ends the window. When the model stops calling
+tools, fails (after retries) or runs out of calls, the harness forces `end_of_step` (recorded as
+forced). System prompt (the brief) and tool list never change and messages are only appended
+(until a trim), so provider prompt caching works. User guide: docs/llm.md.
+
+Extension hooks (the Hermes-style harness subclasses this class):
+
+- `framework_tool_schemas() -> list[dict]`: extra tools offered to the model, in OpenAI
+  function-calling format, after the environment tools. Default `[]`. Must return the same list
+  on every call of a run (prompt caching, and the model's view of its tools).
+- `async call_framework_tool(session, name, args) -> dict`: run one of those tools. `args` is
+  the decoded JSON object. Return a JSON-able dict (`{"ok": true, ...}` or
+  `{"ok": false, "error": {"code", "message"}}`); it goes back to the model as the tool message.
+  The harness traces it with `session.record_framework_call` (origin "framework"), so
+  implementations must not record it again. Environment calls made *inside* a framework tool
+  (e.g. a code bridge) go through `session.call` and count as environment calls. Default: an
+  `unknown_tool` error.
+- `system_prompt(session) -> str`: the system message. Default `session.brief()`.
+- `window_prompt(session) -> str`: the user turn that opens a window. Default: a note if the
+  previous window was force-closed, then `session.observation()`.
+- `on_window_end(session) -> None`: called after every window this agent played (also after a
+  forced close), before the runner checkpoints; e.g. to schedule a periodic review.
+- `inject(text)`: queue a user message; queued messages are sent right after the next window
+  prompt (call it from `on_window_end`), or before the next model call if called mid-window.
+- `conversation`: the `Conversation` (messages, token estimate, compaction); picklable.
+
+State lives in plain attributes so the agent pickles into checkpoints; `__getstate__` drops the
+HTTP client (rebuilt on first use; subclasses with unpicklable objects must do the same). The
+API key is never stored on the agent: it is read from the environment when the client is built.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import asdict
+from typing import Any
+
+from merchantbench.agents.base import register_agent
+from merchantbench.agents.llm.client import ClientOptions, ModelCallFailed, ModelClient
+from merchantbench.agents.llm.conversation import Conversation, ToolCall, parse_tool_calls
+from merchantbench.agents.llm.models import ModelConfig, resolve_model
+from merchantbench.agents.llm.usage import Budget, CallRecord, UsageTotals
+from merchantbench.session import Session
+from merchantbench.tools.errors import UNKNOWN_TOOL, failure
+
+_FORCED_NOTES = {
+    "no_tool_calls": "you replied without calling a tool",
+    "model_error": "the model could not be reached",
+    "call_limit": "you used all your model calls for the window",
+    "budget": "the run's budget is spent",
+}
+
+
+@register_agent("react")
+class ReActAgent:
+    """The ReAct harness over any OpenAI-compatible chat-completions endpoint.
+
+    Args:
+        model: Model id sent in requests (or taken from the models file entry).
+        base_url: Endpoint, e.g. `https://api.openai.com/v1` or `http://127.0.0.1:8000/v1`.
+        api_key_env: Environment variable holding the key (never the key itself).
+        models_file: TOML or YAML file of named model entries.
+        model_entry: Entry of `models_file` to use.
+        max_model_calls: Model calls per window before `end_of_step` is forced.
+        compact_at_tokens: Prompt size that triggers the save-notes reminder and trimming.
+        keep_tokens: Newest tokens kept when trimming.
+        max_tokens, max_cost, max_wall_seconds: Run budget (None: no limit) in tokens (input
+            + output), in the models file's currency, and in seconds of the agent's windows.
+        max_retries, retry_base_seconds, request_timeout: See `ClientOptions`.
+        max_failed_windows: Windows in a row whose model call failed for good before the run
+            stops with an error (resumable from its checkpoint).
+        params: Extra request parameters (e.g. `{"reasoning_effort": "high"}`), merged over
+            the models file's.
+    """
+
+    name = "react"
+
+    def __init__(
+        self,
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        models_file: str | None = None,
+        model_entry: str | None = None,
+        max_model_calls: int = 30,
+        compact_at_tokens: int = 160_000,
+        keep_tokens: int = 30_000,
+        max_tokens: int | None = None,
+        max_cost: float | None = None,
+        max_wall_seconds: float | None = None,
+        max_retries: int = 6,
+        retry_base_seconds: float = 1.0,
+        request_timeout: float = 600.0,
+        max_failed_windows: int = 3,
+        params: dict[str, Any] | None = None,
+    ) -> None:
+        self.model: ModelConfig = resolve_model(
+            model, base_url, api_key_env, models_file, model_entry, params
+        )
+        self.model.api_key()  # fail now, not at the first window, if the key is missing
+        self.max_model_calls = max_model_calls
+        self.budget = Budget(max_tokens, max_cost, max_wall_seconds)
+        self.client_options = ClientOptions(
+            max_retries=max_retries,
+            retry_base_seconds=retry_base_seconds,
+            request_timeout=request_timeout,
+        )
+        self.conversation = Conversation(compact_at_tokens, keep_tokens)
+        self.usage = UsageTotals()
+        self.stop_reason: str | None = None
+        self._pending_records: list[dict[str, Any]] = []
+        self._queued: list[str] = []
+        self._forced_note: str | None = None
+        self._client: ModelClient | None = None
+        self.max_failed_windows = max_failed_windows
+        self._tools: list[dict[str, Any]] = []
+        self._tool_names: frozenset[str] = frozenset()
+        self._framework_names: frozenset[str] = frozenset()
+        self._failed_windows = 0
+
+    # --- hooks ------------------------------------------------------------------------------------
+    def framework_tool_schemas(self) -> list[dict[str, Any]]:
+        """Tools of the harness itself, offered after the environment tools (none here)."""
+        return []
+
+    async def call_framework_tool(
+        self, session: Session, name: str, args: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Run one framework tool; the harness traces it. ReAct has none."""
+        return failure(UNKNOWN_TOOL, f"there is no framework tool named {name!r}")
+
+    def system_prompt(self, session: Session) -> str:
+        return session.brief()
+
+    def window_prompt(self, session: Session) -> str:
+        if self._forced_note is None:
+            return session.observation()
+        return (
+            f"(The previous window was closed for you because {self._forced_note}. Call "
+            f"end_of_step yourself when you are done.)\n\n{session.observation()}"
+        )
+
+    def on_window_end(self, session: Session) -> None:
+        """Called after each window this agent played, before the runner checkpoints."""
+
+    def inject(self, text: str) -> None:
+        """Queue a user message for the model (sent after the next window prompt or turn)."""
+        self._queued.append(text)
+
+    # --- what the runner uses ---------------------------------------------------------------------
+    def settings(self) -> dict[str, Any]:
+        return {
+            **self.model.public_settings(),
+            "max_model_calls": self.max_model_calls,
+            "compact_at_tokens": self.conversation.compact_at_tokens,
+            "keep_tokens": self.conversation.keep_tokens,
+            "budget": self.budget.as_json(),
+            **asdict(self.client_options),
+            "max_failed_windows": self.max_failed_windows,
+        }
+
+    @property
+    def model_calls_seq(self) -> int:
+        """Model calls made so far; `model_calls.jsonl` lines past it are dropped on resume."""
+        return self.usage.calls
+
+    def drain_model_calls(self) -> list[dict[str, Any]]:
+        """Records of model calls not yet written; the runner appends them to the run dir."""
+        records, self._pending_records = self._pending_records, []
+        return records
+
+    def usage_summary(self) -> dict[str, Any]:
+        return self.usage.as_json()  # run.json's `llm_usage`
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_client"] = None  # sockets do not pickle; rebuilt (key re-read) on first use
+        return state
+
+    # --- one window -------------------------------------------------------------------------------
+    def act(self, session: Session) -> None:
+        """Blocking form, for callers without an event loop; each call opens its own client."""
+
+        async def one_window() -> None:
+            try:
+                await self.act_async(session)
+            finally:
+                await self.aclose()  # the client belongs to this call's event loop
+
+        asyncio.run(one_window())
+
+    async def act_async(self, session: Session) -> None:
+        began = time.monotonic()
+        try:
+            await self._play_window(session, began)
+        finally:
+            self.usage.wall_seconds += time.monotonic() - began
+        self.on_window_end(session)
+
+    async def _play_window(self, session: Session, began: float) -> None:
+        window = session.window
+        if self._spent(began):
+            return  # the runner closes the remaining windows: the run idles to its end
+        if not self.conversation.started:
+            self._start(session)
+        self.conversation.add_user(self.window_prompt(session))
+        self._forced_note = None
+        reason = "call_limit"
+        for _ in range(self.max_model_calls):
+            self._send_queued()
+            if self._spent(began):
+                reason = "budget"
+                break
+            self.usage.compactions += self.conversation.manage_context()
+            calls = await self._call_model(session)
+            if calls is None:
+                reason = "model_error"
+                break
+            if not calls:
+                reason = "no_tool_calls"
+                break
+            await self._run_tool_calls(session, calls, window)
+            if session.over or session.window != window:
+                self._failed_windows = 0
+                return
+        self._force(session, window, reason)
+
+    def _start(self, session: Session) -> None:
+        framework = self.framework_tool_schemas()
+        # Fixed for the whole run: the tool list is part of the cached prompt prefix.
+        self._tools = [*session.tool_schemas(), *framework]
+        self._tool_names = frozenset(t["function"]["name"] for t in self._tools)
+        self._framework_names = frozenset(t["function"]["name"] for t in framework)
+        self.conversation.start(self.system_prompt(session), self._tools)
+
+    def _spent(self, began: float) -> bool:
+        if self.stop_reason is None:
+            wall = self.usage.wall_seconds + time.monotonic() - began
+            self.stop_reason = self.budget.exceeded(self.usage, wall)
+        return self.stop_reason is not None
+
+    def _send_queued(self) -> None:
+        for text in self._queued:
+            self.conversation.add_user(text)
+        self._queued = []
+
+    async def _call_model(self, session: Session) -> list[ToolCall] | None:
+        """One model call, recorded; its parsed tool calls, or None if it failed for good."""
+        if self._client is None:
+            self._client = ModelClient(self.model, self.client_options)
+        seq = self.usage.calls + 1
+        try:
+            answer = await self._client.complete(self.conversation.messages, self._tools)
+        except ModelCallFailed as exc:
+            self._record(exc.record(seq, session.window, self.model.model))
+            return None
+        self.conversation.append(answer.message)
+        calls = parse_tool_calls(answer.message, self._tool_names)
+        self._record(answer.record(seq, session.window, self.model, calls))
+        return calls
+
+    def _record(self, record: CallRecord) -> None:
+        self.usage.add(record)
+        self._pending_records.append(record.as_json())
+
+    async def _run_tool_calls(self, session: Session, calls: list[ToolCall], window: int) -> None:
+        """Answer every call (the API requires it), but run none after the window closed."""
+        for call in calls:
+            if session.over or session.window != window:
+                result = failure("window_closed", "end_of_step closed the window; not run")
+            elif call.error is not None:
+                result = call.error
+            elif call.name in self._framework_names:
+                result = await self.call_framework_tool(session, call.name, call.args or {})
+                ok = bool(result.get("ok", False))
+                code = None if ok else (result.get("error") or {}).get("code", "error")
+                session.record_framework_call(call.name, call.args, ok, code)
+            else:
+                result = session.call(call.name, call.args)
+            self.conversation.add_tool_result(call.call_id, result)
+
+    def _force(self, session: Session, window: int, reason: str) -> None:
+        self._failed_windows = self._failed_windows + 1 if reason == "model_error" else 0
+        if self._failed_windows >= self.max_failed_windows:
+            # A provider that is down stays down for a while: stop with an error (run.json says
+            # so) rather than idle through the year; `--resume` continues from the checkpoint.
+            raise ModelCallFailed(f"the model failed in {self._failed_windows} windows in a row")
+        self.usage.forced_windows += 1
+        self._forced_note = _FORCED_NOTES[reason]
+        if not session.over and session.window == window:
+            session.force_end_of_step()

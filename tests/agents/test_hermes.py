@@ -1,0 +1,260 @@
+"""The Hermes-style harness: framework tools, code through the bridge, memory and skills that
+persist across windows and a resume, end to end over real HTTP against the scripted server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from merchantbench.agents.llm import hermes, sandbox
+from merchantbench.agents.llm.hermes import REVIEW_PROMPT, HermesAgent, check_args, skill_kind
+from merchantbench.agents.llm.scripted_server import ScriptedServer, script_responder
+from merchantbench.catalog.cache import get_market
+from merchantbench.runs.runner import RunSpec, run_agent
+from merchantbench.scenario import load_scenario
+from merchantbench.session import Session
+
+needs_bwrap = pytest.mark.skipif(sandbox.find_bwrap() is None, reason="bubblewrap not installed")
+LOCAL = {"model": "scripted", "base_url": "http://127.0.0.1:9/v1"}
+CASH_SKILL = (
+    "import merchantbench_tools as mt\n"
+    "balance = mt.query_balance()['balance']\n"
+    "{'balance': balance, 'note': args.get('note')}"
+)
+SEARCH_CODE = (
+    "import merchantbench_tools as mt\n"
+    "found = mt.search_products(query='box')\n"
+    "print('found', found['total'])\n"
+    "mt.query_balance()['balance']"
+)
+
+
+def call(tool: str, /, **arguments: Any) -> dict[str, Any]:
+    return {"tool_calls": [{"name": tool, "arguments": arguments}]}
+
+
+END = call("end_of_step")
+
+
+@pytest.fixture(scope="module")
+def smoke():
+    scenario = load_scenario("smoke")
+    return scenario, get_market(scenario, 1)
+
+
+def new_session(smoke) -> Session:
+    scenario, market = smoke
+    return Session(scenario, market, 1)
+
+
+def framework(agent: HermesAgent, session: Session, tool: str, /, **args: Any) -> dict[str, Any]:
+    return asyncio.run(agent.call_framework_tool(session, tool, args))
+
+
+def test_arguments_are_checked_against_the_framework_schemas():
+    assert check_args("memory_write", {"text": "a", "mode": "replace"})["mode"] == "replace"
+    for name, args, message in [
+        ("memory_write", {}, "missing argument 'text'"),
+        ("memory_write", {"text": "a", "mode": "erase"}, "must be one of"),
+        ("plan_update", {"plan": 3}, "'plan' must be a string"),
+        ("skill_use", {"name": "x", "args": [1]}, "'args' must be a object"),
+        ("memory_read", {"extra": 1}, "unknown argument 'extra'"),
+    ]:
+        with pytest.raises(hermes._Refusal) as refusal:
+            check_args(name, args)
+        assert message in refusal.value.result["error"]["message"]
+
+
+def test_skill_kind_tells_code_from_prose():
+    assert skill_kind("x = mt.query_balance()") == "code"
+    assert skill_kind("restock") == "steps"  # parses as Python, but does nothing
+    assert skill_kind("1. read the daily report\n2. list the top product") == "steps"
+    assert skill_kind("restock", "code") == "code"
+
+
+def test_memory_plan_and_skills_live_on_the_agent_and_pickle(smoke):
+    agent, session = HermesAgent(**LOCAL), new_session(smoke)
+    framework(agent, session, "memory_write", text="S100 ships slowly")
+    framework(agent, session, "memory_write", text="gel pens sell")
+    framework(agent, session, "plan_update", plan="list 5 products")
+    steps = "1. check\n2. list"
+    created = framework(
+        agent, session, "skill_create", name="restock", description="weekly", code_or_steps=steps
+    )
+    assert created["skill"]["kind"] == "steps"
+    patched = framework(
+        agent, session, "skill_patch", name="restock", find="list", replace="relist"
+    )
+    assert patched["skill"]["version"] == 2
+    revived = pickle.loads(pickle.dumps(agent))
+    assert (
+        framework(revived, session, "memory_read")["memory"] == "S100 ships slowly\ngel pens sell"
+    )
+    assert framework(revived, session, "plan_read")["plan"] == "list 5 products"
+    used = framework(revived, session, "skill_use", name="restock", args={"n": 2})
+    assert used == {
+        "ok": True,
+        "skill": "restock",
+        "steps": "1. check\n2. relist",
+        "args": {"n": 2},
+    }
+    assert framework(revived, session, "skill_list")["skills"][0]["uses"] == 1
+    assert session.trace == []  # the harness loop traces framework calls, not the tools
+
+
+def test_framework_refusals_are_structured(smoke):
+    agent, session = HermesAgent(**LOCAL), new_session(smoke)
+    big = "x" * (hermes.MEMORY_CHARS + 1)
+    assert framework(agent, session, "memory_write", text=big)["error"]["code"] == "too_long"
+    assert framework(agent, session, "skill_use", name="nope")["error"]["code"] == "unknown_skill"
+    bad_name = framework(agent, session, "skill_create", name="Bad Name", description="d",
+                         code_or_steps="x = 1")  # fmt: skip
+    assert bad_name["error"]["path"] == "$.name"
+    framework(agent, session, "skill_create", name="a", description="d", code_or_steps="x = 1")
+    again = framework(agent, session, "skill_create", name="a", description="d", code_or_steps="y")
+    assert again["error"]["code"] == "skill_exists"
+    twice = framework(agent, session, "skill_patch", name="a", find="", replace="z")
+    assert twice["error"]["code"] == "patch_mismatch"
+
+
+def test_without_a_sandbox_execute_code_is_off_and_says_why(smoke, monkeypatch):
+    monkeypatch.setattr(hermes, "probe_sandbox", lambda: (False, "bubblewrap is not installed"))
+    agent, session = HermesAgent(**LOCAL), new_session(smoke)
+    answer = framework(agent, session, "execute_code", code="1 + 1")
+    assert answer["error"] == {
+        "code": "code_execution_off",
+        "message": "execute_code is off: bubblewrap is not installed",
+    }
+    assert agent.settings()["code_execution"]["mode"] == "off"
+    assert "execute_code is off" in agent.system_prompt(session)
+
+
+def test_unsafe_code_exec_runs_code_loudly_where_no_sandbox_exists(smoke, monkeypatch, capsys):
+    monkeypatch.setattr(hermes, "probe_sandbox", lambda: (False, "no user namespaces"))
+    agent, session = HermesAgent(unsafe_code_exec=True, **LOCAL), new_session(smoke)
+    assert "WARNING (hermes): UNSAFE" in capsys.readouterr().err
+    settings = agent.settings()["code_execution"]
+    assert settings["mode"] == "unsafe" and settings["unsafe_code_exec"] is True
+    assert settings["note"].startswith("UNSAFE")
+    answer = framework(agent, session, "execute_code", code=SEARCH_CODE)
+    assert answer["ok"] and answer["result"] == 2000.0 and answer["tool_calls"] == 2
+    assert [e["origin"] for e in session.trace] == ["env", "env"]
+
+
+def test_a_review_is_queued_every_review_every_windows(smoke):
+    agent, session = HermesAgent(review_every=3, **LOCAL), new_session(smoke)
+    for _ in range(7):
+        agent.on_window_end(session)
+    assert agent.reviews == 2 and agent._queued == [REVIEW_PROMPT, REVIEW_PROMPT]
+
+
+def settings(server: ScriptedServer, **extra: Any) -> dict[str, Any]:
+    return {"model": "scripted", "base_url": server.base_url, **extra}
+
+
+def read_trace(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "trace.jsonl").read_text().splitlines()]
+
+
+def calls_in(trace: list[dict[str, Any]], window: int) -> list[tuple[str, str]]:
+    return [(e["tool"], e["origin"]) for e in trace if e["window"] == window]
+
+
+def tool_results(request: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Tool name -> the results the model was shown, from one request's messages."""
+    names = {}
+    for message in request["messages"]:
+        for tool_call in message.get("tool_calls") or ():
+            names[tool_call["id"]] = tool_call["function"]["name"]
+    results: dict[str, list[dict[str, Any]]] = {}
+    for message in request["messages"]:
+        if message["role"] == "tool":
+            results.setdefault(names[message["tool_call_id"]], []).append(
+                json.loads(message["content"])
+            )
+    return results
+
+
+@needs_bwrap
+def test_a_smoke_run_uses_code_memory_and_skills_across_windows(tmp_path):
+    replies = [
+        call("plan_update", plan="Find hot boxes; list three."),
+        call("memory_write", text="S100 ships slowly"),
+        call("skill_create", name="cash_check", description="cash", code_or_steps=CASH_SKILL),
+        call("execute_code", code=SEARCH_CODE),
+        END,
+        call("memory_read"),
+        call("skill_use", name="cash_check", args={"note": "w1"}),
+        END,
+    ]
+    with ScriptedServer(script_responder(replies)) as server:
+        spec = RunSpec("hermes", load_scenario("smoke"), 1, settings(server, review_every=5))
+        metrics = run_agent(spec, tmp_path / "run")
+    trace = read_trace(tmp_path / "run")
+    assert calls_in(trace, 0) == [
+        ("plan_update", "framework"),
+        ("memory_write", "framework"),
+        ("skill_create", "framework"),
+        ("search_products", "env"),  # from inside execute_code, through the bridge
+        ("query_balance", "env"),
+        ("execute_code", "framework"),
+        ("end_of_step", "env"),
+    ]
+    assert calls_in(trace, 1) == [
+        ("memory_read", "framework"),
+        ("query_balance", "env"),
+        ("skill_use", "framework"),
+        ("end_of_step", "env"),
+    ]
+    assert metrics["tool_calls"] == sum(e["origin"] == "env" for e in trace)
+    shown = tool_results(server.requests[-1])
+    code = shown["execute_code"][0]
+    assert code["ok"] and code["stdout"].startswith("found ") and code["tool_calls"] == 2
+    assert code["result"] == 2000.0
+    assert shown["memory_read"][0]["memory"] == "S100 ships slowly"
+    assert shown["skill_use"][0]["result"] == {"balance": 2000.0, "note": "w1"}
+    users = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "user"]
+    assert "Find hot boxes; list three." in users[1] and "cash_check" in users[1]
+    assert sum(REVIEW_PROMPT in text for text in users) == 5  # after windows 5, 10, …, 25 of 28
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert meta["agent"]["settings"]["code_execution"]["mode"] == "sandbox"
+
+
+@needs_bwrap
+def test_memory_and_skills_survive_a_kill_and_a_resume(tmp_path):
+    run_dir = tmp_path / "run"
+    before = [
+        call("memory_write", text="keep this"),
+        call("skill_create", name="cash_check", description="cash", code_or_steps=CASH_SKILL),
+        END,
+    ]
+
+    def kill(session: Session) -> None:
+        if session.window == 3:  # window 2 played; the checkpoint is from window 2's start
+            raise RuntimeError("killed")
+
+    with ScriptedServer(script_responder(before)) as server:
+        spec = RunSpec("hermes", load_scenario("smoke"), 1, settings(server))
+        with pytest.raises(RuntimeError, match="killed"):
+            run_agent(spec, run_dir, on_window=kill, checkpoint_every=2)
+        sent_before = len(server.requests)
+        after = [call("memory_read"), call("skill_use", name="cash_check", args={"note": "x"})]
+        server.responder = script_responder([*after, END])
+        run_agent(spec, run_dir, resume=True, checkpoint_every=2)
+    trace = read_trace(run_dir)
+    assert calls_in(trace, 2) == [
+        ("memory_read", "framework"),
+        ("query_balance", "env"),
+        ("skill_use", "framework"),
+        ("end_of_step", "env"),
+    ]
+    resumed = server.requests[sent_before]["messages"]
+    assert any(m.get("tool_calls") for m in resumed)  # the conversation came back too
+    shown = tool_results(server.requests[-1])
+    assert shown["memory_read"][-1]["memory"] == "keep this"
+    assert shown["skill_use"][-1]["result"]["note"] == "x"
