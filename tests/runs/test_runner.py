@@ -101,3 +101,35 @@ def test_kill_nine_then_resume_matches_uninterrupted_run(tmp_path):
     assert (out / "metrics.json").read_bytes() == (tmp_path / "whole" / "metrics.json").read_bytes()
     whole_trace = (tmp_path / "whole" / "trace.jsonl").read_text()
     assert (out / "trace.jsonl").read_text() == whole_trace
+
+
+def _write_smoke_catalog(path: Path) -> None:
+    from merchantbench.catalog.loader import write_catalog
+    from merchantbench.catalog.synthetic import generate_market
+    from merchantbench.scenario import load_scenario
+
+    write_catalog(generate_market(load_scenario("smoke"), 1), path)
+
+
+def test_run_on_a_real_catalog_directory(tmp_path):
+    catalog = tmp_path / "catalog"
+    _write_smoke_catalog(catalog)
+    out = tmp_path / "run"
+    args = ("--agent", "rule-based", "--scenario", "smoke", "--catalog", str(catalog))
+    result = run_cli(*args, "--out", str(out))
+    assert result.exit_code == 0, result.output
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["market"]["source"] == "catalog" and meta["market"]["n_products"] == 200
+
+
+def test_a_broken_catalog_is_a_one_line_error(tmp_path):
+    import pyarrow.parquet as pq
+
+    catalog = tmp_path / "catalog"
+    _write_smoke_catalog(catalog)
+    table = pq.read_table(catalog / "products.parquet")
+    pq.write_table(table.drop_columns(["title"]), catalog / "products.parquet")
+    args = ("--agent", "idle", "--scenario", "smoke", "--catalog", str(catalog))
+    result = run_cli(*args, "--out", str(tmp_path / "run"))
+    assert result.exit_code == 2
+    assert "products" in result.output and "title" in result.output

@@ -31,6 +31,7 @@ import platformdirs
 from merchantbench.catalog import calendar, events, synthetic, vocab
 from merchantbench.catalog import market as market_module
 from merchantbench.catalog.market import CHANNELS, Market, SupplierEvents
+from merchantbench.catalog.search import SearchIndex
 from merchantbench.catalog.synthetic import Progress, generate_market
 from merchantbench.scenario import Scenario
 
@@ -74,8 +75,27 @@ def market_cache_key(scenario: Scenario, seed: int) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def market_path(scenario: Scenario, seed: int) -> Path:
-    """Where the market of (scenario, seed) is (or would be) cached."""
+def real_catalog_key(scenario: Scenario, seed: int, catalog: Path) -> str:
+    """Hash of a real catalog's files (name, size, modification time), the loader's source and
+    the scenario parts the loader reads."""
+    from merchantbench.catalog import loader, real_format
+
+    files = sorted(catalog.glob("*.parquet"))
+    inputs = {
+        "files": [(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files],
+        "path": str(catalog.resolve()),
+        "loader": [hashlib.sha256(Path(str(m.__file__)).read_bytes()).hexdigest()
+                   for m in (loader, real_format, events, calendar)],
+        "scenario": market_cache_key(scenario, seed),
+    }  # fmt: skip
+    blob = json.dumps(inputs, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def market_path(scenario: Scenario, seed: int, catalog: Path | None = None) -> Path:
+    """Where the market of (scenario, seed) — or of a real catalog directory — is cached."""
+    if catalog is not None:
+        return cache_root() / f"catalog-seed{seed}-{real_catalog_key(scenario, seed, catalog)}"
     return cache_root() / f"market-seed{seed}-{market_cache_key(scenario, seed)}"
 
 
@@ -129,6 +149,13 @@ def _load_array(path: Path) -> np.ndarray:
     return mapped if mapped.ndim > 1 else np.array(mapped)
 
 
+def get_search_index(
+    scenario: Scenario, seed: int, market: Market, catalog: Path | None = None
+) -> SearchIndex:
+    """The keyword index of a cached market, built once and kept beside it."""
+    return SearchIndex.load_or_build(market_path(scenario, seed, catalog) / "search", market)
+
+
 def _sweep_stale_temps(root: Path) -> None:
     now = time.time()
     for leftover in root.glob(".tmp-market-*"):
@@ -151,22 +178,33 @@ def _publish(built: Path, final: Path) -> None:
         shutil.rmtree(built, ignore_errors=True)
 
 
-def get_market(scenario: Scenario, seed: int, progress: Progress | None = None) -> Market:
-    """The market of (scenario, seed): loaded from the cache, or generated and cached.
+def get_market(
+    scenario: Scenario, seed: int, progress: Progress | None = None, catalog: Path | None = None
+) -> Market:
+    """The market of (scenario, seed): loaded from the cache, or built and cached.
 
     Args:
         scenario: the scenario.
         seed: the market seed.
         progress: passed to the generator on a cache miss (progress(stage, fraction)).
+        catalog: a real catalog directory (docs/catalog.md) to load instead of generating.
 
     Returns:
-        The market, its arrays memory-mapped from the cache directory.
+        The market, its per-day matrices memory-mapped from the cache directory.
+
+    Raises:
+        CatalogError: the real catalog is not valid; the message names table, column and row.
     """
-    final = market_path(scenario, seed)
+    final = market_path(scenario, seed, catalog)
     if not (final / "meta.json").exists():
         final.parent.mkdir(parents=True, exist_ok=True)
         _sweep_stale_temps(final.parent)
-        market = generate_market(scenario, seed, progress)
+        if catalog is None:
+            market = generate_market(scenario, seed, progress)
+        else:
+            from merchantbench.catalog.loader import load_catalog
+
+            market = load_catalog(catalog, scenario, seed)
         built = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
         try:
             save_market(market, built)

@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from scipy.special import ndtri
 
 from merchantbench.catalog import calendar
 from merchantbench.catalog.events import supplier_events
@@ -34,46 +33,20 @@ from merchantbench.catalog.real_format import (
 from merchantbench.catalog.synthetic import CATEGORY_MARGIN_POSITION, RISK_MEDIAN, RISK_SHARES
 from merchantbench.catalog.synthetic import RISK_QUALITY_SLOPE as RISK_SLOPE
 from merchantbench.scenario import Scenario
-from merchantbench.sim.rng import Stream, uniform
+from merchantbench.sim.rng import Stream, poisson_from_uniform, uniform
 
 __all__ = ["RISK_COLUMNS", "CatalogError", "load_catalog", "realised_sales", "write_catalog"]
-
-# Counter stream of derived market sales. sim.rng.Stream has no member for it yet; 15 is unused
-# there and must be reserved as MARKET_SALES when that enum next changes.
-MARKET_SALES_STREAM = 15
-POISSON_NORMAL_ABOVE = 100.0  # λ above which derived sales use the normal approximation
-
-
-def _poisson(lam: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """Inverse-CDF Poisson counts, monotone in λ for a fixed uniform; above
-    POISSON_NORMAL_ABOVE the continuity-corrected normal quantile (exp(−λ) loses precision)."""
-    counts = np.zeros(lam.shape, dtype=np.int64)
-    big = lam > POISSON_NORMAL_ABOVE
-    normal = np.floor(lam[big] + np.sqrt(lam[big]) * ndtri(u[big]) + 0.5)
-    counts[big] = np.maximum(normal, 0)
-    todo = np.flatnonzero(~big & (lam > 0))
-    rate, left = lam[todo], u[todo]
-    term = np.exp(-rate)
-    cdf, k = term.copy(), 0
-    while todo.size and k < 1000:  # the bound only guards against rounding at u ≈ 1
-        more = left > cdf
-        todo, rate, left, term, cdf = todo[more], rate[more], left[more], term[more], cdf[more]
-        k += 1
-        term = term * rate / k
-        cdf = cdf + term
-        counts[todo] = k
-    return counts
 
 
 def realised_sales(demand: np.ndarray, seed: int, scale: float, history: int) -> np.ndarray:
     """Market orders per day when no sales table is given: Poisson(scale × demand), drawn from
-    the counter-based uniform (seed, MARKET_SALES_STREAM, product, day)."""
+    the counter-based uniform (seed, Stream.MARKET_SALES, product, day)."""
     rows, n = demand.shape
     sales = np.zeros((rows, n), dtype=np.int64)
     products = np.arange(n)
     for r in range(rows):
-        u = uniform(seed, MARKET_SALES_STREAM, products, r - history)
-        sales[r] = _poisson(scale * demand[r], u)
+        u = uniform(seed, Stream.MARKET_SALES, products, r - history)
+        sales[r] = poisson_from_uniform(scale * demand[r], u)
     return sales
 
 

@@ -122,9 +122,9 @@ class Market:
                 raise ValueError(f"market field {name} has shape {got}, expected {shape}")
         for f in fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, np.ndarray) and value.ndim == 1 and f.name not in _NOT_PER_PRODUCT:
-                if len(value) != n:
-                    raise ValueError(f"market field {f.name} has length {len(value)}, expected {n}")
+            per_product = isinstance(value, np.ndarray) and value.ndim == 1
+            if per_product and f.name not in _NOT_PER_PRODUCT and len(value) != n:
+                raise ValueError(f"market field {f.name} has length {len(value)}, expected {n}")
 
     def demand_row(self, day: int) -> np.ndarray:
         """D[·, day] for all products (hidden)."""

@@ -11,12 +11,15 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from merchantbench.catalog.cache import get_market, market_path
+from merchantbench.catalog.real_format import CatalogError
 from merchantbench.catalog.stats import market_stats
 from merchantbench.cli.common import (
+    CatalogOption,
     ScenarioFile,
     ScenarioName,
     SeedOption,
     SetOption,
+    fail,
     scenario_from_options,
 )
 
@@ -52,13 +55,15 @@ def _stats_table(stats: dict[str, object]) -> Table:
 def build(
     scenario: ScenarioName = "paper",
     seed: SeedOption = 1,
+    catalog: CatalogOption = None,
     file: ScenarioFile = None,
     set_: SetOption = None,
     json_out: bool = typer.Option(False, "--json", help="print one JSON object instead"),
 ) -> None:
-    """Build the scenario's synthetic market (or load it from the cache) and print statistics."""
+    """Build the scenario's synthetic market, or load a real catalog (--catalog), into the cache
+    (or load it from there) and print statistics."""
     sc = scenario_from_options(scenario, file, set_)
-    path = market_path(sc, seed)
+    path = market_path(sc, seed, catalog)
     cached = (path / "meta.json").exists()
     started = time.perf_counter()
     with Progress(
@@ -73,7 +78,10 @@ def build(
         def progress(stage: str, done: float) -> None:
             bar.update(task, description=stage, completed=done)
 
-        market = get_market(sc, seed, progress)
+        try:
+            market = get_market(sc, seed, progress, catalog)
+        except CatalogError as exc:
+            fail(str(exc))
     seconds = time.perf_counter() - started
     stats = market_stats(market, sc.clock.start_date)
     stats.update(seconds=round(seconds, 3), from_cache=cached, cache_dir=str(path))

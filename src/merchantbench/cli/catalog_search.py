@@ -10,11 +10,13 @@ from rich import box
 from rich.console import Console, JustifyMethod
 from rich.table import Table
 
-from merchantbench.catalog.cache import get_market, market_path
+from merchantbench.catalog.cache import get_market, get_search_index
 from merchantbench.catalog.market import CatalogView, Market
-from merchantbench.catalog.search import SORT_KEYS, SearchFilters, SearchIndex, SearchPage
+from merchantbench.catalog.real_format import CatalogError
+from merchantbench.catalog.search import SORT_KEYS, SearchFilters, SearchPage
 from merchantbench.catalog.view import catalog_view_at
 from merchantbench.cli.common import (
+    CatalogOption,
     ScenarioFile,
     ScenarioName,
     SeedOption,
@@ -77,6 +79,7 @@ def search(
     query: str = typer.Argument("", help="keywords; empty browses every product on sale"),
     scenario: ScenarioName = "paper",
     seed: SeedOption = 1,
+    catalog: CatalogOption = None,
     file: ScenarioFile = None,
     set_: SetOption = None,
     min_price: float | None = typer.Option(None, "--min-price", help="RMB, procurement price"),
@@ -97,8 +100,11 @@ def search(
     sc = scenario_from_options(scenario, file, set_)
     if day > sc.clock.days:
         fail(f"--day must be at most {sc.clock.days} for scenario {sc.name}")
-    market = get_market(sc, seed)
-    index = SearchIndex.load_or_build(market_path(sc, seed) / "search", market)
+    try:
+        market = get_market(sc, seed, catalog=catalog)
+    except CatalogError as exc:
+        fail(str(exc))
+    index = get_search_index(sc, seed, market, catalog)
     view = catalog_view_at(market, (day - 1) * 24)
     filters = SearchFilters(
         min_price, max_price, min_supplier_rating, min_rating,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
@@ -17,6 +18,11 @@ SetOption = Annotated[
     typer.Option("--set", help="override one parameter, e.g. --set market.n_products=5000"),
 ]
 SeedOption = Annotated[int, typer.Option("--seed", help="market and outcome seed")]
+CatalogOption = Annotated[
+    Path | None,
+    typer.Option("--catalog", help="a real catalog directory (docs/catalog.md) instead of the "
+                 "synthetic market", exists=True, file_okay=False),
+]  # fmt: skip
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

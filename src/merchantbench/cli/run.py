@@ -12,7 +12,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from merchantbench.agents.base import agent_names, make_agent
+from merchantbench.catalog.real_format import CatalogError
 from merchantbench.cli.common import (
+    CatalogOption,
     ScenarioFile,
     ScenarioName,
     SeedOption,
@@ -113,6 +115,7 @@ def run(
     agent: Annotated[str, typer.Option("--agent", "-a", help="agent (see --list-agents)")] = "",
     scenario: ScenarioName = "paper",
     seed: SeedOption = 1,
+    catalog: CatalogOption = None,
     days: Annotated[int | None, typer.Option(help="simulate fewer days")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="run directory")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="continue a killed run")] = False,
@@ -162,14 +165,14 @@ def run(
         "unsafe_code_exec": True if unsafe_code_exec else None,
     }
     settings = _agent_settings(agent, llm_options, param, agent_opt)
-    spec = RunSpec(agent=agent, scenario=sc, seed=seed, agent_settings=settings)
+    spec = RunSpec(agent=agent, scenario=sc, seed=seed, agent_settings=settings, catalog=catalog)
     if resume and out is None:
         fail("--resume needs --out DIR, the run directory to continue")
     run_dir = out or default_run_dir(spec)
     console = Console(stderr=True)
     try:
         metrics = _run_with_progress(spec, run_dir, resume, progress, console)
-    except RunError as exc:
+    except (RunError, CatalogError) as exc:
         fail(str(exc))
     console.print(f"run record: {run_dir}")
     stop_reason = json.loads((run_dir / "run.json").read_text()).get("stop_reason")

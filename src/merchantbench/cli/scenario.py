@@ -23,4 +23,6 @@ def list_presets():
     """List the preset scenarios."""
     for name, sc in PRESETS.items():
         m = sc.market
-        typer.echo(f"{name:6s} {m.n_products:>7,d} products {sc.clock.days:>4d} days  {sc.content_hash}")
+        typer.echo(
+            f"{name:6s} {m.n_products:>7,d} products {sc.clock.days:>4d} days  {sc.content_hash}"
+        )

@@ -15,8 +15,7 @@ from typing import Any, TextIO
 
 import merchantbench
 from merchantbench.agents.base import Agent, make_agent
-from merchantbench.catalog.cache import get_market
-from merchantbench.catalog.search import SearchIndex
+from merchantbench.catalog.cache import get_market, get_search_index
 from merchantbench.runs.checkpoint import load_checkpoint, save_checkpoint, truncate_trace
 from merchantbench.runs.files import atomic_write_json, read_json
 from merchantbench.runs.record import final_accounts, write_tables
@@ -37,6 +36,7 @@ class RunSpec:
     scenario: Scenario
     seed: int
     agent_settings: dict[str, Any] = field(default_factory=dict)
+    catalog: Path | None = None  # a real catalog directory instead of the synthetic market
 
 
 def default_run_dir(spec: RunSpec, root: Path = Path("runs")) -> Path:
@@ -74,6 +74,11 @@ def _run_meta(spec: RunSpec, agent: Agent, session: Session) -> dict[str, Any]:
         "scenario": {"name": sc.name, "version": sc.version, "hash": sc.content_hash},
         "scenario_config": sc.model_dump(mode="json"),
         "seed": spec.seed,
+        "market": {
+            "source": "synthetic" if spec.catalog is None else "catalog",
+            "catalog": None if spec.catalog is None else str(spec.catalog),
+            "n_products": session.market.n_products,
+        },
         "agent": {"name": agent.name, "settings": agent.settings()},
         "tool_schema_sha256": session.registry.schema_sha256(),
         "package_version": merchantbench.__version__,
@@ -109,8 +114,9 @@ class RunWriter:
         elif run_dir.exists() and any(run_dir.iterdir()):
             raise RunError(f"{run_dir} exists; use --resume to continue it or choose another --out")
         run_dir.mkdir(parents=True, exist_ok=True)
-        market = get_market(spec.scenario, spec.seed)
-        session = Session(spec.scenario, market, spec.seed, SearchIndex.build(market), self._sink)
+        market = get_market(spec.scenario, spec.seed, catalog=spec.catalog)
+        index = get_search_index(spec.scenario, spec.seed, market, spec.catalog)
+        session = Session(spec.scenario, market, spec.seed, index, self._sink)
         agent = make_agent(spec.agent, **spec.agent_settings)
         checkpoint = load_checkpoint(run_dir) if resume else None
         if checkpoint is not None:

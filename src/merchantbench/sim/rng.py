@@ -12,6 +12,7 @@ from __future__ import annotations
 from enum import IntEnum
 
 import numpy as np
+from scipy.special import ndtri
 
 _MASK = (1 << 64) - 1
 _K_SEED = 0x9E3779B97F4A7C15
@@ -79,21 +80,31 @@ def uniform(seed: int, stream: int, product: object, hour: object, index: object
     return (z >> np.uint64(11)).astype(np.float64) * _INV_2_53
 
 
+NORMAL_ABOVE = 100.0  # λ above which the count is the normal quantile (exp(−λ) underflows)
+
+
 def poisson_from_uniform(lam: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """Poisson counts by inverse CDF: monotone in λ for a fixed uniform (common random numbers)."""
+    """Poisson counts by inverse CDF: monotone in λ for a fixed uniform (common random numbers).
+
+    Above `NORMAL_ABOVE` the continuity-corrected normal quantile stands in (still monotone).
+    """
     lam = np.asarray(lam, dtype=np.float64)
-    u = np.asarray(u, dtype=np.float64)
-    k = np.zeros(lam.shape, dtype=np.int64)
-    p = np.exp(-lam)
-    cdf = p.copy()
-    todo = u > cdf
-    j = 0
-    while todo.any():
-        j += 1
-        p = np.where(todo, p * lam / j, p)
-        k = np.where(todo, j, k)
-        cdf = np.where(todo, cdf + p, cdf)
-        todo &= u > cdf
-        if j > 1000:  # u within rounding of 1 with tiny λ: stop at the last count
-            break
-    return k
+    u = np.broadcast_to(np.asarray(u, dtype=np.float64), lam.shape)
+    counts = np.zeros(lam.shape, dtype=np.int64)
+    big = lam > NORMAL_ABOVE
+    if big.any():
+        normal = np.floor(lam[big] + np.sqrt(lam[big]) * ndtri(u[big]) + 0.5)
+        counts[big] = np.maximum(normal, 0)
+    todo = np.flatnonzero(~big & (lam > 0))
+    flat_counts = counts.reshape(-1)
+    rate, left = lam.reshape(-1)[todo], u.reshape(-1)[todo]
+    term = np.exp(-rate)
+    cdf, k = term.copy(), 0
+    while todo.size and k < 1000:  # the bound only guards against rounding at u ≈ 1
+        more = left > cdf
+        todo, rate, left, term, cdf = todo[more], rate[more], left[more], term[more], cdf[more]
+        k += 1
+        term = term * rate / k
+        cdf = cdf + term
+        flat_counts[todo] = k
+    return counts
