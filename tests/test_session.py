@@ -34,21 +34,21 @@ def ok(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def best_sellers(session: Session, count: int) -> list[dict[str, Any]]:
-    """List items for the top-selling products not listed yet, at 1.6 × procurement price."""
+    """List items for the top-selling products, at 1.6 × their procurement price."""
     found = ok(session.call("search_products", {"sort": "sales_30d", "page_size": count}))
-    listed = set(session.engine.state.listings)
-    index_of = session.market.index_of
-    return [
-        {"product_id": row[0], "sale_price": round(row[3] * 1.6, 2)}
-        for row in found["rows"]
-        if index_of[row[0]] not in listed
-    ]
+    return [{"product_id": row[0], "sale_price": round(row[3] * 1.6, 2)} for row in found["rows"]]
+
+
+def not_listed(session: Session, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    listed = {row[0] for row in ok(session.call("query_my_listings"))["rows"]}
+    return [item for item in items if item["product_id"] not in listed]
 
 
 def play_window(session: Session, window: int) -> None:
     """A window of a simple, deterministic agent."""
     if window % 4 == 1:
-        ok(session.call("list_product", {"items": best_sellers(session, 5 + window)[-3:]}))
+        items = not_listed(session, best_sellers(session, 5 + window))[-3:]
+        ok(session.call("list_product", {"items": items}))
     listed = ok(session.call("query_my_listings"))["rows"]
     if window % 4 == 3 and listed:
         ok(
@@ -145,11 +145,8 @@ def test_snapshot_restore_mid_run_reproduces_state_and_memory(restore_into: str)
     session = session_for()
     for window in range(6):
         play_window(session, window)
-    ok(
-        session.call(
-            "list_product", {"items": best_sellers(session, 20)[-1:], "idempotency_key": "k"}
-        )
-    )
+    keyed = {"items": not_listed(session, best_sellers(session, 20))[-1:], "idempotency_key": "k"}
+    ok(session.call("list_product", keyed))
     blob, at_snapshot = session.snapshot(), session.state_hash()
     for window in range(6, 14):
         play_window(session, window)
@@ -160,9 +157,7 @@ def test_snapshot_restore_mid_run_reproduces_state_and_memory(restore_into: str)
     target.restore(blob)
     assert target.state_hash() == at_snapshot and target.window == 6
     assert target.memory_doc == "".join(f"window {w}\n" for w in range(6))
-    replay = target.call(
-        "list_product", {"items": best_sellers(target, 20)[-1:], "idempotency_key": "k"}
-    )
+    replay = target.call("list_product", keyed)
     assert replay["ok"] and target.state_hash() == at_snapshot  # replayed, not listed twice
     for window in range(6, 14):
         play_window(target, window)
