@@ -24,6 +24,7 @@ import tempfile
 import time
 from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import platformdirs
@@ -129,7 +130,7 @@ def load_market(directory: Path) -> Market:
     meta = json.loads((directory / "meta.json").read_text())
     if meta.get("format") != FORMAT_VERSION:
         raise ValueError(f"market cache {directory} has format {meta.get('format')}")
-    arrays = {name: _load_array(directory / f"{name}.npy") for name in meta["arrays"]}
+    arrays: dict[str, Any] = {n: _load_array(directory / f"{n}.npy") for n in meta["arrays"]}
     by_channel = {
         channel: SupplierEvents(
             **{
@@ -139,7 +140,7 @@ def load_market(directory: Path) -> Market:
         )
         for channel in CHANNELS
     }
-    scalars = {name: meta[name] for name in _SCALARS}
+    scalars: dict[str, Any] = {name: meta[name] for name in _SCALARS}
     scalars["categories"] = tuple(scalars["categories"])
     return Market(**scalars, **arrays, events=by_channel)
 

@@ -75,14 +75,14 @@ class SupplierBook:
 
     def started_between(self, product: int, after: int, upto: int) -> list[tuple[str, int, int]]:
         """Events of a product that started in hours (after, upto]: (channel, start, end)."""
-        found = []
+        found: list[tuple[str, int, int]] = []
         for channel, events in self.events(product).items():
             found.extend((channel, s, e) for s, e, _ in events if after < s <= upto)
         return sorted(found, key=lambda x: (x[1], x[0]))
 
     def ended_between(self, product: int, after: int, upto: int) -> list[tuple[str, int, int]]:
         """Events of a product that recovered in hours (after, upto]."""
-        found = []
+        found: list[tuple[str, int, int]] = []
         for channel, events in self.events(product).items():
             found.extend((channel, s, e) for s, e, _ in events if after < e <= upto)
         return sorted(found, key=lambda x: (x[2], x[0]))

@@ -27,10 +27,10 @@ class RandomAgent:
 
     def act(self, session: Session) -> None:
         for _ in range(self.rng.randint(0, self.actions_per_window)):
-            getattr(self, self.rng.choice(("list", "delist", "reprice", "look")))(session)
+            getattr(self, self.rng.choice(("list_one", "delist", "reprice", "look")))(session)
         session.call("end_of_step", {})
 
-    def list(self, session: Session) -> None:
+    def list_one(self, session: Session) -> None:
         found = rows_of(session.call("search_products", {"query": self.rng.choice(WORDS)}))
         if found:
             pick = self.rng.choice(found)
