@@ -42,19 +42,52 @@ def _window_sales(market: Market, end_row: int, days: int) -> np.ndarray:
     return (cum[end_row].astype(np.int64) - cum[max(end_row - days, 0)]).clip(min=0)
 
 
+_TOTALS: weakref.WeakKeyDictionary[Market, tuple[np.ndarray, np.ndarray]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _cumulative_totals(market: Market) -> tuple[np.ndarray, np.ndarray]:
+    """Cumulative market orders per (row, category) and per (row, product type), built once per
+    market so that a day's report reads a few rows instead of summing the whole catalog."""
+    cached = _TOTALS.get(market)
+    if cached is None:
+        cum = market.market_sales_cum
+        n_cat, n_types = len(market.categories), max(len(market.type_names), 1)
+        by_category = np.zeros((cum.shape[0], n_cat), dtype=np.int64)
+        by_type = np.zeros((cum.shape[0], n_types), dtype=np.int64)
+        for r in range(cum.shape[0]):
+            row = np.asarray(cum[r], dtype=np.float64)
+            by_category[r] = np.bincount(market.category, weights=row, minlength=n_cat)
+            by_type[r] = np.bincount(market.type_id, weights=row, minlength=n_types)[:n_types]
+        cached = (by_category, by_type)
+        _TOTALS[market] = cached
+    return cached
+
+
+def _weekly(cum: np.ndarray, end_row: int) -> tuple[np.ndarray, np.ndarray]:
+    """Totals of the completed week before cumulative row `end_row`, and of the week before."""
+    last = cum[end_row] - cum[max(end_row - WEEK, 0)]
+    if end_row < WEEK:
+        return last, np.zeros_like(last)
+    return last, cum[end_row - WEEK] - cum[max(end_row - 2 * WEEK, 0)]
+
+
+def _end_row(market: Market, day: int) -> int:
+    return min(day, market.days) + market.history_days  # rows before it are completed days
+
+
 def _change_pct(now: int | float, before: int | float) -> float | None:
     return round(100.0 * (float(now) / float(before) - 1.0), 1) if before > 0 else None
 
 
-def _categories(market: Market, last: np.ndarray, previous: np.ndarray) -> list[dict[str, Any]]:
-    k = len(market.categories)
-    now = np.bincount(market.category, weights=last, minlength=k)
-    before = np.bincount(market.category, weights=previous, minlength=k)
+def _categories(market: Market, day: int) -> list[dict[str, Any]]:
+    by_category, _ = _cumulative_totals(market)
+    now, before = _weekly(by_category, _end_row(market, day))
     base_days = min(BASE_DAYS, market.history_days)
     base = None
     if base_days:
-        history = _window_sales(market, base_days, base_days)
-        base = np.bincount(market.category, weights=history, minlength=k) * WEEK / base_days
+        base = (by_category[base_days] - by_category[0]) * WEEK / base_days
     rows = []
     for c, name in enumerate(market.categories):
         index = None
@@ -104,9 +137,8 @@ def keyword_trends(
     n_types = len(market.type_names)
     if n_types == 0:
         return [], []
-    last, previous = _weeks(market, day)
-    now = np.bincount(market.type_id, weights=last, minlength=n_types)
-    before = np.bincount(market.type_id, weights=previous, minlength=n_types)
+    _, by_type = _cumulative_totals(market)
+    now, before = _weekly(by_type, _end_row(market, day))
     type_category = _type_categories(market)
     eligible = np.ones(n_types, dtype=bool)
     if category is not None:
@@ -128,15 +160,6 @@ def keyword_trends(
     return [row(int(k)) for k in hottest], [row(int(k)) for k in rising]
 
 
-def _weeks(market: Market, day: int) -> tuple[np.ndarray, np.ndarray]:
-    """Orders per product in the last completed week before `day`, and in the week before."""
-    end_row = min(day, market.days) + market.history_days  # rows before it are completed days
-    last = _window_sales(market, end_row, WEEK)
-    if end_row < WEEK:
-        return last, np.zeros_like(last)
-    return last, _window_sales(market, end_row - WEEK, WEEK)
-
-
 def _hot_products(market: Market, view: CatalogView, last: np.ndarray) -> list[list[Any]]:
     top = _top(last, np.flatnonzero(view.visible & (last > 0)), HOT_PRODUCTS)
     return [
@@ -153,13 +176,13 @@ def _hot_products(market: Market, view: CatalogView, last: np.ndarray) -> list[l
 
 
 def _build(market: Market, day: int, view: CatalogView, start_date: str) -> dict[str, Any]:
-    last, previous = _weeks(market, day)
+    last = _window_sales(market, _end_row(market, day), WEEK)
     hottest, rising = keyword_trends(market, day)
     events = upcoming_events(start_date, day, CALENDAR_AHEAD_DAYS)
     return {
         "day": day + 1,
         "based_on": "market orders of the 7 completed days before today",
-        "categories": _categories(market, last, previous),
+        "categories": _categories(market, day),
         "hot_keywords": hottest,
         "rising_keywords": rising,
         "hot_products": {
