@@ -18,6 +18,7 @@ from merchantbench.catalog.cache import get_market
 from merchantbench.runs.runner import RunSpec, run_agent
 from merchantbench.scenario import load_scenario
 from merchantbench.session import Session
+from merchantbench.tools.errors import ToolError
 
 needs_bwrap = pytest.mark.skipif(sandbox.find_bwrap() is None, reason="bubblewrap not installed")
 LOCAL = {"model": "scripted", "base_url": "http://127.0.0.1:9/v1"}
@@ -65,9 +66,9 @@ def test_arguments_are_checked_against_the_framework_schemas():
         ("skill_use", {"name": "x", "args": [1]}, "'args' must be a object"),
         ("memory_read", {"extra": 1}, "unknown argument 'extra'"),
     ]:
-        with pytest.raises(hermes._Refusal) as refusal:
+        with pytest.raises(ToolError) as refusal:
             check_args(name, args)
-        assert message in refusal.value.result["error"]["message"]
+        assert message in refusal.value.to_result()["error"]["message"]
 
 
 def test_skill_kind_tells_code_from_prose():

@@ -13,32 +13,36 @@ Besides the environment tools the model gets:
 - a periodic review: every `review_every` windows the model is asked to update its memory, plan
   and skills.
 
-Framework calls are traced with origin "framework" (by the ReAct loop) and do not count as
-environment calls. All framework state is plain data on the agent, so it is pickled into
-checkpoints and survives a resume.
+The tools' schemas, size limits and argument checks are in `hermes_tools.py`; a call the model
+gets wrong raises `ToolError` and goes back to it as a refusal. Framework calls are traced with
+origin "framework" (by the ReAct loop) and do not count as environment calls. All framework
+state is plain data on the agent, so it is pickled into checkpoints and survives a resume.
 """
 
 from __future__ import annotations
 
-import ast
-import re
 import sys
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from merchantbench.agents.base import register_agent
 from merchantbench.agents.llm.bridge import MODULE_NAME, ToolBridge
+from merchantbench.agents.llm.hermes_tools import (
+    FRAMEWORK_TOOL_NAMES,
+    FRAMEWORK_TOOLS,
+    MAX_SKILLS,
+    MEMORY_CHARS,
+    PLAN_CHARS,
+    SKILL_CHARS,
+    check_args,
+    check_length,
+    check_skill_name,
+    skill_kind,
+)
 from merchantbench.agents.llm.react import ReActAgent
 from merchantbench.agents.llm.sandbox import CodeRunner, SandboxLimits, probe_sandbox
 from merchantbench.session import Session
-from merchantbench.tools.errors import INVALID_ARGUMENT, failure
-
-MEMORY_CHARS = 20_000
-PLAN_CHARS = 4_000
-SKILL_CHARS = 20_000
-MAX_SKILLS = 50
-_SKILL_NAME = re.compile(r"[a-z][a-z0-9_]{0,47}\Z")
-SKILL_NAME_RULE = "up to 48 lowercase letters, digits and _, starting with a letter"
+from merchantbench.tools.errors import INVALID_ARGUMENT, ToolError
 
 REVIEW_PROMPT = (
     "Review time. Before you continue, look back over the last windows: save durable facts and "
@@ -83,133 +87,6 @@ class Skill:
         return fields
 
 
-def _tool(tool: str, description: str, required: tuple[str, ...], /, **params: Any) -> dict:
-    parameters: dict[str, Any] = {"type": "object", "properties": params}
-    parameters["required"] = list(required)
-    parameters["additionalProperties"] = False
-    function = {"name": tool, "description": description, "parameters": parameters}
-    return {"type": "function", "function": function}
-
-
-def _text(description: str, enum: tuple[str, ...] = ()) -> dict[str, Any]:
-    return {"type": "string", "description": description} | ({"enum": list(enum)} if enum else {})
-
-
-KIND = _text(
-    "'code' (Python) or 'steps' (prose); 'auto' decides by whether the text is Python",
-    ("auto", "code", "steps"),
-)
-FRAMEWORK_TOOLS = [
-    _tool(
-        "execute_code",
-        "Run a Python snippet in a sandbox. Store tools are functions of the module "
-        "merchantbench_tools. Returns stdout, stderr, result (the last expression's value), "
-        "truncated, tool_calls and, on failure, error {code, message}.",
-        ("code",),
-        code=_text("Python source"),
-    ),
-    _tool("memory_read", "Read your framework memory (kept for the whole run).", ()),
-    _tool(
-        "memory_write",
-        f"Append to or replace your framework memory (at most {MEMORY_CHARS} characters).",
-        ("text",),
-        text=_text("what to save"),
-        mode=_text(
-            "'append' (default) adds a new entry; 'replace' overwrites", ("append", "replace")
-        ),
-    ),
-    _tool("plan_read", "Read your current plan.", ()),
-    _tool(
-        "plan_update",
-        f"Replace your plan (at most {PLAN_CHARS} characters); every window shows it.",
-        ("plan",),
-        plan=_text("the whole new plan"),
-    ),
-    _tool(
-        "skill_create",
-        "Save a named procedure for later windows: Python code (run by skill_use with your "
-        "arguments in the dict `args`) or steps in prose.",
-        ("name", "description", "code_or_steps"),
-        name=_text(SKILL_NAME_RULE),
-        description=_text("when to use it and what it does"),
-        code_or_steps=_text("Python source, or the steps in prose"),
-        kind=KIND,
-    ),
-    _tool(
-        "skill_patch",
-        "Change a skill: replace its text (code_or_steps), or replace one exact occurrence of "
-        "`find` by `replace`, and/or its description.",
-        ("name",),
-        name=_text("the skill"),
-        description=_text("new description"),
-        code_or_steps=_text("new full text"),
-        find=_text("exact text to replace (must occur once)"),
-        replace=_text("replacement for `find`"),
-        kind=KIND,
-    ),
-    _tool("skill_list", "List your skills: name, description, kind, version, uses.", ()),
-    _tool(
-        "skill_use",
-        "Use a skill: code skills run like execute_code with `args` defined; steps skills "
-        "return their steps for you to follow.",
-        ("name",),
-        name=_text("the skill"),
-        args={"type": "object", "description": "arguments for the skill (JSON object)"},
-    ),
-]
-_SCHEMAS = {tool["function"]["name"]: tool["function"]["parameters"] for tool in FRAMEWORK_TOOLS}
-_JSON_TYPES = {"string": str, "object": dict}
-
-
-class _Refusal(Exception):
-    """A framework call the model got wrong; it goes back to the model as an error."""
-
-    def __init__(self, code: str, message: str, path: str | None = None) -> None:
-        super().__init__(message)
-        self.result = failure(code, message, path)
-
-
-def check_args(name: str, args: Any) -> dict[str, Any]:
-    """The arguments of a framework call, checked against its schema (or `_Refusal`)."""
-    schema = _SCHEMAS[name]
-    if not isinstance(args, dict):
-        raise _Refusal(INVALID_ARGUMENT, "arguments must be a JSON object")
-    allowed = schema["properties"]
-    for key in args:
-        if key not in allowed:
-            known = ", ".join(allowed) or "none"
-            raise _Refusal(INVALID_ARGUMENT, f"unknown argument {key!r}; allowed: {known}", "$")
-    for key in schema["required"]:
-        if key not in args:
-            raise _Refusal(INVALID_ARGUMENT, f"missing argument {key!r}", f"$.{key}")
-    for key, value in args.items():
-        spec = allowed[key]
-        if not isinstance(value, _JSON_TYPES[spec["type"]]):
-            raise _Refusal(INVALID_ARGUMENT, f"{key!r} must be a {spec['type']}", f"$.{key}")
-        if "enum" in spec and value not in spec["enum"]:
-            raise _Refusal(INVALID_ARGUMENT, f"{key!r} must be one of {spec['enum']}", f"$.{key}")
-    return args
-
-
-def skill_kind(text: str, kind: str = "auto") -> str:
-    """'code' or 'steps'. Auto: Python that parses and does something (a call, an assignment,
-    an import) is code; prose never parses as such."""
-    if kind != "auto":
-        return kind
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return "steps"
-    actions = (ast.Call, ast.Assign, ast.AugAssign, ast.Import, ast.ImportFrom)
-    return "code" if any(isinstance(node, actions) for node in ast.walk(tree)) else "steps"
-
-
-def _limit(text: str, limit: int, what: str) -> str:
-    if len(text) > limit:
-        raise _Refusal("too_long", f"{what} would be {len(text)} characters; the limit is {limit}")
-    return text
-
-
 def choose_runner(limits: SandboxLimits, unsafe: bool) -> tuple[CodeRunner | None, str]:
     """The code runner for this machine and a note on why; None when code execution is off."""
     available, reason = probe_sandbox()
@@ -240,9 +117,6 @@ class HermesAgent(ReActAgent):
     """
 
     name = "hermes"
-    _HANDLERS = {
-        tool["function"]["name"]: f"_{tool['function']['name']}" for tool in FRAMEWORK_TOOLS
-    }
 
     def __init__(
         self,
@@ -306,12 +180,12 @@ class HermesAgent(ReActAgent):
     async def call_framework_tool(
         self, session: Session, name: str, args: dict[str, Any]
     ) -> dict[str, Any]:
-        if name not in self._HANDLERS:
+        if name not in FRAMEWORK_TOOL_NAMES:
             return await super().call_framework_tool(session, name, args)
         try:
-            return await getattr(self, self._HANDLERS[name])(session, check_args(name, args))
-        except _Refusal as refusal:
-            return refusal.result
+            return await getattr(self, f"_{name}")(session, check_args(name, args))
+        except ToolError as refusal:
+            return refusal.to_result()
 
     # --- code -------------------------------------------------------------------------------------
     async def _execute_code(self, session: Session, args: dict[str, Any]) -> dict[str, Any]:
@@ -322,7 +196,7 @@ class HermesAgent(ReActAgent):
     ) -> dict[str, Any]:
         """Run a snippet with the tools bridge; its tool calls are environment calls."""
         if self.runner is None:
-            raise _Refusal("code_execution_off", self.code_note)
+            raise ToolError("code_execution_off", self.code_note)
         bridge = ToolBridge(session, self.code_tool_calls)
         modules = {MODULE_NAME: bridge.module_source()}
         execution = await self.runner.run(code, modules, bridge, variables)
@@ -341,28 +215,24 @@ class HermesAgent(ReActAgent):
         text = args["text"]
         if args.get("mode", "append") == "append" and self.framework_memory:
             text = f"{self.framework_memory}\n{text}"
-        self.framework_memory = _limit(text, MEMORY_CHARS, "the memory")
+        self.framework_memory = check_length(text, MEMORY_CHARS, "the memory")
         return {"ok": True, "chars": len(text), "limit": MEMORY_CHARS}
 
     async def _plan_read(self, session: Session, args: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "plan": self.plan}
 
     async def _plan_update(self, session: Session, args: dict[str, Any]) -> dict[str, Any]:
-        self.plan = _limit(args["plan"], PLAN_CHARS, "the plan")
+        self.plan = check_length(args["plan"], PLAN_CHARS, "the plan")
         return {"ok": True, "chars": len(self.plan), "limit": PLAN_CHARS}
 
     # --- skills -----------------------------------------------------------------------------------
     async def _skill_create(self, session: Session, args: dict[str, Any]) -> dict[str, Any]:
-        name = args["name"]
-        if not _SKILL_NAME.match(name):
-            raise _Refusal(
-                INVALID_ARGUMENT, f"bad skill name {name!r}: {SKILL_NAME_RULE}", "$.name"
-            )
+        name = check_skill_name(args["name"])
         if name in self.skills:
-            raise _Refusal("skill_exists", f"a skill named {name!r} exists; use skill_patch")
+            raise ToolError("skill_exists", f"a skill named {name!r} exists; use skill_patch")
         if len(self.skills) >= MAX_SKILLS:
-            raise _Refusal("too_many_skills", f"at most {MAX_SKILLS} skills; patch one instead")
-        body = _limit(args["code_or_steps"], SKILL_CHARS, "the skill")
+            raise ToolError("too_many_skills", f"at most {MAX_SKILLS} skills; patch one instead")
+        body = check_length(args["code_or_steps"], SKILL_CHARS, "the skill")
         kind = skill_kind(body, args.get("kind", "auto"))
         skill = Skill(name, args["description"], kind, body, updated_window=session.window)
         self.skills[name] = skill
@@ -371,19 +241,21 @@ class HermesAgent(ReActAgent):
     async def _skill_patch(self, session: Session, args: dict[str, Any]) -> dict[str, Any]:
         skill = self._skill(args["name"])
         if len(args) == 1:
-            raise _Refusal(INVALID_ARGUMENT, "nothing to change: give code_or_steps, find and "
-                           "replace, description or kind")  # fmt: skip
+            message = "nothing to change: give code_or_steps, find and replace, description or kind"
+            raise ToolError(INVALID_ARGUMENT, message)
         body = args.get("code_or_steps", skill.body)
         if ("find" in args) != ("replace" in args):
-            raise _Refusal(INVALID_ARGUMENT, "`find` and `replace` go together")
+            raise ToolError(INVALID_ARGUMENT, "`find` and `replace` go together")
         if "find" in args:
             count = body.count(args["find"])
             if count != 1:
-                raise _Refusal("patch_mismatch", f"`find` occurs {count} times; it must occur once")
+                message = f"`find` occurs {count} times; it must occur once"
+                raise ToolError("patch_mismatch", message)
             body = body.replace(args["find"], args["replace"])
-        skill.body = _limit(body, SKILL_CHARS, "the skill")
+        skill.body = check_length(body, SKILL_CHARS, "the skill")
         skill.description = args.get("description", skill.description)
-        skill.kind = skill_kind(body, args["kind"]) if "kind" in args else skill.kind
+        if "kind" in args:
+            skill.kind = skill_kind(body, args["kind"])
         skill.version += 1
         skill.updated_window = session.window
         return {"ok": True, "skill": skill.summary()}
@@ -403,5 +275,5 @@ class HermesAgent(ReActAgent):
     def _skill(self, name: str) -> Skill:
         if name not in self.skills:
             known = ", ".join(sorted(self.skills)) or "none yet"
-            raise _Refusal("unknown_skill", f"no skill named {name!r}; your skills: {known}")
+            raise ToolError("unknown_skill", f"no skill named {name!r}; your skills: {known}")
         return self.skills[name]
