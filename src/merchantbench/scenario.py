@@ -129,7 +129,10 @@ class SupplierConfig(_Frozen):
 
 
 class MarketConfig(_Frozen):
-    """Parameters of the synthetic market generator (SPEC §3). Targets and achieved values: docs/catalog.md."""
+    """Parameters of the synthetic market generator (SPEC §3).
+
+    Targets and achieved values: docs/catalog.md and docs/calibration.md.
+    """
 
     days: int = Field(365, ge=1, le=365, description="the market's year, always built whole")
     n_products: int = Field(98_843, ge=10)
@@ -153,7 +156,7 @@ class MarketConfig(_Frozen):
     launch_fraction: float = Field(0.30, ge=0.0, le=1.0)
     fade_out_fraction: float = Field(0.10, ge=0.0, le=1.0)
     trap_fraction: float = Field(0.04, ge=0.0, le=1.0)
-    market_sales_scale: float = Field(20.0, gt=0.0, description="stores in the market per unit of D")
+    market_sales_scale: float = Field(20.0, gt=0.0, description="market stores per unit of D")
     types_per_category: int = Field(24, ge=1)
 
 
