@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from merchantbench.metrics.record import write_run_record
+from record_rows import write_run_record
 
 HOURS_PER_WINDOW = 12
 

@@ -11,9 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from merchantbench.metrics import compute_metrics
-from merchantbench.metrics.record import write_run_record
 from merchantbench.report import PAPER_LABEL, load_paper_table, table1_line, write_report
 from merchantbench.scenario import Scenario
+from record_rows import write_run_record
 
 DAYS = 60
 WINDOWS = DAYS * 2

@@ -1,4 +1,4 @@
-"""A run record (docs/run-record.md) read into typed in-memory tables, or written from rows.
+"""A run record (docs/run-record.md) read into typed in-memory tables.
 
 Every column named by the contract is required and is coerced to one numpy dtype: hours and
 counts to int64, money and ratings to float64, flags to bool, names to object arrays of str.
@@ -18,41 +18,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-RUN_FILE = "run.json"
-TRACE_FILE = "trace.jsonl"
-
-# Column kinds: "int" (hours, ids, counts), "money" (RMB), "float", "bool", "str".
-PARQUET_SCHEMAS: dict[str, dict[str, str]] = {
-    "timeseries.parquet": {
-        "t": "int", "day": "int", "balance": "money", "deposit": "money",
-        "in_transit": "money", "receivable": "money", "net_assets": "money",
-        "rating": "float", "stars": "int", "active_listings": "int",
-    },
-    "orders.parquet": {
-        "order_id": "int", "product_id": "str", "product_type": "str", "sale_price": "money",
-        "cost": "money", "placed_t": "int", "ship_t": "int", "cancel_t": "int",
-        "delivered_t": "int", "resolved_t": "int", "late": "bool", "outcome": "str",
-        "fines": "money",
-    },
-    "daily.parquet": {"day": "int", "rating": "float", "stars": "int"},
-    "listings.parquet": {
-        "product_id": "str", "product_type": "str", "listed_t": "int", "delisted_t": "int",
-        "first_price": "money", "last_price": "money", "cost_at_listing": "money",
-    },
-}  # fmt: skip
-# Columns read when present: platform fees per order (only with the platform economy on).
-OPTIONAL_COLUMNS: dict[str, dict[str, str]] = {"orders.parquet": {"fees": "money"}}
-TRACE_SCHEMA: dict[str, str] = {
-    "seq": "int", "window": "int", "t": "int", "tool": "str", "ok": "bool",
-    "error": "str", "origin": "str", "forced": "bool", "args": "object",
-}  # fmt: skip
-TRACE_REQUIRED = ("window", "t", "tool", "ok", "origin")
+from merchantbench.runs.schema import (
+    OPTIONAL_COLUMNS,
+    PARQUET_SCHEMAS,
+    RUN_FILE,
+    TRACE_FILE,
+    TRACE_REQUIRED,
+    TRACE_SCHEMA,
+)
 
 _NUMPY_DTYPES = {"int": np.int64, "money": np.float64, "float": np.float64, "bool": np.bool_}
-_ARROW_TYPES = {
-    "int": pa.int64(), "money": pa.float64(), "float": pa.float64(), "bool": pa.bool_(),
-    "str": pa.string(),
-}  # fmt: skip
 
 
 class RunRecordError(ValueError):
@@ -209,41 +184,3 @@ def load_run_record(run_dir: Path | str) -> RunRecord:
         name.removesuffix(".parquet"): _read_parquet(run_dir, name) for name in PARQUET_SCHEMAS
     }
     return RunRecord(path=run_dir, run=run, trace=_read_trace(run_dir), **tables)
-
-
-def _write_parquet(path: Path, schema: dict[str, str], rows: Sequence[Mapping[str, Any]]) -> None:
-    extra = OPTIONAL_COLUMNS.get(path.name, {})
-    present = {**schema, **{k: v for k, v in extra.items() if any(k in row for row in rows)}}
-    arrays = {
-        column: pa.array([row[column] for row in rows], type=_ARROW_TYPES[kind])
-        for column, kind in present.items()
-    }
-    pq.write_table(pa.table(arrays), path)
-
-
-def write_run_record(
-    run_dir: Path | str,
-    run: Mapping[str, Any],
-    trace: Sequence[Mapping[str, Any]],
-    tables: Mapping[str, Sequence[Mapping[str, Any]]],
-) -> Path:
-    """Write a run record from plain rows, with the contract's column types.
-
-    Args:
-        run_dir: Directory to create or fill.
-        run: Content of `run.json`.
-        trace: One mapping per tool call, in call order.
-        tables: Rows of each Parquet file, keyed `timeseries`, `orders`, `daily`, `listings`;
-            every row holds every column of its file.
-
-    Returns:
-        The run directory.
-    """
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / RUN_FILE).write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
-    lines = "".join(json.dumps(call, separators=(",", ":")) + "\n" for call in trace)
-    (run_dir / TRACE_FILE).write_text(lines, encoding="utf-8")
-    for name, schema in PARQUET_SCHEMAS.items():
-        _write_parquet(run_dir / name, schema, tables[name.removesuffix(".parquet")])
-    return run_dir
