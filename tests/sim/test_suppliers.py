@@ -88,3 +88,15 @@ def test_unlaunched_product_is_unknown():
         engine.product_index(str(market.product_ids[1]))
     assert err.value.code == "unknown_product"
     assert engine.product_index(str(market.product_ids[0])) == 0
+
+
+def test_event_lookups_with_several_events_per_channel():
+    events = {"delay": [(0, 10, 20, 5.0), (0, 30, 50, 7.0), (0, 60, 61, 9.0)]}
+    book = SupplierBook(make_market(ship_hours=10, events=events))
+    assert [book.state(0, h).ship_hours for h in (9, 10, 19, 20, 30, 49, 50, 60, 61)] == [
+        10, 15, 15, 10, 17, 17, 10, 19, 10,
+    ]  # fmt: skip
+    assert book.active_events(0, 35) == [("delay", 30, 50)] and book.active_events(0, 55) == []
+    assert book.ended_between(0, 15, 60) == [("delay", 10, 20), ("delay", 30, 50)]
+    assert book.ended_between(0, 20, 61) == [("delay", 30, 50), ("delay", 60, 61)]
+    assert book.started_between(0, 10, 60) == [("delay", 30, 50), ("delay", 60, 61)]

@@ -9,6 +9,7 @@ lazily (`refill` units an hour up to capacity) when next looked at.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 
 from merchantbench.catalog.market import CHANNELS, Market
@@ -32,6 +33,10 @@ class SupplierBook:
     def __init__(self, market: Market) -> None:
         self.market = market
         self._events: dict[int, dict[str, EventList]] = {}
+        self._starts: dict[int, dict[str, list[int]]] = {}
+        # Many tools ask about the same products at the same hour: remember the last hour's.
+        self._hour = -1
+        self._states: dict[int, SupplierState] = {}
 
     def events(self, product: int) -> dict[str, EventList]:
         cached = self._events.get(product)
@@ -45,25 +50,34 @@ class SupplierBook:
                     for s, e, v in zip(ev.start[lo:hi], ev.end[lo:hi], ev.value[lo:hi], strict=True)
                 ]
             self._events[product] = cached
+            self._starts[product] = {ch: [e[0] for e in evs] for ch, evs in cached.items()}
         return cached
 
-    @staticmethod
-    def _active(events: EventList, hour: int) -> tuple[int, int, float] | None:
-        for event in events:
-            if event[0] > hour:
-                return None
-            if hour < event[1]:
-                return event
-        return None
+    def _active(self, product: int, channel: str, hour: int) -> tuple[int, int, float] | None:
+        """The channel's event in force at `hour`: events of a channel never overlap (the next
+        is scheduled after recovery), so it can only be the last one started by then."""
+        k = bisect_right(self._starts[product][channel], hour) - 1
+        if k < 0:
+            return None
+        event = self._events[product][channel][k]
+        return event if hour < event[1] else None
 
     def state(self, product: int, hour: int) -> SupplierState:
+        if hour != self._hour:
+            self._hour, self._states = hour, {}
+        known = self._states.get(product)
+        if known is None:
+            known = self._states[product] = self._compute_state(product, hour)
+        return known
+
+    def _compute_state(self, product: int, hour: int) -> SupplierState:
         m = self.market
-        ev = self.events(product)
+        self.events(product)
         day = min(hour // 24, m.days - 1)
-        price_event = self._active(ev["price_change"], hour)
-        delay_event = self._active(ev["delay"], hour)
+        price_event = self._active(product, "price_change", hour)
+        delay_event = self._active(product, "delay", hour)
         launched = int(m.launch_day[product]) <= hour // 24
-        available = launched and self._active(ev["delisting"], hour) is None
+        available = launched and self._active(product, "delisting", hour) is None
         base = int(m.base_price_fen[product])
         price = base if price_event is None else round(base * price_event[2])
         ship = int(m.ship_hours[product]) + int(m.ship_extra_hours[day])
@@ -73,18 +87,34 @@ class SupplierBook:
             available, price, ship, delay_event is not None, price_event is not None
         )
 
+    def active_events(self, product: int, hour: int) -> list[tuple[str, int, int]]:
+        """Events of a product in force at `hour`: (channel, start, end)."""
+        self.events(product)
+        found = []
+        for channel in CHANNELS:
+            event = self._active(product, channel, hour)
+            if event is not None:
+                found.append((channel, event[0], event[1]))
+        return found
+
     def started_between(self, product: int, after: int, upto: int) -> list[tuple[str, int, int]]:
         """Events of a product that started in hours (after, upto]: (channel, start, end)."""
         found: list[tuple[str, int, int]] = []
         for channel, events in self.events(product).items():
-            found.extend((channel, s, e) for s, e, _ in events if after < s <= upto)
+            starts = self._starts[product][channel]
+            lo, hi = bisect_right(starts, after), bisect_right(starts, upto)
+            found.extend((channel, s, e) for s, e, _ in events[lo:hi])
         return sorted(found, key=lambda x: (x[1], x[0]))
 
     def ended_between(self, product: int, after: int, upto: int) -> list[tuple[str, int, int]]:
-        """Events of a product that recovered in hours (after, upto]."""
+        """Events of a product that recovered in hours (after, upto]. A channel's events never
+        overlap, so its end hours are in start order too."""
         found: list[tuple[str, int, int]] = []
         for channel, events in self.events(product).items():
-            found.extend((channel, s, e) for s, e, _ in events if after < e <= upto)
+            starts = self._starts[product][channel]
+            # an event ending in (after, upto] started before upto
+            recent = events[max(bisect_right(starts, after) - 1, 0) : bisect_right(starts, upto)]
+            found.extend((channel, s, e) for s, e, _ in recent if after < e <= upto)
         return sorted(found, key=lambda x: (x[2], x[0]))
 
 

@@ -79,12 +79,7 @@ def anomaly_rows(ctx: StoreContext, scope: str) -> list[list[Any]]:
                 (ch, e, 1) for ch, _, e in ctx.engine.suppliers.ended_between(product, after, t)
             ]
         else:
-            found = [
-                (channel, start, 0)
-                for channel, events in ctx.engine.suppliers.events(product).items()
-                for start, end, _ in events
-                if start <= t < end
-            ]
+            found = [(ch, s, 0) for ch, s, _ in ctx.engine.suppliers.active_events(product, t)]
         rows += [_anomaly_row(ctx, product, *event) for event in sorted(found, key=lambda e: e[1])]
     return rows
 
