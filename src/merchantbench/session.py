@@ -32,7 +32,7 @@ from merchantbench.catalog.search import SearchIndex
 from merchantbench.catalog.view import catalog_view_at
 from merchantbench.scenario import Scenario
 from merchantbench.sim.engine import Engine
-from merchantbench.sim.suppliers import stock_now
+from merchantbench.sim.suppliers import stock_levels
 from merchantbench.tools.errors import failure
 from merchantbench.tools.observation import build_observation, system_brief
 from merchantbench.tools.toolset import build_registry
@@ -100,8 +100,7 @@ class Session:
         t = self.engine.t
         if self._view is None or self._view.hour != t:
             # The engine keeps (level, hour of last purchase); the view wants units now.
-            bought = self.engine.state.stock
-            units = {p: stock_now(self.market, p, bought, t) for p in bought}
+            units = stock_levels(self.market, self.engine.state.stock, t)
             self._view = catalog_view_at(self.market, t, units)
         return self._view
 

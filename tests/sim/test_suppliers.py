@@ -7,7 +7,7 @@ from conftest import make_market, tiny_scenario
 
 from merchantbench.sim.actions import ActionRejected
 from merchantbench.sim.engine import Engine
-from merchantbench.sim.suppliers import SupplierBook, stock_now
+from merchantbench.sim.suppliers import SupplierBook, stock_levels, stock_now
 
 
 def test_price_change_applies_during_event_and_recovers():
@@ -100,3 +100,11 @@ def test_event_lookups_with_several_events_per_channel():
     assert book.ended_between(0, 15, 60) == [("delay", 10, 20), ("delay", 30, 50)]
     assert book.ended_between(0, 20, 61) == [("delay", 30, 50), ("delay", 60, 61)]
     assert book.started_between(0, 10, 60) == [("delay", 30, 50), ("delay", 60, 61)]
+
+
+def test_stock_levels_agree_with_stock_now():
+    market = make_market(n=4, stock_capacity=100, stock_refill=7)
+    stock = {0: (10, 50), 2: (95, 60), 3: (0, 70)}
+    for hour in (70, 71, 75, 200):
+        levels = stock_levels(market, stock, hour)
+        assert list(levels) == [stock_now(market, p, stock, hour) for p in range(4)]
