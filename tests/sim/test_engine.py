@@ -8,6 +8,7 @@ from conftest import make_market, tiny_scenario
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from merchantbench.scenario import ClockConfig
 from merchantbench.sim.actions import ActionRejected
 from merchantbench.sim.engine import Engine
 from merchantbench.sim.ledger import Reason
@@ -139,10 +140,13 @@ action = st.one_of(
 
 
 @settings(max_examples=25, deadline=None)
-@given(plan=st.dictionaries(st.integers(0, 13), st.lists(action, max_size=3), max_size=8))
+@given(plan=st.dictionaries(st.integers(0, 167), st.lists(action, max_size=3), max_size=12))
 def test_ledger_invariants_hold_every_hour(plan):
+    # One-hour windows, so the checks below run after every simulated hour.
     market = busy_market(days=7, cost_fen=1200)
-    engine = Engine(tiny_scenario(days=7), market, seed=2)
+    scenario = tiny_scenario(days=7)
+    hourly = scenario.model_copy(update={"clock": ClockConfig(days=7, hours_per_window=1)})
+    engine = Engine(hourly, market, seed=2)
     initial = engine.state.ledger.accounts.net_assets
     while not engine.done:
         for name, *args in plan.get(engine.window, []):
