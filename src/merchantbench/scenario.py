@@ -135,29 +135,47 @@ class MarketConfig(_Frozen):
     """
 
     days: int = Field(365, ge=1, le=365, description="the market's year, always built whole")
-    n_products: int = Field(98_843, ge=10)
-    n_suppliers: int = Field(36_576, ge=1)
-    categories: tuple[str, ...] = CATEGORIES
-    p_ref_median: float = 35.0
-    p_ref_sigma: float = 0.75
-    p_ref_clip: tuple[float, float] = (3.0, 2000.0)
-    margin_range: tuple[float, float] = (0.25, 0.40)
-    elasticity_clip: tuple[float, float] = (1.1, 6.0)
-    base_demand_median: float = 0.044
-    base_demand_sigma: float = 1.3
-    base_demand_cap: float = 40.0
+    n_products: int = Field(98_843, ge=10, description="products in the catalog")
+    n_suppliers: int = Field(36_576, ge=1, description="suppliers (shops) owning them")
+    categories: tuple[str, ...] = Field(CATEGORIES, description="first-level categories")
+    p_ref_median: float = Field(35.0, description="median reference retail price, RMB")
+    p_ref_sigma: float = Field(0.75, description="log-sd of the reference price")
+    p_ref_clip: tuple[float, float] = Field((3.0, 2000.0), description="reference price range")
+    margin_range: tuple[float, float] = Field(
+        (0.25, 0.40), description="retail margin m (cost = p_ref · (1 − m)), by category"
+    )
+    elasticity_clip: tuple[float, float] = Field((1.1, 6.0), description="bounds of ε = 1/m")
+    base_demand_median: float = Field(
+        0.14, description="median market demand level M at p_ref_median (orders/day)"
+    )
+    base_demand_sigma: float = Field(1.3, description="log-sd of the market demand level")
+    base_demand_cap: float = Field(40.0, description="cap of M and of a store's daily D")
     demand_price_slope: float = Field(
-        1.0, ge=0.0, description="log demand lost per log of p_ref above p_ref_median"
+        0.8, ge=0.0, description="log demand lost per log of p_ref above p_ref_median"
     )
     store_demand_saturation: float = Field(
-        2.0, gt=0.0, description="K: a store's demand D = M / (1 + M / K) of market demand M"
+        0.7, gt=0.0, description="K at p_ref_median: a store's demand level D = M / (1 + M / K)"
     )
-    daily_noise_sigma: float = 0.25
-    launch_fraction: float = Field(0.30, ge=0.0, le=1.0)
-    fade_out_fraction: float = Field(0.10, ge=0.0, le=1.0)
-    trap_fraction: float = Field(0.04, ge=0.0, le=1.0)
-    market_sales_scale: float = Field(20.0, gt=0.0, description="market stores per unit of D")
-    types_per_category: int = Field(24, ge=1)
+    saturation_price_power: float = Field(
+        1.0,
+        ge=0.0,
+        description="K grows as (p_ref / p_ref_median)^power: cheap best sellers "
+        "draw the most competing stores",
+    )
+    daily_noise_sigma: float = Field(0.25, description="log-sd of the AR(1) daily demand noise")
+    launch_fraction: float = Field(
+        0.30, ge=0.0, le=1.0, description="share of products launched during the run"
+    )
+    fade_out_fraction: float = Field(
+        0.10, ge=0.0, le=1.0, description="share of products whose demand fades out"
+    )
+    trap_fraction: float = Field(
+        0.04, ge=0.0, le=1.0, description="share of trap products (cheap, hot, high hidden risk)"
+    )
+    market_sales_scale: float = Field(
+        20.0, gt=0.0, description="realised market orders per unit of market demand M"
+    )
+    types_per_category: int = Field(24, ge=1, description="product types (keywords) per category")
 
 
 class ToolConfig(_Frozen):

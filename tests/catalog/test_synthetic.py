@@ -12,7 +12,7 @@ import pytest
 from merchantbench.catalog import calendar, vocab
 from merchantbench.catalog.market import CHANNELS, Market
 from merchantbench.catalog.stats import market_stats
-from merchantbench.catalog.synthetic import generate_market
+from merchantbench.catalog.synthetic import generate_market, store_saturation
 from merchantbench.scenario import PRESETS, load_scenario
 
 SMALL = PRESETS["small"]
@@ -71,13 +71,48 @@ def test_demand_is_zero_before_launch_and_positive_after(small):
     assert (sales[before] == 0).all()
 
 
-def test_market_sales_are_poisson_draws_of_demand_times_the_market_scale(small):
-    sales = np.diff(small.market_sales_cum, axis=0).sum(dtype=np.int64)
-    expected = small.demand.sum(dtype=np.float64) * SMALL.market.market_sales_scale
-    assert sales == pytest.approx(expected, rel=0.02)
+def _run_totals(market: Market) -> tuple[np.ndarray, np.ndarray]:
+    """Store demand D and realised market sales of each product, summed over the run days."""
+    demand = market.demand[market.history_days :].sum(axis=0, dtype=np.float64)
+    sales = market.market_sales_cum[-1] - market.market_sales_cum[market.history_days]
+    return demand, sales.astype(np.float64)
+
+
+def test_market_sales_count_every_competing_store(small):
+    """Market sales are Poisson draws of the market's demand: the store's D times a competition
+    factor that is 1 for niche products and grows for best sellers, most for cheap ones."""
+    demand, sales = _run_totals(small)
+    scale = SMALL.market.market_sales_scale
     np.testing.assert_array_equal(
         small.sales_30d(100), small.market_sales_cum[130] - small.market_sales_cum[100]
     )
+    counted = demand > 20  # enough expected sales for the ratio to be sharp
+    ratio = sales[counted] / (scale * demand[counted])
+    assert np.quantile(ratio, 0.01) > 0.9  # a store never gets more than the market
+    level = (
+        demand[counted]
+        / SMALL.clock.days
+        / store_saturation(SMALL.market, small.p_ref_fen)[counted]
+    )
+    niche = level < 0.05
+    assert sales[counted][niche].sum() == pytest.approx(
+        scale * demand[counted][niche].sum(), rel=0.1
+    )
+    assert (
+        ratio[level >= np.quantile(level, 0.9)].mean() > 3 * ratio[level <= np.median(level)].mean()
+    )
+    p_ref = small.p_ref_fen[counted] / 100
+    best = sales[counted] >= np.quantile(sales[counted], 0.9)
+    assert ratio[best & (p_ref < 25)].mean() > 2 * ratio[best & (p_ref > 80)].mean()
+
+
+def test_cheap_products_sell_more_and_store_demand_has_a_thinner_tail(small):
+    demand, sales = _run_totals(small)
+    assert np.corrcoef(np.log1p(sales), np.log(small.p_ref_fen))[0, 1] < -0.2
+    top = len(demand) // 10
+    store_share = np.sort(demand)[::-1][:top].sum() / demand.sum()
+    market_share = np.sort(sales)[::-1][:top].sum() / sales.sum()
+    assert store_share < market_share - 0.1
 
 
 def test_prices_margins_and_elasticities(small):
@@ -202,12 +237,16 @@ def test_paper_scale_market_meets_the_documented_calibration(tmp_path, monkeypat
 
     monkeypatch.setenv(CACHE_ENV, str(tmp_path))
     paper = PRESETS["paper"]
-    stats = market_stats(get_market(paper, 1), paper.clock.start_date)
+    market = get_market(paper, 1)
+    stats = market_stats(market, paper.clock.start_date)
     assert (stats["n_products"], stats["n_suppliers"]) == (98_843, 36_576)
-    assert 0.8 <= stats["diligent_pick_demand"] <= 1.25
-    assert 0.06 <= stats["mean_daily_demand"] <= 0.14
+    assert 0.75 <= stats["diligent_pick_demand"] <= 1.1
+    assert 0.08 <= stats["mean_daily_demand"] <= 0.18
     tail = stats["demand_tail"]
-    assert 0.45 <= tail["top10pct_share"] <= 0.75 and tail["top1pct_share"] >= 0.12
+    assert 0.3 <= tail["top10pct_share"] <= 0.45 and tail["top1pct_share"] >= 0.05
+    sales = np.sort(np.diff(market.market_sales_cum[market.history_days :], axis=0).sum(axis=0))
+    top10, top1 = (sales[-len(sales) // k :].sum() / sales.sum() for k in (10, 100))
+    assert 0.45 <= top10 <= 0.75 and top1 >= 0.12  # the public signal keeps the heavy tail
     cal = stats["calendar"]
     assert cal["618_ratio"] >= 1.6 and cal["double12_ratio"] >= 1.3
     assert cal["double11_ratio"] >= 2.2 and cal["double11_ratio"] > cal["618_ratio"]

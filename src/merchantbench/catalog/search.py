@@ -190,15 +190,17 @@ class SearchIndex:
         """
         try:
             return cls.load(directory, market)
-        except ValueError:
-            pass
+        except (ValueError, OSError):
+            pass  # none yet, another market's, or one being replaced: build ours
         index = cls.build(market)
         directory.parent.mkdir(parents=True, exist_ok=True)
         temp = Path(tempfile.mkdtemp(prefix=f".tmp-{directory.name}-", dir=directory.parent))
         try:
             index.save(temp)
-            if directory.exists():  # an index of another market or format
-                shutil.rmtree(directory, ignore_errors=True)
+            if directory.exists():
+                if _loads(directory, market):  # another process published first: keep theirs
+                    return index
+                shutil.rmtree(directory, ignore_errors=True)  # an index of another market
             os.rename(temp, directory)
         except OSError:
             if not (directory / _META).is_file():
@@ -327,3 +329,12 @@ def _first_k_in_order(candidates: np.ndarray, keys: np.ndarray, k: int) -> np.nd
         keep = np.sort(np.concatenate((np.flatnonzero(below), at)))
         candidates, keys = candidates[keep], keys[keep]
     return candidates[np.argsort(keys, kind="stable")]
+
+
+def _loads(directory: Path, market: Market) -> bool:
+    """Whether `directory` holds a complete index of this market."""
+    try:
+        SearchIndex.load(directory, market)
+    except (ValueError, OSError):
+        return False
+    return True

@@ -71,7 +71,8 @@ TRAP_RISK = (0.35, 0.55)
 TRAP_RISK_SHARES = (0.08, 0.37, 0.20, 0.35)
 TRAP_MARGIN = (0.55, 0.70)
 TRAP_DEMAND_BOOST = (3.0, 6.0)
-TRAP_RATING_BOOST = 0.2  # fake reviews lift a trap's shown rating
+TRAP_RATING_BOOST = 0.1  # fake reviews lift a trap's shown rating
+TRAP_QUALITY_PULL = 3.0  # traps are drawn with weight e^(-pull · quality): mostly poor shops
 
 SHIP_LEVELS = (1, 4, 8, 12, 24, 36, 48)  # promised ship hours as 1688 sellers state them
 SHIP_LEVEL_WEIGHTS = (0.03, 0.05, 0.07, 0.10, 0.30, 0.12, 0.33)
@@ -165,9 +166,10 @@ def _draw_products(rng: np.random.Generator, m: MarketConfig, sup: _Suppliers) -
 
 
 def _choose_traps(rng: np.random.Generator, m: MarketConfig, quality: np.ndarray) -> np.ndarray:
-    """Traps come mostly from low-quality products (weight e^-quality), without replacement."""
+    """Traps come mostly from low-quality products and shops (weight e^(-pull · quality)),
+    without replacement."""
     n_traps = round(m.trap_fraction * m.n_products)
-    weight = np.exp(-quality)
+    weight = np.exp(-TRAP_QUALITY_PULL * quality)
     chosen = rng.choice(m.n_products, size=n_traps, replace=False, p=weight / weight.sum())
     is_trap = np.zeros(m.n_products, dtype=bool)
     is_trap[chosen] = True
@@ -320,30 +322,57 @@ def _launch_plan(
 
 
 def _base_demand(
-    rng: np.random.Generator, m: MarketConfig, quality: np.ndarray, is_trap: np.ndarray
+    rng: np.random.Generator,
+    m: MarketConfig,
+    quality: np.ndarray,
+    is_trap: np.ndarray,
+    p_ref_fen: np.ndarray,
 ) -> np.ndarray:
-    """Per-product demand level; with the type level its log-sd is base_demand_sigma."""
-    spread = m.base_demand_sigma**2 - TYPE_DEMAND_SIGMA**2 - QUALITY_DEMAND_SLOPE**2
+    """Per-product market demand level M (per store-equivalent): cheap products sell more
+    (demand_price_slope); with the type level and the price term its log-sd is
+    base_demand_sigma."""
+    log_price = np.log(p_ref_fen / (100 * m.p_ref_median))
+    price_part = m.demand_price_slope**2 * log_price.var()
+    spread = m.base_demand_sigma**2 - TYPE_DEMAND_SIGMA**2 - QUALITY_DEMAND_SLOPE**2 - price_part
     noise = np.sqrt(max(spread, 0.01)) * rng.standard_normal(len(quality))
-    base = m.base_demand_median * np.exp(noise + QUALITY_DEMAND_SLOPE * quality)
+    level = noise + QUALITY_DEMAND_SLOPE * quality - m.demand_price_slope * log_price
+    base = m.base_demand_median * np.exp(level)
     base = np.where(is_trap, base * rng.uniform(*TRAP_DEMAND_BOOST, size=len(base)), base)
     return np.minimum(base, m.base_demand_cap).astype(np.float32)
 
 
 @dataclass(frozen=True)
 class _DemandPlan:
-    base: np.ndarray  # float32 [n]
+    base: np.ndarray  # float32 [n]: the store's demand level (`store_share` of the market's)
     type_factor: np.ndarray  # float32 [rows, n_types]: trajectory × calendar × weekday
     type_id: np.ndarray
     launch: np.ndarray  # int32 [n]
     fade_start: np.ndarray  # float32 [n], inf when the product never fades
     fade_days: np.ndarray  # float32 [n]
+    competition: np.ndarray  # float32 [n]: market demand per unit of the store's, ≥ 1
+
+
+def store_saturation(m: MarketConfig, p_ref_fen: np.ndarray) -> np.ndarray:
+    """K = store_demand_saturation · (p_ref / p_ref_median)^saturation_price_power: cheap best
+    sellers draw the most competing stores, so a store's share of them saturates lowest."""
+    relative = p_ref_fen / (100 * m.p_ref_median)
+    return (m.store_demand_saturation * relative**m.saturation_price_power).astype(np.float32)
+
+
+def store_share(market_demand: np.ndarray, saturation: np.ndarray) -> np.ndarray:
+    """A store's demand level D = M / (1 + M / K) from the market's level M (per
+    store-equivalent). Best sellers draw many competing stores, so one store's share of them
+    saturates at K while the market's realised sales (what `sales_30d` shows) keep growing with
+    M. It applies to a product's level: festivals, seasons and trends then scale both alike.
+    """
+    return market_demand / (1 + market_demand / saturation)
 
 
 def _demand_and_sales(
     plan: _DemandPlan, m: MarketConfig, seed: int, progress: Progress
 ) -> tuple[np.ndarray, np.ndarray]:
-    """D[r, i] row by row (AR(1) log noise needs yesterday's) and cumulative Poisson sales."""
+    """D[r, i] row by row (AR(1) log noise needs yesterday's) and cumulative Poisson sales of
+    the market's demand, `competition` times the store's."""
     rows, n = plan.type_factor.shape[0], len(plan.base)
     noise_rng, sales_rng = _rng(seed, "noise"), _rng(seed, "sales")
     demand = np.empty((rows, n), dtype=np.float32)
@@ -362,7 +391,8 @@ def _demand_and_sales(
         row = plan.base * plan.type_factor[r, plan.type_id] * life
         row *= np.exp(sigma * eps - 0.5 * sigma**2)
         demand[r] = np.minimum(row, m.base_demand_cap)
-        sales_cum[r + 1] = sales_cum[r] + sales_rng.poisson(demand[r] * m.market_sales_scale)
+        market_row = row * plan.competition * np.float32(m.market_sales_scale)
+        sales_cum[r + 1] = sales_cum[r] + sales_rng.poisson(market_row)
         if r % 32 == 0:
             progress("demand", 0.2 + 0.7 * r / rows)
     return demand, sales_cum
@@ -403,6 +433,7 @@ def _demand_plan(
     is_trap: np.ndarray,
     types: list[vocab.ProductType],
     type_cat: np.ndarray,
+    p_ref_fen: np.ndarray,
 ) -> _DemandPlan:
     m, days = scenario.market, scenario.market.days
     rows = calendar.HISTORY_DAYS + days
@@ -417,8 +448,11 @@ def _demand_plan(
     launch, fade_start, fade_days = _launch_plan(
         _rng(seed, "launch"), m, days, prod.type_id, peak_day
     )
-    base = _base_demand(_rng(seed, "base_demand"), m, prod.quality, is_trap)
-    return _DemandPlan(base, type_factor, prod.type_id, launch, fade_start, fade_days)
+    market_base = _base_demand(_rng(seed, "base_demand"), m, prod.quality, is_trap, p_ref_fen)
+    base = store_share(market_base, store_saturation(m, p_ref_fen))
+    return _DemandPlan(
+        base, type_factor, prod.type_id, launch, fade_start, fade_days, market_base / base
+    )
 
 
 def _texts(
@@ -470,7 +504,7 @@ def generate_market(scenario: Scenario, seed: int, progress: Progress | None = N
     report("titles", 0.1)
     types, type_cat = _type_table(_rng(seed, "titles"), m)
     texts = _texts(seed, m, prod, sup, types, type_cat)
-    plan = _demand_plan(scenario, seed, prod, is_trap, types, type_cat)
+    plan = _demand_plan(scenario, seed, prod, is_trap, types, type_cat, prices["p_ref_fen"])
     demand, sales_cum = _demand_and_sales(plan, m, seed, report)
     report("events", 0.9)
     events = supplier_events(seed, scenario.suppliers, m.n_products, scenario.market.days * 24)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from merchantbench.cli import calibrate as calibrate_cmd
 from merchantbench.cli import catalog as catalog_cmd
 from merchantbench.cli import report as report_cmd
 from merchantbench.cli import run as run_cmd
@@ -25,6 +26,7 @@ app.command("report")(report_cmd.report)
 app.command("compare")(report_cmd.compare)
 app.command("run")(run_cmd.run)
 app.command("scripted-server")(scripted_cmd.scripted_server)
+app.command("calibrate")(calibrate_cmd.calibrate)
 
 
 def main() -> None:
