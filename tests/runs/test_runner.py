@@ -72,6 +72,9 @@ def test_same_command_twice_gives_identical_metrics(tmp_path):
         assert result.exit_code == 0, result.output
     a = (tmp_path / "a" / "metrics.json").read_bytes()
     assert a == (tmp_path / "b" / "metrics.json").read_bytes()
+    report = CliRunner().invoke(app, ["report", str(tmp_path / "a")])
+    assert report.exit_code == 0, report.output
+    assert (tmp_path / "a" / "metrics.json").read_bytes() == a  # the report rewrites the same bytes
 
 
 def _command(out: Path) -> list[str]:

@@ -14,6 +14,7 @@ from merchantbench.metrics.record import RunRecord, load_run_record
 from merchantbench.metrics.run_info import run_info, scenario_name
 from merchantbench.metrics.table1 import call_metrics, order_metrics, store_metrics
 from merchantbench.metrics.windows import window_activity
+from merchantbench.runs.files import atomic_write_bytes
 
 METRICS_FILE = "metrics.json"
 
@@ -62,8 +63,9 @@ def compute_metrics(run_dir: Path | str) -> dict[str, Any]:
 
 
 def write_metrics(metrics: dict[str, Any], out_dir: Path | str) -> Path:
-    """Write `metrics.json` into `out_dir` and return its path."""
+    """Write `metrics.json` into `out_dir` (atomically; the one writer of that file, so a run and
+    its report produce the same bytes) and return its path."""
     path = Path(out_dir) / METRICS_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(metrics, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    text = json.dumps(metrics, indent=2, ensure_ascii=False) + "\n"
+    atomic_write_bytes(path, text.encode("utf-8"))
     return path

@@ -150,7 +150,7 @@ class RunWriter:
     def finish(
         self, session: Session, agent: Agent, meta: dict[str, Any], ended: str
     ) -> dict[str, Any]:
-        from merchantbench.metrics import compute_metrics
+        from merchantbench.metrics import compute_metrics, write_metrics
 
         if self._trace is not None:
             self._trace.close()
@@ -170,7 +170,7 @@ class RunWriter:
         )
         atomic_write_json(self.run_dir / "run.json", meta)
         metrics = compute_metrics(self.run_dir)
-        atomic_write_json(self.run_dir / "metrics.json", metrics)
+        write_metrics(metrics, self.run_dir)
         return metrics
 
 
