@@ -77,8 +77,8 @@ class Engine(StoreActions, Lifecycle):
         if self.done:
             raise RuntimeError("the run is over: call finish()")
         t0 = self.state.t
-        counts = self._window_counts(t0)
         products = sorted(self.state.listings)
+        counts = self._window_counts(t0, products)
         for k in range(self.window_hours):
             t = t0 + k
             if counts is not None and not self.state.closed:
@@ -112,13 +112,14 @@ class Engine(StoreActions, Lifecycle):
             self.advance()
         self.finish()
 
-    def _window_counts(self, t0: int) -> np.ndarray | None:
+    def _window_counts(self, t0: int, order: list[int]) -> np.ndarray | None:
+        """Arrival counts[listing, hour] of the window, listings in `order` (by product)."""
         listings = self.state.listings
-        if not listings or self.state.closed:
+        if not order or self.state.closed:
             return None
-        products = np.array(sorted(listings), dtype=np.int64)
-        prices = np.array([listings[p].price for p in products], dtype=np.int64)
-        listed = np.array([listings[p].listed_t for p in products], dtype=np.int64)
+        products = np.array(order, dtype=np.int64)
+        prices = np.array([listings[p].price for p in order], dtype=np.int64)
+        listed = np.array([listings[p].listed_t for p in order], dtype=np.int64)
         lam = window_intensity(
             self.market,
             products,

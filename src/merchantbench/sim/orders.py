@@ -71,10 +71,6 @@ class Order:
     def procured(self) -> bool:
         return self.outcome not in (Outcome.STOCKOUT, Outcome.INSUFFICIENT_BALANCE)
 
-    @property
-    def shipped_by(self) -> int:
-        return self.ship_t
-
 
 def draw_fate(market: Market, seed: int, product: int, hour: int, index: int) -> Fate:
     u = uniform1(seed, Stream.ORDER_FATE, product, hour, index)
