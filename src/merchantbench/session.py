@@ -33,6 +33,7 @@ from merchantbench.catalog.view import catalog_view_at
 from merchantbench.scenario import Scenario
 from merchantbench.sim.engine import Engine
 from merchantbench.sim.suppliers import stock_levels
+from merchantbench.surface import AgentSurface
 from merchantbench.tools.errors import failure
 from merchantbench.tools.observation import build_observation, system_brief
 from merchantbench.tools.toolset import build_registry
@@ -73,6 +74,7 @@ class Session:
         self._sink = trace_sink or self.trace.append
         self._view: CatalogView | None = None
         self._end_requested = False
+        self._surface: AgentSurface | None = None
 
     # --- what tools read ------------------------------------------------------------------------
     @property
@@ -107,7 +109,14 @@ class Session:
     def request_end_of_step(self) -> None:
         self._end_requested = True
 
-    # --- what agents use ------------------------------------------------------------------------
+    # --- what agents use (through `surface`) ------------------------------------------------------
+    @property
+    def surface(self) -> AgentSurface:
+        """The narrow object an agent is given: brief, observation, tools, call, clock."""
+        if self._surface is None:
+            self._surface = AgentSurface(self)
+        return self._surface
+
     @property
     def over(self) -> bool:
         return self.engine.state.drained

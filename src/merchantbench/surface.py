@@ -1,0 +1,120 @@
+"""The agent surface: everything an agent sees of a store run, and nothing more.
+
+Every agent — the built-in baselines, the LLM harnesses, and every front end (HTTP, MCP,
+Gymnasium, the web playground) — holds an `AgentSurface` and only that:
+
+- `brief()`: the system brief (platform rules, limits, tools), fixed for the run;
+- `observation()`: the open window's observation text;
+- `tool_schemas()` and `tool_schema_sha256()`: the environment tools as OpenAI function tools,
+  rendered for the run's scenario, and their hash;
+- `call(tool, args, idempotency_key)`: one environment tool call; bad input never raises, it
+  answers `{"ok": false, "error": {...}}` and changes nothing; `end_of_step` closes the window;
+- `window`, `hour`, `windows_total`, `over`: the public clock (open window, its first hour, the
+  scheduled number of windows, whether the run has ended);
+- `record_framework_call(tool, args, ok, error)`: how a harness records its own tools (memory,
+  plans, code) in the trace; they do not count as environment calls.
+
+The engine, the market (hidden fields included), snapshots and the run record stay on the host
+side (`merchantbench.session.Session`, the runner, the front-end servers). A surface holds no
+reference an agent is meant to follow to them; in-process Python agents are trusted to keep to
+the surface (a proxy test enforces it for the built-in ones), while out-of-process front ends
+enforce it by construction.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from merchantbench.session import Session
+
+__all__ = ["SURFACE_MEMBERS", "AgentSurface"]
+
+# The whole agent-facing API, by name. The proxy test and adapters use this list.
+SURFACE_MEMBERS = frozenset(
+    {
+        "brief",
+        "observation",
+        "tool_schemas",
+        "tool_schema_sha256",
+        "call",
+        "window",
+        "hour",
+        "windows_total",
+        "over",
+        "record_framework_call",
+    }
+)
+
+
+class AgentSurface:
+    """The agent's view of one store run (see the module docstring for the contract)."""
+
+    __slots__ = ("__host",)
+
+    def __init__(self, host: Session) -> None:
+        self.__host = host
+
+    def brief(self) -> str:
+        """The system brief: platform rules, the run's limits and the tools."""
+        return self.__host.brief()
+
+    def observation(self) -> str:
+        """The open window's observation (what changed, orders, cash, alerts)."""
+        return self.__host.observation()
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """The environment tools as OpenAI function tools, rendered for this scenario."""
+        return self.__host.tool_schemas()
+
+    def tool_schema_sha256(self) -> str:
+        """SHA-256 of `tool_schemas()`, to pin the tool contract a run was played with."""
+        return self.__host.registry.schema_sha256()
+
+    def call(
+        self,
+        tool: str,
+        args: dict[str, Any] | str | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """Run one environment tool; never raises for bad input.
+
+        Args:
+            tool: The tool's name (see `tool_schemas()`).
+            args: Its arguments, as a dict or a JSON object string.
+            idempotency_key: Optional key: a state-changing call repeated with the same key and
+                arguments returns the first outcome without acting again.
+
+        Returns:
+            The tool's JSON-able result; `{"ok": false, "error": {"code", "message"}}` on refusal.
+        """
+        return self.__host.call(tool, args, idempotency_key)
+
+    @property
+    def window(self) -> int:
+        """Index of the open window (0-based)."""
+        return self.__host.window
+
+    @property
+    def hour(self) -> int:
+        """The open window's first hour since the start of the run (0-based)."""
+        return self.__host.engine.t
+
+    @property
+    def windows_total(self) -> int:
+        """The scheduled number of windows of the run."""
+        return self.__host.scenario.clock.windows
+
+    @property
+    def over(self) -> bool:
+        """True once the run has ended (horizon reached or store closed)."""
+        return self.__host.over
+
+    def record_framework_call(
+        self, tool: str, args: Any, ok: bool, error: str | None = None
+    ) -> None:
+        """Record a call of the agent's own framework tool (not an environment call)."""
+        self.__host.record_framework_call(tool, args, ok, error)
+
+    def __repr__(self) -> str:
+        return f"AgentSurface(window={self.window}, over={self.over})"
