@@ -38,7 +38,7 @@ def timed_run(scenario, market, index, seed: int) -> tuple[float, Session]:
     start = time.perf_counter()
     while not session.over:
         window = session.window
-        agent.act(session)
+        agent.act(session.surface)
         if not session.over and session.window == window:
             session.force_end_of_step()
     return time.perf_counter() - start, session
@@ -48,7 +48,7 @@ def call_latency(scenario, market, index, seed: int, days: int = 180, repeat: in
     session = Session(scenario, market, seed, index)
     agent = RuleBasedAgent()
     while session.window < days * 2:
-        agent.act(session)
+        agent.act(session.surface)
     listed = session.call("query_my_listings", {})["rows"]
     product = listed[0][0] if listed else str(market.product_ids[0])
     print(f"per-call latency on day {days + 1}, {len(listed)} listings (µs):")

@@ -1,4 +1,8 @@
-"""A session: one store run as an agent sees it. The only door to the engine.
+"""A session: one store run on the host side. The only door to the engine.
+
+Agents never hold the session: they get its `surface` (merchantbench.surface.AgentSurface),
+which exposes the agent-facing half of the contract below. The host (runner, front-end servers)
+keeps the session itself: engine, market, trace, snapshots.
 
 Contract:
 
@@ -16,7 +20,7 @@ Contract:
 - `snapshot()` / `restore()` cover the engine and everything the session keeps.
 
 Every front end (Python agents, HTTP, MCP, Gymnasium, the web playground) is a thin adapter over
-this class.
+this class and hands its agent `surface` alone.
 """
 
 from __future__ import annotations

@@ -12,7 +12,9 @@ Gymnasium, the web playground) — holds an `AgentSurface` and only that:
 - `window`, `hour`, `windows_total`, `over`: the public clock (open window, its first hour, the
   scheduled number of windows, whether the run has ended);
 - `record_framework_call(tool, args, ok, error)`: how a harness records its own tools (memory,
-  plans, code) in the trace; they do not count as environment calls.
+  plans, code) in the trace; they do not count as environment calls;
+- `force_end_of_step()`: a harness giving up on the window (its model stopped or failed)
+  closes it; the trace records the close as forced, not as the agent's own `end_of_step`.
 
 The engine, the market (hidden fields included), snapshots and the run record stay on the host
 side (`merchantbench.session.Session`, the runner, the front-end servers). A surface holds no
@@ -43,6 +45,7 @@ SURFACE_MEMBERS = frozenset(
         "windows_total",
         "over",
         "record_framework_call",
+        "force_end_of_step",
     }
 )
 
@@ -115,6 +118,10 @@ class AgentSurface:
     ) -> None:
         """Record a call of the agent's own framework tool (not an environment call)."""
         self.__host.record_framework_call(tool, args, ok, error)
+
+    def force_end_of_step(self) -> dict[str, Any]:
+        """Close the open window on the agent's behalf; recorded as forced."""
+        return self.__host.force_end_of_step()
 
     def __repr__(self) -> str:
         return f"AgentSurface(window={self.window}, over={self.over})"

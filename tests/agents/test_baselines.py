@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from merchantbench.agents.base import make_agent
 from merchantbench.agents.baselines.rule_based import RuleBasedAgent
+from merchantbench.agents.registry import make_agent
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "tools"))
 from store_market import OPENING_LISTINGS, new_session, ok  # noqa: E402
@@ -22,9 +22,9 @@ def _calls(session, tool):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_random_agent_never_crashes_or_breaks_the_ledger(seed):
     session = new_session()
-    agent = make_agent("random", seed=seed, actions_per_window=6)
+    agent = make_agent("random", {"seed": seed, "actions_per_window": 6})
     while not session.over:
-        agent.act(session)
+        agent.act(session.surface)
         ledger = session.engine.state.ledger
         ledger.check_identity()
         assert ledger.accounts.balance >= 0
@@ -36,7 +36,7 @@ def test_idle_only_ends_windows():
     session = new_session()
     agent = make_agent("idle")
     while not session.over:
-        agent.act(session)
+        agent.act(session.surface)
     assert {e["tool"] for e in session.trace} == {"end_of_step"}
     assert session.engine.state.ledger.accounts.net_assets == 300_000
 
@@ -46,7 +46,7 @@ def test_rule_based_reacts_to_supplier_events():
     ok(session.call("list_product", {"items": OPENING_LISTINGS}))
     agent = RuleBasedAgent()
     while session.engine.t < 60:
-        agent.act(session)
+        agent.act(session.surface)
     delisted = {
         pid: e["t"] for e in _calls(session, "delist_product") for pid in e["args"]["product_ids"]
     }
@@ -63,5 +63,5 @@ def test_rule_based_delists_everything_when_cash_runs_low():
     session = new_session()
     ok(session.call("list_product", {"items": OPENING_LISTINGS}))
     session.engine.state.ledger.accounts.balance = 40_000  # 400 RMB, below the 500 floor
-    RuleBasedAgent().act(session)
+    RuleBasedAgent().act(session.surface)
     assert not session.engine.state.listings

@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from merchantbench.agents.base import make_agent
 from merchantbench.agents.baselines.expert import (
     DemandCurve,
     ElasticityTrial,
@@ -20,6 +19,7 @@ from merchantbench.agents.baselines.expert import (
     Holding,
     RiskBook,
 )
+from merchantbench.agents.registry import AgentConfigError, make_agent
 from merchantbench.session import Session
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "tools"))
@@ -32,7 +32,7 @@ class ToolsOnly:
 
     ALLOWED = frozenset({"call", "brief", "observation", "window", "over"})
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Any) -> None:
         object.__setattr__(self, "_session", session)
 
     def __getattribute__(self, name: str) -> Any:
@@ -42,7 +42,7 @@ class ToolsOnly:
 
 
 def _run_expert(agent: ExpertAgent, session: Session, until_hour: int) -> None:
-    proxy = ToolsOnly(session)
+    proxy = ToolsOnly(session.surface)
     while not session.over and session.engine.t < until_hour:
         window = session.window
         agent.act(proxy)  # type: ignore[arg-type]
@@ -96,7 +96,7 @@ def _prices(session: Session, product_id: str) -> list[tuple[int, float]]:
 
 
 def test_late_shipping_raises_the_price_and_a_supplier_price_rise_is_passed_on():
-    agent, session = make_agent("expert", fixed_markup=1.5), new_session()
+    agent, session = make_agent("expert", {"fixed_markup": 1.5}), new_session()
     _run_expert(agent, session, until_hour=130)
     # P1003 (cost 4.30) ships 60 h late from hour 20: at the window of hour 24, ×1.6.
     assert _prices(session, "P1003")[:2] == [(0, 6.45), (24, 10.32)]
@@ -159,7 +159,7 @@ def test_the_risk_book_flags_products_by_their_own_outcomes():
 
 
 def test_ablation_settings_reach_the_agent():
-    agent = make_agent("expert", fixed_markup=2.0, max_cost=20.0)
+    agent = make_agent("expert", {"fixed_markup": 2.0, "max_cost": 20.0})
     assert agent.settings()["fixed_markup"] == 2.0 and agent.settings()["max_cost"] == 20.0
-    with pytest.raises(TypeError):
-        make_agent("expert", no_such_setting=1)
+    with pytest.raises(AgentConfigError, match="no_such_setting: unknown setting"):
+        make_agent("expert", {"no_such_setting": 1})

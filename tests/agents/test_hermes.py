@@ -12,7 +12,13 @@ from typing import Any
 import pytest
 
 from merchantbench.agents.llm import hermes, sandbox
-from merchantbench.agents.llm.hermes import REVIEW_PROMPT, HermesAgent, check_args, skill_kind
+from merchantbench.agents.llm.hermes import (
+    REVIEW_PROMPT,
+    HermesAgent,
+    HermesSettings,
+    check_args,
+    skill_kind,
+)
 from merchantbench.agents.llm.scripted_server import ScriptedServer, script_responder
 from merchantbench.catalog.cache import get_market
 from merchantbench.runs.runner import RunSpec, run_agent
@@ -54,7 +60,7 @@ def new_session(smoke) -> Session:
 
 
 def framework(agent: HermesAgent, session: Session, tool: str, /, **args: Any) -> dict[str, Any]:
-    return asyncio.run(agent.call_framework_tool(session, tool, args))
+    return asyncio.run(agent.call_framework_tool(session.surface, tool, args))
 
 
 def test_arguments_are_checked_against_the_framework_schemas():
@@ -79,7 +85,7 @@ def test_skill_kind_tells_code_from_prose():
 
 
 def test_memory_plan_and_skills_live_on_the_agent_and_pickle(smoke):
-    agent, session = HermesAgent(**LOCAL), new_session(smoke)
+    agent, session = HermesAgent(HermesSettings(**LOCAL)), new_session(smoke)
     framework(agent, session, "memory_write", text="S100 ships slowly")
     framework(agent, session, "memory_write", text="gel pens sell")
     framework(agent, session, "plan_update", plan="list 5 products")
@@ -109,7 +115,7 @@ def test_memory_plan_and_skills_live_on_the_agent_and_pickle(smoke):
 
 
 def test_framework_refusals_are_structured(smoke):
-    agent, session = HermesAgent(**LOCAL), new_session(smoke)
+    agent, session = HermesAgent(HermesSettings(**LOCAL)), new_session(smoke)
     big = "x" * (hermes.MEMORY_CHARS + 1)
     assert framework(agent, session, "memory_write", text=big)["error"]["code"] == "too_long"
     assert framework(agent, session, "skill_use", name="nope")["error"]["code"] == "unknown_skill"
@@ -125,7 +131,7 @@ def test_framework_refusals_are_structured(smoke):
 
 def test_without_a_sandbox_execute_code_is_off_and_says_why(smoke, monkeypatch):
     monkeypatch.setattr(hermes, "probe_sandbox", lambda: (False, "bubblewrap is not installed"))
-    agent, session = HermesAgent(**LOCAL), new_session(smoke)
+    agent, session = HermesAgent(HermesSettings(**LOCAL)), new_session(smoke)
     answer = framework(agent, session, "execute_code", code="1 + 1")
     assert answer["error"] == {
         "code": "code_execution_off",
@@ -137,7 +143,7 @@ def test_without_a_sandbox_execute_code_is_off_and_says_why(smoke, monkeypatch):
 
 def test_unsafe_code_exec_runs_code_loudly_where_no_sandbox_exists(smoke, monkeypatch, capsys):
     monkeypatch.setattr(hermes, "probe_sandbox", lambda: (False, "no user namespaces"))
-    agent, session = HermesAgent(unsafe_code_exec=True, **LOCAL), new_session(smoke)
+    agent, session = HermesAgent(HermesSettings(unsafe_code_exec=True, **LOCAL)), new_session(smoke)
     assert "WARNING (hermes): UNSAFE" in capsys.readouterr().err
     settings = agent.settings()["code_execution"]
     assert settings["mode"] == "unsafe" and settings["unsafe_code_exec"] is True
@@ -148,7 +154,7 @@ def test_unsafe_code_exec_runs_code_loudly_where_no_sandbox_exists(smoke, monkey
 
 
 def test_a_review_is_queued_every_review_every_windows(smoke):
-    agent, session = HermesAgent(review_every=3, **LOCAL), new_session(smoke)
+    agent, session = HermesAgent(HermesSettings(review_every=3, **LOCAL)), new_session(smoke)
     for _ in range(7):
         agent.on_window_end(session)
     assert agent.reviews == 2 and agent._queued == [REVIEW_PROMPT, REVIEW_PROMPT]

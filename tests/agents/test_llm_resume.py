@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from merchantbench.agents.base import make_agent
 from merchantbench.agents.llm.models import ModelConfigError
 from merchantbench.agents.llm.scripted_policy import store_policy
 from merchantbench.agents.llm.scripted_server import ScriptedServer
+from merchantbench.agents.registry import make_agent
 from merchantbench.runs.runner import RunSpec, run_agent
 from merchantbench.scenario import load_scenario
 
@@ -137,7 +137,7 @@ def test_crash_after_a_checkpoint_drops_the_calls_made_since(served, reference, 
 def test_checkpointed_agent_keeps_its_conversation_but_no_client(served, monkeypatch):
     server, _ = served
     monkeypatch.setenv("MB_RESUME_KEY", "sk-resume-secret-1234")
-    agent = make_agent("react", **_settings(server), api_key_env="MB_RESUME_KEY")
+    agent = make_agent("react", {**_settings(server), "api_key_env": "MB_RESUME_KEY"})
     agent.conversation.start("brief", [])
     agent.conversation.add_user("window 1")
     agent._client = object()  # stands for the live HTTP client

@@ -1,55 +1,106 @@
-"""What an in-process agent is, and the table of built-in agents by name."""
+"""The agent contract: what an agent is, what it may implement, and what it reports.
+
+An agent plays one window at a time through an `AgentSurface` (merchantbench.surface) and
+nothing else. Its lifecycle, as the runner (and every front end that hosts a built-in agent)
+drives it:
+
+1. It is built once from its frozen settings model: `Agent(settings)`; a privileged agent (the
+   oracle) is also handed the hidden market, explicitly, by its factory (`make_agent`).
+2. For every window until `surface.over`: `await agent.act_async(surface)`. The default
+   `act_async` calls the blocking `act(surface)`; an agent that talks to a network (the LLM
+   harnesses) overrides `act_async` instead, so many runs can share one event loop. An agent
+   should end its window with `end_of_step`; if it does not, the host closes the window and
+   the trace records the close as forced.
+3. Between windows the host may checkpoint it by pickling: an agent holds no surface, file or
+   socket between windows (drop clients in `__getstate__`).
+4. What it reports: `settings()` (its configuration, for the run record), `outcome()` (token
+   usage and why it stopped early, if it did), `drain_model_calls()` and `model_calls_seq`
+   (an LLM agent's log of model calls, appended to `model_calls.jsonl`).
+5. At the end (or on error) `await agent.aclose()` releases what it opened.
+
+`BaseAgent` implements every part but `act` with a neutral default, so a new agent is:
+
+    class Settings(AgentSettings):
+        markup: float = 2.0
+
+    class MyAgent(BaseAgent[Settings]):
+        name = "mine"
+        Settings = Settings
+
+        def act(self, surface: AgentSurface) -> None:
+            surface.call("end_of_step", {})
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, TypeVar
 
-from merchantbench.session import Session
+from pydantic import BaseModel, ConfigDict
+
+from merchantbench.surface import AgentSurface
 
 
-class Agent(Protocol):
-    """An agent acts in one window at a time through the session, and should close the window
-    with `end_of_step`; if it does not, the runner closes it and records that it did. Agents
-    are pickled into checkpoints, so they hold no session, file or socket between windows."""
+class AgentSettings(BaseModel):
+    """Base of every agent's settings: frozen, unknown keys refused, types checked."""
 
-    name: str
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=False)
+
+
+@dataclass(frozen=True)
+class AgentOutcome:
+    """What an agent reports about its run besides its calls.
+
+    Attributes:
+        usage: Model usage totals (LLM agents), written to run.json as `llm_usage`.
+        stop_reason: Why the agent stopped acting before the end (e.g. a spent budget).
+    """
+
+    usage: dict[str, Any] | None = None
+    stop_reason: str | None = None
+
+
+SettingsT = TypeVar("SettingsT", bound=AgentSettings)
+
+
+class BaseAgent(Generic[SettingsT]):
+    """An agent with neutral defaults for everything but `act` (see the module docstring).
+
+    Subclasses set `name` and `Settings` (the class of their settings, also the type
+    parameter), and read their configuration from `self.config`.
+    """
+
+    name: ClassVar[str] = ""
+    Settings: ClassVar[type[AgentSettings]] = AgentSettings
+    privileged: ClassVar[bool] = False
+
+    def __init__(self, config: SettingsT | None = None) -> None:
+        self.config: SettingsT = config if config is not None else self.Settings()  # type: ignore[assignment]
 
     def settings(self) -> dict[str, Any]:
-        """What the run record should say about this agent's configuration."""
-        ...
+        """The agent's configuration as the run record states it."""
+        return self.config.model_dump(mode="json")
 
-    def act(self, session: Session) -> None:
-        """Make this window's calls. (An agent may instead define `async def act_async(session)`,
-        which the runner awaits; the LLM harnesses do, so runs can share an event loop.)"""
-        ...
+    def act(self, surface: AgentSurface) -> None:
+        """Make this window's calls (blocking form)."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither act nor act_async")
 
+    async def act_async(self, surface: AgentSurface) -> None:
+        """Make this window's calls; by default, the blocking `act`."""
+        self.act(surface)
 
-AgentFactory = Callable[..., Agent]
-_FACTORIES: dict[str, AgentFactory] = {}
+    def outcome(self) -> AgentOutcome:
+        """Usage and early-stop reason; none for agents without a model."""
+        return AgentOutcome()
 
+    @property
+    def model_calls_seq(self) -> int:
+        """Model calls made so far (`model_calls.jsonl` lines past it are dropped on resume)."""
+        return 0
 
-def register_agent(name: str) -> Callable[[AgentFactory], AgentFactory]:
-    def decorate(factory: AgentFactory) -> AgentFactory:
-        _FACTORIES[name] = factory
-        return factory
+    def drain_model_calls(self) -> list[dict[str, Any]]:
+        """Model-call records not yet written to the run directory."""
+        return []
 
-    return decorate
-
-
-def agent_names() -> list[str]:
-    _load_builtins()
-    return sorted(_FACTORIES)
-
-
-def make_agent(name: str, **settings: Any) -> Agent:
-    """Build a registered agent; `KeyError` names the known ones."""
-    _load_builtins()
-    if name not in _FACTORIES:
-        raise KeyError(f"unknown agent {name!r}; choose from {', '.join(sorted(_FACTORIES))}")
-    return _FACTORIES[name](**settings)
-
-
-def _load_builtins() -> None:
-    # Importing these packages registers their agents (baselines; LLM harnesses).
-    from merchantbench.agents import baselines, llm  # noqa: F401
+    async def aclose(self) -> None:
+        """Release clients and processes; called once when the run ends or fails."""

@@ -3,11 +3,11 @@
 It is the benchmark's practical ceiling: it knows every product's future demand, reference price,
 elasticity, order-outcome risks and supplier events, picks the listings worth most over the next
 two weeks, prices each at its true profit-maximising price, and delists a product just before
-its supplier delists it or starts shipping late. Its actions still go through `session.call`,
+its supplier delists it or starts shipping late. Its actions still go through `surface.call`,
 so it plays by the same rules (cash, listing cap, call limits, fines) as any agent.
 
 The hidden market is never reachable through a session, a tool or any agent-facing interface:
-the in-process runner hands it to `act(session, market=...)` only for agent classes that declare
+the in-process runner hands it to `act(surface, market=...)` only for agent classes that declare
 `privileged = True`, and the oracle refuses to act without it. Its settings say
 `"privileged": true`, so every run record marks it.
 """
@@ -15,27 +15,26 @@ the in-process runner hands it to `act(session, market=...)` only for agent clas
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from merchantbench.agents.base import register_agent
+from merchantbench.agents.base import AgentSettings, BaseAgent
 from merchantbench.catalog.market import Market, SupplierEvents
 from merchantbench.scenario import DemandConfig, FineConfig
-from merchantbench.session import Session
 from merchantbench.sim.demand import exposure
+from merchantbench.surface import AgentSurface
 
 _CLOCK = re.compile(r"Day (\d+) (\d\d):00")
 WINDOW_HOURS = 12  # a window of the paper's clock; the oracle looks one window ahead
 
 
 class PrivilegeError(RuntimeError):
-    """The oracle was asked to act without the runner's handle on the hidden market."""
+    """The oracle was asked to act without the host's handle on the hidden market."""
 
 
-@dataclass(frozen=True)
-class OracleSettings:
+class OracleSettings(AgentSettings):
     horizon_days: int = 14  # how far ahead a listing's value is counted
     swaps_per_day: int = 5
     swap_gain: float = 1.25  # a candidate must beat a held listing's value by this factor
@@ -45,50 +44,54 @@ class OracleSettings:
     reserve_days: float = 2.0
 
 
-@register_agent("oracle")
-def oracle_agent(**settings: Any) -> OracleAgent:
-    """The oracle; keyword arguments are `OracleSettings` fields."""
-    return OracleAgent(OracleSettings(**settings))
+class OracleAgent(BaseAgent[OracleSettings]):
+    name = "oracle"
+    Settings = OracleSettings
+    privileged = True  # the agent table marks it; its factory hands it the hidden market
 
+    def __init__(self, config: OracleSettings | None = None, *, hidden_market: Market) -> None:
+        super().__init__(config)
+        self._market: Market | None = hidden_market
+        self.holdings: dict[int, int] = {}  # product index → listing hour
+        self.planned_day = -1
 
-@dataclass
-class OracleAgent:
-    settings_: OracleSettings = field(default_factory=OracleSettings)
-    holdings: dict[int, int] = field(default_factory=dict)  # product index → listing hour
-    planned_day: int = -1
-    name: str = "oracle"
-    privileged = True  # the runner passes the hidden market to privileged agents only
+    def attach_hidden_market(self, market: Market) -> None:
+        """Hand the market again to an oracle restored from a checkpoint."""
+        self._market = market
 
-    def settings(self) -> dict[str, Any]:
-        return {"privileged": True, **self.settings_.__dict__}
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_market"] = None  # never pickled into a checkpoint
+        return state
 
-    def act(self, session: Session, market: Market | None = None) -> None:
+    def act(self, surface: AgentSurface) -> None:
+        market = self._market
         if market is None:
             raise PrivilegeError(
-                "the oracle reads the hidden market and runs only in-process, through the "
-                "runner, which passes it as act(session, market=...)"
+                "the oracle reads the hidden market and runs only in-process: build it with "
+                "make_agent('oracle', ..., hidden_market=market)"
             )
-        snapshot = session.call("get_store_snapshot", {})
+        snapshot = surface.call("get_store_snapshot", {})
         clock = _CLOCK.match(snapshot.get("at", ""))
         if snapshot.get("ok") and snapshot["store"] == "open" and clock:
             t = (int(clock.group(1)) - 1) * 24 + int(clock.group(2))
             book = MarketBook(market, t)
-            self._avoid_trouble(session, book)
+            self._avoid_trouble(surface, book)
             if self.planned_day != t // 24:
                 self.planned_day = t // 24
-                self._plan(session, book, snapshot)
-        session.call("end_of_step", {})
+                self._plan(surface, book, snapshot)
+        surface.call("end_of_step", {})
 
-    def _avoid_trouble(self, session: Session, book: MarketBook) -> None:
+    def _avoid_trouble(self, surface: AgentSurface, book: MarketBook) -> None:
         """Delist what the supplier is about to delist or ship late in the coming window."""
         soon = book.t + WINDOW_HOURS
         trouble = book.delisted_during(book.t, soon) | book.late_during(
-            book.t, soon, self.settings_.promised_ship_hours
+            book.t, soon, self.config.promised_ship_hours
         )
-        self._delist(session, book, sorted(set(self.holdings) & trouble))
+        self._delist(surface, book, sorted(set(self.holdings) & trouble))
 
-    def _plan(self, session: Session, book: MarketBook, snapshot: dict[str, Any]) -> None:
-        s = self.settings_
+    def _plan(self, surface: AgentSurface, book: MarketBook, snapshot: dict[str, Any]) -> None:
+        s = self.config
         economics = book.economics(s.rating_cost)
         clear = book.clear_for(s.horizon_days, s.promised_ship_hours)
         fresh = book.future_value(economics, s.horizon_days, ages=None) * clear
@@ -103,20 +106,20 @@ class OracleAgent:
             for p, k, best in zip(weakest, np.sort(kept), ranked, strict=False)
             if fresh[best] > s.swap_gain * k
         ]
-        self._delist(session, book, swapped)
-        self._reprice(session, book, economics)
-        self._fill(session, book, economics, ranked, snapshot)
+        self._delist(surface, book, swapped)
+        self._reprice(surface, book, economics)
+        self._fill(surface, book, economics, ranked, snapshot)
 
     def _fill(
         self,
-        session: Session,
+        surface: AgentSurface,
         book: MarketBook,
         economics: Economics,
         ranked: list[int],
         snapshot: dict[str, Any],
     ) -> None:
         """List the most valuable products the free slots and the spare capital allow."""
-        s = self.settings_
+        s = self.config
         spend = book.daily_spend(economics, snapshot["rating_multiplier"])
         committed = sum(spend[p] for p in self.holdings)
         liquid = snapshot["balance"] + snapshot["in_transit"] + snapshot["receivable"]
@@ -135,18 +138,18 @@ class OracleAgent:
         if items:
             prices = [{"product_id": book.public_id(p), "sale_price": book.price(economics, p)}
                       for p in items]  # fmt: skip
-            if session.call("list_product", {"items": prices}).get("ok"):
+            if surface.call("list_product", {"items": prices}).get("ok"):
                 self.holdings.update({p: book.t for p in items})
 
-    def _reprice(self, session: Session, book: MarketBook, economics: Economics) -> None:
+    def _reprice(self, surface: AgentSurface, book: MarketBook, economics: Economics) -> None:
         for p in sorted(self.holdings):
             args = {"product_id": book.public_id(p), "sale_price": book.price(economics, p)}
-            session.call("adjust_price", args)
+            surface.call("adjust_price", args)
 
-    def _delist(self, session: Session, book: MarketBook, products: list[int]) -> None:
+    def _delist(self, surface: AgentSurface, book: MarketBook, products: list[int]) -> None:
         if products:
             ids = [book.public_id(p) for p in products]
-            session.call("delist_product", {"product_ids": ids})
+            surface.call("delist_product", {"product_ids": ids})
             for p in products:
                 self.holdings.pop(p)
 

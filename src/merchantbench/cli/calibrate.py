@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from merchantbench.agents.base import agent_names
+from merchantbench.agents.registry import agent_names
 from merchantbench.cli.common import ScenarioName, SetOption, fail, scenario_from_options
 from merchantbench.metrics.aggregate import MetricSummary
 from merchantbench.report.paper import TABLE1_COLUMNS, format_value, load_paper_table

@@ -11,7 +11,13 @@ import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from merchantbench.agents.base import agent_names, make_agent
+from merchantbench.agents.registry import (
+    AgentConfigError,
+    agent_entry,
+    agent_names,
+    check_settings,
+    make_agent,
+)
 from merchantbench.catalog.real_format import CatalogError
 from merchantbench.cli.common import (
     CatalogOption,
@@ -105,7 +111,11 @@ def _agent_settings(
     if params:
         settings["params"] = _key_values(params, "--param")
     try:
-        make_agent(agent, **settings)
+        check_settings(agent, settings)
+        if not agent_entry(agent).privileged:
+            make_agent(agent, settings)  # e.g. a missing API key fails now, not at window 1
+    except AgentConfigError as exc:
+        fail(str(exc))
     except (TypeError, ValueError) as exc:
         fail(f"agent {agent!r}: {exc}")
     return settings
@@ -145,7 +155,8 @@ def run(
 ) -> None:
     """Run an agent for a whole year (or --days) and write a run record to --out."""
     if list_agents:
-        typer.echo("\n".join(agent_names()))
+        for name in agent_names():
+            typer.echo(f"{name:<12} {agent_entry(name).summary}")
         return
     if not agent:
         fail(f"--agent is required; choose from {', '.join(agent_names())}")

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 import merchantbench
-from merchantbench.agents.base import make_agent
+from merchantbench.agents.registry import check_settings
 from merchantbench.catalog.cache import get_market
 from merchantbench.catalog.market import Market
 from merchantbench.metrics import load_run_record
@@ -96,7 +96,7 @@ def _finished(run_dir: Path, scenario: Scenario, run: GridRun) -> dict[str, Any]
         metrics: dict[str, Any] = json.loads((run_dir / "metrics.json").read_text())
     except (OSError, ValueError):
         return None
-    settings = make_agent(run.agent, **run.options).settings()
+    settings = check_settings(run.agent, run.options).model_dump(mode="json")
     same = (
         meta.get("ended") == "completed"
         and meta["scenario"]["hash"] == scenario.content_hash

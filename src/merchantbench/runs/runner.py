@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import merchantbench
-from merchantbench.agents.base import Agent, make_agent
+from merchantbench.agents.base import BaseAgent
+from merchantbench.agents.registry import agent_entry, make_agent
 from merchantbench.catalog.cache import get_market, get_search_index
 from merchantbench.runs.checkpoint import load_checkpoint, save_checkpoint, truncate_trace
 from merchantbench.runs.files import atomic_write_json, read_json
@@ -67,7 +68,7 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _run_meta(spec: RunSpec, agent: Agent, session: Session) -> dict[str, Any]:
+def _run_meta(spec: RunSpec, agent: BaseAgent, session: Session) -> dict[str, Any]:
     sc = spec.scenario
     money = sc.money
     return {
@@ -79,7 +80,11 @@ def _run_meta(spec: RunSpec, agent: Agent, session: Session) -> dict[str, Any]:
             "catalog": None if spec.catalog is None else str(spec.catalog),
             "n_products": session.market.n_products,
         },
-        "agent": {"name": agent.name, "settings": agent.settings()},
+        "agent": {
+            "name": spec.agent,
+            "settings": agent.settings(),
+            **({"privileged": True} if agent.privileged else {}),
+        },
         "tool_schema_sha256": session.registry.schema_sha256(),
         "package_version": merchantbench.__version__,
         "git_commit": _git_commit(),
@@ -103,7 +108,7 @@ class RunWriter:
         assert self._trace is not None
         self._trace.write(json.dumps(entry, separators=(",", ":")) + "\n")
 
-    def open_session(self, resume: bool) -> tuple[Session, Agent, dict[str, Any]]:
+    def open_session(self, resume: bool) -> tuple[Session, BaseAgent, dict[str, Any]]:
         spec, run_dir = self.spec, self.run_dir
         if resume:
             if not (run_dir / "run.json").is_file():
@@ -117,38 +122,41 @@ class RunWriter:
         market = get_market(spec.scenario, spec.seed, catalog=spec.catalog)
         index = get_search_index(spec.scenario, spec.seed, market, spec.catalog)
         session = Session(spec.scenario, market, spec.seed, index, self._sink)
-        agent = make_agent(spec.agent, **spec.agent_settings)
+        # A privileged agent (the oracle) is handed the hidden market here, in the open.
+        hidden = market if agent_entry(spec.agent).privileged else None
+        agent = make_agent(spec.agent, spec.agent_settings, hidden_market=hidden)
         checkpoint = load_checkpoint(run_dir) if resume else None
         if checkpoint is not None:
             session.restore(checkpoint["session"])
             agent = checkpoint["agent"]
+            if hidden is not None:
+                agent.attach_hidden_market(hidden)  # type: ignore[attr-defined]
         if resume:
             truncate_trace(run_dir / "trace.jsonl", session.memory.seq)
             # LLM agents log their model calls; keep those the checkpointed agent had made.
-            truncate_trace(run_dir / MODEL_CALLS, getattr(agent, "model_calls_seq", 0))
+            truncate_trace(run_dir / MODEL_CALLS, agent.model_calls_seq)
         else:
             meta = _run_meta(spec, agent, session)
             atomic_write_json(run_dir / "run.json", meta)
         self._trace = open(run_dir / "trace.jsonl", "a")  # noqa: SIM115 (closed in finish)
         return session, agent, meta
 
-    def flush_agent_log(self, agent: Agent) -> None:
+    def flush_agent_log(self, agent: BaseAgent) -> None:
         """Append the model calls an LLM agent made since the last flush to model_calls.jsonl.
         Flushed before each checkpoint, so a checkpointed agent never holds unwritten calls."""
-        drain = getattr(agent, "drain_model_calls", None)
-        records = drain() if drain is not None else []
+        records = agent.drain_model_calls()
         if records:
             with open(self.run_dir / MODEL_CALLS, "a") as log:
                 log.writelines(json.dumps(r, separators=(",", ":")) + "\n" for r in records)
 
-    def checkpoint(self, session: Session, agent: Agent) -> None:
+    def checkpoint(self, session: Session, agent: BaseAgent) -> None:
         assert self._trace is not None
         self._trace.flush()
         self.flush_agent_log(agent)
         save_checkpoint(self.run_dir, session.snapshot(), agent)
 
     def finish(
-        self, session: Session, agent: Agent, meta: dict[str, Any], ended: str
+        self, session: Session, agent: BaseAgent, meta: dict[str, Any], ended: str
     ) -> dict[str, Any]:
         from merchantbench.metrics import compute_metrics, write_metrics
 
@@ -174,15 +182,14 @@ class RunWriter:
         return metrics
 
 
-def _record_agent_outcome(agent: Agent, meta: dict[str, Any]) -> None:
+def _record_agent_outcome(agent: BaseAgent, meta: dict[str, Any]) -> None:
     """What an LLM agent reports: its usage totals and why it stopped early, if it did."""
-    usage_summary = getattr(agent, "usage_summary", None)
-    if usage_summary is not None:
-        meta["llm_usage"] = usage_summary()
+    outcome = agent.outcome()
+    if outcome.usage is not None:
+        meta["llm_usage"] = outcome.usage
     meta.pop("stop_reason", None)  # a resumed run.json may carry one from before the crash
-    stop_reason = getattr(agent, "stop_reason", None)
-    if stop_reason:
-        meta["stop_reason"] = stop_reason
+    if outcome.stop_reason:
+        meta["stop_reason"] = outcome.stop_reason
 
 
 def run_agent(
@@ -196,16 +203,6 @@ def run_agent(
     return asyncio.run(run_agent_async(spec, run_dir, resume, on_window, checkpoint_every))
 
 
-async def _act(agent: Agent, session: Session) -> None:
-    act_async = getattr(agent, "act_async", None)
-    if act_async is not None:
-        await act_async(session)
-    elif getattr(type(agent), "privileged", False):  # the oracle: hidden market, in-process only
-        agent.act(session, market=session.market)  # type: ignore[call-arg]
-    else:
-        agent.act(session)
-
-
 async def run_agent_async(
     spec: RunSpec,
     run_dir: Path,
@@ -213,14 +210,14 @@ async def run_agent_async(
     on_window: ProgressHook | None = None,
     checkpoint_every: int = 10,
 ) -> dict[str, Any]:
-    """Run (or resume) a whole run and return its metrics. Agents with an `act_async` method
-    (the LLM harnesses) are awaited, so many runs can share one event loop."""
+    """Run (or resume) a whole run and return its metrics. Agents are awaited window by window
+    (`act_async`), so many LLM runs can share one event loop."""
     writer = RunWriter(spec, run_dir, checkpoint_every)
     session, agent, meta = writer.open_session(resume)
     try:
         while not session.over:
             window = session.window
-            await _act(agent, session)
+            await agent.act_async(session.surface)
             if not session.over and session.window == window:
                 session.force_end_of_step()
             if on_window is not None:
@@ -235,8 +232,6 @@ async def run_agent_async(
         atomic_write_json(run_dir / "run.json", meta)
         raise
     finally:
-        aclose = getattr(agent, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await agent.aclose()
     ended = "closed" if session.engine.state.closed else "completed"
     return writer.finish(session, agent, meta, ended)

@@ -1,6 +1,6 @@
 """`expert`: a strong heuristic operator modelled on the paper's human operators.
 
-It sees only what any agent sees: every read and every action is a `session.call` of one of the
+It sees only what any agent sees: every read and every action is a `surface.call` of one of the
 26 tools. In the first window of each day it
 
 - watches every order outcome (per-product sales statistics) and replaces a listing whose
@@ -36,9 +36,9 @@ from typing import Any
 
 import numpy as np
 
-from merchantbench.agents.base import register_agent
+from merchantbench.agents.base import AgentSettings, BaseAgent
 from merchantbench.agents.baselines.tables import rows_of
-from merchantbench.session import Session
+from merchantbench.surface import AgentSurface
 
 _CLOCK = re.compile(r"Day (\d+) ")
 PRICE_BANDS = (0.0, 30.0, 80.0, 200.0)  # lower procurement-price bounds of the daily browses
@@ -46,8 +46,7 @@ OUTCOMES = ("settled", "bad_review", "return_refund", "returnless_refund", "canc
 Candidate = tuple[float, dict[str, Any], str]  # value per exposure-day, product row, keyword
 
 
-@dataclass(frozen=True)
-class ExpertSettings:
+class ExpertSettings(AgentSettings):
     min_rating: float = 4.3
     min_supplier_rating: float = 4.2
     max_ship_hours: int = 36  # leaves room for a delay before the 48-hour promise
@@ -212,67 +211,62 @@ class RiskBook:
         return counts[1] + counts[2] + counts[3] >= 2 and self.risk_of(product_id) > self.limit
 
 
-@register_agent("expert")
-def expert_agent(**settings: Any) -> ExpertAgent:
-    """The expert; keyword arguments are `ExpertSettings` fields (e.g. the ablations)."""
-    return ExpertAgent(ExpertSettings(**settings))
+class ExpertAgent(BaseAgent[ExpertSettings]):
+    """The expert (settings: `ExpertSettings`, including the ablation switches)."""
 
+    name = "expert"
+    Settings = ExpertSettings
 
-@dataclass
-class ExpertAgent:
-    settings_: ExpertSettings = field(default_factory=ExpertSettings)
-    holdings: dict[str, Holding] = field(default_factory=dict)
-    banned: set[str] = field(default_factory=set)  # risky products, never listed again
-    bad_suppliers: set[str] = field(default_factory=set)  # shops of risky products
-    keywords: set[str] = field(default_factory=set)  # product-type keywords seen in reports
-    trends: dict[str, float] = field(default_factory=dict)  # keyword → demand trend factor
-    trial: ElasticityTrial = field(default_factory=ElasticityTrial)
-    curve: DemandCurve = field(default_factory=DemandCurve)
-    risks: RiskBook = field(default_factory=RiskBook)
-    markup: dict[str, float] = field(default_factory=dict)  # category → current markup
-    day: int = 0
-    sourced_day: int = -1
-    priced_day: int = -1
-    name: str = "expert"
+    def __init__(self, config: ExpertSettings | None = None) -> None:
+        super().__init__(config)
+        self.holdings: dict[str, Holding] = {}
+        self.banned: set[str] = set()  # risky products, never listed again
+        self.bad_suppliers: set[str] = set()  # shops of risky products
+        self.keywords: set[str] = set()  # product-type keywords seen in reports
+        self.trends: dict[str, float] = {}  # keyword → demand trend factor
+        self.trial = ElasticityTrial()
+        self.curve = DemandCurve()
+        self.risks = RiskBook()
+        self.markup: dict[str, float] = {}  # category → current markup
+        self.day = 0
+        self.sourced_day = -1
+        self.priced_day = -1
 
-    def settings(self) -> dict[str, Any]:
-        return dict(self.settings_.__dict__)
-
-    def act(self, session: Session) -> None:
-        snapshot = session.call("get_store_snapshot", {})
+    def act(self, surface: AgentSurface) -> None:
+        snapshot = surface.call("get_store_snapshot", {})
         if snapshot.get("ok") and snapshot["store"] == "open":
             clock = _CLOCK.match(snapshot["at"])
             self.day = int(clock.group(1)) - 1 if clock else self.day
             self._update_markups()
-            self._handle_anomalies(session, snapshot)
-            self._guard_cash(session, snapshot)
+            self._handle_anomalies(surface, snapshot)
+            self._guard_cash(surface, snapshot)
             if self.sourced_day != self.day:
                 self.sourced_day = self.day
-                self._daily(session, snapshot)
+                self._daily(surface, snapshot)
             elif self.priced_day != self.day:
                 self.priced_day = self.day
-                self._price_trial(session, snapshot)
-        session.call("end_of_step", {})
+                self._price_trial(surface, snapshot)
+        surface.call("end_of_step", {})
 
     # --- every window: supplier events and cash ---------------------------------------------
-    def _handle_anomalies(self, session: Session, snapshot: dict[str, Any]) -> None:
+    def _handle_anomalies(self, surface: AgentSurface, snapshot: dict[str, Any]) -> None:
         gone: list[str] = []
-        for a in rows_of(session.call("query_supply_chain_anomalies", {"scope": "new"})):
+        for a in rows_of(surface.call("query_supply_chain_anomalies", {"scope": "new"})):
             held = self.holdings.get(a["product_id"])
             if held is None or held.product_id in gone:
                 continue
-            kind, late = a["anomaly"], a["ship_hours"] > self.settings_.promised_ship_hours
-            if kind == "supplier_delisted" or (late and self.settings_.delist_on_delay):
+            kind, late = a["anomaly"], a["ship_hours"] > self.config.promised_ship_hours
+            if kind == "supplier_delisted" or (late and self.config.delist_on_delay):
                 gone.append(held.product_id)  # every order would be a fined stockout or late
                 continue
             if kind in ("price_changed", "price_restored"):
                 held.cost = a["procurement_price"]
             elif kind in ("shipment_delayed", "delay_over"):
                 held.delayed = late
-            self._set_price(session, held)
-        self._replace(session, snapshot, gone, ban=False)
+            self._set_price(surface, held)
+        self._replace(surface, snapshot, gone, ban=False)
 
-    def _guard_cash(self, session: Session, snapshot: dict[str, Any]) -> None:
+    def _guard_cash(self, surface: AgentSurface, snapshot: dict[str, Any]) -> None:
         """Delist the hungriest listings if the balance could not pay a day of procurement."""
         by_spend = sorted(self.holdings.values(), key=self._daily_spend, reverse=True)
         spend = sum(self._daily_spend(h) for h in by_spend)
@@ -282,30 +276,28 @@ class ExpertAgent:
                 break
             hungry.append(held.product_id)
             spend -= self._daily_spend(held)
-        self._delist(session, hungry, ban=False)
+        self._delist(surface, hungry, ban=False)
 
     # --- first window of a day: outcomes, rotation, sourcing ---------------------------------
-    def _daily(self, session: Session, snapshot: dict[str, Any]) -> None:
-        self._read_report(session)
-        self.risks.observe(self._sales_stats(session))
-        if self.settings_.watch_outcomes:
+    def _daily(self, surface: AgentSurface, snapshot: dict[str, Any]) -> None:
+        self._read_report(surface)
+        self.risks.observe(self._sales_stats(surface))
+        if self.config.watch_outcomes:
             risky = [pid for pid in self.holdings if self.risks.too_risky(pid)]
             self.bad_suppliers.update(self.holdings[pid].supplier_id for pid in risky)
-            self._replace(session, snapshot, risky, ban=True)
+            self._replace(surface, snapshot, risky, ban=True)
         self.curve.fit(list(self.holdings.values()))
         faded = [
-            h
-            for h in self.holdings.values()
-            if self.day - h.listed_day >= self.settings_.rotate_days
-        ][: self.settings_.swaps_per_day]
-        self._delist(session, [h.product_id for h in faded], ban=False)
-        self._list(session, [(0.0, self._row_of(h), h.keyword) for h in faded])
-        candidates = self._candidates(session, self._search_keywords(), snapshot)
-        self._swap_weak(session, snapshot, candidates)
-        self._fill(session, snapshot, candidates)
+            h for h in self.holdings.values() if self.day - h.listed_day >= self.config.rotate_days
+        ][: self.config.swaps_per_day]
+        self._delist(surface, [h.product_id for h in faded], ban=False)
+        self._list(surface, [(0.0, self._row_of(h), h.keyword) for h in faded])
+        candidates = self._candidates(surface, self._search_keywords(), snapshot)
+        self._swap_weak(surface, snapshot, candidates)
+        self._fill(surface, snapshot, candidates)
 
-    def _read_report(self, session: Session) -> None:
-        report = session.call("get_daily_report", {})
+    def _read_report(self, surface: AgentSurface) -> None:
+        report = surface.call("get_daily_report", {})
         if report.get("ok"):
             self.trends = {}
             for entry in report["rising_keywords"] + report["hot_keywords"]:
@@ -316,23 +308,23 @@ class ExpertAgent:
 
     def _search_keywords(self) -> list[str]:
         rising = sorted(self.trends, key=lambda k: -self.trends[k])
-        return rising[: self.settings_.keywords_per_day]
+        return rising[: self.config.keywords_per_day]
 
-    def _sales_stats(self, session: Session) -> list[dict[str, Any]]:
+    def _sales_stats(self, surface: AgentSurface) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = []
         for page in (1, 2, 3):
-            result = session.call("query_product_sales_stats", {"days": 30, "page": page})
+            result = surface.call("query_product_sales_stats", {"days": 30, "page": page})
             rows += rows_of(result)
             if not result.get("ok") or page >= result["pages"]:
                 break
         return rows
 
     def _swap_weak(
-        self, session: Session, snapshot: dict[str, Any], candidates: list[Candidate]
+        self, surface: AgentSurface, snapshot: dict[str, Any], candidates: list[Candidate]
     ) -> None:
         """Trade the weakest proven listings for candidates worth clearly more (as cash grows,
         early cheap listings give way to dearer ones)."""
-        s = self.settings_
+        s = self.config
         proven = [h for h in self.holdings.values() if self.day - h.listed_day >= 14]
         proven.sort(key=self._held_value)
         budget = self._spare_capital(snapshot)
@@ -343,40 +335,40 @@ class ExpertAgent:
             if extra * s.capital_days > budget:
                 return
             budget -= max(extra, 0.0) * s.capital_days
-            self._delist(session, [held.product_id], ban=False)
-            self._list(session, [candidates.pop(0)])
+            self._delist(surface, [held.product_id], ban=False)
+            self._list(surface, [candidates.pop(0)])
 
-    def _fill(self, session: Session, snapshot: dict[str, Any], pool: list[Candidate]) -> None:
+    def _fill(self, surface: AgentSurface, snapshot: dict[str, Any], pool: list[Candidate]) -> None:
         """List the best candidates the free slots and the spare capital allow."""
         free = snapshot["listing_cap"] - len(self.holdings)
         budget = self._spare_capital(snapshot)
         chosen: list[Candidate] = []
         for candidate in pool:
-            need = self._candidate_spend(candidate) * self.settings_.capital_days
+            need = self._candidate_spend(candidate) * self.config.capital_days
             if len(chosen) >= free:
                 break
             if need <= budget:
                 chosen.append(candidate)
                 budget -= need
-        self._list(session, chosen)
+        self._list(surface, chosen)
 
     def _replace(
-        self, session: Session, snapshot: dict[str, Any], product_ids: list[str], ban: bool
+        self, surface: AgentSurface, snapshot: dict[str, Any], product_ids: list[str], ban: bool
     ) -> None:
         """Delist listings (banning risky ones for good), then list same-keyword substitutes."""
         if not product_ids:
             return
         keywords = sorted({self.holdings[pid].keyword for pid in product_ids})
-        self._delist(session, product_ids, ban=ban)
+        self._delist(surface, product_ids, ban=ban)
         free = min(len(product_ids), snapshot["listing_cap"] - len(self.holdings))
-        pool = self._candidates(session, keywords, snapshot, browse=False)
-        self._fill(session, {**snapshot, "listing_cap": len(self.holdings) + free}, pool)
+        pool = self._candidates(surface, keywords, snapshot, browse=False)
+        self._fill(surface, {**snapshot, "listing_cap": len(self.holdings) + free}, pool)
 
     # --- second window of a day: the price experiment ----------------------------------------
-    def _price_trial(self, session: Session, snapshot: dict[str, Any]) -> None:
+    def _price_trial(self, surface: AgentSurface, snapshot: dict[str, Any]) -> None:
         """Credit the last day's orders to each listing's arm, then flip every arm."""
         reviewed = []
-        for row in rows_of(session.call("review_my_listings", {})):
+        for row in rows_of(surface.call("review_my_listings", {})):
             held = self.holdings.get(row["product_id"])
             if held is None:
                 continue
@@ -386,17 +378,21 @@ class ExpertAgent:
             age = self.day - held.listed_day
             held.exposure_days += exposure_belief(age) * snapshot["rating_multiplier"]
             reviewed.append(held)
-        if self.settings_.fixed_markup is None:
+        if self.config.fixed_markup is None:
             self._update_markups()  # with today's evidence
             for held in reviewed:
                 held.arm = 1 - held.arm
-                self._set_price(session, held)
+                self._set_price(surface, held)
 
     # --- candidates and their value ----------------------------------------------------------
     def _candidates(
-        self, session: Session, keywords: list[str], snapshot: dict[str, Any], browse: bool = True
+        self,
+        surface: AgentSurface,
+        keywords: list[str],
+        snapshot: dict[str, Any],
+        browse: bool = True,
     ) -> list[Candidate]:
-        s = self.settings_
+        s = self.config
         cap = max(15.0, self._liquid(snapshot) / 40)
         filters: dict[str, Any] = {
             "min_supplier_rating": s.min_supplier_rating, "min_product_rating": s.min_rating,
@@ -409,7 +405,7 @@ class ExpertAgent:
                 searches.append(("", {"query": "", "min_price": low, "page_size": 50}))
         found: dict[str, tuple[dict[str, Any], str]] = {}
         for keyword, args in searches:
-            for row in rows_of(session.call("search_products", {**filters, **args})):
+            for row in rows_of(surface.call("search_products", {**filters, **args})):
                 found.setdefault(row["product_id"], (row, keyword or self._keyword_of(row)))
         ranked = [
             (self._candidate_value(row, keyword), row, keyword)
@@ -424,7 +420,7 @@ class ExpertAgent:
             row["product_id"] not in self.holdings
             and row["product_id"] not in self.banned
             and row["supplier_id"] not in self.bad_suppliers
-            and row["sales_30d"] >= self.settings_.min_sales_30d
+            and row["sales_30d"] >= self.config.min_sales_30d
         )
 
     def _keyword_of(self, row: dict[str, Any]) -> str:
@@ -439,8 +435,8 @@ class ExpertAgent:
         return words[-1]
 
     def _update_markups(self) -> None:
-        if self.settings_.fixed_markup is not None:
-            self.markup = {"": self.settings_.fixed_markup}
+        if self.config.fixed_markup is not None:
+            self.markup = {"": self.config.fixed_markup}
         else:
             self.markup = self.trial.markups(self.risks.correction)
 
@@ -453,11 +449,11 @@ class ExpertAgent:
         return cost * (markup - 1) - risk * (markup * cost + 6.0)
 
     def _candidate_value(self, row: dict[str, Any], keyword: str) -> float:
-        if self.settings_.rank_by_sales:
+        if self.config.rank_by_sales:
             return float(row["sales_30d"])
         rate = self.curve.rate(row["sales_30d"]) * self.trends.get(keyword, 1.0)
         risk = self.risks.risk_of_trust(trust_score(row["rating"], row["supplier_rating"]))
-        if not self.settings_.watch_outcomes:
+        if not self.config.watch_outcomes:
             risk = self.risks.prior_risk
         return rate * self._unit_profit(row["price"], row["category"], risk)
 
@@ -485,7 +481,7 @@ class ExpertAgent:
 
     def _spare_capital(self, snapshot: dict[str, Any]) -> float:
         """Liquid money the listings' order pipeline does not need yet, keeping the reserve."""
-        s = self.settings_
+        s = self.config
         committed = sum(self._daily_spend(h) for h in self.holdings.values())
         room = 0.9 * self._liquid(snapshot) - committed * s.capital_days
         reserve = snapshot["balance"] - committed * s.reserve_days
@@ -493,13 +489,13 @@ class ExpertAgent:
 
     # --- actions -------------------------------------------------------------------------------
     def _price_of(self, held: Holding) -> float:
-        late = self.settings_.delay_markup if held.delayed else 1.0
-        arm = 1.0 if self.settings_.fixed_markup else self.trial.arm_factor(held.arm)
+        late = self.config.delay_markup if held.delayed else 1.0
+        arm = 1.0 if self.config.fixed_markup else self.trial.arm_factor(held.arm)
         return round(held.cost * self._markup_of(held.category) * late * arm, 2)
 
-    def _set_price(self, session: Session, held: Holding) -> None:
+    def _set_price(self, surface: AgentSurface, held: Holding) -> None:
         args = {"product_id": held.product_id, "sale_price": self._price_of(held)}
-        session.call("adjust_price", args)
+        surface.call("adjust_price", args)
 
     def _row_of(self, held: Holding) -> dict[str, Any]:
         return {
@@ -507,7 +503,7 @@ class ExpertAgent:
             "supplier_id": held.supplier_id, "sales_30d": held.sales_30d, "trust": held.trust,
         }  # fmt: skip
 
-    def _list(self, session: Session, chosen: list[Candidate]) -> None:
+    def _list(self, surface: AgentSurface, chosen: list[Candidate]) -> None:
         new = []
         for _, row, keyword in chosen:
             trust = row.get("trust") or trust_score(row["rating"], row["supplier_rating"])
@@ -519,13 +515,13 @@ class ExpertAgent:
             self.risks.trust_of[held.product_id] = trust
             new.append(held)
         items = [{"product_id": h.product_id, "sale_price": self._price_of(h)} for h in new]
-        if new and not session.call("list_product", {"items": items}).get("ok"):
+        if new and not surface.call("list_product", {"items": items}).get("ok"):
             for held in new:  # all or nothing: nothing was listed
                 del self.holdings[held.product_id]
 
-    def _delist(self, session: Session, product_ids: list[str], ban: bool) -> None:
+    def _delist(self, surface: AgentSurface, product_ids: list[str], ban: bool) -> None:
         if product_ids:
-            session.call("delist_product", {"product_ids": product_ids})
+            surface.call("delist_product", {"product_ids": product_ids})
             for pid in product_ids:
                 self.curve.remember(self.holdings.pop(pid))
                 if ban:

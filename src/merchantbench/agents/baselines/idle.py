@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from merchantbench.agents.base import register_agent
-from merchantbench.session import Session
+from merchantbench.agents.base import AgentSettings, BaseAgent
+from merchantbench.surface import AgentSurface
 
 
-@register_agent("idle")
-class IdleAgent:
+class IdleAgent(BaseAgent[AgentSettings]):
     name = "idle"
 
-    def settings(self) -> dict[str, Any]:
-        return {}
-
-    def act(self, session: Session) -> None:
-        session.call("end_of_step", {})
+    def act(self, surface: AgentSurface) -> None:
+        surface.call("end_of_step", {})

@@ -10,16 +10,14 @@ and stock ≥ 20, priced at 2× cost. If cash falls below 500 RMB it delists eve
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
-from merchantbench.agents.base import register_agent
+from merchantbench.agents.base import AgentSettings, BaseAgent
 from merchantbench.agents.baselines.tables import rows_of
-from merchantbench.session import Session
+from merchantbench.surface import AgentSurface
 
 
-@dataclass(frozen=True)
-class RuleBasedSettings:
+class RuleBasedSettings(AgentSettings):
     markup: float = 2.0
     max_cost: float = 20.0
     min_rating: float = 4.5
@@ -30,76 +28,71 @@ class RuleBasedSettings:
     keywords_per_day: int = 6
 
 
-@register_agent("rule-based")
-@dataclass
-class RuleBasedAgent:
-    settings_: RuleBasedSettings = field(default_factory=RuleBasedSettings)
-    dropped: set[str] = field(default_factory=set)  # products it delisted; never relisted
-    name: str = "rule-based"
+class RuleBasedAgent(BaseAgent[RuleBasedSettings]):
+    name = "rule-based"
+    Settings = RuleBasedSettings
 
-    def settings(self) -> dict[str, Any]:
-        return dict(self.settings_.__dict__)
+    def __init__(self, config: RuleBasedSettings | None = None) -> None:
+        super().__init__(config)
+        self.dropped: set[str] = set()  # products it delisted; never relisted
 
-    def act(self, session: Session) -> None:
-        balance = session.call("query_balance", {})
-        if balance.get("ok") and balance["balance"] < self.settings_.cash_floor:
-            self._delist_all(session)
+    def act(self, surface: AgentSurface) -> None:
+        balance = surface.call("query_balance", {})
+        if balance.get("ok") and balance["balance"] < self.config.cash_floor:
+            self._delist_all(surface)
         else:
-            self._handle_anomalies(session)
-            if session.window % 2 == 0:  # the first window of each day
-                self._daily(session)
-        session.call("end_of_step", {})
+            self._handle_anomalies(surface)
+            if surface.window % 2 == 0:  # the first window of each day
+                self._daily(surface)
+        surface.call("end_of_step", {})
 
     def _price(self, cost: float) -> float:
-        return round(cost * self.settings_.markup, 2)
+        return round(cost * self.config.markup, 2)
 
-    def _delist(self, session: Session, product_ids: list[str]) -> None:
+    def _delist(self, surface: AgentSurface, product_ids: list[str]) -> None:
         if product_ids:
-            session.call("delist_product", {"product_ids": sorted(set(product_ids))})
+            surface.call("delist_product", {"product_ids": sorted(set(product_ids))})
             self.dropped.update(product_ids)
 
-    def _delist_all(self, session: Session) -> None:
-        listed = rows_of(session.call("query_my_listings", {}))
-        self._delist(session, [row["product_id"] for row in listed])
+    def _delist_all(self, surface: AgentSurface) -> None:
+        listed = rows_of(surface.call("query_my_listings", {}))
+        self._delist(surface, [row["product_id"] for row in listed])
 
-    def _handle_anomalies(self, session: Session) -> None:
-        anomalies = rows_of(session.call("query_supply_chain_anomalies", {"scope": "new"}))
+    def _handle_anomalies(self, surface: AgentSurface) -> None:
+        anomalies = rows_of(surface.call("query_supply_chain_anomalies", {"scope": "new"}))
         doomed = [
             a["product_id"]
             for a in anomalies
             if a["anomaly"] == "supplier_delisted"
-            or (
-                a["anomaly"] == "shipment_delayed"
-                and a["ship_hours"] > self.settings_.max_ship_hours
-            )
+            or (a["anomaly"] == "shipment_delayed" and a["ship_hours"] > self.config.max_ship_hours)
         ]
-        self._delist(session, doomed)
+        self._delist(surface, doomed)
         for a in anomalies:
             if (
                 a["anomaly"] in ("price_changed", "price_restored")
                 and a["product_id"] not in doomed
             ):
                 price = self._price(a["procurement_price"])
-                session.call("adjust_price", {"product_id": a["product_id"], "sale_price": price})
+                surface.call("adjust_price", {"product_id": a["product_id"], "sale_price": price})
 
-    def _daily(self, session: Session) -> None:
-        review = session.call("review_my_listings", {})
+    def _daily(self, surface: AgentSurface) -> None:
+        review = surface.call("review_my_listings", {})
         stale = [row["product_id"] for row in rows_of(review) if "no_sales_7d" in row["alerts"]]
-        self._delist(session, stale)
+        self._delist(surface, stale)
         free = (
             review["listing_cap"] - review["active_listings"] + len(stale)
             if review.get("ok")
             else 0
         )
         if free > 0:
-            self._refill(session, free, {row["product_id"] for row in rows_of(review)})
+            self._refill(surface, free, {row["product_id"] for row in rows_of(review)})
 
-    def _refill(self, session: Session, free: int, listed: set[str]) -> None:
-        report = session.call("get_daily_report", {})
+    def _refill(self, surface: AgentSurface, free: int, listed: set[str]) -> None:
+        report = surface.call("get_daily_report", {})
         keywords = [k["keyword"] for k in report.get("hot_keywords", [])]
         chosen: list[dict[str, Any]] = []
-        for keyword in keywords[: self.settings_.keywords_per_day]:
-            for row in self._candidates(session, keyword):
+        for keyword in keywords[: self.config.keywords_per_day]:
+            for row in self._candidates(surface, keyword):
                 pid = row["product_id"]
                 if pid in listed or pid in self.dropped or len(chosen) >= free:
                     continue
@@ -108,11 +101,11 @@ class RuleBasedAgent:
             if len(chosen) >= free:
                 break
         if chosen:
-            session.call("list_product", {"items": chosen})
+            surface.call("list_product", {"items": chosen})
 
-    def _candidates(self, session: Session, keyword: str) -> list[dict[str, Any]]:
-        s = self.settings_
-        found = session.call(
+    def _candidates(self, surface: AgentSurface, keyword: str) -> list[dict[str, Any]]:
+        s = self.config
+        found = surface.call(
             "search_products",
             {
                 "query": keyword,

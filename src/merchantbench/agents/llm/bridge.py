@@ -24,7 +24,8 @@ import os
 from typing import IO, Any
 
 from merchantbench.agents.llm.sandbox import BRIDGE_ENV
-from merchantbench.session import END_OF_STEP, Session
+from merchantbench.session import END_OF_STEP
+from merchantbench.surface import AgentSurface
 from merchantbench.tools.errors import failure
 
 MODULE_NAME = "merchantbench_tools"
@@ -132,7 +133,7 @@ class ToolBridge:
         max_calls: Calls served per execution; later ones get `bridge_limit`.
     """
 
-    def __init__(self, session: Session, max_calls: int = 200) -> None:
+    def __init__(self, session: AgentSurface, max_calls: int = 200) -> None:
         self.session = session
         self.max_calls = max_calls
         self.calls = 0

@@ -25,7 +25,8 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from merchantbench.agents.base import register_agent
+from pydantic import Field
+
 from merchantbench.agents.llm.bridge import MODULE_NAME, ToolBridge
 from merchantbench.agents.llm.hermes_tools import (
     FRAMEWORK_TOOL_NAMES,
@@ -39,9 +40,9 @@ from merchantbench.agents.llm.hermes_tools import (
     check_skill_name,
     skill_kind,
 )
-from merchantbench.agents.llm.react import ReActAgent
+from merchantbench.agents.llm.react import ReActAgent, ReActSettings
 from merchantbench.agents.llm.sandbox import CodeRunner, SandboxLimits, probe_sandbox
-from merchantbench.session import Session
+from merchantbench.surface import AgentSurface
 from merchantbench.tools.errors import INVALID_ARGUMENT, ToolError
 
 REVIEW_PROMPT = (
@@ -100,11 +101,10 @@ def choose_runner(limits: SandboxLimits, unsafe: bool) -> tuple[CodeRunner | Non
     return CodeRunner("unsafe", limits), note
 
 
-@register_agent("hermes")  # type: ignore[arg-type]  # acts through act_async, as ReAct
-class HermesAgent(ReActAgent):
-    """ReAct plus code execution, memory, a plan, skills and periodic reviews.
+class HermesSettings(ReActSettings):
+    """Settings of the Hermes-style harness: ReAct's, and
 
-    Args:
+    Attributes:
         review_every: Windows between reviews of memory, plan and skills (0: never).
         unsafe_code_exec: Where no sandbox can be built, run snippets in a plain subprocess
             instead of turning `execute_code` off. Loud: a warning on stderr and a note in the
@@ -113,29 +113,35 @@ class HermesAgent(ReActAgent):
         code_memory_mb: Address space of one snippet's processes, in MiB.
         code_wall_seconds: Wall-clock seconds of one snippet.
         code_tool_calls: Store tool calls one snippet may make.
-        **react_settings: Settings of `ReActAgent` (model, endpoint, budgets, context).
     """
 
-    name = "hermes"
+    review_every: int = Field(default=14, ge=0)
+    unsafe_code_exec: bool = False
+    code_cpu_seconds: int = Field(default=10, ge=1)
+    code_memory_mb: int = Field(default=1024, ge=64)
+    code_wall_seconds: float = Field(default=30.0, gt=0)
+    code_tool_calls: int = Field(default=200, ge=0)
 
-    def __init__(
-        self,
-        review_every: int = 14,
-        unsafe_code_exec: bool = False,
-        code_cpu_seconds: int = 10,
-        code_memory_mb: int = 1024,
-        code_wall_seconds: float = 30.0,
-        code_tool_calls: int = 200,
-        **react_settings: Any,
-    ) -> None:
-        super().__init__(**react_settings)
-        self.review_every = review_every
-        self.unsafe_code_exec = unsafe_code_exec
-        self.code_tool_calls = code_tool_calls
+
+class HermesAgent(ReActAgent):
+    """ReAct plus code execution, memory, a plan, skills and periodic reviews (settings:
+    `HermesSettings`)."""
+
+    name = "hermes"
+    Settings = HermesSettings
+
+    def __init__(self, config: HermesSettings | None = None) -> None:
+        config = config if config is not None else HermesSettings()
+        super().__init__(config)
+        self.review_every = config.review_every
+        self.unsafe_code_exec = config.unsafe_code_exec
+        self.code_tool_calls = config.code_tool_calls
         limits = SandboxLimits(
-            code_cpu_seconds, code_memory_mb << 20, wall_seconds=code_wall_seconds
+            config.code_cpu_seconds,
+            config.code_memory_mb << 20,
+            wall_seconds=config.code_wall_seconds,
         )
-        self.runner, self.code_note = choose_runner(limits, unsafe_code_exec)
+        self.runner, self.code_note = choose_runner(limits, config.unsafe_code_exec)
         self.framework_memory = ""
         self.plan = ""
         self.skills: dict[str, Skill] = {}
@@ -155,7 +161,7 @@ class HermesAgent(ReActAgent):
     def framework_tool_schemas(self) -> list[dict[str, Any]]:
         return list(FRAMEWORK_TOOLS)
 
-    def system_prompt(self, session: Session) -> str:
+    def system_prompt(self, session: AgentSurface) -> str:
         guide = FRAMEWORK_GUIDE.format(review_every=self.review_every)
         if not self.review_every:
             guide = guide.rsplit("\n", 1)[0]
@@ -163,7 +169,7 @@ class HermesAgent(ReActAgent):
             guide += f"\n(On this machine {self.code_note}.)"
         return session.brief() + guide
 
-    def window_prompt(self, session: Session) -> str:
+    def window_prompt(self, session: AgentSurface) -> str:
         parts = [super().window_prompt(session)]
         if self.plan:
             parts.append(f"Your plan (plan_update to change it):\n{self.plan}")
@@ -171,14 +177,14 @@ class HermesAgent(ReActAgent):
             parts.append("Your skills (skill_use): " + ", ".join(sorted(self.skills)))
         return "\n\n".join(parts)
 
-    def on_window_end(self, session: Session) -> None:
+    def on_window_end(self, session: AgentSurface) -> None:
         self.windows_played += 1
         if self.review_every and self.windows_played % self.review_every == 0 and not session.over:
             self.reviews += 1
             self.inject(REVIEW_PROMPT)
 
     async def call_framework_tool(
-        self, session: Session, name: str, args: dict[str, Any]
+        self, session: AgentSurface, name: str, args: dict[str, Any]
     ) -> dict[str, Any]:
         if name not in FRAMEWORK_TOOL_NAMES:
             return await super().call_framework_tool(session, name, args)
@@ -188,11 +194,11 @@ class HermesAgent(ReActAgent):
             return refusal.to_result()
 
     # --- code -------------------------------------------------------------------------------------
-    async def _execute_code(self, session: Session, args: dict[str, Any]) -> dict[str, Any]:
+    async def _execute_code(self, session: AgentSurface, args: dict[str, Any]) -> dict[str, Any]:
         return await self.run_code(session, args["code"])
 
     async def run_code(
-        self, session: Session, code: str, variables: dict[str, Any] | None = None
+        self, session: AgentSurface, code: str, variables: dict[str, Any] | None = None
     ) -> dict[str, Any]:
         """Run a snippet with the tools bridge; its tool calls are environment calls."""
         if self.runner is None:
@@ -207,26 +213,26 @@ class HermesAgent(ReActAgent):
         return answer
 
     # --- memory and plan --------------------------------------------------------------------------
-    async def _memory_read(self, session: Session, args: dict[str, Any]) -> dict[str, Any]:
+    async def _memory_read(self, session: AgentSurface, args: dict[str, Any]) -> dict[str, Any]:
         memory = self.framework_memory
         return {"ok": True, "memory": memory, "chars": len(memory), "limit": MEMORY_CHARS}
 
-    async def _memory_write(self, session: Session, args: dict[str, Any]) -> dict[str, Any]:
+    async def _memory_write(self, session: AgentSurface, args: dict[str, Any]) -> dict[str, Any]:
         text = args["text"]
         if args.get("mode", "append") == "append" and self.framework_memory:
             text = f"{self.framework_memory}\n{text}"
         self.framework_memory = check_length(text, MEMORY_CHARS, "the memory")
         return {"ok": True, "chars": len(text), "limit": MEMORY_CHARS}
 
-    async def _plan_read(self, session: Session, args: dict[str, Any]) -> dict[str, Any]:
+    async def _plan_read(self, session: AgentSurface, args: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "plan": self.plan}
 
-    async def _plan_update(self, session: Session, args: dict[str, Any]) -> dict[str, Any]:
+    async def _plan_update(self, session: AgentSurface, args: dict[str, Any]) -> dict[str, Any]:
         self.plan = check_length(args["plan"], PLAN_CHARS, "the plan")
         return {"ok": True, "chars": len(self.plan), "limit": PLAN_CHARS}
 
     # --- skills -----------------------------------------------------------------------------------
-    async def _skill_create(self, session: Session, args: dict[str, Any]) -> dict[str, Any]:
+    async def _skill_create(self, session: AgentSurface, args: dict[str, Any]) -> dict[str, Any]:
         name = check_skill_name(args["name"])
         if name in self.skills:
             raise ToolError("skill_exists", f"a skill named {name!r} exists; use skill_patch")
@@ -238,7 +244,7 @@ class HermesAgent(ReActAgent):
         self.skills[name] = skill
         return {"ok": True, "skill": skill.summary()}
 
-    async def _skill_patch(self, session: Session, args: dict[str, Any]) -> dict[str, Any]:
+    async def _skill_patch(self, session: AgentSurface, args: dict[str, Any]) -> dict[str, Any]:
         skill = self._skill(args["name"])
         if len(args) == 1:
             message = "nothing to change: give code_or_steps, find and replace, description or kind"
@@ -260,10 +266,10 @@ class HermesAgent(ReActAgent):
         skill.updated_window = session.window
         return {"ok": True, "skill": skill.summary()}
 
-    async def _skill_list(self, session: Session, args: dict[str, Any]) -> dict[str, Any]:
+    async def _skill_list(self, session: AgentSurface, args: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "skills": [self.skills[n].summary() for n in sorted(self.skills)]}
 
-    async def _skill_use(self, session: Session, args: dict[str, Any]) -> dict[str, Any]:
+    async def _skill_use(self, session: AgentSurface, args: dict[str, Any]) -> dict[str, Any]:
         skill = self._skill(args["name"])
         skill.uses += 1
         skill_args = args.get("args", {})

@@ -11,17 +11,17 @@ Extension hooks (the Hermes-style harness subclasses this class):
 - `framework_tool_schemas() -> list[dict]`: extra tools offered to the model, in OpenAI
   function-calling format, after the environment tools. Default `[]`. Must return the same list
   on every call of a run (prompt caching, and the model's view of its tools).
-- `async call_framework_tool(session, name, args) -> dict`: run one of those tools. `args` is
+- `async call_framework_tool(surface, name, args) -> dict`: run one of those tools. `args` is
   the decoded JSON object. Return a JSON-able dict (`{"ok": true, ...}` or
   `{"ok": false, "error": {"code", "message"}}`); it goes back to the model as the tool message.
-  The harness traces it with `session.record_framework_call` (origin "framework"), so
+  The harness traces it with `surface.record_framework_call` (origin "framework"), so
   implementations must not record it again. Environment calls made *inside* a framework tool
-  (e.g. a code bridge) go through `session.call` and count as environment calls. Default: an
+  (e.g. a code bridge) go through `surface.call` and count as environment calls. Default: an
   `unknown_tool` error.
-- `system_prompt(session) -> str`: the system message. Default `session.brief()`.
-- `window_prompt(session) -> str`: the user turn that opens a window. Default: a note if the
-  previous window was force-closed, then `session.observation()`.
-- `on_window_end(session) -> None`: called after every window this agent played (also after a
+- `system_prompt(surface) -> str`: the system message. Default `surface.brief()`.
+- `window_prompt(surface) -> str`: the user turn that opens a window. Default: a note if the
+  previous window was force-closed, then `surface.observation()`.
+- `on_window_end(surface) -> None`: called after every window this agent played (also after a
   forced close), before the runner checkpoints; e.g. to schedule a periodic review.
 - `inject(text)`: queue a user message; queued messages are sent right after the next window
   prompt (call it from `on_window_end`), or before the next model call if called mid-window.
@@ -37,14 +37,16 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import asdict
-from typing import Any
+from typing import Any, ClassVar
 
-from merchantbench.agents.base import register_agent
+from pydantic import Field
+
+from merchantbench.agents.base import AgentOutcome, AgentSettings, BaseAgent
 from merchantbench.agents.llm.client import ClientOptions, ModelCallFailed, ModelClient
 from merchantbench.agents.llm.conversation import Conversation, ToolCall, parse_tool_calls
 from merchantbench.agents.llm.models import ModelConfig, resolve_model
 from merchantbench.agents.llm.usage import Budget, CallRecord, UsageTotals
-from merchantbench.session import Session
+from merchantbench.surface import AgentSurface
 from merchantbench.tools.errors import UNKNOWN_TOOL, failure
 
 _FORCED_NOTES = {
@@ -55,11 +57,10 @@ _FORCED_NOTES = {
 }
 
 
-@register_agent("react")
-class ReActAgent:
-    """The ReAct harness over any OpenAI-compatible chat-completions endpoint.
+class ReActSettings(AgentSettings):
+    """Settings of the ReAct harness.
 
-    Args:
+    Attributes:
         model: Model id sent in requests (or taken from the models file entry).
         base_url: Endpoint, e.g. `https://api.openai.com/v1` or `http://127.0.0.1:8000/v1`.
         api_key_env: Environment variable holding the key (never the key itself).
@@ -77,46 +78,53 @@ class ReActAgent:
             the models file's.
     """
 
-    name = "react"
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    models_file: str | None = None
+    model_entry: str | None = None
+    max_model_calls: int = Field(default=30, ge=1)
+    compact_at_tokens: int = Field(default=160_000, ge=1)
+    keep_tokens: int = Field(default=30_000, ge=1)
+    max_tokens: int | None = Field(default=None, ge=0)
+    max_cost: float | None = Field(default=None, ge=0)
+    max_wall_seconds: float | None = Field(default=None, ge=0)
+    max_retries: int = Field(default=6, ge=0)
+    retry_base_seconds: float = Field(default=1.0, ge=0)
+    request_timeout: float = Field(default=600.0, gt=0)
+    max_failed_windows: int = Field(default=3, ge=1)
+    params: dict[str, Any] | None = None
 
-    def __init__(
-        self,
-        model: str | None = None,
-        base_url: str | None = None,
-        api_key_env: str | None = None,
-        models_file: str | None = None,
-        model_entry: str | None = None,
-        max_model_calls: int = 30,
-        compact_at_tokens: int = 160_000,
-        keep_tokens: int = 30_000,
-        max_tokens: int | None = None,
-        max_cost: float | None = None,
-        max_wall_seconds: float | None = None,
-        max_retries: int = 6,
-        retry_base_seconds: float = 1.0,
-        request_timeout: float = 600.0,
-        max_failed_windows: int = 3,
-        params: dict[str, Any] | None = None,
-    ) -> None:
+
+class ReActAgent(BaseAgent[ReActSettings]):
+    """The ReAct harness over any OpenAI-compatible chat-completions endpoint (settings:
+    `ReActSettings`)."""
+
+    name = "react"
+    Settings: ClassVar[type[AgentSettings]] = ReActSettings
+
+    def __init__(self, config: ReActSettings | None = None) -> None:
+        super().__init__(config)
+        c = self.config
         self.model: ModelConfig = resolve_model(
-            model, base_url, api_key_env, models_file, model_entry, params
+            c.model, c.base_url, c.api_key_env, c.models_file, c.model_entry, c.params
         )
         self.model.api_key()  # fail now, not at the first window, if the key is missing
-        self.max_model_calls = max_model_calls
-        self.budget = Budget(max_tokens, max_cost, max_wall_seconds)
+        self.max_model_calls = c.max_model_calls
+        self.budget = Budget(c.max_tokens, c.max_cost, c.max_wall_seconds)
         self.client_options = ClientOptions(
-            max_retries=max_retries,
-            retry_base_seconds=retry_base_seconds,
-            request_timeout=request_timeout,
+            max_retries=c.max_retries,
+            retry_base_seconds=c.retry_base_seconds,
+            request_timeout=c.request_timeout,
         )
-        self.conversation = Conversation(compact_at_tokens, keep_tokens)
+        self.conversation = Conversation(c.compact_at_tokens, c.keep_tokens)
         self.usage = UsageTotals()
         self.stop_reason: str | None = None
         self._pending_records: list[dict[str, Any]] = []
         self._queued: list[str] = []
         self._forced_note: str | None = None
         self._client: ModelClient | None = None
-        self.max_failed_windows = max_failed_windows
+        self.max_failed_windows = c.max_failed_windows
         self._tools: list[dict[str, Any]] = []
         self._tool_names: frozenset[str] = frozenset()
         self._framework_names: frozenset[str] = frozenset()
@@ -128,23 +136,23 @@ class ReActAgent:
         return []
 
     async def call_framework_tool(
-        self, session: Session, name: str, args: dict[str, Any]
+        self, surface: AgentSurface, name: str, args: dict[str, Any]
     ) -> dict[str, Any]:
         """Run one framework tool; the harness traces it. ReAct has none."""
         return failure(UNKNOWN_TOOL, f"there is no framework tool named {name!r}")
 
-    def system_prompt(self, session: Session) -> str:
-        return session.brief()
+    def system_prompt(self, surface: AgentSurface) -> str:
+        return surface.brief()
 
-    def window_prompt(self, session: Session) -> str:
+    def window_prompt(self, surface: AgentSurface) -> str:
         if self._forced_note is None:
-            return session.observation()
+            return surface.observation()
         return (
             f"(The previous window was closed for you because {self._forced_note}. Call "
-            f"end_of_step yourself when you are done.)\n\n{session.observation()}"
+            f"end_of_step yourself when you are done.)\n\n{surface.observation()}"
         )
 
-    def on_window_end(self, session: Session) -> None:
+    def on_window_end(self, surface: AgentSurface) -> None:
         """Called after each window this agent played, before the runner checkpoints."""
 
     def inject(self, text: str) -> None:
@@ -173,8 +181,9 @@ class ReActAgent:
         records, self._pending_records = self._pending_records, []
         return records
 
-    def usage_summary(self) -> dict[str, Any]:
-        return self.usage.as_json()  # run.json's `llm_usage`
+    def outcome(self) -> AgentOutcome:
+        """Usage totals (run.json's `llm_usage`) and the budget that stopped it, if any."""
+        return AgentOutcome(usage=self.usage.as_json(), stop_reason=self.stop_reason)
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -187,32 +196,32 @@ class ReActAgent:
         return state
 
     # --- one window -------------------------------------------------------------------------------
-    def act(self, session: Session) -> None:
+    def act(self, surface: AgentSurface) -> None:
         """Blocking form, for callers without an event loop; each call opens its own client."""
 
         async def one_window() -> None:
             try:
-                await self.act_async(session)
+                await self.act_async(surface)
             finally:
                 await self.aclose()  # the client belongs to this call's event loop
 
         asyncio.run(one_window())
 
-    async def act_async(self, session: Session) -> None:
+    async def act_async(self, surface: AgentSurface) -> None:
         began = time.monotonic()
         try:
-            await self._play_window(session, began)
+            await self._play_window(surface, began)
         finally:
             self.usage.wall_seconds += time.monotonic() - began
-        self.on_window_end(session)
+        self.on_window_end(surface)
 
-    async def _play_window(self, session: Session, began: float) -> None:
-        window = session.window
+    async def _play_window(self, surface: AgentSurface, began: float) -> None:
+        window = surface.window
         if self._spent(began):
             return  # the runner closes the remaining windows: the run idles to its end
         if not self.conversation.started:
-            self._start(session)
-        self.conversation.add_user(self.window_prompt(session))
+            self._start(surface)
+        self.conversation.add_user(self.window_prompt(surface))
         self._forced_note = None
         reason = "call_limit"
         for _ in range(self.max_model_calls):
@@ -221,26 +230,26 @@ class ReActAgent:
                 reason = "budget"
                 break
             self.usage.compactions += self.conversation.manage_context()
-            calls = await self._call_model(session)
+            calls = await self._call_model(surface)
             if calls is None:
                 reason = "model_error"
                 break
             if not calls:
                 reason = "no_tool_calls"
                 break
-            await self._run_tool_calls(session, calls, window)
-            if session.over or session.window != window:
+            await self._run_tool_calls(surface, calls, window)
+            if surface.over or surface.window != window:
                 self._failed_windows = 0
                 return
-        self._force(session, window, reason)
+        self._force(surface, window, reason)
 
-    def _start(self, session: Session) -> None:
+    def _start(self, surface: AgentSurface) -> None:
         framework = self.framework_tool_schemas()
         # Fixed for the whole run: the tool list is part of the cached prompt prefix.
-        self._tools = [*session.tool_schemas(), *framework]
+        self._tools = [*surface.tool_schemas(), *framework]
         self._tool_names = frozenset(t["function"]["name"] for t in self._tools)
         self._framework_names = frozenset(t["function"]["name"] for t in framework)
-        self.conversation.start(self.system_prompt(session), self._tools)
+        self.conversation.start(self.system_prompt(surface), self._tools)
 
     def _spent(self, began: float) -> bool:
         if self.stop_reason is None:
@@ -253,7 +262,7 @@ class ReActAgent:
             self.conversation.add_user(text)
         self._queued = []
 
-    async def _call_model(self, session: Session) -> list[ToolCall] | None:
+    async def _call_model(self, surface: AgentSurface) -> list[ToolCall] | None:
         """One model call, recorded; its parsed tool calls, or None if it failed for good."""
         if self._client is None:
             self._client = ModelClient(self.model, self.client_options)
@@ -261,34 +270,36 @@ class ReActAgent:
         try:
             answer = await self._client.complete(self.conversation.messages, self._tools)
         except ModelCallFailed as exc:
-            self._record(exc.record(seq, session.window, self.model.model))
+            self._record(exc.record(seq, surface.window, self.model.model))
             return None
         self.conversation.append(answer.message)
         calls = parse_tool_calls(answer.message, self._tool_names)
-        self._record(answer.record(seq, session.window, self.model, calls))
+        self._record(answer.record(seq, surface.window, self.model, calls))
         return calls
 
     def _record(self, record: CallRecord) -> None:
         self.usage.add(record)
         self._pending_records.append(record.as_json())
 
-    async def _run_tool_calls(self, session: Session, calls: list[ToolCall], window: int) -> None:
+    async def _run_tool_calls(
+        self, surface: AgentSurface, calls: list[ToolCall], window: int
+    ) -> None:
         """Answer every call (the API requires it), but run none after the window closed."""
         for call in calls:
-            if session.over or session.window != window:
+            if surface.over or surface.window != window:
                 result = failure("window_closed", "end_of_step closed the window; not run")
             elif call.error is not None:
                 result = call.error
             elif call.name in self._framework_names:
-                result = await self.call_framework_tool(session, call.name, call.args or {})
+                result = await self.call_framework_tool(surface, call.name, call.args or {})
                 ok = bool(result.get("ok", False))
                 code = None if ok else (result.get("error") or {}).get("code", "error")
-                session.record_framework_call(call.name, call.args, ok, code)
+                surface.record_framework_call(call.name, call.args, ok, code)
             else:
-                result = session.call(call.name, call.args)
+                result = surface.call(call.name, call.args)
             self.conversation.add_tool_result(call.call_id, result)
 
-    def _force(self, session: Session, window: int, reason: str) -> None:
+    def _force(self, surface: AgentSurface, window: int, reason: str) -> None:
         self._failed_windows = self._failed_windows + 1 if reason == "model_error" else 0
         if self._failed_windows >= self.max_failed_windows:
             # A provider that is down stays down for a while: stop with an error (run.json says
@@ -296,5 +307,5 @@ class ReActAgent:
             raise ModelCallFailed(f"the model failed in {self._failed_windows} windows in a row")
         self.usage.forced_windows += 1
         self._forced_note = _FORCED_NOTES[reason]
-        if not session.over and session.window == window:
-            session.force_end_of_step()
+        if not surface.over and surface.window == window:
+            surface.force_end_of_step()

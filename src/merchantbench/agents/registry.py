@@ -1,0 +1,137 @@
+"""The table of built-in agents by name; each is imported only when first needed.
+
+    make_agent("rule-based", {"markup": 2.5})
+    make_agent("oracle", {}, hidden_market=market)   # privileged: the host hands it the market
+
+`agent_settings_model(name)` is the frozen settings model the CLI validates `--agent-opt`
+against; `check_settings` turns a bad key or type into one line.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from merchantbench.agents.base import AgentSettings, BaseAgent
+
+if TYPE_CHECKING:
+    from merchantbench.catalog.market import Market
+
+
+@dataclass(frozen=True)
+class AgentEntry:
+    """Where an agent's class lives and what it is.
+
+    Attributes:
+        target: "module:Class" of a `BaseAgent` subclass.
+        summary: One line for `--list-agents`.
+        privileged: Reads the hidden market (the oracle); in-process only, marked in records.
+    """
+
+    target: str
+    summary: str
+    privileged: bool = False
+
+    def load(self) -> type[BaseAgent]:
+        module, _, attr = self.target.partition(":")
+        cls: type[BaseAgent] = getattr(importlib.import_module(module), attr)
+        return cls
+
+
+AGENTS: dict[str, AgentEntry] = {
+    "idle": AgentEntry(
+        "merchantbench.agents.baselines.idle:IdleAgent", "ends every window at once"
+    ),
+    "random": AgentEntry(
+        "merchantbench.agents.baselines.random_agent:RandomAgent",
+        "random valid-looking actions (a floor and a fuzzer)",
+    ),
+    "rule-based": AgentEntry(
+        "merchantbench.agents.baselines.rule_based:RuleBasedAgent",
+        "the paper's rule-based operator",
+    ),
+    "expert": AgentEntry(
+        "merchantbench.agents.baselines.expert:ExpertAgent",
+        "a strong hand-written operator using only the tools",
+    ),
+    "oracle": AgentEntry(
+        "merchantbench.agents.oracle:OracleAgent",
+        "PRIVILEGED: reads the hidden market (the practical ceiling)",
+        privileged=True,
+    ),
+    "react": AgentEntry(
+        "merchantbench.agents.llm.react:ReActAgent", "ReAct harness over an OpenAI endpoint"
+    ),
+    "hermes": AgentEntry(
+        "merchantbench.agents.llm.hermes:HermesAgent",
+        "Hermes-style harness: code, memory, plan, skills",
+    ),
+}
+
+
+class AgentConfigError(ValueError):
+    """An unknown agent, or settings its model refuses; the message is one line."""
+
+
+def agent_names() -> list[str]:
+    return sorted(AGENTS)
+
+
+def agent_entry(name: str) -> AgentEntry:
+    try:
+        return AGENTS[name]
+    except KeyError:
+        raise AgentConfigError(
+            f"unknown agent {name!r}; choose from {', '.join(agent_names())}"
+        ) from None
+
+
+def agent_settings_model(name: str) -> type[AgentSettings]:
+    return agent_entry(name).load().Settings
+
+
+def check_settings(name: str, settings: dict[str, Any]) -> AgentSettings:
+    """Validate `settings` against the agent's model; `AgentConfigError` names the problem."""
+    model = agent_settings_model(name)
+    try:
+        return model.model_validate(settings)
+    except ValidationError as exc:
+        raise AgentConfigError(f"agent {name!r}: {_one_line(exc)}") from None
+
+
+def make_agent(
+    name: str, settings: dict[str, Any] | None = None, *, hidden_market: Market | None = None
+) -> BaseAgent:
+    """Build agent `name` from its settings.
+
+    Args:
+        name: A key of `AGENTS`.
+        settings: Values for the agent's settings model (unknown keys are refused).
+        hidden_market: Given to a privileged agent only, and required by it.
+
+    Raises:
+        AgentConfigError: Unknown agent, bad settings, or a market given to (or withheld
+            from) the wrong kind of agent.
+    """
+    entry = agent_entry(name)
+    config = check_settings(name, settings or {})
+    cls = entry.load()
+    if entry.privileged:
+        if hidden_market is None:
+            raise AgentConfigError(f"agent {name!r} is privileged and needs the hidden market")
+        return cls(config, hidden_market=hidden_market)  # type: ignore[call-arg]
+    if hidden_market is not None:
+        raise AgentConfigError(f"agent {name!r} is not privileged: it gets no hidden market")
+    return cls(config)
+
+
+def _one_line(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "settings"
+        message = "unknown setting" if err["type"] == "extra_forbidden" else err["msg"]
+        parts.append(f"{where}: {message} (got {err.get('input')!r})")
+    return "; ".join(parts)
