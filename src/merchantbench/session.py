@@ -25,7 +25,6 @@ this class and hands its agent `surface` alone.
 
 from __future__ import annotations
 
-import json
 import pickle
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,6 +37,13 @@ from merchantbench.scenario import Scenario
 from merchantbench.sim.engine import Engine
 from merchantbench.sim.suppliers import stock_levels
 from merchantbench.surface import AgentSurface
+from merchantbench.tools.agent_input import (
+    MAX_NAME_CHARS,
+    AgentInput,
+    HostileInput,
+    check_call,
+    safe_text,
+)
 from merchantbench.tools.errors import failure
 from merchantbench.tools.observation import build_observation, system_brief
 from merchantbench.tools.toolset import build_registry
@@ -146,17 +152,29 @@ class Session:
         *,
         forced: bool = False,
     ) -> dict[str, Any]:
-        """Run one environment tool for the agent; never raises for bad input."""
-        if self.over:
+        """Run one environment tool for the agent; never raises for bad input.
+
+        Hostile input (invalid text, oversize or deep nesting, non-finite numbers, non-JSON
+        values) is refused here, before any tool sees it (merchantbench.tools.agent_input).
+        """
+        try:
+            checked = check_call(tool, args, idempotency_key)
+        except HostileInput as refusal:
+            checked, result = None, refusal.result
+        if checked is not None and self.over:
             result = failure("run_over", "the run has ended; no more calls")
-        elif self._over_cap(tool):
+        elif checked is not None and self._over_cap(checked.tool):
             cap = self.scenario.clock.calls_per_window
             result = failure("limit", f"{cap} calls used in this window: call end_of_step")
-        else:
-            if tool != END_OF_STEP:
+        elif checked is not None:
+            if checked.tool != END_OF_STEP:
                 self.memory.window_calls += 1
-            result = self.registry.call(self, tool, args, idempotency_key=idempotency_key)
-        self._record(tool, args, result, origin="env", forced=forced)
+            result = self.registry.call(
+                self, checked.tool, checked.args, idempotency_key=checked.idempotency_key
+            )
+        elif not self.over:
+            self.memory.window_calls += 1  # a refused call is a call
+        self._record(tool, checked, args, result, origin="env", forced=forced)
         if self._end_requested:
             self._end_requested = False
             self._close_window()
@@ -168,19 +186,31 @@ class Session:
 
     def record_framework_call(self, tool: str, args: Any, ok: bool, error: str | None) -> None:
         result = {"ok": ok, "error": {"code": error}} if not ok else {"ok": True}
-        self._record(tool, args, result, origin="framework", forced=False)
+        try:
+            checked: AgentInput | None = check_call(tool, args, None)
+        except HostileInput:
+            checked = None
+        self._record(tool, checked, args, result, origin="framework", forced=False)
 
     def _over_cap(self, tool: str) -> bool:
         return tool != END_OF_STEP and self.memory.window_calls >= (
             self.scenario.clock.calls_per_window
         )
 
-    def _record(self, tool: str, args: Any, result: dict[str, Any], origin: str, forced: bool):
-        if isinstance(args, str):
-            try:
-                args = json.loads(args)
-            except ValueError:
-                args = {"_raw": args}
+    def _record(
+        self,
+        tool: Any,
+        checked: AgentInput | None,
+        raw_args: Any,
+        result: dict[str, Any],
+        origin: str,
+        forced: bool,
+    ) -> None:
+        """One trace entry; what it keeps of refused input is always strict JSON."""
+        if checked is not None:
+            name, args = checked.tool, checked.args
+        else:
+            name, args = safe_text(tool, MAX_NAME_CHARS), {"_raw": safe_text(raw_args)}
         error = None if result.get("ok") else (result.get("error") or {}).get("code")
         self.memory.seq += 1
         self._sink(
@@ -188,8 +218,8 @@ class Session:
                 "seq": self.memory.seq,
                 "window": self.engine.window,
                 "t": self.engine.t,
-                "tool": tool,
-                "args": args if args is not None else {},
+                "tool": name,
+                "args": args,
                 "ok": bool(result.get("ok")),
                 "error": error,
                 "origin": origin,
@@ -198,6 +228,11 @@ class Session:
         )
 
     def _close_window(self) -> None:
+        # An idempotency key of end_of_step is scoped to its window: once the window is closed,
+        # the same key closes the next window rather than replaying "closed".
+        store = self.memory.idempotency_store
+        for key in [k for k, record in store.items() if record["tool"] == END_OF_STEP]:
+            del store[key]
         self.memory.previous_window_t = self.engine.t
         self.memory.window_calls = 0
         self.memory.windows_closed += 1

@@ -368,8 +368,7 @@ WRITE_CALLS = [
     ("delist_product", {"product_ids": ["P1000"]}, {"product_ids": ["P1001"]}),
     ("adjust_price", item("P1000", 15.5), item("P1000", 15.6)),
     ("write_memory_doc", {"content": "x", "mode": "append"}, {"content": "y", "mode": "append"}),
-    ("end_of_step", {}, None),
-]
+]  # end_of_step's key is scoped to its window: tests/test_hostile_input.py
 
 
 @pytest.mark.parametrize(("tool", "args", "other"), WRITE_CALLS, ids=[c[0] for c in WRITE_CALLS])

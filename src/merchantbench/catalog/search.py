@@ -128,8 +128,13 @@ def _fingerprint(market: Market) -> str:
     return digest.hexdigest()
 
 
+_PRICE_BOUND_FEN = 1 << 62  # beyond any price; keeps a filter bound inside int64
+
+
 def _rmb_to_fen(rmb: float) -> int:
-    return round(rmb * 100)
+    """A filter bound in fen; an absurd bound (1e306 RMB) clamps instead of overflowing."""
+    fen = rmb * 100
+    return round(fen) if abs(fen) < _PRICE_BOUND_FEN else _PRICE_BOUND_FEN
 
 
 class SearchIndex:

@@ -22,6 +22,7 @@ from merchantbench.runs.files import atomic_write_json, read_json
 from merchantbench.runs.record import final_accounts, write_tables
 from merchantbench.scenario import Scenario
 from merchantbench.session import Session
+from merchantbench.tools.agent_input import scrub
 
 ProgressHook = Callable[[Session], None]
 MODEL_CALLS = "model_calls.jsonl"  # one line per model call of an LLM agent
@@ -106,7 +107,8 @@ class RunWriter:
 
     def _sink(self, entry: dict[str, Any]) -> None:
         assert self._trace is not None
-        self._trace.write(json.dumps(entry, separators=(",", ":")) + "\n")
+        # Strict JSON: the surface checked every agent string and number (no NaN, no surrogate).
+        self._trace.write(json.dumps(entry, separators=(",", ":"), allow_nan=False) + "\n")
 
     def open_session(self, resume: bool) -> tuple[Session, BaseAgent, dict[str, Any]]:
         spec, run_dir = self.spec, self.run_dir
@@ -147,7 +149,10 @@ class RunWriter:
         records = agent.drain_model_calls()
         if records:
             with open(self.run_dir / MODEL_CALLS, "a") as log:
-                log.writelines(json.dumps(r, separators=(",", ":")) + "\n" for r in records)
+                log.writelines(
+                    json.dumps(scrub(r), separators=(",", ":"), allow_nan=False) + "\n"
+                    for r in records
+                )
 
     def checkpoint(self, session: Session, agent: BaseAgent) -> None:
         assert self._trace is not None

@@ -18,7 +18,8 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
-from merchantbench.tools.errors import INVALID_JSON, UNKNOWN_TOOL, failure
+from merchantbench.tools.agent_input import HostileInput, decode_arguments, safe_text, scrub
+from merchantbench.tools.errors import UNKNOWN_TOOL, failure
 
 _FRAMING_TOKENS = 4
 
@@ -67,7 +68,11 @@ class ToolCall:
 
 
 def parse_tool_calls(message: dict[str, Any], known_tools: AbstractSet[str]) -> list[ToolCall]:
-    """Decode an assistant message's tool calls; bad JSON or an unknown name becomes an error."""
+    """Decode an assistant message's tool calls; bad JSON or an unknown name becomes an error.
+
+    The arguments go through the same checks as at the agent surface (merchantbench.tools.
+    agent_input): invalid text, deep nesting, oversize and non-finite numbers are refused
+    here, without recursion, and never reach a tool."""
     calls = []
     for raw in message.get("tool_calls") or ():
         name = raw["function"]["name"] or ""
@@ -76,21 +81,17 @@ def parse_tool_calls(message: dict[str, Any], known_tools: AbstractSet[str]) -> 
         args: Any = None
         if name not in known_tools:
             available = ", ".join(sorted(known_tools))
-            message_text = f"parsing error: there is no tool named {name!r}. Tools: {available}."
+            message_text = (
+                f"parsing error: there is no tool named {safe_text(name)!r}. Tools: {available}."
+            )
             error = failure(UNKNOWN_TOOL, message_text)
         else:
             try:
-                args = json.loads(text) if text.strip() else {}
-            except ValueError as exc:
-                error = failure(INVALID_JSON, f"parsing error: arguments are not valid JSON: {exc}")
-            else:
-                if not isinstance(args, dict):
-                    kind = type(args).__name__
-                    error = failure(
-                        INVALID_JSON, f"parsing error: arguments must be an object, got {kind}"
-                    )
-                    args = None
-        calls.append(ToolCall(raw["id"], name, args, error))
+                args = decode_arguments(text)
+            except HostileInput as refusal:
+                error = refusal.result
+                error["error"]["message"] = "parsing error: " + error["error"]["message"]
+        calls.append(ToolCall(scrub(raw["id"]), name, args, error))
     return calls
 
 

@@ -47,6 +47,7 @@ from merchantbench.agents.llm.conversation import Conversation, ToolCall, parse_
 from merchantbench.agents.llm.models import ModelConfig, resolve_model
 from merchantbench.agents.llm.usage import Budget, CallRecord, UsageTotals
 from merchantbench.surface import AgentSurface
+from merchantbench.tools.agent_input import scrub
 from merchantbench.tools.errors import UNKNOWN_TOOL, failure
 
 _FORCED_NOTES = {
@@ -272,8 +273,9 @@ class ReActAgent(BaseAgent[ReActSettings]):
         except ModelCallFailed as exc:
             self._record(exc.record(seq, surface.window, self.model.model))
             return None
-        self.conversation.append(answer.message)
         calls = parse_tool_calls(answer.message, self._tool_names)
+        # What the model sent is kept as it can be sent again (lone surrogates replaced).
+        self.conversation.append(scrub(answer.message))
         self._record(answer.record(seq, surface.window, self.model, calls))
         return calls
 

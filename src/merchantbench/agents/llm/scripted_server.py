@@ -244,7 +244,9 @@ def _handler_for(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
             headers: dict[str, str] | None = None,
             truncate: bool = False,
         ) -> None:
-            data = json.dumps(obj, ensure_ascii=False).encode()
+            # ASCII escapes, as many servers send: a scripted lone surrogate goes out as the
+            # JSON escape "\ud800" (valid JSON), the way a hostile model's would.
+            data = json.dumps(obj).encode()
             self.send_response(status)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(data)))
