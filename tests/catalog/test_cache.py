@@ -10,7 +10,7 @@ from dataclasses import fields
 import numpy as np
 import pytest
 
-from merchantbench.catalog import cache
+from merchantbench.catalog import cache, verified
 from merchantbench.catalog.market import CHANNELS, Market
 from merchantbench.scenario import PRESETS, load_scenario
 
@@ -142,6 +142,7 @@ def test_a_cache_of_another_format_is_refused(tmp_path):
     meta = json.loads((tmp_path / "m" / "meta.json").read_text())
     meta["format"] = cache.FORMAT_VERSION + 1
     (tmp_path / "m" / "meta.json").write_text(json.dumps(meta))
+    verified.seal(tmp_path / "m")  # a consistent directory of another format
     with pytest.raises(ValueError, match="format"):
         cache.load_market(tmp_path / "m")
 

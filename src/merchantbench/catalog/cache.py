@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import platformdirs
 
-from merchantbench.catalog import calendar, events, synthetic, vocab
+from merchantbench.catalog import calendar, events, synthetic, verified, vocab
 from merchantbench.catalog import market as market_module
 from merchantbench.catalog.market import CHANNELS, Market, SupplierEvents
 from merchantbench.catalog.search import SearchIndex
@@ -37,7 +37,7 @@ from merchantbench.catalog.synthetic import Progress, generate_market
 from merchantbench.scenario import Scenario
 
 CACHE_ENV = "MERCHANTBENCH_CACHE"
-FORMAT_VERSION = 1  # bump when the directory layout changes
+FORMAT_VERSION = 2  # bump when the directory layout changes (2: content hashes)
 # The generator's source is part of the key, so editing it can never serve a stale market.
 _GENERATOR_MODULES = (synthetic, vocab, calendar, events, market_module)
 _SCALARS = ("n_products", "n_suppliers", "days", "history_days", "categories")
@@ -121,12 +121,18 @@ def save_market(market: Market, directory: Path) -> None:
     meta = {name: getattr(market, name) for name in _SCALARS}
     meta.update(format=FORMAT_VERSION, arrays=arrays, categories=list(market.categories))
     (directory / "meta.json").write_text(json.dumps(meta, indent=1))
+    verified.seal(directory)
 
 
 def load_market(directory: Path) -> Market:
     """Open a saved market. The per-day matrices stay read-only memory maps (most rows are
     never touched); per-product vectors are read into memory, because the engine and the tools
-    index them one element at a time and a memmap's item access costs microseconds."""
+    index them one element at a time and a memmap's item access costs microseconds.
+
+    Raises:
+        DamagedCache: a file is missing, truncated or does not match its content hash.
+    """
+    verified.check(directory)
     meta = json.loads((directory / "meta.json").read_text())
     if meta.get("format") != FORMAT_VERSION:
         raise ValueError(f"market cache {directory} has format {meta.get('format')}")
@@ -197,21 +203,44 @@ def get_market(
         CatalogError: the real catalog is not valid; the message names table, column and row.
     """
     final = market_path(scenario, seed, catalog)
-    if not (final / "meta.json").exists():
-        final.parent.mkdir(parents=True, exist_ok=True)
-        _sweep_stale_temps(final.parent)
-        if catalog is None:
-            market = generate_market(scenario, seed, progress)
-        else:
-            from merchantbench.catalog.loader import load_catalog
-
-            market = load_catalog(catalog, scenario, seed)
-        built = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
+    for attempt in range(2):
+        if not (final / "meta.json").exists():
+            _build(scenario, seed, progress, catalog, final)
         try:
-            save_market(market, built)
-            _publish(built, final)
-        finally:
-            if built.exists():
-                shutil.rmtree(built, ignore_errors=True)
-        del market  # reopen from disk: memory maps instead of a second in-memory copy
-    return load_market(final)
+            return load_market(final)
+        except (ValueError, OSError, EOFError, KeyError) as exc:  # damaged, truncated, tampered
+            if attempt:
+                raise
+            verified.notice(f"market cache {final.name} is damaged ({exc})")
+            _discard(final)
+    raise AssertionError("unreachable")
+
+
+def _build(
+    scenario: Scenario, seed: int, progress: Progress | None, catalog: Path | None, final: Path
+) -> None:
+    final.parent.mkdir(parents=True, exist_ok=True)
+    _sweep_stale_temps(final.parent)
+    if catalog is None:
+        market = generate_market(scenario, seed, progress)
+    else:
+        from merchantbench.catalog.loader import load_catalog
+
+        market = load_catalog(catalog, scenario, seed)
+    built = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
+    try:
+        save_market(market, built)
+        _publish(built, final)
+    finally:
+        if built.exists():
+            shutil.rmtree(built, ignore_errors=True)
+
+
+def _discard(directory: Path) -> None:
+    """Move a damaged cache directory aside (atomic) and delete it."""
+    aside = directory.with_name(f".tmp-damaged-{directory.name}-{os.getpid()}")
+    try:
+        os.rename(directory, aside)
+    except OSError:
+        return  # another process moved it already
+    shutil.rmtree(aside, ignore_errors=True)

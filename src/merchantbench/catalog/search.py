@@ -27,13 +27,14 @@ from typing import Literal, get_args
 import bm25s
 import numpy as np
 
+from merchantbench.catalog import verified
 from merchantbench.catalog.market import CatalogView, Market
 
 SortKey = Literal["relevance", "price_asc", "price_desc", "rating", "sales_30d", "ship_speed"]
 SORT_KEYS: tuple[str, ...] = get_args(SortKey)
 
 # Bump when tokenisation or scoring changes: saved indexes of an older format are rebuilt.
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2  # 2: content hashes (catalog.verified)
 _META = "search_meta.json"
 
 # Words that carry no product meaning; dropped from titles and queries alike so that
@@ -168,6 +169,7 @@ class SearchIndex:
         self._bm25.save(str(directory), show_progress=False)
         meta = {"format": INDEX_FORMAT, "fingerprint": _fingerprint(self.market)}
         (directory / _META).write_text(json.dumps(meta))
+        verified.seal(directory)
 
     @classmethod
     def load(cls, directory: Path, market: Market) -> SearchIndex:
@@ -182,6 +184,7 @@ class SearchIndex:
         meta = json.loads(meta_path.read_text())
         if meta.get("format") != INDEX_FORMAT or meta.get("fingerprint") != _fingerprint(market):
             raise ValueError(f"search index in {directory} belongs to another market or format")
+        verified.check(directory)
         bm25 = bm25s.BM25.load(str(directory), show_progress=False)
         return cls(market, bm25)
 
@@ -195,7 +198,9 @@ class SearchIndex:
         """
         try:
             return cls.load(directory, market)
-        except (ValueError, OSError):
+        except verified.DamagedCache as exc:
+            verified.notice(f"search index {exc}")
+        except (ValueError, OSError, EOFError, KeyError):
             pass  # none yet, another market's, or one being replaced: build ours
         index = cls.build(market)
         directory.parent.mkdir(parents=True, exist_ok=True)

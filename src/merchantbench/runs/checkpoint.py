@@ -3,6 +3,7 @@ that a killed run resumes where it stood and ends exactly as an uninterrupted on
 
 from __future__ import annotations
 
+import hashlib
 import json
 import pickle
 from pathlib import Path
@@ -11,35 +12,72 @@ from typing import Any
 from merchantbench.runs.files import atomic_write_bytes
 
 CHECKPOINT = Path("checkpoint") / "state.pkl"
-FORMAT = 1
+FORMAT = 2  # 2: a header line with the payload's SHA-256
+_MAGIC = b"merchantbench-checkpoint"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be trusted (damaged, truncated, another format)."""
 
 
 def save_checkpoint(run_dir: Path, session_blob: bytes, agent: Any) -> None:
-    payload = {"format": FORMAT, "session": session_blob, "agent": agent}
-    atomic_write_bytes(run_dir / CHECKPOINT, pickle.dumps(payload, pickle.HIGHEST_PROTOCOL))
+    payload = pickle.dumps(
+        {"format": FORMAT, "session": session_blob, "agent": agent}, pickle.HIGHEST_PROTOCOL
+    )
+    header = b"%s %d %s\n" % (_MAGIC, FORMAT, hashlib.sha256(payload).hexdigest().encode())
+    atomic_write_bytes(run_dir / CHECKPOINT, header + payload)
 
 
 def load_checkpoint(run_dir: Path) -> dict[str, Any] | None:
+    """The checkpoint of a run directory, None if it has none.
+
+    Raises:
+        CheckpointError: the file's content does not match its hash, or is of another format.
+            Nothing is unpickled from a file that fails the check.
+    """
     path = run_dir / CHECKPOINT
     if not path.is_file():
         return None
-    payload = pickle.loads(path.read_bytes())
-    if payload.get("format") != FORMAT:
-        raise ValueError(f"checkpoint format {payload.get('format')} is not {FORMAT}")
-    return payload
+    header, _, payload = path.read_bytes().partition(b"\n")
+    parts = header.split(b" ")
+    if len(parts) != 3 or parts[0] != _MAGIC or parts[1] != str(FORMAT).encode():
+        raise CheckpointError(f"{path} is not a checkpoint of format {FORMAT}")
+    if hashlib.sha256(payload).hexdigest().encode() != parts[2]:
+        raise CheckpointError(f"{path} is damaged: its content does not match its hash")
+    loaded: dict[str, Any] = pickle.loads(payload)
+    return loaded
 
 
 def truncate_trace(trace_path: Path, keep_seq: int) -> None:
-    """Drop trace entries emitted after the checkpoint (and a torn last line, if any)."""
+    """Cut a record back to what the checkpoint covers: entries with seq 1 … `keep_seq`.
+
+    Entries after the checkpoint (and a torn last line) are dropped: the resumed run makes them
+    again, identically. Cutting goes by sequence number, never by "first unparseable line".
+
+    Raises:
+        CheckpointError: an entry the checkpoint covers is missing, out of order or damaged;
+            the file is then left exactly as it was.
+    """
     if not trace_path.exists():
+        if keep_seq:
+            raise CheckpointError(f"{trace_path.name} is missing; the checkpoint covers {keep_seq}")
         return
-    kept = []
-    for line in trace_path.read_text().splitlines():
+    kept: list[bytes] = []
+    for number, line in enumerate(trace_path.read_bytes().split(b"\n"), start=1):
+        if len(kept) == keep_seq:
+            break
         try:
-            entry = json.loads(line)
-        except ValueError:
-            break
-        if entry["seq"] > keep_seq:
-            break
+            seq = json.loads(line)["seq"]
+        except (ValueError, KeyError, TypeError):
+            seq = None
+        if seq != len(kept) + 1:
+            raise CheckpointError(
+                f"{trace_path.name} line {number} is damaged or out of order, within what the "
+                f"checkpoint covers (entries 1-{keep_seq}); nothing was changed"
+            )
         kept.append(line)
-    atomic_write_bytes(trace_path, "".join(f"{line}\n" for line in kept).encode())
+    if len(kept) < keep_seq:
+        raise CheckpointError(
+            f"{trace_path.name} has {len(kept)} entries; the checkpoint covers {keep_seq}"
+        )
+    atomic_write_bytes(trace_path, b"".join(line + b"\n" for line in kept))

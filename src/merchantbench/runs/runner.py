@@ -17,7 +17,12 @@ import merchantbench
 from merchantbench.agents.base import BaseAgent
 from merchantbench.agents.registry import agent_entry, make_agent
 from merchantbench.catalog.cache import get_market, get_search_index
-from merchantbench.runs.checkpoint import load_checkpoint, save_checkpoint, truncate_trace
+from merchantbench.runs.checkpoint import (
+    CheckpointError,
+    load_checkpoint,
+    save_checkpoint,
+    truncate_trace,
+)
 from merchantbench.runs.files import atomic_write_json, read_json
 from merchantbench.runs.record import final_accounts, write_tables
 from merchantbench.scenario import Scenario
@@ -127,16 +132,22 @@ class RunWriter:
         # A privileged agent (the oracle) is handed the hidden market here, in the open.
         hidden = market if agent_entry(spec.agent).privileged else None
         agent = make_agent(spec.agent, spec.agent_settings, hidden_market=hidden)
-        checkpoint = load_checkpoint(run_dir) if resume else None
+        try:
+            checkpoint = load_checkpoint(run_dir) if resume else None
+        except CheckpointError as exc:
+            raise RunError(f"cannot resume: {exc}") from None
         if checkpoint is not None:
             session.restore(checkpoint["session"])
             agent = checkpoint["agent"]
             if hidden is not None:
                 agent.attach_hidden_market(hidden)  # type: ignore[attr-defined]
         if resume:
-            truncate_trace(run_dir / "trace.jsonl", session.memory.seq)
-            # LLM agents log their model calls; keep those the checkpointed agent had made.
-            truncate_trace(run_dir / MODEL_CALLS, agent.model_calls_seq)
+            try:
+                truncate_trace(run_dir / "trace.jsonl", session.memory.seq)
+                # LLM agents log their model calls; keep those the checkpointed agent had made.
+                truncate_trace(run_dir / MODEL_CALLS, agent.model_calls_seq)
+            except CheckpointError as exc:
+                raise RunError(f"cannot resume: {exc}") from None
         else:
             meta = _run_meta(spec, agent, session)
             atomic_write_json(run_dir / "run.json", meta)
