@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import typer
 
 from merchantbench.cli import calibrate as calibrate_cmd
@@ -19,6 +22,20 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+_DEBUG = {"on": bool(os.environ.get("MERCHANTBENCH_DEBUG"))}
+
+
+@app.callback()
+def _root(
+    debug: bool = typer.Option(
+        False, "--debug", help="show the full traceback of an unexpected error"
+    ),
+) -> None:
+    """MerchantBench: a 365-day drop-shipping benchmark for LLM agents."""
+    if debug:
+        _DEBUG["on"] = True
+
+
 app.add_typer(scenario_cmd.app, name="scenario")
 app.add_typer(catalog_cmd.app, name="catalog")
 app.add_typer(tools_cmd.app, name="tools")
@@ -30,4 +47,25 @@ app.command("calibrate")(calibrate_cmd.calibrate)
 
 
 def main() -> None:
-    app()
+    """The command: every failure ends in one line on stderr and a non-zero exit, unless
+    `--debug` (or MERCHANTBENCH_DEBUG=1) asks for the traceback."""
+    if len(sys.argv) == 1:
+        app()  # no arguments: the help, as typer shows it
+    try:
+        code = app(standalone_mode=False)
+    except typer.TyperException as exc:  # a usage error: the bad option, in one line
+        print(f"error: {' '.join(exc.format_message().split())}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except (KeyboardInterrupt, typer.Abort):
+        print("error: interrupted", file=sys.stderr)
+        sys.exit(130)
+    except Exception as exc:
+        if _DEBUG["on"]:
+            raise
+        reason = " ".join(str(exc).split())[:300] or "no details"
+        print(
+            f"error: {type(exc).__name__}: {reason} (--debug shows the traceback)",
+            file=sys.stderr,
+        )
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

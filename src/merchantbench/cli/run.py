@@ -11,6 +11,7 @@ import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from merchantbench.agents.llm.client import ModelCallFailed
 from merchantbench.agents.registry import (
     AgentConfigError,
     agent_entry,
@@ -185,6 +186,8 @@ def run(
         metrics = _run_with_progress(spec, run_dir, resume, progress, console)
     except (RunError, CatalogError) as exc:
         fail(str(exc))
+    except ModelCallFailed as exc:
+        fail(f"{exc}; the run stopped with an error: continue it with --resume --out {run_dir}", 1)
     console.print(f"run record: {run_dir}")
     stop_reason = json.loads((run_dir / "run.json").read_text()).get("stop_reason")
     if stop_reason:

@@ -117,10 +117,17 @@ class RunWriter:
 
     def open_session(self, resume: bool) -> tuple[Session, BaseAgent, dict[str, Any]]:
         spec, run_dir = self.spec, self.run_dir
+        if run_dir.exists() and not run_dir.is_dir():
+            raise RunError(f"{run_dir} is a file, not a run directory; choose another --out")
         if resume:
             if not (run_dir / "run.json").is_file():
                 raise RunError(f"{run_dir} is not a run directory: nothing to resume")
-            meta = read_json(run_dir / "run.json")
+            try:
+                meta = read_json(run_dir / "run.json")
+            except (OSError, ValueError) as exc:
+                raise RunError(
+                    f"cannot resume: {run_dir / 'run.json'} is damaged ({exc})"
+                ) from None
             if meta.get("ended") not in (None, "error", "interrupted"):
                 raise RunError(f"{run_dir} already finished ({meta['ended']}); nothing to resume")
         elif run_dir.exists() and any(run_dir.iterdir()):

@@ -163,6 +163,18 @@ def resolve_model(
             raise ModelConfigError(
                 f"no {required}: give --{required.replace('_', '-')} or an entry"
             )
+    check_base_url(str(settings["base_url"]))
     for price in ("price_input", "price_cached_input", "price_output"):
         settings[price] = float(settings.get(price, 0.0))
     return ModelConfig(**settings)
+
+
+def check_base_url(url: str) -> None:
+    """Refuse an endpoint that cannot be an HTTP(S) URL, before anything is created."""
+    try:
+        parts = urlparse(url)
+        parts.port  # noqa: B018  (raises for a port that is not a number in range)
+    except ValueError as exc:
+        raise ModelConfigError(f"base_url {url!r} is not a valid URL: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ModelConfigError(f"base_url {url!r} must be an http:// or https:// URL with a host")
