@@ -36,9 +36,7 @@ from merchantbench.sim.suppliers import stock_levels
 from merchantbench.surface import AgentSurface
 from merchantbench.tools.errors import failure
 from merchantbench.tools.observation import build_observation, system_brief
-from merchantbench.tools.toolset import build_registry
-
-END_OF_STEP = "end_of_step"
+from merchantbench.tools.toolset import END_OF_STEP, build_registry
 
 
 @dataclass
@@ -149,7 +147,7 @@ class Session:
             cap = self.scenario.clock.calls_per_window
             result = failure("limit", f"{cap} calls used in this window: call end_of_step")
         else:
-            if tool != END_OF_STEP:
+            if not self.registry.ends_window(tool):
                 self.memory.window_calls += 1
             result = self.registry.call(self, tool, args, idempotency_key=idempotency_key)
         self._record(tool, args, result, origin="env", forced=forced)
@@ -167,7 +165,7 @@ class Session:
         self._record(tool, args, result, origin="framework", forced=False)
 
     def _over_cap(self, tool: str) -> bool:
-        return tool != END_OF_STEP and self.memory.window_calls >= (
+        return not self.registry.ends_window(tool) and self.memory.window_calls >= (
             self.scenario.clock.calls_per_window
         )
 
