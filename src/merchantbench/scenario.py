@@ -179,12 +179,20 @@ class MarketConfig(_Frozen):
 
 
 class ToolConfig(_Frozen):
+    """Switches and limits of the agent's tools; tool descriptions and schemas state them."""
+
     market_brief: bool = False
     hot_search_terms: bool = False
-    memory_doc_bytes: int = 256 * 1024
-    list_batch_max: int = 100
-    max_active_listings: int = 50
-    page_size_max: int = 50
+    memory_doc_bytes: int = Field(256 * 1024, ge=1)
+    list_batch_max: int = Field(100, ge=1)
+    max_active_listings: int = Field(50, ge=1)
+    page_size_max: int = Field(50, ge=1)
+
+    @property
+    def list_items_max(self) -> int:
+        """Products one list_product call may name: the batch size, or the listing cap if that
+        is lower (a batch is all or nothing, so more could never be listed)."""
+        return min(self.list_batch_max, self.max_active_listings)
 
 
 class Scenario(_Frozen):

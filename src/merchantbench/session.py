@@ -46,9 +46,7 @@ from merchantbench.tools.agent_input import (
 )
 from merchantbench.tools.errors import failure
 from merchantbench.tools.observation import build_observation, system_brief
-from merchantbench.tools.toolset import build_registry
-
-END_OF_STEP = "end_of_step"
+from merchantbench.tools.toolset import END_OF_STEP, build_registry
 
 
 @dataclass
@@ -167,7 +165,7 @@ class Session:
             cap = self.scenario.clock.calls_per_window
             result = failure("limit", f"{cap} calls used in this window: call end_of_step")
         elif checked is not None:
-            if checked.tool != END_OF_STEP:
+            if not self.registry.ends_window(checked.tool):
                 self.memory.window_calls += 1
             result = self.registry.call(
                 self, checked.tool, checked.args, idempotency_key=checked.idempotency_key
@@ -193,7 +191,7 @@ class Session:
         self._record(tool, checked, args, result, origin="framework", forced=False)
 
     def _over_cap(self, tool: str) -> bool:
-        return tool != END_OF_STEP and self.memory.window_calls >= (
+        return not self.registry.ends_window(tool) and self.memory.window_calls >= (
             self.scenario.clock.calls_per_window
         )
 

@@ -12,19 +12,13 @@ from typing import Any
 import pytest
 
 from merchantbench.agents.llm import hermes, sandbox
-from merchantbench.agents.llm.hermes import (
-    REVIEW_PROMPT,
-    HermesAgent,
-    HermesSettings,
-    check_args,
-    skill_kind,
-)
+from merchantbench.agents.llm.hermes import REVIEW_PROMPT, HermesAgent, HermesSettings
+from merchantbench.agents.llm.hermes_tools import FRAMEWORK_TOOLS, LIMITS, skill_kind
 from merchantbench.agents.llm.scripted_server import ScriptedServer, script_responder
 from merchantbench.catalog.cache import get_market
 from merchantbench.runs.runner import RunSpec, run_agent
 from merchantbench.scenario import load_scenario
 from merchantbench.session import Session
-from merchantbench.tools.errors import ToolError
 
 needs_bwrap = pytest.mark.skipif(sandbox.find_bwrap() is None, reason="bubblewrap not installed")
 LOCAL = {"model": "scripted", "base_url": "http://127.0.0.1:9/v1"}
@@ -63,18 +57,48 @@ def framework(agent: HermesAgent, session: Session, tool: str, /, **args: Any) -
     return asyncio.run(agent.call_framework_tool(session.surface, tool, args))
 
 
-def test_arguments_are_checked_against_the_framework_schemas():
-    assert check_args("memory_write", {"text": "a", "mode": "replace"})["mode"] == "replace"
-    for name, args, message in [
-        ("memory_write", {}, "missing argument 'text'"),
-        ("memory_write", {"text": "a", "mode": "erase"}, "must be one of"),
-        ("plan_update", {"plan": 3}, "'plan' must be a string"),
-        ("skill_use", {"name": "x", "args": [1]}, "'args' must be a object"),
-        ("memory_read", {"extra": 1}, "unknown argument 'extra'"),
+def test_the_framework_tools_are_declarations_and_state_their_limits():
+    tools = FRAMEWORK_TOOLS.tools()
+    assert [t.name for t in tools] == [
+        "execute_code", "memory_read", "memory_write", "plan_read", "plan_update",
+        "skill_create", "skill_patch", "skill_list", "skill_use",
+    ]  # fmt: skip
+    assert {t.role for t in tools} == {"framework"}
+    assert [t.name for t in tools if t.is_async] == ["execute_code", "skill_use"]
+    offered = {
+        s["function"]["name"]: s["function"]
+        for s in HermesAgent(HermesSettings(**LOCAL)).framework_tool_schemas()
+    }
+    assert list(offered) == [t.name for t in tools]
+    for function in offered.values():  # no idempotency key: they do not change the store
+        assert "idempotency_key" not in function["parameters"]["properties"]
+    memory = offered["memory_write"]
+    assert f"at most {LIMITS.memory_chars} characters" in memory["description"]
+    assert memory["parameters"]["properties"]["mode"]["enum"] == ["append", "replace"]
+    assert memory["parameters"]["required"] == ["text"]
+    assert f"at most {LIMITS.plan_chars} characters" in offered["plan_update"]["description"]
+    create = offered["skill_create"]
+    assert f"at most {LIMITS.max_skills} skills of {LIMITS.skill_chars}" in create["description"]
+    assert create["parameters"]["properties"]["name"]["description"].startswith(
+        f"Up to {LIMITS.skill_name_chars} lowercase"
+    )
+
+
+def test_arguments_are_checked_against_the_framework_schemas(smoke):
+    agent, session = HermesAgent(HermesSettings(**LOCAL)), new_session(smoke)
+    wrote = framework(agent, session, "memory_write", text="a", mode="replace")
+    assert wrote == {"ok": True, "chars": 1, "limit": LIMITS.memory_chars}
+    for name, args, path, message in [
+        ("memory_write", {}, "$.text", "required but missing"),
+        ("memory_write", {"text": "a", "mode": "erase"}, "$.mode", "'append' or 'replace'"),
+        ("plan_update", {"plan": 3}, "$.plan", "valid string"),
+        ("skill_use", {"name": "x", "args": [1]}, "$.args", "JSON object"),
+        ("memory_read", {"extra": 1}, "$.extra", "unknown argument 'extra'"),
     ]:
-        with pytest.raises(ToolError) as refusal:
-            check_args(name, args)
-        assert message in refusal.value.to_result()["error"]["message"]
+        refused = asyncio.run(agent.call_framework_tool(session.surface, name, args))
+        assert refused["ok"] is False and refused["error"]["code"] == "invalid_argument"
+        assert refused["error"]["path"] == path and message in refused["error"]["message"]
+    assert agent.framework_memory == "a" and agent.plan == ""  # refusals changed nothing
 
 
 def test_skill_kind_tells_code_from_prose():
@@ -116,7 +140,7 @@ def test_memory_plan_and_skills_live_on_the_agent_and_pickle(smoke):
 
 def test_framework_refusals_are_structured(smoke):
     agent, session = HermesAgent(HermesSettings(**LOCAL)), new_session(smoke)
-    big = "x" * (hermes.MEMORY_CHARS + 1)
+    big = "x" * (LIMITS.memory_chars + 1)
     assert framework(agent, session, "memory_write", text=big)["error"]["code"] == "too_long"
     assert framework(agent, session, "skill_use", name="nope")["error"]["code"] == "unknown_skill"
     bad_name = framework(agent, session, "skill_create", name="Bad Name", description="d",
@@ -151,6 +175,19 @@ def test_unsafe_code_exec_runs_code_loudly_where_no_sandbox_exists(smoke, monkey
     answer = framework(agent, session, "execute_code", code=SEARCH_CODE)
     assert answer["ok"] and answer["result"] == 2000.0 and answer["tool_calls"] == 2
     assert [e["origin"] for e in session.trace] == ["env", "env"]
+
+
+def test_a_failing_snippet_answers_a_refusal_with_what_it_printed(smoke, monkeypatch):
+    monkeypatch.setattr(hermes, "probe_sandbox", lambda: (False, "no user namespaces"))
+    agent, session = HermesAgent(HermesSettings(unsafe_code_exec=True, **LOCAL)), new_session(smoke)
+    code = "import merchantbench_tools as mt\nmt.query_balance()\nprint('before')\n1 / 0"
+    answer = framework(agent, session, "execute_code", code=code)
+    assert answer["ok"] is False and answer["error"]["code"] != "invalid_argument"
+    assert answer["stdout"] == "before\n" and answer["tool_calls"] == 1
+    framework(agent, session, "skill_create", name="boom", description="d", code_or_steps=code)
+    used = framework(agent, session, "skill_use", name="boom")
+    assert used["ok"] is False and used["skill"] == "boom" and used["tool_calls"] == 1
+    assert [e["tool"] for e in session.trace] == ["query_balance", "query_balance"]
 
 
 def test_a_review_is_queued_every_review_every_windows(smoke):

@@ -187,7 +187,8 @@ def _declare(annotation: Any, name: str = "value", doc: str | None = None) -> An
 @pytest.mark.parametrize(
     ("annotation", "complaint"),
     [
-        (dict[str, int], "forbid unknown fields"),
+        (dict, "forbid unknown fields"),
+        (dict[str, Any], "forbid unknown fields"),  # a map, but of values the schema can't say
         (Loose, "forbid unknown fields"),
         (list[Loose], "forbid unknown fields"),
         (Node, "refers to itself"),
@@ -196,6 +197,18 @@ def _declare(annotation: Any, name: str = "value", doc: str | None = None) -> An
 def test_arguments_a_model_cannot_be_promised_are_refused(annotation: Any, complaint: str) -> None:
     with pytest.raises(SchemaError, match=complaint):
         _declare(annotation)
+
+
+def test_maps_with_a_value_schema_are_accepted_and_validated() -> None:
+    declared = _declare(dict[str, int])
+    value = declared.parameters_schema["properties"]["value"]
+    assert value == {"type": "object", "additionalProperties": {"type": "integer"},
+                     "description": "A value."}  # fmt: skip
+    registry = ToolRegistry([declared])
+    assert registry.call(FakeShop(), "probe", {"value": {"a": 1, "b": 2}})["ok"] is True
+    refused = registry.call(FakeShop(), "probe", {"value": {"a": "x"}})
+    assert refused["error"]["code"] == "invalid_argument"
+    assert refused["error"]["path"] == "$.value.a"
 
 
 def test_closed_models_are_accepted() -> None:

@@ -76,8 +76,13 @@ def test_search_refuses_an_empty_price_range_and_keeps_the_scenario_page_limit()
         "invalid_argument",
         "$.max_price",
     )
-    page = ok(session.call("search_products", {"page_size": 30}))
-    assert (len(page["rows"]), page["page_size"], page["pages"]) == (4, 4, 2)
+    # The schema states the scenario's limit, and validation keeps to it; the default follows.
+    schema = session.registry.get("search_products").parameters_schema["properties"]
+    assert (schema["page_size"]["maximum"], schema["page_size"]["default"]) == (4, 4)
+    refused(session.call("search_products", {"page_size": 5}), "invalid_argument", "$.page_size")
+    for page in (ok(session.call("search_products", {"page_size": 4})),
+                 ok(session.call("search_products"))):  # fmt: skip
+        assert (len(page["rows"]), page["page_size"], page["pages"]) == (4, 4, 2)
 
 
 def test_stock_shown_is_what_our_purchases_left() -> None:

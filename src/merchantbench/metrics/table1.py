@@ -14,12 +14,12 @@ import numpy as np
 from merchantbench.metrics.record import RunRecord, Table, is_one_of
 from merchantbench.metrics.run_info import ACCOUNTS, RunInfo
 from merchantbench.metrics.windows import (
-    END_OF_STEP,
     WindowActivity,
     env_mask,
     monthly_rates,
     sustained_window_rate,
 )
+from merchantbench.tools.toolset import END_OF_STEP
 
 OUTCOMES = (
     "normal",

@@ -13,8 +13,8 @@ import numpy as np
 
 from merchantbench.metrics.calendar import RunCalendar
 from merchantbench.metrics.record import Table
+from merchantbench.tools.toolset import END_OF_STEP
 
-END_OF_STEP = "end_of_step"
 ENV_ORIGIN = "env"
 
 

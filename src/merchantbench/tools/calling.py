@@ -6,7 +6,8 @@ The steps, each of which may refuse (and then nothing has changed):
 2. take out the idempotency key of a state-changing call (sent as an argument or beside it);
 3. validate the arguments with the tool's pydantic model;
 4. for a key seen before, answer the first outcome again, or refuse if the arguments differ;
-5. run the tool; a `ToolError` is a refusal, any other exception is a bug and propagates;
+5. run the tool (awaiting it, for an async framework tool called through `run_async`); a
+   `ToolError` is a refusal, any other exception is a bug and propagates;
 6. remember a successful outcome under its key, in the context's store.
 
 Only successes are remembered: a refusal changed nothing, so trying again with the same key is
@@ -16,8 +17,10 @@ a fresh attempt, not a replay.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -77,10 +80,11 @@ def take_idempotency_key(
 ) -> tuple[dict[str, Any], str | None]:
     """Separate a write tool's idempotency key from its arguments.
 
-    A read tool changes nothing, so a key given beside its arguments is ignored; one given
-    *inside* them is an unknown argument, as its schema says.
+    A read tool changes nothing (and a framework tool leaves the store alone), so a key given
+    beside its arguments is ignored; one given *inside* them is an unknown argument, as its
+    schema says.
     """
-    if tool.kind != "write":
+    if not tool.accepts_idempotency_key:
         return arguments, None
     if IDEMPOTENCY_KEY in arguments:
         sent = arguments[IDEMPOTENCY_KEY]
@@ -148,25 +152,67 @@ def success(tool: Tool, output: Any) -> dict[str, Any]:
     return {"ok": True, **output}
 
 
-def run(
+@dataclass
+class Prepared:
+    """A call that passed every check: its validated arguments and, if keyed, key and digest."""
+
+    arguments: dict[str, Any]
+    key: str | None = None
+    digest: str = ""
+
+
+def prepare(
     ctx: ToolContext, tool: Tool, args: Mapping[str, Any] | str | None, key: str | None
-) -> dict[str, Any]:
-    """Call a known, enabled tool; see the module docstring for the steps."""
+) -> Prepared | dict[str, Any]:
+    """Steps 1-4: the call ready to run, or the answer to give without running it (a refusal,
+    or the first outcome of a keyed call)."""
     try:
         arguments, key = take_idempotency_key(tool, decode_arguments(args), key)
         validated = validate_arguments(tool, arguments)
-        if key is not None:
-            digest = arguments_digest(validated)
-            first = replay(ctx, tool, key, digest)
-            if first is not None:
-                return first
+        if key is None:
+            return Prepared(validated.__dict__)
+        digest = arguments_digest(validated)
+        first = replay(ctx, tool, key, digest)
     except Refused as refusal:
         return refusal.result
+    return first if first is not None else Prepared(validated.__dict__, key, digest)
+
+
+def finish(ctx: ToolContext, tool: Tool, prepared: Prepared, output: Any) -> dict[str, Any]:
+    """Step 6: the answer to a call that ran, remembered under its key if it has one."""
+    result = success(tool, output)
+    if prepared.key is not None:
+        remember(ctx, tool, prepared.key, prepared.digest, result)
+    return result
+
+
+def run(
+    ctx: ToolContext, tool: Tool, args: Mapping[str, Any] | str | None, key: str | None
+) -> dict[str, Any]:
+    """Call a known, enabled, synchronous tool; see the module docstring for the steps."""
+    if tool.is_async:
+        raise TypeError(f"tool {tool.name} is async; call it with call_async")
+    prepared = prepare(ctx, tool, args, key)
+    if not isinstance(prepared, Prepared):
+        return prepared
     try:
-        output = tool.fn(ctx, **validated.__dict__)
+        output = tool.fn(ctx, **prepared.arguments)
     except ToolError as refusal:
         return refusal.to_result()
-    result = success(tool, output)
-    if key is not None:
-        remember(ctx, tool, key, digest, result)
-    return result
+    return finish(ctx, tool, prepared, output)
+
+
+async def run_async(
+    ctx: Any, tool: Tool, args: Mapping[str, Any] | str | None, key: str | None
+) -> dict[str, Any]:
+    """Call a known, enabled tool, awaiting it if it is async; the steps are those of `run`."""
+    prepared = prepare(ctx, tool, args, key)
+    if not isinstance(prepared, Prepared):
+        return prepared
+    try:
+        output = tool.fn(ctx, **prepared.arguments)
+        if inspect.isawaitable(output):
+            output = await output
+    except ToolError as refusal:
+        return refusal.to_result()
+    return finish(ctx, tool, prepared, output)

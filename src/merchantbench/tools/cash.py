@@ -22,7 +22,6 @@ from merchantbench.tools.context import (
     open_order_ids,
     open_orders,
     order_status,
-    page_rows,
     paged,
     product_of,
     rmb,
@@ -98,8 +97,8 @@ def query_cash_pipeline(ctx: StoreContext) -> dict[str, Any]:
 
     awaiting_shipment and shipped hold procurement costs (together: in_transit);
     delivered_awaiting_settlement holds sale prices (receivable), credited to you when each
-    order settles, 0-7 days after delivery (less any refund). `late` counts orders among them
-    flagged late.
+    order settles, {orders.resolution_hours.0:days}-{orders.resolution_hours.1:days} days after
+    delivery (less any refund). `late` counts orders among them flagged late.
     """
     t = ctx.engine.t
     stages: dict[str, list[int]] = {
@@ -209,9 +208,8 @@ def query_product_sales_stats(
         days: Orders placed in this many days up to now (1-365).
         product_id: Only this product.
         page: Page number, from 1.
-        page_size: Rows per page (at most 50).
+        page_size: Rows per page (at most {tools.page_size_max}).
     """
-    page_size = page_rows(ctx, page_size)
     only = None if product_id is None else product_of(ctx, product_id, "$.product_id")
     start = max(ctx.engine.t - 24 * days, 0)
     by_product: defaultdict[int, list[Order]] = defaultdict(list)

@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 from pydantic import Field
 
-from merchantbench.scenario import ToolConfig
 from merchantbench.sim.actions import ActionRejected
 from merchantbench.sim.orders import Order, Outcome
 from merchantbench.tools.declare import ToolContext
 from merchantbench.tools.errors import ToolError
+from merchantbench.tools.render import Limit
 
 if TYPE_CHECKING:
     from merchantbench.catalog.market import CatalogView, Market
@@ -76,13 +76,10 @@ class StoreContext(ToolContext, Protocol):
         ...
 
 
-# Schemas are static, so their bounds come from the default tool configuration; a scenario may
-# lower a limit, which the tools then check at call time.
-TOOL_DEFAULTS = ToolConfig()
-
 ProductId = Annotated[str, Field(min_length=1, max_length=64)]
 Page = Annotated[int, Field(ge=1, le=10_000)]
-PageSize = Annotated[int, Field(ge=1, le=TOOL_DEFAULTS.page_size_max)]
+# The bound is the scenario's, rendered into each tool's schema (tools.render).
+PageSize = Annotated[int, Field(ge=1), Limit(le="tools.page_size_max")]
 Days = Annotated[int, Field(ge=1, le=365)]
 RMB_LIMIT = 1_000_000.0  # far above 100 × the dearest procurement price
 Price = Annotated[float, Field(ge=0.01, le=RMB_LIMIT)]
@@ -133,12 +130,6 @@ def product_of(ctx: StoreContext, product_id: str, path: str) -> int:
         return ctx.engine.product_index(product_id)
     except ActionRejected as exc:
         raise refusal(exc, path) from None
-
-
-def page_rows(ctx: StoreContext, requested: int) -> int:
-    """Rows per page: as requested, within the scenario's limit (the schema's bound is the
-    default limit; a scenario may set a lower one)."""
-    return min(requested, ctx.scenario.tools.page_size_max)
 
 
 def table(columns: Sequence[str], rows: list[list[Any]]) -> dict[str, Any]:

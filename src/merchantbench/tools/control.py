@@ -41,12 +41,12 @@ def read_memory_doc(ctx: StoreContext) -> dict[str, Any]:
 def write_memory_doc(
     ctx: StoreContext, content: str, mode: Literal["replace", "append"] = "replace"
 ) -> dict[str, Any]:
-    """Write your memory document, which persists across windows (256 KiB of UTF-8 at most).
+    """Write your memory document, which persists across windows.
 
-    Keep what you will need later: strategy, products tried and why, supplier notes, prices,
-    to-dos. `replace` overwrites the document; `append` adds `content` at its end (include
-    your own line break). A write that would exceed the limit is refused (`too_large`) and
-    changes nothing.
+    It holds {tools.memory_doc_bytes:bytes} of UTF-8 at most. Keep what you will need later:
+    strategy, products tried and why, supplier notes, prices, to-dos. `replace` overwrites the
+    document; `append` adds `content` at its end (include your own line break). A write that
+    would exceed the limit is refused (`too_large`) and changes nothing.
 
     Args:
         content: The text to write.
@@ -82,7 +82,7 @@ def list_tools(ctx: StoreContext) -> dict[str, Any]:
     return table(("name", "group", "kind", "summary"), rows)
 
 
-@tool(kind="write", group="control")
+@tool(kind="write", group="control", ends_window=True)
 def end_of_step(ctx: StoreContext) -> dict[str, Any]:
     """Close this window: the simulation then runs until the next window opens.
 

@@ -20,39 +20,44 @@ sends. From this one declaration the decorator builds, once: a pydantic model th
 arguments (unknown arguments rejected, NaN and infinities too), the JSON schema of the arguments
 with every `$ref` inlined, and the description from the docstring. `ToolRegistry.call` uses
 them on every call without rebuilding anything.
+
+Two kinds of tool share this mechanism: *environment* tools act on the store (the session is
+their context) and *framework* tools belong to an agent harness (its code runner, memory, plan;
+`role="framework"`), which may be `async def`. Limits a tool states are settings, not numbers
+in its text (`merchantbench.tools.render`): `Tool.render(scenario)` states the run's values.
 """
 
 from __future__ import annotations
 
 import inspect
 import re
-import types
 from collections.abc import Callable, MutableMapping
-from dataclasses import dataclass
-from typing import (
-    Annotated,
-    Any,
-    Literal,
-    Protocol,
-    TypedDict,
-    get_args,
-    get_origin,
-    get_type_hints,
-)
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Literal, Protocol, TypedDict, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
-from pydantic.fields import FieldInfo
+from pydantic import BaseModel, ConfigDict, create_model
 
+from merchantbench.scenario import Scenario
 from merchantbench.tools.docstring import parse_docstring
-from merchantbench.tools.schema import IDEMPOTENCY_KEY, model_parameters_schema
+from merchantbench.tools.render import render_text, resolve_all
+from merchantbench.tools.schema import model_parameters_schema
+from merchantbench.tools.signature import argument_fields, setting_paths
 
 ToolKind = Literal["read", "write"]
-ToolGroup = Literal["sourcing", "listing", "cash", "monitoring", "control"]
+ToolRole = Literal["environment", "framework"]
+EnvironmentGroup = Literal["sourcing", "listing", "cash", "monitoring", "control"]
+FrameworkGroup = Literal["code", "memory", "plan", "skills"]
+ToolGroup = EnvironmentGroup | FrameworkGroup
 
 _KINDS: frozenset[str] = frozenset(get_args(ToolKind))
-_GROUPS: frozenset[str] = frozenset(get_args(ToolGroup))
+_GROUPS: dict[str, frozenset[str]] = {
+    "environment": frozenset(get_args(EnvironmentGroup)),
+    "framework": frozenset(get_args(FrameworkGroup)),
+}
+# What environment tools state their limits from unless told otherwise.
+DEFAULT_SCENARIO = Scenario()
 _TOOL_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}\Z")  # OpenAI allows [a-zA-Z0-9_-]{1,64}
-_EMPTY_CODE = (lambda: None).__code__
 
 
 class IdempotencyRecord(TypedDict):
@@ -95,14 +100,21 @@ class Tool:
 
     Attributes:
         name: The function name; what the model calls.
-        kind: `read` (changes nothing) or `write` (changes state; accepts an idempotency key).
-        group: The tool group of the agent interface (SPEC §8).
+        kind: `read` (changes nothing) or `write` (changes state).
+        group: The tool group: of the agent interface (SPEC §8) for environment tools, or of
+            the harness (`code`, `memory`, `plan`, `skills`) for framework tools.
         optional: Off unless a scenario enables it.
         summary: First line of the docstring.
         description: The tool description shown to the model.
         parameters_schema: JSON schema of the arguments (OpenAI `parameters`). Do not mutate.
         args_model: Pydantic model validating the arguments (without `idempotency_key`).
         fn: The declared function, called as `fn(ctx, **arguments)`.
+        role: `environment` (a store tool; its calls are environment calls) or `framework` (a
+            tool of an agent harness, recorded as a framework call).
+        ends_window: Calling it closes the decision window (`end_of_step`); it does not count
+            towards the window's call cap.
+        settings: The settings the tool states (path → value it was rendered with). Do not
+            mutate.
     """
 
     name: str
@@ -114,11 +126,41 @@ class Tool:
     parameters_schema: dict[str, Any]
     args_model: type[BaseModel]
     fn: Callable[..., Any]
+    role: ToolRole = "environment"
+    ends_window: bool = False
+    settings: dict[str, Any] = field(default_factory=dict)
 
     @property
     def parameter_names(self) -> tuple[str, ...]:
         """The arguments the agent may send, in signature order."""
         return tuple(self.parameters_schema["properties"])
+
+    @property
+    def accepts_idempotency_key(self) -> bool:
+        """Environment write tools take an optional idempotency key; framework tools do not."""
+        return _accepts_key(self.kind, self.role)
+
+    @property
+    def is_async(self) -> bool:
+        """Whether the function is `async def` (then call it through `call_async`)."""
+        return inspect.iscoroutinefunction(self.fn)
+
+    def render(self, settings: object) -> Tool:
+        """This tool stating the values of `settings` (e.g. a run's scenario).
+
+        Returns the tool itself when the values are those it already states; renderings are
+        cached, so building a registry per run is cheap.
+
+        Raises:
+            ValueError: `settings` lacks one of the settings the tool states.
+        """
+        try:
+            values = resolve_all(settings, tuple(self.settings))
+        except LookupError as exc:
+            raise ValueError(f"tool {self.name}: {exc}") from None
+        if values == self.settings:
+            return self
+        return _rendered(self, tuple(values.items()))
 
     def openai_schema(self) -> dict[str, Any]:
         """The tool in OpenAI function-calling format (a fresh dict, safe to modify)."""
@@ -136,6 +178,11 @@ class Tool:
         return self.fn(ctx, **arguments)
 
 
+def _accepts_key(kind: str, role: str) -> bool:
+    # An idempotency key guards a state change of the store against a retried call.
+    return kind == "write" and role == "environment"
+
+
 def _deep_copy(value: Any) -> Any:
     # Schemas are JSON-shaped, so this is exact and several times faster than copy.deepcopy.
     if isinstance(value, dict):
@@ -145,99 +192,97 @@ def _deep_copy(value: Any) -> Any:
     return value
 
 
-def _has_description(annotation: Any) -> bool:
-    if get_origin(annotation) is not Annotated:
-        return False
-    return any(isinstance(m, FieldInfo) and m.description for m in annotation.__metadata__)
-
-
-def _argument_hints(fn: Callable[..., Any], names: list[str]) -> dict[str, Any]:
-    """Resolve the annotations of the arguments only.
-
-    The context's annotation is often imported under `TYPE_CHECKING` alone, so resolving the
-    whole signature (as `get_type_hints(fn)` does) would fail on it.
-    """
-    holder = types.FunctionType(_EMPTY_CODE, fn.__globals__)
-    holder.__annotations__ = {n: a for n, a in fn.__annotations__.items() if n in names}
-    return get_type_hints(holder, include_extras=True)
-
-
-def _check_parameter(where: str, parameter: inspect.Parameter, hints: dict[str, Any]) -> None:
-    """Refuse an argument the model could not be told about, or told about wrongly."""
-    name = parameter.name
-    if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
-        raise TypeError(f"{where}: *args and **kwargs cannot be described to a model")
-    if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
-        raise TypeError(f"{where}: {name} must be passable by keyword")
-    if name not in hints:
-        raise TypeError(f"{where}: parameter {name} needs a type annotation")
-    # Field names that shadow BaseModel attributes would break the arguments model.
-    if name == IDEMPOTENCY_KEY or name.startswith("_") or hasattr(BaseModel, name):
-        raise TypeError(f"{where}: the parameter name {name!r} is reserved")
-    if isinstance(parameter.default, FieldInfo):
-        raise TypeError(f"{where}: put Field() for {name} inside Annotated[...]")
-    if _has_description(hints[name]):
-        raise TypeError(f"{where}: describe {name} in the docstring's Args, not in Field()")
-
-
-def _argument_fields(fn: Callable[..., Any], documented: dict[str, str]) -> dict[str, Any]:
-    """Field definitions for `create_model`, one per parameter after the context."""
+def _check_options(fn: Callable[..., Any], options: dict[str, Any]) -> None:
     where = f"tool {fn.__name__}"
-    parameters = list(inspect.signature(fn).parameters.values())
-    if not parameters or parameters[0].kind not in (
-        inspect.Parameter.POSITIONAL_ONLY,
-        inspect.Parameter.POSITIONAL_OR_KEYWORD,
-    ):
-        raise TypeError(f"{where}: the first parameter must be the context")
-    arguments = parameters[1:]
-    hints = _argument_hints(fn, [parameter.name for parameter in arguments])
-    fields: dict[str, Any] = {}
-    for parameter in arguments:
-        _check_parameter(where, parameter, hints)
-        if parameter.name not in documented:
-            raise TypeError(f"{where}: parameter {parameter.name} is missing from the Args section")
-        default = ... if parameter.default is inspect.Parameter.empty else parameter.default
-        # Bounds stay in the annotation; pydantic merges them with this description.
-        field = Field(default, description=documented[parameter.name])
-        fields[parameter.name] = (hints[parameter.name], field)
-    undeclared = set(documented) - set(fields)
-    if undeclared:
-        raise TypeError(f"{where}: the docstring documents unknown parameters {sorted(undeclared)}")
-    return fields
-
-
-def declare_tool(
-    fn: Callable[..., Any], *, kind: ToolKind, group: ToolGroup, optional: bool = False
-) -> Tool:
-    """Derive a `Tool` from a function; see `tool` for the rules the function must follow."""
-    if kind not in _KINDS:
-        raise ValueError(f"tool {fn.__name__}: kind must be one of {sorted(_KINDS)}")
-    if group not in _GROUPS:
-        raise ValueError(f"tool {fn.__name__}: group must be one of {sorted(_GROUPS)}")
+    role, group = options["role"], options["group"]
+    if options["kind"] not in _KINDS:
+        raise ValueError(f"{where}: kind must be one of {sorted(_KINDS)}")
+    if role not in _GROUPS:
+        raise ValueError(f"{where}: role must be one of {sorted(_GROUPS)}")
+    if group not in _GROUPS[role]:
+        raise ValueError(f"{where}: {role} tools have the groups {sorted(_GROUPS[role])}")
     if not _TOOL_NAME.match(fn.__name__):
-        raise ValueError(f"tool {fn.__name__}: names are snake_case, at most 64 characters")
-    docstring = parse_docstring(fn.__doc__)
-    fields = _argument_fields(fn, docstring.parameters)
+        raise ValueError(f"{where}: names are snake_case, at most 64 characters")
+    if options["ends_window"] and (role != "environment" or options["kind"] != "write"):
+        raise ValueError(f"{where}: only an environment write tool can end the window")
+    if role == "environment" and inspect.iscoroutinefunction(fn):
+        raise TypeError(f"{where}: the session calls environment tools synchronously; only "
+                        "framework tools may be async")  # fmt: skip
+
+
+def _build(fn: Callable[..., Any], options: dict[str, Any], values: dict[str, Any]) -> Tool:
+    """The tool stating these setting values."""
+    try:
+        text = render_text(fn.__doc__ or "", values)
+    except ValueError as exc:
+        raise TypeError(f"tool {fn.__name__}: {exc}") from None
+    docstring = parse_docstring(text)
+    fields = argument_fields(fn, docstring.parameters, values)
     model_name = "".join(part.title() for part in fn.__name__.split("_")) + "Args"
     args_model = create_model(model_name, __config__=_ARGS_CONFIG, **fields)
     schema = model_parameters_schema(
-        args_model.model_json_schema(), accepts_idempotency_key=kind == "write"
+        args_model.model_json_schema(),
+        accepts_idempotency_key=_accepts_key(options["kind"], options["role"]),
     )
     return Tool(
         name=fn.__name__,
-        kind=kind,
-        group=group,
-        optional=optional,
         summary=docstring.summary,
         description=docstring.description,
         parameters_schema=schema,
         args_model=args_model,
         fn=fn,
+        settings=values,
+        **options,
     )
 
 
+@lru_cache(maxsize=512)
+def _rendered(declared: Tool, values: tuple[tuple[str, Any], ...]) -> Tool:
+    options = {
+        "kind": declared.kind,
+        "group": declared.group,
+        "optional": declared.optional,
+        "role": declared.role,
+        "ends_window": declared.ends_window,
+    }
+    return _build(declared.fn, options, dict(values))
+
+
+def declare_tool(
+    fn: Callable[..., Any],
+    *,
+    kind: ToolKind,
+    group: ToolGroup,
+    optional: bool = False,
+    role: ToolRole = "environment",
+    ends_window: bool = False,
+    renders_from: object = None,
+) -> Tool:
+    """Derive a `Tool` from a function; see `tool` for the rules the function must follow."""
+    options = {
+        "kind": kind,
+        "group": group,
+        "optional": optional,
+        "role": role,
+        "ends_window": ends_window,
+    }
+    _check_options(fn, options)
+    source = DEFAULT_SCENARIO if renders_from is None else renders_from
+    try:
+        values = resolve_all(source, setting_paths(fn))
+    except LookupError as exc:
+        raise TypeError(f"tool {fn.__name__}: {exc}") from None
+    return _build(fn, options, values)
+
+
 def tool(
-    *, kind: ToolKind, group: ToolGroup, optional: bool = False
+    *,
+    kind: ToolKind,
+    group: ToolGroup,
+    optional: bool = False,
+    role: ToolRole = "environment",
+    ends_window: bool = False,
+    renders_from: object = None,
 ) -> Callable[[Callable[..., Any]], Tool]:
     """Declare a function as a tool.
 
@@ -245,19 +290,35 @@ def tool(
     an argument the agent sends, annotated with its type (`Annotated[int, Field(ge=1)]`,
     `Literal[...]`, a `ToolArgs` model, `list[...]` of those) and documented in the docstring's
     `Args:` section, which is the only place parameter descriptions are written. The function
-    returns a dict or a pydantic model (the result), or raises `ToolError` to refuse.
+    returns a dict or a pydantic model (the result), or raises `ToolError` to refuse. Limits it
+    states are settings: `{path}` in the docstring, `Limit(...)` in a bound (see `render`).
 
     Args:
         kind: `read` for tools that change nothing, `write` for tools that change state.
-        group: The tool group of the agent interface.
+        group: The tool group: `sourcing`, `listing`, `cash`, `monitoring` or `control` for an
+            environment tool; `code`, `memory`, `plan` or `skills` for a framework tool.
         optional: Whether the tool is off unless a scenario enables it.
+        role: `environment` (a store tool, called by the session) or `framework` (a tool of an
+            agent harness; it may be `async def`).
+        ends_window: Whether calling it closes the decision window (`end_of_step`).
+        renders_from: The settings the docstring's placeholders and the `Limit` bounds are read
+            from at declaration; default the default scenario. `Tool.render` reads them again.
 
     Raises:
-        TypeError: The signature or docstring does not follow the rules above.
-        ValueError: Unknown kind or group, or a name the providers would refuse.
+        TypeError: The signature or docstring does not follow the rules above, or names a
+            setting `renders_from` lacks.
+        ValueError: Unknown kind, role or group, or a name the providers would refuse.
     """
 
     def decorate(fn: Callable[..., Any]) -> Tool:
-        return declare_tool(fn, kind=kind, group=group, optional=optional)
+        return declare_tool(
+            fn,
+            kind=kind,
+            group=group,
+            optional=optional,
+            role=role,
+            ends_window=ends_window,
+            renders_from=renders_from,
+        )
 
     return decorate

@@ -59,10 +59,12 @@ class ToolDescription:
     summary: str
     description: str
     parameters: tuple[ParameterRow, ...]
+    role: str = "environment"
 
     def as_markdown(self) -> str:
         """The description as Markdown: heading, tags, text and a parameter table."""
         tags = f"{self.kind} · {self.group}" + (" · optional" if self.optional else "")
+        tags += " · framework" if self.role == "framework" else ""
         lines = [f"### `{self.name}`", "", f"*{tags}*", "", self.description, ""]
         if self.parameters:
             lines += ["| parameter | type | required | default | constraints | description |"]
@@ -150,4 +152,5 @@ def describe_tool(declared: Tool) -> ToolDescription:
         summary=declared.summary,
         description=declared.description,
         parameters=tuple(parameter_rows(declared.parameters_schema)),
+        role=declared.role,
     )

@@ -12,14 +12,12 @@ from pydantic import Field
 
 from merchantbench.sim.actions import ActionRejected
 from merchantbench.tools.context import (
-    TOOL_DEFAULTS,
     Page,
     PageSize,
     Price,
     ProductId,
     clock_text,
     ensure_open,
-    page_rows,
     paged,
     product_of,
     refusal,
@@ -28,7 +26,7 @@ from merchantbench.tools.context import (
     to_fen,
 )
 from merchantbench.tools.declare import ToolArgs, tool
-from merchantbench.tools.errors import ToolError
+from merchantbench.tools.render import Limit
 
 if TYPE_CHECKING:
     from merchantbench.sim.state import Listing
@@ -67,28 +65,26 @@ def _slots(ctx: StoreContext) -> dict[str, int]:
 def list_product(
     ctx: StoreContext,
     items: Annotated[
-        list[ListingItem], Field(min_length=1, max_length=TOOL_DEFAULTS.list_batch_max)
+        list[ListingItem], Field(min_length=1), Limit(max_length="tools.list_items_max")
     ],
 ) -> dict[str, Any]:
     """Put products on sale in your store at your chosen prices (all or nothing).
 
     Customers start ordering from this hour. For each order you pay the supplier its current
-    procurement price at once, so keep cash on hand. At most 50 active listings; a sale price
-    must be 0.01 to 100 × the procurement price. A new listing's exposure starts low and builds
-    up over about 14 days; delisting and listing again restarts it. If any item is refused
-    (unknown product, already listed, delisted by its supplier, price out of range, no free
-    slot) nothing is listed and the error path names the item.
+    procurement price at once, so keep cash on hand. At most {tools.max_active_listings}
+    active listings; a sale price must be 0.01 to {demand.max_price_multiple_of_cost} × the
+    procurement price. A new listing's exposure starts low and builds up over about
+    {demand.exposure_ramp_days} days; delisting and listing again restarts it. If any item is
+    refused (unknown product, already listed, delisted by its supplier, price out of range, no
+    free slot) nothing is listed and the error path names the item.
 
     Args:
-        items: 1 to 100 products with their sale prices.
+        items: 1 to {tools.list_items_max} products with their sale prices.
 
     Returns:
         `listed`: product_id, sale_price, procurement_price, unit_margin (RMB); the slots used.
     """
     ensure_open(ctx)
-    limit = ctx.scenario.tools.list_batch_max
-    if len(items) > limit:
-        raise ToolError("invalid_argument", f"at most {limit} items per call", "$.items")
     pairs = [
         (product_of(ctx, item.product_id, f"$.items[{k}].product_id"), to_fen(item.sale_price))
         for k, item in enumerate(items)
@@ -106,7 +102,7 @@ def list_product(
 def delist_product(
     ctx: StoreContext,
     product_ids: Annotated[
-        list[ProductId], Field(min_length=1, max_length=TOOL_DEFAULTS.max_active_listings)
+        list[ProductId], Field(min_length=1), Limit(max_length="tools.max_active_listings")
     ],
 ) -> dict[str, Any]:
     """Take listings down (all or nothing); no new orders arrive for them from this hour.
@@ -136,7 +132,8 @@ def adjust_price(ctx: StoreContext, product_id: ProductId, sale_price: Price) ->
 
     Args:
         product_id: Id of a product listed in your store.
-        sale_price: New sale price, RMB, 0.01 to 100 × the procurement price.
+        sale_price: New sale price, RMB, 0.01 to {demand.max_price_multiple_of_cost} × the
+            procurement price.
     """
     ensure_open(ctx)
     product = product_of(ctx, product_id, "$.product_id")
@@ -216,9 +213,8 @@ def query_my_listings(
     Args:
         sort: listed_at (oldest first), orders (most first) or unit_margin (highest first).
         page: Page number, from 1.
-        page_size: Rows per page (at most 50).
+        page_size: Rows per page (at most {tools.page_size_max}).
     """
-    page_size = page_rows(ctx, page_size)
     rows = [
         [*_margin_row(ctx, product), listing.orders, clock_text(listing.listed_t)]
         for product, listing in _by_listing_time(ctx)

@@ -24,7 +24,6 @@ from merchantbench.tools.context import (
     order_history,
     order_status,
     page_of,
-    page_rows,
     paged,
     product_of,
     rmb,
@@ -111,8 +110,9 @@ def query_supply_chain_anomalies(
     in force. Anomalies: price_changed (procurement_price is the new price, previous_price the
     usual one; placed orders keep their price), supplier_delisted (new orders become stockouts
     with a fine until you delist), shipment_delayed (ship_hours is the supplier's current ship
-    time; orders not shipped within 48 h are late and fined); recoveries: price_restored,
-    supplier_relisted, delay_over. How long an event lasts is not known in advance.
+    time; orders not shipped within {orders.late_after_hours} h are late and fined);
+    recoveries: price_restored, supplier_relisted, delay_over. How long an event lasts is not
+    known in advance.
 
     Args:
         scope: new (since the previous window) or now (in force at this hour).
@@ -147,9 +147,8 @@ def query_my_orders(
         status: Only orders with this status.
         product_id: Only orders for this product.
         page: Page number, from 1.
-        page_size: Rows per page (at most 50).
+        page_size: Rows per page (at most {tools.page_size_max}).
     """
-    page_size = page_rows(ctx, page_size)
     product = None if product_id is None else product_of(ctx, product_id, "$.product_id")
     t = ctx.engine.t
     chosen = [
@@ -170,14 +169,13 @@ def query_open_orders(
     """Orders still running, oldest first, with counts by status.
 
     Running means awaiting shipment, shipped, or delivered and awaiting settlement.
-    `hours_open` is the time since the order was placed; an order not shipped 48 h after it
-    was placed is late (fined once).
+    `hours_open` is the time since the order was placed; an order not shipped
+    {orders.late_after_hours} h after it was placed is late (fined once).
 
     Args:
         page: Page number, from 1.
-        page_size: Rows per page (at most 50).
+        page_size: Rows per page (at most {tools.page_size_max}).
     """
-    page_size = page_rows(ctx, page_size)
     t = ctx.engine.t
     rows = [[*order_row(ctx, o), t - o.placed_t] for o in open_orders(ctx.engine.state)]
     counts = Counter(row[5] for row in rows)
@@ -209,9 +207,8 @@ def query_order_updates(
         event: Only this kind of event.
         product_id: Only events of orders for this product.
         page: Page number, from 1.
-        page_size: Rows per page (at most 50).
+        page_size: Rows per page (at most {tools.page_size_max}).
     """
-    page_size = page_rows(ctx, page_size)
     product = None if product_id is None else product_of(ctx, product_id, "$.product_id")
     since = max(ctx.previous_window_t, 0)
     state, rows = ctx.engine.state, []

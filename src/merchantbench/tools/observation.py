@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from merchantbench.tools.context import clock_text, date_of, event_fine, event_name, updates_since
 from merchantbench.tools.monitoring import anomaly_rows
+from merchantbench.tools.render import byte_size_text
 
 if TYPE_CHECKING:
     from merchantbench.scenario import Scenario
@@ -87,7 +88,7 @@ def _listing_section(sc: Scenario) -> list[str]:
     return [
         "LISTINGS AND PRICES",
         f"- At most {t.max_active_listings} active listings; list_product takes up to "
-        f"{t.list_batch_max} products per call.",
+        f"{t.list_items_max} products per call.",
         f"- A sale price lies between 0.01 and {d.max_price_multiple_of_cost:g} × the product's "
         "current procurement price.",
         "- Orders for a listing depend on the product's popularity and season, your sale price "
@@ -161,7 +162,7 @@ def _market_section(ctx: StoreContext) -> list[str]:
         "festivals (618 on June 18, Double 11 on November 11, Double 12) lift sales, and the "
         "Spring Festival brings a trough and slower shipping. New products launch all year. "
         "get_daily_report summarises the market each day.",
-        f"- Memory: a document of up to {sc.tools.memory_doc_bytes // 1024} KiB (UTF-8) kept "
+        f"- Memory: a document of up to {byte_size_text(sc.tools.memory_doc_bytes)} (UTF-8) kept "
         "across windows (read_memory_doc, write_memory_doc) for your plans and notes.",
     ]
 

@@ -7,6 +7,10 @@ a scenario decides, through one set of names, which optional tools its agents se
     registry = ToolRegistry([search, set_price, forecast])   # forecast is optional
     scenario_tools = registry.enable({"forecast"})            # a new registry; the old one is kept
     scenario_tools.call(session, "forecast", '{"days": 7}')
+
+`render(scenario)` gives the same registry with every tool stating the scenario's limits (see
+`merchantbench.tools.render`). A framework registry (an agent harness's own tools) is built the
+same way and called with `call_async`, since some of its tools are `async def`.
 """
 
 from __future__ import annotations
@@ -18,8 +22,15 @@ from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 from typing import Any
 
-from merchantbench.tools.calling import run
-from merchantbench.tools.declare import Tool, ToolContext, ToolGroup, ToolKind, declare_tool
+from merchantbench.tools.calling import run, run_async
+from merchantbench.tools.declare import (
+    Tool,
+    ToolContext,
+    ToolGroup,
+    ToolKind,
+    ToolRole,
+    tool,
+)
 from merchantbench.tools.describe import ToolDescription, describe_tool
 from merchantbench.tools.errors import UNKNOWN_TOOL, failure
 
@@ -32,7 +43,8 @@ class ToolRegistry:
         enabled: Names of the optional tools to switch on.
 
     Raises:
-        ValueError: Two tools share a name, or `enabled` names a tool that does not exist.
+        ValueError: Two tools share a name, two tools end the window, or `enabled` names a tool
+            that does not exist.
     """
 
     def __init__(self, tools: Iterable[Tool] = (), enabled: Iterable[str] = ()) -> None:
@@ -63,18 +75,51 @@ class ToolRegistry:
         """Add a tool after those already registered and return it."""
         if declared.name in self._declared:
             raise ValueError(f"a tool named {declared.name} is already registered")
+        closer = self.window_closer
+        if declared.ends_window and closer is not None:
+            raise ValueError(f"{declared.name} and {closer} cannot both end the window")
         self._declared[declared.name] = declared
         return declared
 
     def tool(
-        self, *, kind: ToolKind, group: ToolGroup, optional: bool = False
+        self,
+        *,
+        kind: ToolKind,
+        group: ToolGroup,
+        optional: bool = False,
+        role: ToolRole = "environment",
+        ends_window: bool = False,
+        renders_from: object = None,
     ) -> Callable[[Callable[..., Any]], Tool]:
         """Like the `tool` decorator, and register the tool here at once."""
+        decorator = tool(
+            kind=kind,
+            group=group,
+            optional=optional,
+            role=role,
+            ends_window=ends_window,
+            renders_from=renders_from,
+        )
 
         def decorate(fn: Callable[..., Any]) -> Tool:
-            return self.register(declare_tool(fn, kind=kind, group=group, optional=optional))
+            return self.register(decorator(fn))
 
         return decorate
+
+    def render(self, settings: object) -> ToolRegistry:
+        """The same registry (same optional tools on) with every tool stating the values of
+        `settings`, e.g. a run's scenario (see `Tool.render`)."""
+        return ToolRegistry((t.render(settings) for t in self._declared.values()), self._enabled)
+
+    @property
+    def window_closer(self) -> str | None:
+        """Name of the tool that ends the decision window (`end_of_step`), if there is one."""
+        return next((t.name for t in self._declared.values() if t.ends_window), None)
+
+    def ends_window(self, name: str) -> bool:
+        """Whether `name` is the tool that ends the decision window."""
+        declared = self._declared.get(name) if isinstance(name, str) else None
+        return declared is not None and declared.ends_window
 
     def enable(self, names: Iterable[str]) -> ToolRegistry:
         """A registry with the same tools and exactly these optional tools switched on.
@@ -152,12 +197,30 @@ class ToolRegistry:
             "details"?}}` for a refusal, after which nothing has changed.
 
         Raises:
+            TypeError: The tool is async (use `call_async`).
             Exception: Whatever a tool body raises other than `ToolError`: that is a bug.
         """
         declared = self._declared.get(name) if isinstance(name, str) else None
         if declared is None or not self.is_active(declared.name):
             return self._unknown_tool(name)
         return run(ctx, declared, args, idempotency_key)
+
+    async def call_async(
+        self,
+        ctx: Any,
+        name: str,
+        args: Mapping[str, Any] | str | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """`call` for callers with an event loop: async tools are awaited, others run inline.
+
+        Framework tools (which may be `async def`) are called this way; the answers and the
+        guarantees are those of `call`.
+        """
+        declared = self._declared.get(name) if isinstance(name, str) else None
+        if declared is None or not self.is_active(declared.name):
+            return self._unknown_tool(name)
+        return await run_async(ctx, declared, args, idempotency_key)
 
     def _unknown_tool(self, name: object) -> dict[str, Any]:
         active = [t.name for t in self.tools()]

@@ -6,9 +6,12 @@ nothing. So the schema is rewritten once, at declaration:
 
 - every `$ref` is replaced by the definition it points to (a recursive model is refused);
 - `title` keywords are dropped (a *property* called `title` is of course kept);
-- every object must forbid extra properties (`additionalProperties: false`). This is checked
-  rather than added, because validation uses the same pydantic models: a schema that promised
-  `false` while validation let unknown fields through would be a lie.
+- every object must either list its properties and forbid others (`additionalProperties:
+  false`) or be a map whose values all follow one schema (`dict[str, int]`, `dict[str,
+  JsonValue]` for a free JSON object). This is checked rather than added, because validation
+  uses the same pydantic models: a schema that promised `false` while validation let unknown
+  fields through would be a lie. A plain `dict`, `dict[str, Any]` (no value schema), a
+  `TypedDict`, a dataclass or a model that allows extra fields is refused.
 """
 
 from __future__ import annotations
@@ -77,12 +80,19 @@ def _rewrite(node: Any, definitions: dict[str, Any], expanding: tuple[str, ...],
     return node
 
 
+def _is_map(node: dict[str, Any]) -> bool:
+    """A `dict[str, V]`: no named properties, every value checked against one schema."""
+    return isinstance(node.get("additionalProperties"), dict) and not node.get("properties")
+
+
 def _check_closed(node: dict[str, Any], at: str) -> None:
-    if node.get("type") == "object" and node.get("additionalProperties") is not False:
+    if node.get("type") != "object" or _is_map(node):
+        return
+    if node.get("additionalProperties") is not False:
         raise SchemaError(
             f"{at}: objects in tool arguments must forbid unknown fields; use a pydantic model "
-            "with model_config = ConfigDict(extra='forbid') (ToolArgs does this), not a dict, "
-            "TypedDict or dataclass"
+            "with model_config = ConfigDict(extra='forbid') (ToolArgs does this), or a map "
+            "dict[str, V] with a value type, not a plain dict, TypedDict or dataclass"
         )
 
 

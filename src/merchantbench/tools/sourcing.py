@@ -21,7 +21,6 @@ from merchantbench.tools.context import (
     ProductId,
     clock_text,
     date_of,
-    page_rows,
     paged,
     product_of,
     rmb,
@@ -150,9 +149,8 @@ def search_products(
         sort: relevance (best match; sales_30d when browsing), price_asc, price_desc, rating,
             sales_30d (most first) or ship_speed (ship + logistics hours, fastest first).
         page: Page number, from 1.
-        page_size: Rows per page (at most 50).
+        page_size: Rows per page (at most {tools.page_size_max}).
     """
-    page_size = page_rows(ctx, page_size)
     if min_price is not None and max_price is not None and max_price < min_price:
         raise ToolError("invalid_argument", "max_price is below min_price", "$.max_price")
     if category is not None and category not in ctx.market.categories:
@@ -181,7 +179,8 @@ def get_product_detail(ctx: StoreContext, product_id: ProductId) -> dict[str, An
     """Everything public about one product, its supplier, and your listing of it if any.
 
     Money in RMB; `price` is the current procurement price (what you pay the supplier per
-    order), `max_sale_price` the highest sale price the platform allows (100 × price).
+    order), `max_sale_price` the highest sale price the platform allows
+    ({demand.max_price_multiple_of_cost} × price).
     `status` is `available` or `delisted_by_supplier` (orders for a delisted product end as
     stockouts with a fine). `listed_since` is the date the product appeared on the market.
 
@@ -266,9 +265,8 @@ def list_supplier_products(
         supplier_id: The supplier's id.
         sort: Same orders as search_products; relevance means sales_30d here.
         page: Page number, from 1.
-        page_size: Rows per page (at most 50).
+        page_size: Rows per page (at most {tools.page_size_max}).
     """
-    page_size = page_rows(ctx, page_size)
     _, products = _supplier_products(ctx, supplier_id)
     view = ctx.catalog_view()
     # Browsing a view that shows only this supplier's products reuses the search's sort orders.

@@ -1,5 +1,5 @@
 """The agent's tool set: the 26 core tools in the order of SPEC §8, and the optional tools a
-scenario switches on.
+scenario switches on, each stating the scenario's limits.
 """
 
 from __future__ import annotations
@@ -9,6 +9,21 @@ from merchantbench.tools import cash, control, listing, monitoring, optional, so
 from merchantbench.tools.registry import ToolRegistry
 
 TOOL_MODULES = (sourcing, listing, cash, monitoring, control, optional)
+
+# Every environment tool as declared (stating the default scenario's limits).
+DECLARED = ToolRegistry.from_modules(*TOOL_MODULES)
+
+
+def _window_closer(registry: ToolRegistry) -> str:
+    closer = registry.window_closer
+    if closer is None:
+        raise RuntimeError("no environment tool is declared with ends_window=True")
+    return closer
+
+
+# The tool that closes a decision window, by name, for code that reads trace rows (metrics)
+# or only sees schemas (a code bridge). Derived from the declaration, never spelled out.
+END_OF_STEP: str = _window_closer(DECLARED)
 
 
 def enabled_optional_tools(scenario: Scenario) -> list[str]:
@@ -21,5 +36,6 @@ def enabled_optional_tools(scenario: Scenario) -> list[str]:
 
 
 def build_registry(scenario: Scenario) -> ToolRegistry:
-    """Every tool, in SPEC order, with the scenario's optional tools enabled."""
-    return ToolRegistry.from_modules(*TOOL_MODULES, enabled=enabled_optional_tools(scenario))
+    """Every tool, in SPEC order, stating the scenario's limits in its description and schema
+    bounds, with the scenario's optional tools enabled."""
+    return DECLARED.render(scenario).enable(enabled_optional_tools(scenario))

@@ -24,9 +24,9 @@ import os
 from typing import IO, Any
 
 from merchantbench.agents.llm.sandbox import BRIDGE_ENV
-from merchantbench.session import END_OF_STEP
 from merchantbench.surface import AgentSurface
 from merchantbench.tools.errors import failure
+from merchantbench.tools.toolset import END_OF_STEP
 
 MODULE_NAME = "merchantbench_tools"
 MAX_REQUEST_BYTES = 1 << 20

@@ -13,37 +13,32 @@ Besides the environment tools the model gets:
 - a periodic review: every `review_every` windows the model is asked to update its memory, plan
   and skills.
 
-The tools' schemas, size limits and argument checks are in `hermes_tools.py`; a call the model
-gets wrong raises `ToolError` and goes back to it as a refusal. Framework calls are traced with
-origin "framework" (by the ReAct loop) and do not count as environment calls. All framework
-state is plain data on the agent, so it is pickled into checkpoints and survives a resume.
+The tools are declared in `hermes_tools.py` with `@tool`, like the store's, as framework tools:
+their schemas, argument validation and descriptions (which state their size limits) come from
+those declarations, and a call the model gets wrong goes back to it as a structured refusal.
+Framework calls are traced with origin "framework" (by the ReAct loop) and do not count as
+environment calls. All framework state is plain data on the agent, so it is pickled into
+checkpoints and survives a resume.
 """
 
 from __future__ import annotations
 
 import sys
-from dataclasses import asdict, dataclass
 from typing import Any
 
 from pydantic import Field
 
 from merchantbench.agents.llm.bridge import MODULE_NAME, ToolBridge
 from merchantbench.agents.llm.hermes_tools import (
-    FRAMEWORK_TOOL_NAMES,
     FRAMEWORK_TOOLS,
-    MAX_SKILLS,
-    MEMORY_CHARS,
-    PLAN_CHARS,
-    SKILL_CHARS,
-    check_args,
-    check_length,
-    check_skill_name,
-    skill_kind,
+    HermesCall,
+    Skill,
+    SnippetFailed,
 )
 from merchantbench.agents.llm.react import ReActAgent, ReActSettings
 from merchantbench.agents.llm.sandbox import CodeRunner, SandboxLimits, probe_sandbox
 from merchantbench.surface import AgentSurface
-from merchantbench.tools.errors import INVALID_ARGUMENT, ToolError
+from merchantbench.tools.errors import ToolError
 
 REVIEW_PROMPT = (
     "Review time. Before you continue, look back over the last windows: save durable facts and "
@@ -68,24 +63,6 @@ Besides the store's tools you have tools of your own; they do not count as store
   run, either Python code (run like execute_code, with your arguments in the dict `args`) or
   steps written in prose (returned for you to follow).
 Every {review_every} windows you will be asked to review your memory, plan and skills."""
-
-
-@dataclass
-class Skill:
-    """A named procedure the model keeps: Python code or steps in prose."""
-
-    name: str
-    description: str
-    kind: str  # "code" or "steps"
-    body: str
-    version: int = 1
-    uses: int = 0
-    updated_window: int = 0
-
-    def summary(self) -> dict[str, Any]:
-        fields = asdict(self)
-        del fields["body"]
-        return fields
 
 
 def choose_runner(limits: SandboxLimits, unsafe: bool) -> tuple[CodeRunner | None, str]:
@@ -159,7 +136,7 @@ class HermesAgent(ReActAgent):
 
     # --- ReAct hooks ------------------------------------------------------------------------------
     def framework_tool_schemas(self) -> list[dict[str, Any]]:
-        return list(FRAMEWORK_TOOLS)
+        return FRAMEWORK_TOOLS.schema_list()
 
     def system_prompt(self, session: AgentSurface) -> str:
         guide = FRAMEWORK_GUIDE.format(review_every=self.review_every)
@@ -186,21 +163,21 @@ class HermesAgent(ReActAgent):
     async def call_framework_tool(
         self, session: AgentSurface, name: str, args: dict[str, Any]
     ) -> dict[str, Any]:
-        if name not in FRAMEWORK_TOOL_NAMES:
-            return await super().call_framework_tool(session, name, args)
-        try:
-            return await getattr(self, f"_{name}")(session, check_args(name, args))
-        except ToolError as refusal:
-            return refusal.to_result()
-
-    # --- code -------------------------------------------------------------------------------------
-    async def _execute_code(self, session: AgentSurface, args: dict[str, Any]) -> dict[str, Any]:
-        return await self.run_code(session, args["code"])
+        return await FRAMEWORK_TOOLS.call_async(HermesCall(self, session), name, args)
 
     async def run_code(
         self, session: AgentSurface, code: str, variables: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        """Run a snippet with the tools bridge; its tool calls are environment calls."""
+        """Run a snippet with the tools bridge; its tool calls are environment calls.
+
+        Returns:
+            stdout, stderr, result, truncated and tool_calls (and `bridge` if the snippet
+            stalled it).
+
+        Raises:
+            ToolError: Code execution is off on this machine.
+            SnippetFailed: The snippet failed; the error carries the same fields.
+        """
         if self.runner is None:
             raise ToolError("code_execution_off", self.code_note)
         bridge = ToolBridge(session, self.code_tool_calls)
@@ -210,76 +187,6 @@ class HermesAgent(ReActAgent):
         answer["tool_calls"] = bridge.calls
         if bridge.stalled:
             answer["bridge"] = "closed early: the snippet sent calls without reading the answers"
+        if not answer.pop("ok"):
+            raise SnippetFailed(answer)
         return answer
-
-    # --- memory and plan --------------------------------------------------------------------------
-    async def _memory_read(self, session: AgentSurface, args: dict[str, Any]) -> dict[str, Any]:
-        memory = self.framework_memory
-        return {"ok": True, "memory": memory, "chars": len(memory), "limit": MEMORY_CHARS}
-
-    async def _memory_write(self, session: AgentSurface, args: dict[str, Any]) -> dict[str, Any]:
-        text = args["text"]
-        if args.get("mode", "append") == "append" and self.framework_memory:
-            text = f"{self.framework_memory}\n{text}"
-        self.framework_memory = check_length(text, MEMORY_CHARS, "the memory")
-        return {"ok": True, "chars": len(text), "limit": MEMORY_CHARS}
-
-    async def _plan_read(self, session: AgentSurface, args: dict[str, Any]) -> dict[str, Any]:
-        return {"ok": True, "plan": self.plan}
-
-    async def _plan_update(self, session: AgentSurface, args: dict[str, Any]) -> dict[str, Any]:
-        self.plan = check_length(args["plan"], PLAN_CHARS, "the plan")
-        return {"ok": True, "chars": len(self.plan), "limit": PLAN_CHARS}
-
-    # --- skills -----------------------------------------------------------------------------------
-    async def _skill_create(self, session: AgentSurface, args: dict[str, Any]) -> dict[str, Any]:
-        name = check_skill_name(args["name"])
-        if name in self.skills:
-            raise ToolError("skill_exists", f"a skill named {name!r} exists; use skill_patch")
-        if len(self.skills) >= MAX_SKILLS:
-            raise ToolError("too_many_skills", f"at most {MAX_SKILLS} skills; patch one instead")
-        body = check_length(args["code_or_steps"], SKILL_CHARS, "the skill")
-        kind = skill_kind(body, args.get("kind", "auto"))
-        skill = Skill(name, args["description"], kind, body, updated_window=session.window)
-        self.skills[name] = skill
-        return {"ok": True, "skill": skill.summary()}
-
-    async def _skill_patch(self, session: AgentSurface, args: dict[str, Any]) -> dict[str, Any]:
-        skill = self._skill(args["name"])
-        if len(args) == 1:
-            message = "nothing to change: give code_or_steps, find and replace, description or kind"
-            raise ToolError(INVALID_ARGUMENT, message)
-        body = args.get("code_or_steps", skill.body)
-        if ("find" in args) != ("replace" in args):
-            raise ToolError(INVALID_ARGUMENT, "`find` and `replace` go together")
-        if "find" in args:
-            count = body.count(args["find"])
-            if count != 1:
-                message = f"`find` occurs {count} times; it must occur once"
-                raise ToolError("patch_mismatch", message)
-            body = body.replace(args["find"], args["replace"])
-        skill.body = check_length(body, SKILL_CHARS, "the skill")
-        skill.description = args.get("description", skill.description)
-        if "kind" in args:
-            skill.kind = skill_kind(body, args["kind"])
-        skill.version += 1
-        skill.updated_window = session.window
-        return {"ok": True, "skill": skill.summary()}
-
-    async def _skill_list(self, session: AgentSurface, args: dict[str, Any]) -> dict[str, Any]:
-        return {"ok": True, "skills": [self.skills[n].summary() for n in sorted(self.skills)]}
-
-    async def _skill_use(self, session: AgentSurface, args: dict[str, Any]) -> dict[str, Any]:
-        skill = self._skill(args["name"])
-        skill.uses += 1
-        skill_args = args.get("args", {})
-        if skill.kind == "steps":
-            return {"ok": True, "skill": skill.name, "steps": skill.body, "args": skill_args}
-        answer = await self.run_code(session, skill.body, {"args": skill_args})
-        return {"skill": skill.name, **answer}
-
-    def _skill(self, name: str) -> Skill:
-        if name not in self.skills:
-            known = ", ".join(sorted(self.skills)) or "none yet"
-            raise ToolError("unknown_skill", f"no skill named {name!r}; your skills: {known}")
-        return self.skills[name]
