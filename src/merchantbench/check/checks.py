@@ -66,11 +66,13 @@ def script(rec: Recording, windows: int) -> CheckResult:
 
 def determinism(one: Recording, two: Recording) -> CheckResult:
     """Two independent runs agree call by call."""
-    diverged = _first_difference(one.steps, two.steps)
-    if diverged or one.final_hash != two.final_hash or one.failure or two.failure:
+    diverged = _first_difference(one.steps, two.steps) or one.failure or two.failure
+    if not diverged and (one.brief, one.observations) != (two.brief, two.observations):
+        diverged = "the brief or a window's observation differs"
+    if diverged or one.final_hash != two.final_hash:
         why = diverged or f"final state hash {one.final_hash[:12]} vs {two.final_hash[:12]}"
         return CheckResult("determinism", False, f"run 2 differs from run 1: {why}")
-    line = (f"2 runs of {len(one.steps)} calls agree after every call; "
+    line = (f"2 runs of {len(one.steps)} calls agree after every call and in every output; "
             f"final state hash {one.final_hash[:12]}")  # fmt: skip
     return CheckResult("determinism", True, line)
 

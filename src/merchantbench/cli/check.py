@@ -16,12 +16,12 @@ from merchantbench.cli.common import (
     scenario_from_options,
 )
 
+_SEED_HELP = "run and market seed (one of 6+ digits is also looked for in every output)"
+
 
 def check(
     scenario: ScenarioName = "smoke",
-    seed: Annotated[int, typer.Option("--seed", help="run seed (6+ digits: scanned for)")] = (
-        DEFAULT_SEED
-    ),
+    seed: Annotated[int, typer.Option("--seed", help=_SEED_HELP)] = DEFAULT_SEED,
     adapter: Annotated[
         str, typer.Option("--adapter", help="front end to check (see --list-adapters)")
     ] = "python",
