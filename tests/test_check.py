@@ -80,6 +80,24 @@ class SeedEchoRun(PythonRun):
         return f"{super().observation()}\nrun {self.session.seed}"
 
 
+class WireRun(PythonRun):
+    """A faithful front end: arguments and results cross a JSON wire."""
+
+    def call(self, tool: str, args: dict[str, Any] | None, key: str | None) -> dict[str, Any]:
+        sent = json.loads(json.dumps(args))
+        return json.loads(json.dumps(super().call(tool, sent, key)))
+
+
+class RewordingRun(PythonRun):
+    """Sound in every way, but words its refusals its own way."""
+
+    def call(self, tool: str, args: dict[str, Any] | None, key: str | None) -> dict[str, Any]:
+        result = super().call(tool, args, key)
+        if not result["ok"]:
+            result["error"]["message"] = "request refused"
+        return result
+
+
 def adapter_of(run_type: type[PythonRun]) -> PythonAdapter:
     class Broken(PythonAdapter):
         name = run_type.__name__
@@ -148,6 +166,17 @@ def test_a_broken_adapter_fails_exactly_its_check(adapter: Any, check: str, says
     assert failed(report) == {check}, report.failures
     assert says in detail(report, check)
     assert report.failures == [f"{check}: {detail(report, check)}"]
+
+
+def test_agreement_with_a_reference_adapter() -> None:
+    faithful = run_check("smoke", adapter=adapter_of(WireRun), against="python")
+    assert faithful.ok, faithful.failures
+    assert [c.name for c in faithful.checks] == [*CHECKS, "agreement"]
+    reworded = run_check("smoke", adapter=adapter_of(RewordingRun), against="python")
+    assert failed(reworded) == {"agreement"}
+    assert detail(reworded, "agreement").startswith(
+        "differs from adapter python: window 0, list_product: a different result"
+    )
 
 
 def test_an_adapter_that_cannot_open_fails_every_check_without_raising() -> None:

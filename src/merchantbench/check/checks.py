@@ -10,6 +10,8 @@
 - `ledger`: at every window's opening and after the end, the ledger's movements sum exactly to
   the accounts, no account is negative, net assets are their sum, the agent's `query_balance`
   shows the same accounts, and a drained run has nothing in transit or receivable.
+- `agreement` (only when asked for, with a reference adapter): the front end and the reference
+  give the same calls, results, outputs and state hashes.
 - `hidden`: no hidden name (`merchantbench.catalog.hidden`) and not the seed in the brief, any
   observation or any tool result.
 """
@@ -28,6 +30,7 @@ from merchantbench.check.play import Recording, Step
 __all__ = [
     "SEED_DIGITS",
     "CheckResult",
+    "agreement",
     "determinism",
     "hidden",
     "ledger",
@@ -66,15 +69,31 @@ def script(rec: Recording, windows: int) -> CheckResult:
 
 def determinism(one: Recording, two: Recording) -> CheckResult:
     """Two independent runs agree call by call."""
-    diverged = _first_difference(one.steps, two.steps) or one.failure or two.failure
-    if not diverged and (one.brief, one.observations) != (two.brief, two.observations):
-        diverged = "the brief or a window's observation differs"
-    if diverged or one.final_hash != two.final_hash:
-        why = diverged or f"final state hash {one.final_hash[:12]} vs {two.final_hash[:12]}"
+    why = _divergence(one, two)
+    if why:
         return CheckResult("determinism", False, f"run 2 differs from run 1: {why}")
     line = (f"2 runs of {len(one.steps)} calls agree after every call and in every output; "
             f"final state hash {one.final_hash[:12]}")  # fmt: skip
     return CheckResult("determinism", True, line)
+
+
+def agreement(mine: Recording, theirs: Recording, name: str) -> CheckResult:
+    """Two front ends on the same scenario and seed play the script identically."""
+    why = _divergence(theirs, mine)
+    if why:
+        return CheckResult("agreement", False, f"differs from adapter {name}: {why}")
+    line = f"the same {len(mine.steps)} calls, results, outputs and state hashes as adapter {name}"
+    return CheckResult("agreement", True, line)
+
+
+def _divergence(one: Recording, two: Recording) -> str | None:
+    """Where two whole plays part (calls, results, hashes, brief, observations), or None."""
+    diverged = _first_difference(one.steps, two.steps) or one.failure or two.failure
+    if not diverged and (one.brief, one.observations) != (two.brief, two.observations):
+        diverged = "the brief or a window's observation differs"
+    if not diverged and one.final_hash != two.final_hash:
+        diverged = f"final state hash {one.final_hash[:12]} vs {two.final_hash[:12]}"
+    return diverged
 
 
 def snapshot(first: Recording, again: Recording, window: int, restored: bool) -> CheckResult:

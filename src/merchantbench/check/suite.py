@@ -48,24 +48,28 @@ def run_check(
     scenario: Scenario | str = "smoke",
     seed: int = DEFAULT_SEED,
     adapter: Adapter | str = "python",
+    against: Adapter | str | None = None,
 ) -> CheckReport:
-    """Check a front end: five runs of the action script, judged by every check.
+    """Check a front end: three runs of the action script, judged by every check.
 
     Args:
         scenario: A scenario or a preset name (`smoke` plays 28 windows in about a second).
         seed: The run's seed (the market's too). Seeds of fewer than six digits are not
             looked for by value in the outputs.
         adapter: An adapter or its registered name (see `merchantbench.check.ADAPTERS`).
+        against: Another adapter (or name), usually `"python"`: adds the `agreement` check,
+            that both give the same calls, results and state hashes.
 
     Returns:
         The report; `report.ok` is true when every check passed.
 
     Raises:
-        AdapterError: `adapter` names no registered adapter.
+        AdapterError: `adapter` or `against` names no registered adapter.
         ScenarioError: `scenario` names no preset.
     """
     sc = load_scenario(scenario) if isinstance(scenario, str) else scenario
     front = get_adapter(adapter) if isinstance(adapter, str) else adapter
+    reference = get_adapter(against) if isinstance(against, str) else against
     started = time.perf_counter()
     bound = sc.clock.windows * (sc.clock.calls_per_window + 50)
     one, two = (_play(front, sc, seed, bound) for _ in range(2))
@@ -77,6 +81,9 @@ def run_check(
         checks.ledger(one),
         checks.hidden(one, seed),
     ]
+    if reference is not None:
+        name = getattr(reference, "name", type(reference).__name__)
+        results.append(checks.agreement(one, _play(reference, sc, seed, bound), name))
     return CheckReport(
         adapter=getattr(front, "name", type(front).__name__),
         scenario=sc.name,

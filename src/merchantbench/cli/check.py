@@ -25,6 +25,10 @@ def check(
     adapter: Annotated[
         str, typer.Option("--adapter", help="front end to check (see --list-adapters)")
     ] = "python",
+    against: Annotated[
+        str | None,
+        typer.Option("--against", help="also compare with this adapter's play (e.g. python)"),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
     list_adapters: Annotated[
         bool, typer.Option("--list-adapters", help="list the registered adapters")
@@ -39,7 +43,7 @@ def check(
         return
     sc = scenario_from_options(scenario, file, set_)
     try:
-        report = run_check(sc, seed=seed, adapter=adapter)
+        report = run_check(sc, seed=seed, adapter=adapter, against=against)
     except AdapterError as exc:
         fail(str(exc))
     if as_json:
