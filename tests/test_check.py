@@ -4,6 +4,7 @@ adapter makes exactly the check it breaks fail, with a line that says where."""
 from __future__ import annotations
 
 import json
+import pickle
 from typing import Any
 
 import pytest
@@ -51,6 +52,13 @@ class ForgetfulRun(PythonRun):
 
     def restore(self, blob: bytes) -> None:
         pass
+
+
+class EngineOnlyRestoreRun(PythonRun):
+    """Restores the engine but not the session's memory (notes, idempotency keys)."""
+
+    def restore(self, blob: bytes) -> None:
+        self.session.engine.restore(pickle.loads(blob)["engine"])
 
 
 class StickyRefusalRun(PythonRun):
@@ -154,12 +162,13 @@ def test_the_check_is_itself_deterministic(python_report: CheckReport) -> None:
     [
         (adapter_of(LeakyRun), "hidden", "get_product_detail shows key 'stock_capacity'"),
         (adapter_of(ForgetfulRun), "snapshot", "restore did not bring back window 14"),
+        (adapter_of(EngineOnlyRestoreRun), "snapshot", "after restoring window 14: window 14,"),
         (ClockSeededAdapter(), "determinism", "run 2 differs from run 1"),
         (adapter_of(StickyRefusalRun), "refusals", "a refused call changed the state hash"),
         (adapter_of(MiscountedRun), "ledger", "window 0: opening + movements"),
         (adapter_of(SeedEchoRun), "hidden", "window 0, observation shows the seed 314159"),
     ],
-    ids=["leak", "restore", "nondeterminism", "refusal-changes-state", "ledger", "seed"],
+    ids=["leak", "restore", "half-restore", "nondeterminism", "refusal-state", "ledger", "seed"],
 )
 def test_a_broken_adapter_fails_exactly_its_check(adapter: Any, check: str, says: str) -> None:
     report = run_check("smoke", adapter=adapter)

@@ -100,15 +100,12 @@ def snapshot(first: Recording, again: Recording, window: int, restored: bool) ->
     """Playing on from a restored snapshot repeats the first continuation exactly."""
     if not restored:
         return CheckResult("snapshot", False, f"restore did not bring back window {window}'s state")
-    diverged = _first_difference(first.steps, again.steps)
-    same_views = first.observations == again.observations
-    failure = first.failure or again.failure
-    if diverged or not same_views or first.final_hash != again.final_hash or failure:
-        why = (
-            diverged
-            or failure
-            or ("observations differ" if not same_views else "final state hashes differ")
-        )
+    why = _first_difference(first.steps, again.steps) or first.failure or again.failure
+    if not why and first.observations != again.observations:
+        why = "a window's observation differs"
+    if not why and first.final_hash != again.final_hash:
+        why = "the final state hashes differ"
+    if why:
         return CheckResult("snapshot", False, f"after restoring window {window}: {why}")
     line = (f"snapshot at window {window}, restored: the {len(again.steps)} calls after it "
             f"repeat their results and the final hash")  # fmt: skip
