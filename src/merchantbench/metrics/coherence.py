@@ -16,6 +16,7 @@ from merchantbench.metrics.calendar import RunCalendar
 from merchantbench.metrics.reaction import agent_actions, listing_reactions, reaction_summary
 from merchantbench.metrics.record import RunRecord, Table, is_one_of
 from merchantbench.metrics.run_info import RunInfo
+from merchantbench.money import rmb
 from merchantbench.metrics.windows import (
     WindowActivity,
     abandonment_day,
@@ -90,7 +91,7 @@ def procurement_by_quarter(
     first = order[np.concatenate(([True], ids[1:] != ids[:-1]))] if len(ids) else order
     quarter = calendar.month_of_day(calendar.day_of_hour(listings["listed_t"][first]))
     quarter //= MONTHS_PER_QUARTER
-    cost = listings["cost_at_listing"][first]
+    cost = rmb(listings["cost_at_listing"][first])
     labels = calendar.month_labels(months)
     rows = []
     for index in range(-(-months // MONTHS_PER_QUARTER)):

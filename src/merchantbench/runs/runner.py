@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import platform
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,7 +16,14 @@ import merchantbench
 from merchantbench.agents.base import Agent, make_agent
 from merchantbench.catalog.cache import get_market, get_search_index
 from merchantbench.runs.checkpoint import load_checkpoint, save_checkpoint, truncate_trace
-from merchantbench.runs.files import atomic_write_json, read_json
+from merchantbench.runs.manifest import (
+    AgentRef,
+    FinalAccounts,
+    ManifestError,
+    MarketRef,
+    RunManifest,
+    read_manifest,
+)
 from merchantbench.runs.record import final_accounts, write_tables
 from merchantbench.scenario import Scenario
 from merchantbench.session import Session
@@ -63,31 +69,20 @@ def _git_commit() -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def _run_meta(spec: RunSpec, agent: Agent, session: Session) -> dict[str, Any]:
-    sc = spec.scenario
-    money = sc.money
-    return {
-        "scenario": {"name": sc.name, "version": sc.version, "hash": sc.content_hash},
-        "scenario_config": sc.model_dump(mode="json"),
-        "seed": spec.seed,
-        "market": {
-            "source": "synthetic" if spec.catalog is None else "catalog",
-            "catalog": None if spec.catalog is None else str(spec.catalog),
-            "n_products": session.market.n_products,
-        },
-        "agent": {"name": agent.name, "settings": agent.settings()},
-        "tool_schema_sha256": session.registry.schema_sha256(),
-        "package_version": merchantbench.__version__,
-        "git_commit": _git_commit(),
-        "python": platform.python_version(),
-        "initial_net_assets": (money.initial_balance_fen + money.initial_deposit_fen) / 100,
-        "started": _now(),
-        "ended": None,
-    }
+def _start_manifest(spec: RunSpec, agent: Agent, session: Session) -> RunManifest:
+    market = MarketRef(
+        source="synthetic" if spec.catalog is None else "catalog",
+        catalog=None if spec.catalog is None else str(spec.catalog),
+        n_products=session.market.n_products,
+    )
+    return RunManifest.start(
+        spec.scenario,
+        spec.seed,
+        market,
+        AgentRef(name=agent.name, settings=agent.settings()),
+        session.registry.schema_sha256(),
+        _git_commit(),
+    )
 
 
 class RunWriter:
@@ -98,19 +93,23 @@ class RunWriter:
         self.run_dir = run_dir
         self.checkpoint_every = checkpoint_every
         self._trace: TextIO | None = None
+        self.manifest: RunManifest  # set by open_session
 
     def _sink(self, entry: dict[str, Any]) -> None:
         assert self._trace is not None
         self._trace.write(json.dumps(entry, separators=(",", ":")) + "\n")
 
-    def open_session(self, resume: bool) -> tuple[Session, Agent, dict[str, Any]]:
+    def open_session(self, resume: bool) -> tuple[Session, Agent, RunManifest]:
         spec, run_dir = self.spec, self.run_dir
         if resume:
             if not (run_dir / "run.json").is_file():
                 raise RunError(f"{run_dir} is not a run directory: nothing to resume")
-            meta = read_json(run_dir / "run.json")
-            if meta.get("ended") not in (None, "error", "interrupted"):
-                raise RunError(f"{run_dir} already finished ({meta['ended']}); nothing to resume")
+            try:
+                meta = read_manifest(run_dir)
+            except ManifestError as exc:
+                raise RunError(str(exc)) from exc
+            if not meta.resumable:
+                raise RunError(f"{run_dir} already finished ({meta.ended}); nothing to resume")
         elif run_dir.exists() and any(run_dir.iterdir()):
             raise RunError(f"{run_dir} exists; use --resume to continue it or choose another --out")
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -127,9 +126,10 @@ class RunWriter:
             # LLM agents log their model calls; keep those the checkpointed agent had made.
             truncate_trace(run_dir / MODEL_CALLS, getattr(agent, "model_calls_seq", 0))
         else:
-            meta = _run_meta(spec, agent, session)
-            atomic_write_json(run_dir / "run.json", meta)
+            meta = _start_manifest(spec, agent, session)
+            meta.write(run_dir)
         self._trace = open(run_dir / "trace.jsonl", "a")  # noqa: SIM115 (closed in finish)
+        self.manifest = meta
         return session, agent, meta
 
     def flush_agent_log(self, agent: Agent) -> None:
@@ -146,43 +146,38 @@ class RunWriter:
         self._trace.flush()
         self.flush_agent_log(agent)
         save_checkpoint(self.run_dir, session.snapshot(), agent)
+        self.manifest.progress(session.memory.windows_closed)
+        self.manifest.write(self.run_dir)
 
-    def finish(
-        self, session: Session, agent: Agent, meta: dict[str, Any], ended: str
-    ) -> dict[str, Any]:
+    def finish(self, session: Session, agent: Agent, meta: RunManifest) -> dict[str, Any]:
         from merchantbench.metrics import compute_metrics, write_metrics
 
         if self._trace is not None:
             self._trace.close()
         self.flush_agent_log(agent)
         _record_agent_outcome(agent, meta)
-        if meta.get("stop_reason") and ended == "completed":
-            ended = "stopped"  # the agent gave up early (e.g. budget); the windows ran idle
         engine = session.engine
         write_tables(engine, self.run_dir)
-        meta.update(
-            ended=ended,
-            finished=_now(),
+        meta.finish(
+            ended="closed" if engine.state.closed else "completed",
             windows=session.memory.windows_closed,
             closed=engine.state.closed,
-            final_accounts=final_accounts(engine),
+            final_accounts=FinalAccounts(**final_accounts(engine)),
             state_hash=session.state_hash(),
         )
-        atomic_write_json(self.run_dir / "run.json", meta)
+        meta.write(self.run_dir)
         metrics = compute_metrics(self.run_dir)
         write_metrics(metrics, self.run_dir)
         return metrics
 
 
-def _record_agent_outcome(agent: Agent, meta: dict[str, Any]) -> None:
+def _record_agent_outcome(agent: Agent, meta: RunManifest) -> None:
     """What an LLM agent reports: its usage totals and why it stopped early, if it did."""
     usage_summary = getattr(agent, "usage_summary", None)
-    if usage_summary is not None:
-        meta["llm_usage"] = usage_summary()
-    meta.pop("stop_reason", None)  # a resumed run.json may carry one from before the crash
-    stop_reason = getattr(agent, "stop_reason", None)
-    if stop_reason:
-        meta["stop_reason"] = stop_reason
+    meta.record_agent(
+        usage_summary() if usage_summary is not None else None,
+        getattr(agent, "stop_reason", None),
+    )
 
 
 def run_agent(
@@ -228,15 +223,13 @@ async def run_agent_async(
             if session.window % checkpoint_every == 0 and not session.over:
                 writer.checkpoint(session, agent)
     except BaseException as exc:
-        meta.update(ended="interrupted" if isinstance(exc, KeyboardInterrupt) else "error")
-        meta["error"] = f"{type(exc).__name__}: {exc}"
+        meta.fail(exc)
         writer.flush_agent_log(agent)
         _record_agent_outcome(agent, meta)
-        atomic_write_json(run_dir / "run.json", meta)
+        meta.write(run_dir)
         raise
     finally:
         aclose = getattr(agent, "aclose", None)
         if aclose is not None:
             await aclose()
-    ended = "closed" if session.engine.state.closed else "completed"
-    return writer.finish(session, agent, meta, ended)
+    return writer.finish(session, agent, meta)
