@@ -1,5 +1,5 @@
 """The one conversion between integer fen (how money is held and recorded) and RMB (how it is
-shown). Everything that displays money goes through here; nothing else divides by 100."""
+shown). Run records, metrics and reports convert through here and nowhere else."""
 
 from __future__ import annotations
 
@@ -27,4 +27,3 @@ def rmb(fen: int | np.integer | np.ndarray | list[int]) -> float | np.ndarray:
     if isinstance(fen, int | np.integer):
         return round(int(fen) / FEN_PER_RMB, 2)
     return np.asarray(fen, dtype=np.int64) / float(FEN_PER_RMB)
-

@@ -16,13 +16,13 @@ from merchantbench.metrics.calendar import RunCalendar
 from merchantbench.metrics.reaction import agent_actions, listing_reactions, reaction_summary
 from merchantbench.metrics.record import RunRecord, Table, is_one_of
 from merchantbench.metrics.run_info import RunInfo
-from merchantbench.money import rmb
 from merchantbench.metrics.windows import (
     WindowActivity,
     abandonment_day,
     action_mask,
     idle_streaks,
 )
+from merchantbench.money import rmb
 
 SOURCING_TOOLS = (
     "get_daily_report",

@@ -13,7 +13,6 @@ import numpy as np
 
 from merchantbench.metrics.record import RunRecord, Table, is_one_of
 from merchantbench.metrics.run_info import ACCOUNTS, RunInfo
-from merchantbench.money import rmb
 from merchantbench.metrics.windows import (
     END_OF_STEP,
     WindowActivity,
@@ -21,6 +20,7 @@ from merchantbench.metrics.windows import (
     monthly_rates,
     sustained_window_rate,
 )
+from merchantbench.money import rmb
 
 OUTCOMES = (
     "normal",

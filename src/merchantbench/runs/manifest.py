@@ -2,8 +2,8 @@
 
 One model, `RunManifest`, is the only shape of `run.json`. The runner creates it once when a run
 starts (`RunManifest.start`) and changes it only through its methods (`progress`, `record_agent`,
-`finish`, `fail`), writing the whole file atomically each time. Readers go through `read_manifest`, which
-refuses a file of another format version with a one-line reason.
+`finish`, `fail`), writing the whole file atomically each time. Readers go through
+`read_manifest`, which refuses a file of another format version with a one-line reason.
 """
 
 from __future__ import annotations
