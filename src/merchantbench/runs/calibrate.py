@@ -170,7 +170,8 @@ def decision_stats(record: RunRecord, market: Market, scenario: Scenario) -> dic
     sold = len(bought) > 0
     return {
         "orders_per_listing_day": len(bought) / listing_days if listing_days else None,
-        "price_to_reference": float(np.mean(orders["sale_price"][procured] /
+        # Through RMB and back, the arithmetic the stored calibration figures were made with.
+        "price_to_reference": float(np.mean(rmb(orders["sale_price"][procured]) * 100 /
                                             market.p_ref_fen[bought])) if sold else None,
         "trap_order_share": float(market.is_trap[bought].mean()) if sold else None,
         "hidden_risk": float(risk[bought].mean()) if sold else None,
