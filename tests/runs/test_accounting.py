@@ -56,7 +56,8 @@ def test_a_fine_that_closes_the_store_is_collected_only_in_part(tmp_path):
     metrics = _run(
         tmp_path, "random", "money.initial_balance_fen=0", "money.initial_deposit_fen=300"
     )
-    assert read_manifest(tmp_path / "run").ended == "closed"
+    manifest = read_manifest(tmp_path / "run")
+    assert manifest.ended == "closed" and manifest.closed and not manifest.agent.privileged
     assert (metrics["fines"], metrics["fines_collected"]) == (5.0, 3.0)
     assert metrics["net_profit"] == -3.0 and metrics["final_net_assets"] == 0.0
     _identity(metrics)

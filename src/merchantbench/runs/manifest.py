@@ -52,10 +52,12 @@ class MarketRef(_Part):
 
 
 class AgentRef(_Part):
-    """The agent's registered name and its settings (never a secret)."""
+    """The agent's registered name, its settings (never a secret), and whether it was handed
+    the hidden market (the oracle)."""
 
     name: str
     settings: dict[str, Any]
+    privileged: bool = False
 
 
 class FinalAccounts(_Part):

@@ -79,7 +79,11 @@ def _start_manifest(spec: RunSpec, agent: Agent, session: Session) -> RunManifes
         spec.scenario,
         spec.seed,
         market,
-        AgentRef(name=agent.name, settings=agent.settings()),
+        AgentRef(
+            name=agent.name,
+            settings=agent.settings(),
+            privileged=bool(getattr(type(agent), "privileged", False)),
+        ),
         session.registry.schema_sha256(),
         _git_commit(),
     )
