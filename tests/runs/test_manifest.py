@@ -106,3 +106,12 @@ def test_resume_refuses_another_format(tmp_path, monkeypatch):
     spec = RunSpec("idle", load_scenario("smoke"), 1)
     with pytest.raises(RunError, match="format 99 is not supported"):
         run_agent(spec, run_dir, resume=True)
+
+
+def test_a_scenario_that_cannot_be_rebuilt_is_refused(tmp_path):
+    run_dir = _record(tmp_path)
+    data = json.loads((run_dir / RUN_FILE).read_text())
+    data["scenario_config"]["clock"]["hours_per_window"] = 7
+    (run_dir / RUN_FILE).write_text(json.dumps(data))
+    with pytest.raises(ManifestError, match=r"run.json: scenario_config.clock: .*must divide 24"):
+        read_manifest(run_dir)

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 import merchantbench
 from merchantbench.money import rmb
@@ -22,7 +22,7 @@ from merchantbench.runs.files import atomic_write_json
 from merchantbench.runs.schema import RUN_FILE
 from merchantbench.scenario import Scenario
 
-FORMAT = 1  # bump when a key changes meaning or disappears
+FORMAT: Literal[1] = 1  # bump (and the Literal) when a key or column changes meaning or goes
 Ended = Literal["completed", "closed", "stopped", "interrupted", "error"]
 RESUMABLE: tuple[Ended | None, ...] = (None, "error", "interrupted")
 
@@ -79,7 +79,7 @@ class RunManifest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
-    format: int = FORMAT
+    format: Literal[1] = FORMAT
     scenario: ScenarioRef
     scenario_config: dict[str, Any]
     seed: int
@@ -100,6 +100,12 @@ class RunManifest(BaseModel):
     llm_usage: dict[str, Any] | None = None
     stop_reason: str | None = None
     error: str | None = None
+
+    @field_validator("scenario_config")
+    @classmethod
+    def _a_valid_scenario(cls, config: dict[str, Any]) -> dict[str, Any]:
+        Scenario.model_validate(config)  # a record whose scenario cannot be rebuilt is unusable
+        return config
 
     @classmethod
     def start(
