@@ -10,31 +10,45 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from merchantbench.runs.schema import (
-    OPTIONAL_COLUMNS,
-    PARQUET_SCHEMAS,
-    RUN_FILE,
-    TRACE_FILE,
-    arrow_table,
-)
+from merchantbench.runs.manifest import AgentRef, MarketRef, RunManifest
+from merchantbench.runs.schema import PARQUET_SCHEMAS, TRACE_FILE, arrow_table
+from merchantbench.scenario import Scenario
 
 
 def _columns(name: str, rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
-    optional = [k for k in OPTIONAL_COLUMNS.get(name, {}) if any(k in row for row in rows)]
-    return {col: [row[col] for row in rows] for col in [*PARQUET_SCHEMAS[name], *optional]}
+    return {col: [row[col] for row in rows] for col in PARQUET_SCHEMAS[name]}
+
+
+def fen(rmb: float) -> int:
+    """A test's RMB figure as the record's integer fen."""
+    return round(rmb * 100)
+
+
+def run_manifest(scenario: Scenario | None = None, **fields: Any) -> RunManifest:
+    """The `run.json` of a hand-built record: a run of `scenario` (default `paper`), seed 7, by
+    `test-agent`; `fields` override any key (validated)."""
+    start = RunManifest.start(
+        scenario or Scenario(),
+        seed=7,
+        market=MarketRef(source="synthetic", n_products=10),
+        agent=AgentRef(name="test-agent", settings={}),
+        tool_schema_sha256="0" * 64,
+        git_commit=None,
+    )
+    return RunManifest.model_validate(start.model_dump() | fields)
 
 
 def write_run_record(
     run_dir: Path | str,
-    run: Mapping[str, Any],
+    run: RunManifest,
     trace: Sequence[Mapping[str, Any]],
     tables: Mapping[str, Sequence[Mapping[str, Any]]],
 ) -> Path:
     """Write `run.json`, `trace.jsonl` and the Parquet files (rows keyed `timeseries`, `orders`,
-    `daily`, `listings`; every row holds every column of its file)."""
+    `daily`, `listings`; every row holds every column of its file, money in fen)."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / RUN_FILE).write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
+    run.write(run_dir)
     lines = "".join(json.dumps(call, separators=(",", ":")) + "\n" for call in trace)
     (run_dir / TRACE_FILE).write_text(lines, encoding="utf-8")
     for name in PARQUET_SCHEMAS:

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from record_rows import write_run_record
+from merchantbench.scenario import ClockConfig, Scenario
+from record_rows import fen, run_manifest, write_run_record
 
 HOURS_PER_WINDOW = 12
 
@@ -28,33 +29,59 @@ class Records:
         return line | fields
 
     @staticmethod
-    def order(outcome: str, sale: float, cost: float, fines: float = 0.0, **fields: Any) -> dict:
-        """One orders.parquet row; hours default to a normal life cycle."""
+    def order(
+        outcome: str,
+        sale: float,
+        cost: float,
+        fines: float = 0.0,
+        collected: float | None = None,
+        fees: float = 0.0,
+        **fields: Any,
+    ) -> dict:
+        """One orders.parquet row; money in RMB here, written as fen; fines are collected in
+        full unless `collected` says otherwise; hours default to a normal life cycle."""
+        collected = fines if collected is None else collected
         row = {"order_id": 0, "product_id": "p1", "product_type": "storage box",
-               "sale_price": sale, "cost": cost, "placed_t": 1, "ship_t": 5, "cancel_t": -1,
-               "delivered_t": 30, "resolved_t": 60, "late": False, "outcome": outcome,
-               "fines": fines}  # fmt: skip
+               "sale_price": fen(sale), "cost": fen(cost), "placed_t": 1, "ship_t": 5,
+               "cancel_t": -1, "delivered_t": 30, "resolved_t": 60, "late": False,
+               "outcome": outcome, "fees": fen(fees), "fines_assessed": fen(fines),
+               "fines_collected": fen(collected)}  # fmt: skip
         return row | fields
 
     @staticmethod
     def listing(product_id: str, product_type: str, listed_t: int, delisted_t: int = -1,
                 cost: float = 30.0) -> dict[str, Any]:  # fmt: skip
-        """One listings.parquet row (one listing spell)."""
+        """One listings.parquet row (one listing spell; money in RMB here, written as fen)."""
         return {"product_id": product_id, "product_type": product_type, "listed_t": listed_t,
-                "delisted_t": delisted_t, "first_price": cost * 1.5, "last_price": cost * 1.5,
-                "cost_at_listing": cost}  # fmt: skip
+                "delisted_t": delisted_t, "first_price": fen(cost * 1.5),
+                "last_price": fen(cost * 1.5), "cost_at_listing": fen(cost)}  # fmt: skip
 
     @staticmethod
     def hourly(days: int, net_assets: float = 3000.0, listings: int = 1) -> list[dict[str, Any]]:
-        """Timeseries rows for `days` days with constant accounts."""
-        return [{"t": t, "day": t // 24, "balance": net_assets - 1000.0, "deposit": 1000.0,
-                 "in_transit": 0.0, "receivable": 0.0, "net_assets": net_assets, "rating": 4.0,
-                 "stars": 4, "active_listings": listings} for t in range(days * 24)]  # fmt: skip
+        """Timeseries rows for `days` days with constant accounts (RMB here, written as fen)."""
+        return [{"t": t, "day": t // 24, "balance": fen(net_assets - 1000.0),
+                 "deposit": fen(1000.0), "in_transit": 0, "receivable": 0,
+                 "net_assets": fen(net_assets), "rating": 4.0, "stars": 4,
+                 "active_listings": listings} for t in range(days * 24)]  # fmt: skip
 
-    def write(self, trace=(), orders=(), timeseries=None, ratings=None, listings=(), **run) -> Path:
-        """Write a record; `run` entries override the default `run.json` fields."""
-        meta = {"seed": 7, "agent": {"name": "test-agent"}, "scenario": {"name": "paper"},
-                "initial_net_assets": 3000.0} | run  # fmt: skip
+    @staticmethod
+    def horizon(days: int) -> Scenario:
+        """`paper` with a horizon of `days` days (2 windows a day are scheduled)."""
+        return Scenario(clock=ClockConfig(days=days))
+
+    def write(
+        self,
+        trace=(),
+        orders=(),
+        timeseries=None,
+        ratings=None,
+        listings=(),
+        scenario: Scenario | None = None,
+        **run,
+    ) -> Path:
+        """Write a record of a `scenario` run (default `paper`); `run` entries override the
+        `run.json` keys."""
+        meta = run_manifest(scenario, **run)
         tables = {
             "timeseries": self.hourly(2) if timeseries is None else timeseries,
             "orders": [o | {"order_id": i} for i, o in enumerate(orders, start=1)],

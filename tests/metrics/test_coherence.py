@@ -16,7 +16,8 @@ def coherence_of(run_dir) -> dict:
 def test_longest_idle_streak_and_abandonment_day(records):
     trace = [records.call(w) for w in (0, 1, 2, 3, 4, 9, 12)]
     trace += [records.call(w, "end_of_step") for w in range(13, 20)]  # closing is not acting
-    idle = coherence_of(records.write(trace=trace, windows=20))["idle"]
+    idle = coherence_of(records.write(trace=trace, windows=20, scenario=records.horizon(10)))
+    idle = idle["idle"]
     assert idle["longest_idle_streak"] == 7
     assert idle["longest_idle_streak_start_window"] == 13
     assert idle["longest_idle_streak_start_day"] == 6
@@ -30,7 +31,8 @@ def test_longest_idle_streak_and_abandonment_day(records):
 )
 def test_abandonment_needs_a_whole_day_without_action(records, effective_windows, expected):
     trace = [records.call(w) for w in effective_windows]
-    idle = coherence_of(records.write(trace=trace, windows=4))["idle"]  # days 0 and 1
+    run_dir = records.write(trace=trace, windows=4, scenario=records.horizon(2))  # days 0 and 1
+    idle = coherence_of(run_dir)["idle"]
     assert idle["abandonment_day"] == expected
 
 

@@ -16,7 +16,7 @@ from merchantbench.scenario import ClockConfig, Scenario
 def test_swr_is_the_minimum_over_rolling_60_windows(records):
     idle = set(range(50, 65)) | {100}  # 16 idle windows fit in one 60-window period
     trace = [records.call(w) for w in range(120) if w not in idle]
-    metrics = compute_metrics(records.write(trace=trace, windows=120))
+    metrics = compute_metrics(records.write(trace=trace, windows=120, scenario=records.horizon(60)))
     assert metrics["swr"] == pytest.approx(44 / 60)
     assert metrics["effective_window_rate"] == pytest.approx(104 / 120)
     assert metrics["effective_windows"] == 104
@@ -24,7 +24,11 @@ def test_swr_is_the_minimum_over_rolling_60_windows(records):
 
 def test_swr_of_a_short_run_is_the_overall_share(records):
     metrics = compute_metrics(
-        records.write(trace=[records.call(0), records.call(4), records.call(9)], windows=10)
+        records.write(
+            trace=[records.call(0), records.call(4), records.call(9)],
+            windows=10,
+            scenario=records.horizon(5),
+        )
     )
     assert metrics["swr"] == pytest.approx(0.3)
     assert metrics["effective_window_rate"] == pytest.approx(0.3)
@@ -38,10 +42,10 @@ def test_effective_windows_ignore_end_of_step_and_framework_calls(records):
         records.call(2, "get_product_detail", ok=False, error="not_found"),
         records.call(2, "end_of_step"),
         records.call(4, "query_balance"),
-    ]  # window 3 has no trace line at all
-    metrics = compute_metrics(records.write(trace=trace, windows=5))
+    ]  # windows 3 and 5 have no trace line at all
+    metrics = compute_metrics(records.write(trace=trace, windows=6, scenario=records.horizon(3)))
     assert metrics["effective_windows"] == 2
-    assert metrics["effective_window_rate"] == pytest.approx(0.4)
+    assert metrics["effective_window_rate"] == pytest.approx(2 / 6)
     assert metrics["coherence"]["idle"]["longest_idle_streak"] == 2
     assert metrics["tool_calls"] == 5
     assert metrics["framework_calls"] == 1
@@ -51,7 +55,9 @@ def test_effective_windows_ignore_end_of_step_and_framework_calls(records):
 
 def test_windows_default_to_the_last_traced_window(records):
     metrics = compute_metrics(
-        records.write(trace=[records.call(0), records.call(3, "end_of_step")])
+        records.write(
+            trace=[records.call(0), records.call(3, "end_of_step")], scenario=records.horizon(2)
+        )
     )
     assert metrics["windows"] == 4
     assert metrics["effective_window_rate"] == pytest.approx(0.25)
@@ -113,7 +119,7 @@ def ledger_final_accounts(orders: list[dict[str, Any]]) -> dict[str, float]:
         accounts["deposit"] -= fen - from_balance
 
     for o in orders:
-        price, cost, outcome = round(o["sale_price"] * 100), round(o["cost"] * 100), o["outcome"]
+        price, cost, outcome = o["sale_price"], o["cost"], o["outcome"]
         if outcome not in ("stockout", "insufficient_balance"):
             accounts["balance"] -= cost
             accounts["in_transit"] += cost
@@ -126,7 +132,7 @@ def ledger_final_accounts(orders: list[dict[str, Any]]) -> dict[str, float]:
             if outcome != "open":
                 accounts["receivable"] -= price
                 credit(SETTLED_CREDIT.get(outcome, lambda p, c: 0)(price, cost))
-        fine(round(o["fines"] * 100))
+        fine(o["fines_collected"])
     rmb = {k: v / 100 for k, v in accounts.items()}
     return rmb | {"net_assets": sum(accounts.values()) / 100}
 
@@ -186,16 +192,18 @@ def test_monthly_rates_bucket_windows_by_calendar_month(records):
 
 
 def test_monthly_rates_of_a_short_run_have_12_entries(records):
-    metrics = compute_metrics(records.write(trace=[records.call(w) for w in range(70)], windows=80))
+    trace = [records.call(w) for w in range(70)]
+    metrics = compute_metrics(records.write(trace=trace, windows=80, scenario=records.horizon(40)))
     assert metrics["monthly_effective_window_rate"] == [1.0, 0.5] + [None] * 10
     assert metrics["months"][0] == "2025-06" and metrics["months"][11] == "2026-05"
 
 
 def test_recorded_scenario_sets_the_calendar(records):
-    clock = ClockConfig(hours_per_window=24, start_date="2025-06-15")
-    config = Scenario(clock=clock).model_dump(mode="json")
+    clock = ClockConfig(days=20, hours_per_window=24, start_date="2025-06-15")
     trace = [records.call(w, t=w * 24) for w in range(16, 20)]  # days 16-19 are 1-4 July
-    metrics = compute_metrics(records.write(trace=trace, windows=20, scenario_config=config))
+    metrics = compute_metrics(
+        records.write(trace=trace, windows=20, scenario=Scenario(clock=clock))
+    )
     assert metrics["monthly_effective_window_rate"][:2] == [0.0, 1.0]
     assert metrics["months"][0] == "2025-06"
 
@@ -231,3 +239,24 @@ def test_platform_fees_reduce_net_profit_when_recorded(records):
     metrics = compute_metrics(records.write(orders=orders))
     assert metrics["fees"] == 2.5
     assert metrics["net_profit"] == 12.5
+
+
+def test_a_store_closed_on_its_first_day_has_swr_0_over_the_scheduled_windows(records):
+    # Closed at hour 22 of a `paper` run: windows 0 (acted) and 1 (end_of_step) opened out of
+    # 730 scheduled. Counted over the two opened windows the SWR was 0.5.
+    trace = [records.call(0), records.call(1, "end_of_step")]
+    metrics = compute_metrics(records.write(trace=trace, windows=2, closed=True))
+    assert (metrics["windows"], metrics["scheduled_windows"]) == (2, 730)
+    assert metrics["swr"] == 0.0
+    assert metrics["effective_window_rate"] == pytest.approx(1 / 730)
+    assert metrics["monthly_effective_window_rate"] == [pytest.approx(1 / 60)] + [0.0] * 11
+
+
+def test_net_profit_uses_fines_collected_and_reports_both(records):
+    orders = [
+        records.order("normal", 50, 30, 3, late=True),  # +17
+        records.order("insufficient_balance", 50, 30, 5, collected=2.5),  # the closing fine
+    ]
+    metrics = compute_metrics(records.write(orders=orders))
+    assert (metrics["fines"], metrics["fines_collected"]) == (8.0, 5.5)
+    assert metrics["net_profit"] == 14.5

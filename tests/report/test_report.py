@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from merchantbench.metrics import compute_metrics
 from merchantbench.report import PAPER_LABEL, load_paper_table, table1_line, write_report
-from merchantbench.scenario import Scenario
-from record_rows import write_run_record
+from merchantbench.runs.manifest import AgentRef
+from record_rows import fen, run_manifest, write_run_record
 
 DAYS = 60
 WINDOWS = DAYS * 2
@@ -25,8 +25,8 @@ OUTCOMES = ("normal", "normal", "normal", "bad_review", "return_refund", "cancel
 def _timeseries(rng: np.random.Generator) -> list[dict[str, Any]]:
     net = 3000 + np.cumsum(rng.normal(0.5, 3.0, DAYS * 24))
     listings = np.minimum(50, np.arange(DAYS * 24) // 30)
-    return [{"t": t, "day": t // 24, "balance": round(net[t] - 1300, 2), "deposit": 1000.0,
-             "in_transit": 200.0, "receivable": 100.0, "net_assets": round(net[t], 2),
+    return [{"t": t, "day": t // 24, "balance": fen(net[t] - 1300), "deposit": fen(1000.0),
+             "in_transit": fen(200.0), "receivable": fen(100.0), "net_assets": fen(net[t]),
              "rating": 4.0, "stars": 4, "active_listings": int(listings[t])}
             for t in range(DAYS * 24)]  # fmt: skip
 
@@ -37,10 +37,11 @@ def _orders(rng: np.random.Generator) -> list[dict[str, Any]]:
         placed = int(rng.integers(0, DAYS * 24 - 200))
         outcome = OUTCOMES[i % len(OUTCOMES)]
         rows.append({"order_id": i, "product_id": f"p{i % 12}", "product_type": f"type{i % 4}",
-                     "sale_price": 60.0, "cost": 38.5, "placed_t": placed, "ship_t": placed + 6,
-                     "cancel_t": -1, "delivered_t": placed + 40, "resolved_t": placed + 120,
-                     "late": i % 11 == 0, "outcome": outcome,
-                     "fines": FINES.get(outcome, 0.0)})  # fmt: skip
+                     "sale_price": fen(60.0), "cost": fen(38.5), "placed_t": placed,
+                     "ship_t": placed + 6, "cancel_t": -1, "delivered_t": placed + 40,
+                     "resolved_t": placed + 120, "late": i % 11 == 0, "outcome": outcome,
+                     "fees": 0, "fines_assessed": fen(FINES.get(outcome, 0.0)),
+                     "fines_collected": fen(FINES.get(outcome, 0.0))})  # fmt: skip
     return rows
 
 
@@ -60,18 +61,17 @@ def write_demo_record(path: Path, agent: str = "react", seed: int = 1, shift: fl
     rng = np.random.default_rng(seed)
     series = _timeseries(rng)
     final = {"balance": 1500.0 + shift, "deposit": 1000.0, "in_transit": 0.0, "receivable": 0.0}
-    run = {"scenario": {"name": "paper", "version": "1.0", "hash": "abc"},
-           "scenario_config": Scenario().model_dump(mode="json"), "seed": seed,
-           "agent": {"name": agent, "settings": {"model": "scripted"}}, "windows": WINDOWS,
-           "initial_net_assets": 3000.0, "ended": "completed", "state_hash": "f00d",
-           "final_accounts": final | {"net_assets": 2500.0 + shift}}  # fmt: skip
+    run = run_manifest(seed=seed, agent=AgentRef(name=agent, settings={"model": "scripted"}),
+                       windows=WINDOWS, ended="completed", state_hash="f00d",
+                       final_accounts=final | {"net_assets": 2500.0 + shift})  # fmt: skip
     ratings = 4.0 + 0.3 * np.sin(np.arange(DAYS) / 6)
     tables = {"timeseries": series, "orders": _orders(rng),
               "daily": [{"day": d, "rating": float(r), "stars": 4 if r < 4.2 else 5}
                         for d, r in enumerate(ratings)],
               "listings": [{"product_id": f"p{i}", "product_type": f"type{i % 4}", "listed_t": 0,
-                            "delisted_t": -1, "first_price": 60.0, "last_price": 60.0,
-                            "cost_at_listing": 38.5} for i in range(12)]}  # fmt: skip
+                            "delisted_t": -1, "first_price": fen(60.0),
+                            "last_price": fen(60.0), "cost_at_listing": fen(38.5)}
+                           for i in range(12)]}  # fmt: skip
     return write_run_record(path, run, _trace(active_until=90 - seed), tables)
 
 

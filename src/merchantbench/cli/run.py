@@ -29,6 +29,8 @@ from merchantbench.cli.common import (
     fail,
     scenario_from_options,
 )
+from merchantbench.money import rmb
+from merchantbench.runs.manifest import read_manifest
 from merchantbench.runs.runner import RunError, RunSpec, default_run_dir, run_agent
 from merchantbench.session import Session
 
@@ -38,7 +40,7 @@ def _progress_line(session: Session) -> str:
     a = engine.state.ledger.accounts
     day = min(engine.t, engine.horizon) // 24
     return (
-        f"day {day:>3d} · net ¥{a.net_assets / 100:>10,.2f} · "
+        f"day {day:>3d} · net ¥{rmb(a.net_assets):>10,.2f} · "
         f"{engine.state.rating.stars}★ {engine.state.rating.published:.2f} · "
         f"{len(engine.state.listings):>2d} listings"
     )
@@ -189,7 +191,7 @@ def run(
     except ModelCallFailed as exc:
         fail(f"{exc}; the run stopped with an error: continue it with --resume --out {run_dir}", 1)
     console.print(f"run record: {run_dir}")
-    stop_reason = json.loads((run_dir / "run.json").read_text()).get("stop_reason")
+    stop_reason = read_manifest(run_dir).stop_reason
     if stop_reason:
         console.print(f"stopped early: {stop_reason}")
     typer.echo(json.dumps({k: metrics[k] for k in _HEADLINE}, ensure_ascii=False))

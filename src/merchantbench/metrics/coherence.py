@@ -22,6 +22,7 @@ from merchantbench.metrics.windows import (
     action_mask,
     idle_streaks,
 )
+from merchantbench.money import rmb
 
 SOURCING_TOOLS = (
     "get_daily_report",
@@ -90,7 +91,7 @@ def procurement_by_quarter(
     first = order[np.concatenate(([True], ids[1:] != ids[:-1]))] if len(ids) else order
     quarter = calendar.month_of_day(calendar.day_of_hour(listings["listed_t"][first]))
     quarter //= MONTHS_PER_QUARTER
-    cost = listings["cost_at_listing"][first]
+    cost = rmb(listings["cost_at_listing"][first])
     labels = calendar.month_labels(months)
     rows = []
     for index in range(-(-months // MONTHS_PER_QUARTER)):

@@ -1,7 +1,8 @@
 """A run record (docs/run-record.md) read into typed in-memory tables.
 
-Every column named by the contract is required and is coerced to one numpy dtype: hours and
-counts to int64, money and ratings to float64, flags to bool, names to object arrays of str.
+Every column named by the contract is required and is coerced to one numpy dtype: hours, counts
+and money (integer fen) to int64, ratings to float64, flags to bool, names to object arrays of
+str. `run.json` is read as a `RunManifest` of the current format.
 Anything that makes a directory unreadable as a run record raises `RunRecordError` with a
 one-line reason.
 """
@@ -18,8 +19,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from merchantbench.runs.manifest import ManifestError, RunManifest, read_manifest
 from merchantbench.runs.schema import (
-    OPTIONAL_COLUMNS,
     PARQUET_SCHEMAS,
     RUN_FILE,
     TRACE_FILE,
@@ -27,7 +28,7 @@ from merchantbench.runs.schema import (
     TRACE_SCHEMA,
 )
 
-_NUMPY_DTYPES = {"int": np.int64, "money": np.float64, "float": np.float64, "bool": np.bool_}
+_NUMPY_DTYPES = {"int": np.int64, "money": np.int64, "float": np.float64, "bool": np.bool_}
 
 
 class RunRecordError(ValueError):
@@ -66,7 +67,7 @@ class RunRecord:
 
     Attributes:
         path: The run directory.
-        run: The parsed `run.json`.
+        run: `run.json`, validated.
         trace: One row per tool call, in call order.
         timeseries: One row per simulated hour of the horizon.
         orders: One row per order.
@@ -75,7 +76,7 @@ class RunRecord:
     """
 
     path: Path
-    run: dict[str, Any]
+    run: RunManifest
     trace: Table
     timeseries: Table
     orders: Table
@@ -111,9 +112,6 @@ def _read_parquet(run_dir: Path, name: str) -> Table:
         if column not in arrow.column_names:
             raise RunRecordError(f"{path}: column {column!r} is missing")
         columns[column] = _coerce(arrow.column(column).to_pylist(), kind)
-    for column, kind in OPTIONAL_COLUMNS.get(name, {}).items():
-        if column in arrow.column_names:
-            columns[column] = _coerce(arrow.column(column).to_pylist(), kind)
     return Table(name, columns)
 
 
@@ -148,19 +146,15 @@ def _read_trace(run_dir: Path) -> Table:
     return Table(TRACE_FILE, columns)
 
 
-def _read_run_json(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / RUN_FILE
+def _read_run_json(run_dir: Path) -> RunManifest:
     if not run_dir.is_dir():
         raise RunRecordError(f"{run_dir} is not a directory")
-    if not path.is_file():
+    if not (run_dir / RUN_FILE).is_file():
         raise RunRecordError(f"{run_dir} is not a run record (no {RUN_FILE})")
     try:
-        run = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RunRecordError(f"{path}: not valid JSON") from exc
-    if not isinstance(run, dict):
-        raise RunRecordError(f"{path}: must hold a JSON object")
-    return run
+        return read_manifest(run_dir)
+    except ManifestError as exc:
+        raise RunRecordError(str(exc)) from exc
 
 
 def load_run_record(run_dir: Path | str) -> RunRecord:
@@ -173,7 +167,8 @@ def load_run_record(run_dir: Path | str) -> RunRecord:
         The run record with every table read and typed.
 
     Raises:
-        RunRecordError: A file is missing or unreadable, or a column is missing.
+        RunRecordError: A file is missing or unreadable, a column is missing, or `run.json`
+            is not of the current format.
     """
     run_dir = Path(run_dir)
     run = _read_run_json(run_dir)

@@ -1,21 +1,17 @@
 """What the metrics need to know about a run, taken from `run.json` (docs/metrics.md, "Inputs").
 
-The scenario's clock (window length, start date) and order rules (hours before an order is
-late, initial capital) come from the full scenario dump in `run.json` when it is there
-(`scenario_config`, or `scenario` itself when it holds a `clock` section), else from the preset
-named by `scenario.name`, else from the `paper` defaults.
+`run.json` is a `RunManifest` (docs/run-record.md): the scenario comes from its full dump
+(`scenario_config`), the window count, final accounts and state hash from what `finish` recorded.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
-
-from pydantic import ValidationError
 
 from merchantbench.metrics.calendar import RunCalendar
 from merchantbench.metrics.record import RunRecord
-from merchantbench.scenario import PRESETS, Scenario
+from merchantbench.runs.manifest import RunManifest
+from merchantbench.scenario import Scenario
 
 ACCOUNTS = ("balance", "deposit", "in_transit", "receivable", "net_assets")
 
@@ -25,12 +21,14 @@ class RunInfo:
     """The run-level facts the metrics use.
 
     Attributes:
-        scenario: The scenario the run used (or the best available stand-in, see module doc).
+        scenario: The scenario the run used.
         calendar: Hours, windows, days and months of the run.
         windows: Number of decision windows opened.
+        scheduled_windows: Windows the scenario schedules (730 on `paper`), whether or not they
+            opened: SWR and the monthly rates are counted over these (SPEC §9).
         initial_net_assets: Net assets at the start (RMB).
         final_accounts: The post-drain accounts (RMB) when `run.json` records them.
-        seed: The run's seed, if recorded.
+        seed: The run's seed.
         agent: A label for the agent (name, and model when recorded).
         state_hash: The engine's final state hash, if recorded.
         last_day: Last day of the horizon: the timeseries' last day, else the last window's.
@@ -39,9 +37,10 @@ class RunInfo:
     scenario: Scenario
     calendar: RunCalendar
     windows: int
+    scheduled_windows: int
     initial_net_assets: float
     final_accounts: dict[str, float] | None
-    seed: int | None
+    seed: int
     agent: str
     state_hash: str | None
     last_day: int
@@ -49,52 +48,27 @@ class RunInfo:
     @property
     def months(self) -> int:
         """Calendar months the monthly series cover (at least 12)."""
-        last_window_day = int(self.calendar.day_of_window(self.windows - 1)) if self.windows else 0
+        last = self.scheduled_windows - 1
+        last_window_day = int(self.calendar.day_of_window(last)) if last >= 0 else 0
         return self.calendar.month_count(max(self.last_day, last_window_day))
 
 
-def scenario_name(run: dict[str, Any]) -> str:
-    """The scenario's name as recorded in `run.json` (`scenario` or `scenario.name`)."""
-    recorded = run.get("scenario")
-    if isinstance(recorded, dict):
-        return str(recorded.get("name", "unknown"))
-    return str(recorded) if recorded else str(run.get("scenario_name", "unknown"))
-
-
-def run_scenario(run: dict[str, Any]) -> Scenario:
-    """The run's scenario: the recorded one, else its preset, else `paper`."""
-    for recorded in (run.get("scenario_config"), run.get("scenario")):
-        if isinstance(recorded, dict) and "clock" in recorded:
-            fields = {k: v for k, v in recorded.items() if k in Scenario.model_fields}
-            try:
-                return Scenario.model_validate(fields)
-            except ValidationError:
-                continue
-    return PRESETS.get(scenario_name(run), Scenario())
-
-
-def agent_label(run: dict[str, Any]) -> str:
+def agent_label(run: RunManifest) -> str:
     """`name` or `name / model` of the recorded agent."""
-    agent = run.get("agent")
-    if isinstance(agent, dict):
-        settings = agent.get("settings")
-        settings = settings if isinstance(settings, dict) else {}
-        name = str(agent.get("name", "agent"))
-        model = agent.get("model") or settings.get("model")
-        return f"{name} / {model}" if model else name
-    return str(agent) if agent else "unknown"
+    model = run.agent.settings.get("model")
+    return f"{run.agent.name} / {model}" if model else run.agent.name
 
 
-def _final_accounts(run: dict[str, Any]) -> dict[str, float] | None:
-    accounts = run.get("final_accounts")
-    if not isinstance(accounts, dict) or "net_assets" not in accounts:
+def _final_accounts(run: RunManifest) -> dict[str, float] | None:
+    if run.final_accounts is None:
         return None
-    return {key: round(float(accounts[key]), 2) for key in ACCOUNTS if key in accounts}
+    accounts = run.final_accounts.model_dump()
+    return {key: round(float(accounts[key]), 2) for key in ACCOUNTS}
 
 
-def _windows(run: dict[str, Any], record: RunRecord) -> int:
-    if isinstance(run.get("windows"), int):
-        return int(run["windows"])
+def _windows(run: RunManifest, record: RunRecord) -> int:
+    if run.windows is not None:
+        return run.windows
     window = record.trace["window"]
     return int(window.max()) + 1 if len(window) else 0
 
@@ -109,20 +83,18 @@ def _last_day(record: RunRecord, calendar: RunCalendar, windows: int) -> int:
 def run_info(record: RunRecord) -> RunInfo:
     """Interpret `run.json` (with the trace as a fallback for the window count)."""
     run = record.run
-    scenario = run_scenario(run)
-    money = scenario.money
-    default_initial = (money.initial_balance_fen + money.initial_deposit_fen) / 100
-    seed = run.get("seed")
+    scenario = run.scenario_model()
     calendar = RunCalendar.from_clock(scenario.clock)
     windows = _windows(run, record)
     return RunInfo(
         scenario=scenario,
         calendar=calendar,
         windows=windows,
-        initial_net_assets=round(float(run.get("initial_net_assets", default_initial)), 2),
+        scheduled_windows=scenario.clock.windows,
+        initial_net_assets=round(run.initial_net_assets, 2),
         final_accounts=_final_accounts(run),
-        seed=int(seed) if isinstance(seed, int) else None,
+        seed=run.seed,
         agent=agent_label(run),
-        state_hash=run.get("state_hash"),
+        state_hash=run.state_hash,
         last_day=_last_day(record, calendar, windows),
     )

@@ -11,7 +11,7 @@ import numpy as np
 
 from merchantbench.metrics.coherence import coherence_metrics
 from merchantbench.metrics.record import RunRecord, load_run_record
-from merchantbench.metrics.run_info import run_info, scenario_name
+from merchantbench.metrics.run_info import run_info
 from merchantbench.metrics.table1 import call_metrics, order_metrics, store_metrics
 from merchantbench.metrics.windows import window_activity
 from merchantbench.runs.files import atomic_write_bytes
@@ -38,9 +38,9 @@ def metrics_of(record: RunRecord) -> dict[str, Any]:
     See docs/metrics.md for every key's definition.
     """
     info = run_info(record)
-    activity = window_activity(record.trace, info.windows, info.calendar)
+    activity = window_activity(record.trace, info.scheduled_windows, info.calendar)
     metrics: dict[str, Any] = {
-        "scenario": scenario_name(record.run),
+        "scenario": record.run.scenario.name,
         "agent": info.agent,
         "seed": info.seed,
         "state_hash": info.state_hash,

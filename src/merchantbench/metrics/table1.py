@@ -1,7 +1,7 @@
 """The paper's Table-1 metrics of one run (SPEC §9; definitions in docs/metrics.md).
 
-Money is summed in integer fen (each RMB figure of the record rounded to the fen first), so
-totals are exact; it is reported in RMB rounded to two decimals.
+Money is summed in integer fen, as the record holds it, so totals are exact; it is reported in
+RMB (`merchantbench.money.rmb`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from merchantbench.metrics.windows import (
     monthly_rates,
     sustained_window_rate,
 )
+from merchantbench.money import rmb
 from merchantbench.tools.toolset import END_OF_STEP
 
 OUTCOMES = (
@@ -56,16 +57,6 @@ TABLE1_KEYS = (
 )
 
 
-def to_fen(rmb: np.ndarray) -> np.ndarray:
-    """RMB amounts as integer fen."""
-    return np.rint(np.asarray(rmb, dtype=np.float64) * 100).astype(np.int64)
-
-
-def to_rmb(fen: int | np.integer) -> float:
-    """Integer fen as RMB with two decimals."""
-    return round(int(fen) / 100, 2)
-
-
 @dataclass(frozen=True)
 class OrderMoney:
     """Per-order money in fen (docs/metrics.md, "Net profit").
@@ -75,24 +66,27 @@ class OrderMoney:
             insufficient balance).
         revenue: Sale price kept by the store.
         cost_lost: Procurement cost not recovered.
-        fines: Fines charged on the order.
+        fines_assessed: Fines charged on the order.
+        fines_collected: The part of them the store paid (less than assessed only when a fine
+            found the balance and deposit short, which closes the store).
         fees: Platform fees on the order (0 without the platform economy).
     """
 
     procured: np.ndarray
     revenue: np.ndarray
     cost_lost: np.ndarray
-    fines: np.ndarray
+    fines_assessed: np.ndarray
+    fines_collected: np.ndarray
     fees: np.ndarray
 
     @property
     def net_profit(self) -> np.ndarray:
-        """Revenue − cost lost − fines − fees, per order."""
-        return self.revenue - self.cost_lost - self.fines - self.fees
+        """Revenue − cost lost − fines collected − fees, per order: its effect on net assets."""
+        return self.revenue - self.cost_lost - self.fines_collected - self.fees
 
 
 def order_money(orders: Table) -> OrderMoney:
-    """Split each order's effect on net assets into revenue, lost cost, fines and fees.
+    """Split each order's effect on net assets (fen) into revenue, lost cost, fines and fees.
 
     An order still `open` when the run ended counts as sold if it was delivered (its price is
     receivable) and as neither sold nor lost if not (its cost is still in transit).
@@ -101,14 +95,13 @@ def order_money(orders: Table) -> OrderMoney:
     open_delivered = (outcome == "open") & (orders["delivered_t"] >= 0)
     sold = is_one_of(outcome, SOLD) | open_delivered
     lost = is_one_of(outcome, COST_LOST) | open_delivered
-    sale, cost = to_fen(orders["sale_price"]), to_fen(orders["cost"])
-    fees = to_fen(orders["fees"]) if "fees" in orders else np.zeros(len(orders), np.int64)
     return OrderMoney(
         procured=~is_one_of(outcome, NOT_PROCURED),
-        revenue=np.where(sold, sale, 0),
-        cost_lost=np.where(lost, cost, 0),
-        fines=to_fen(orders["fines"]),
-        fees=fees,
+        revenue=np.where(sold, orders["sale_price"], 0),
+        cost_lost=np.where(lost, orders["cost"], 0),
+        fines_assessed=orders["fines_assessed"],
+        fines_collected=orders["fines_collected"],
+        fees=orders["fees"],
     )
 
 
@@ -123,22 +116,24 @@ def orders_by_outcome(orders: Table) -> dict[str, int]:
 
 
 def order_metrics(orders: Table) -> dict[str, Any]:
-    """GMV, net profit and margin, orders, fines and the anomaly rate."""
+    """GMV, net profit and margin, orders, fines assessed and collected, fees and the anomaly
+    rate."""
     money = order_money(orders)
-    gmv = int(to_fen(orders["sale_price"])[money.procured].sum())
+    gmv = int(orders["sale_price"][money.procured].sum())
     net_profit = int(money.net_profit.sum())
     anomalies = int(anomalous_orders(orders).sum())
     return {
-        "gmv": to_rmb(gmv),
-        "net_profit": to_rmb(net_profit),
+        "gmv": rmb(gmv),
+        "net_profit": rmb(net_profit),
         "net_profit_margin": net_profit / gmv if gmv else 0.0,
         "orders": int(money.procured.sum()),
         "all_orders": len(orders),
         "late_orders": int(orders["late"].sum()),
         "anomalous_orders": anomalies,
         "anomaly_rate": anomalies / len(orders) if len(orders) else 0.0,
-        "fines": to_rmb(money.fines.sum()),
-        "fees": to_rmb(money.fees.sum()),
+        "fines": rmb(money.fines_assessed.sum()),
+        "fines_collected": rmb(money.fines_collected.sum()),
+        "fees": rmb(money.fees.sum()),
         "orders_by_outcome": orders_by_outcome(orders),
     }
 
@@ -153,7 +148,7 @@ def _final_accounts(series: Table, info: RunInfo) -> dict[str, float]:
         return info.final_accounts
     if not len(series):
         return {"net_assets": info.initial_net_assets}
-    return {account: round(float(series[account][-1]), 2) for account in ACCOUNTS}
+    return {account: rmb(series[account][-1]) for account in ACCOUNTS}
 
 
 def store_metrics(record: RunRecord, info: RunInfo) -> dict[str, Any]:
@@ -183,7 +178,8 @@ def call_metrics(trace: Table, activity: WindowActivity, info: RunInfo) -> dict[
         "framework_calls": int((~env).sum()),
         "error_calls": int((env & ~trace["ok"]).sum()),
         "forced_end_of_step": int((end_of_step & trace["forced"]).sum()),
-        "windows": activity.total,
+        "windows": info.windows,
+        "scheduled_windows": activity.total,
         "effective_windows": int(activity.effective.sum()),
         "effective_window_rate": float(activity.effective.mean()) if activity.total else 0.0,
         "swr": sustained_window_rate(activity.effective, period),

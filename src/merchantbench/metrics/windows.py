@@ -3,6 +3,9 @@
 A window is *effective* when the trace holds at least one `env` call in it other than
 `end_of_step`. Framework calls never count; env calls that returned an error do count (the
 agent acted, even if badly). Windows without any trace line are idle.
+
+Windows are counted over the scenario's **scheduled** windows (SPEC §9): windows a closed store
+or a stopped agent never had are not effective, so a store closed on its first day has SWR 0.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ class WindowActivity:
     """Per-window counts of a run.
 
     Attributes:
-        env_calls: Env calls other than `end_of_step`, per window (index = window).
+        env_calls: Env calls other than `end_of_step`, per scheduled window (index = window).
         effective: Whether each window is effective.
         day: Day on which each window opens.
     """
@@ -34,7 +37,7 @@ class WindowActivity:
 
     @property
     def total(self) -> int:
-        """Number of windows opened."""
+        """Number of scheduled windows."""
         return len(self.effective)
 
 
@@ -48,16 +51,16 @@ def action_mask(trace: Table) -> np.ndarray:
     return env_mask(trace) & (trace["tool"] != END_OF_STEP)
 
 
-def window_activity(trace: Table, windows: int, calendar: RunCalendar) -> WindowActivity:
-    """Count each window's actions.
+def window_activity(trace: Table, scheduled: int, calendar: RunCalendar) -> WindowActivity:
+    """Count each scheduled window's actions.
 
     Args:
         trace: The run's trace.
-        windows: Windows opened (`run.json` `windows`); trace windows beyond it extend it.
+        scheduled: Windows the scenario schedules; trace windows beyond it extend it.
         calendar: The run's calendar.
     """
     acting = trace["window"][action_mask(trace)]
-    total = max(windows, int(trace["window"].max()) + 1 if len(trace) else 0)
+    total = max(scheduled, int(trace["window"].max()) + 1 if len(trace) else 0)
     env_calls = np.bincount(acting, minlength=total).astype(np.int64)
     day = calendar.day_of_window(np.arange(total))
     return WindowActivity(env_calls=env_calls, effective=env_calls > 0, day=day)

@@ -81,7 +81,8 @@ def money_section(metrics: Mapping[str, Any]) -> str:
     rows += [
         ("initial net assets", f"{metrics['initial_net_assets']:.2f}"),
         ("net profit", f"{metrics['net_profit']:.2f}"),
-        ("fines", f"{metrics['fines']:.2f}"),
+        ("fines assessed", f"{metrics['fines']:.2f}"),
+        ("fines collected", f"{metrics['fines_collected']:.2f}"),
         ("platform fees", f"{metrics['fees']:.2f}"),
     ]
     outcomes = [(k.replace("_", " "), v) for k, v in metrics["orders_by_outcome"].items()]
@@ -196,7 +197,7 @@ def render_report(record: RunRecord, metrics: Mapping[str, Any], figures: Sequen
     return "\n\n".join([
         title,
         "## Run",
-        markdown_table(["field", "value"], run_metadata(record.run)),
+        markdown_table(["field", "value"], run_metadata(record.run.model_dump(mode="json"))),
         table1_section(metrics),
         money_section(metrics),
         windows_section(metrics),

@@ -23,6 +23,7 @@ from merchantbench.metrics.calendar import HOURS_PER_DAY, RunCalendar  # noqa: E
 from merchantbench.metrics.record import RunRecord  # noqa: E402
 from merchantbench.metrics.run_info import RunInfo, run_info  # noqa: E402
 from merchantbench.metrics.table1 import OUTCOMES  # noqa: E402
+from merchantbench.money import rmb  # noqa: E402
 
 FIGSIZE = (11, 4.5)
 DPI = 110
@@ -83,7 +84,7 @@ def plot_accounts(record: RunRecord, info: RunInfo, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=FIGSIZE)
     days = series["t"] / HOURS_PER_DAY
     for column, (label, colour, width) in ACCOUNT_STYLES.items():
-        ax.plot(days, series[column], label=label, color=colour, linewidth=width)
+        ax.plot(days, rmb(series[column]), label=label, color=colour, linewidth=width)
     ax.set_title("Net assets and cash accounts")
     ax.set_ylabel("RMB")
     _legend(ax)

@@ -30,6 +30,8 @@ from merchantbench.metrics import load_run_record
 from merchantbench.metrics.aggregate import MetricSummary, aggregate_runs
 from merchantbench.metrics.record import RunRecord, is_one_of
 from merchantbench.metrics.table1 import TABLE1_KEYS
+from merchantbench.money import rmb
+from merchantbench.runs.manifest import read_manifest
 from merchantbench.runs.runner import RunSpec, run_agent
 from merchantbench.scenario import Scenario
 from merchantbench.sim.demand import exposure
@@ -92,16 +94,16 @@ def plan_grid(
 def _finished(run_dir: Path, scenario: Scenario, run: GridRun) -> dict[str, Any] | None:
     """The metrics of a finished record of exactly this run, if there is one."""
     try:
-        meta = json.loads((run_dir / "run.json").read_text())
+        meta = read_manifest(run_dir)
         metrics: dict[str, Any] = json.loads((run_dir / "metrics.json").read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # ManifestError is a ValueError: an old record is re-run
         return None
     settings = check_settings(run.agent, run.options).model_dump(mode="json")
     same = (
-        meta.get("ended") == "completed"
-        and meta["scenario"]["hash"] == scenario.content_hash
-        and meta["agent"]["settings"] == json.loads(json.dumps(settings))
-        and meta.get("package_version") == merchantbench.__version__
+        meta.ended == "completed"
+        and meta.scenario.hash == scenario.content_hash
+        and meta.agent.settings == json.loads(json.dumps(settings))
+        and meta.package_version == merchantbench.__version__
     )
     return metrics if same else None
 
@@ -163,12 +165,13 @@ def decision_stats(record: RunRecord, market: Market, scenario: Scenario) -> dic
     lengths = np.maximum(end - spells["listed_t"], 0)
     seen = sum(float(exposure(np.arange(n) / 24, scenario.demand).sum()) for n in lengths.tolist())
     quarter = spells["listed_t"] * 4 // max(hours, 1)
-    prices = [spells["cost_at_listing"][quarter == q] for q in range(4)]
+    prices = [rmb(spells["cost_at_listing"][quarter == q]) for q in range(4)]
     listing_days = lengths.sum() / 24
     sold = len(bought) > 0
     return {
         "orders_per_listing_day": len(bought) / listing_days if listing_days else None,
-        "price_to_reference": float(np.mean(orders["sale_price"][procured] * 100 /
+        # Through RMB and back, the arithmetic the stored calibration figures were made with.
+        "price_to_reference": float(np.mean(rmb(orders["sale_price"][procured]) * 100 /
                                             market.p_ref_fen[bought])) if sold else None,
         "trap_order_share": float(market.is_trap[bought].mean()) if sold else None,
         "hidden_risk": float(risk[bought].mean()) if sold else None,

@@ -1,5 +1,5 @@
 """Writing a run record's data files from a finished engine (format: docs/run-record.md; column
-types: `runs.schema`)."""
+types: `runs.schema`). Money columns hold integer fen, exactly as the engine keeps it."""
 
 from __future__ import annotations
 
@@ -9,13 +9,11 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from merchantbench.catalog.market import Market
+from merchantbench.money import rmb
 from merchantbench.runs.schema import arrow_table
 from merchantbench.sim.engine import Engine
+from merchantbench.sim.ledger import Reason
 from merchantbench.sim.orders import OUTCOME_NAMES
-
-
-def _rmb(fen: np.ndarray | list[int]) -> np.ndarray:
-    return np.asarray(fen, dtype=np.int64) / 100.0
 
 
 def _type_name(market: Market, product: int) -> str:
@@ -30,11 +28,11 @@ def timeseries_columns(engine: Engine) -> dict[str, np.ndarray]:
     return {
         "t": t,
         "day": t // 24,
-        "balance": _rmb(s.balance),
-        "deposit": _rmb(s.deposit),
-        "in_transit": _rmb(s.in_transit),
-        "receivable": _rmb(s.receivable),
-        "net_assets": _rmb(s.balance + s.deposit + s.in_transit + s.receivable),
+        "balance": s.balance,
+        "deposit": s.deposit,
+        "in_transit": s.in_transit,
+        "receivable": s.receivable,
+        "net_assets": s.balance + s.deposit + s.in_transit + s.receivable,
         "rating": s.rating,
         "stars": s.stars,
         "active_listings": s.active_listings,
@@ -42,13 +40,16 @@ def timeseries_columns(engine: Engine) -> dict[str, np.ndarray]:
 
 
 def orders_columns(engine: Engine) -> dict[str, list]:
-    market, orders = engine.market, engine.state.orders
+    """One row per order. Fees and collected fines come from the ledger's entries for the order
+    (a fine that closed the store may have been collected only in part)."""
+    market, orders, ledger = engine.market, engine.state.orders, engine.state.ledger
+    fees, collected = ledger.per_order(Reason.FEE), ledger.per_order(Reason.FINE)
     return {
         "order_id": [o.order_id for o in orders],
         "product_id": [str(market.product_ids[o.product]) for o in orders],
         "product_type": [_type_name(market, o.product) for o in orders],
-        "sale_price": list(_rmb([o.price for o in orders])),
-        "cost": list(_rmb([o.cost for o in orders])),
+        "sale_price": [o.price for o in orders],
+        "cost": [o.cost for o in orders],
         "placed_t": [o.placed_t for o in orders],
         "ship_t": [o.ship_t for o in orders],
         "cancel_t": [o.cancel_t for o in orders],
@@ -56,7 +57,9 @@ def orders_columns(engine: Engine) -> dict[str, list]:
         "resolved_t": [o.resolved_t for o in orders],
         "late": [o.late_t >= 0 for o in orders],
         "outcome": [OUTCOME_NAMES[o.outcome] for o in orders],
-        "fines": list(_rmb([o.fines for o in orders])),
+        "fees": [-fees.get(o.order_id, 0) for o in orders],
+        "fines_assessed": [o.fines for o in orders],
+        "fines_collected": [-collected.get(o.order_id, 0) for o in orders],
     }
 
 
@@ -76,9 +79,9 @@ def listings_columns(engine: Engine) -> dict[str, list]:
         "product_type": [_type_name(market, s.product) for s in spells],
         "listed_t": [s.listed_t for s in spells],
         "delisted_t": [s.delisted_t for s in spells],
-        "first_price": list(_rmb([s.first_price for s in spells])),
-        "last_price": list(_rmb([s.last_price for s in spells])),
-        "cost_at_listing": list(_rmb([s.cost_at_listing for s in spells])),
+        "first_price": [s.first_price for s in spells],
+        "last_price": [s.last_price for s in spells],
+        "cost_at_listing": [s.cost_at_listing for s in spells],
     }
 
 
@@ -94,11 +97,12 @@ def write_tables(engine: Engine, run_dir: Path) -> None:
 
 
 def final_accounts(engine: Engine) -> dict[str, float]:
+    """The accounts after draining, in RMB (as `run.json` shows them)."""
     a = engine.state.ledger.accounts
     return {
-        "balance": a.balance / 100,
-        "deposit": a.deposit / 100,
-        "in_transit": a.in_transit / 100,
-        "receivable": a.receivable / 100,
-        "net_assets": a.net_assets / 100,
+        "balance": rmb(a.balance),
+        "deposit": rmb(a.deposit),
+        "in_transit": rmb(a.in_transit),
+        "receivable": rmb(a.receivable),
+        "net_assets": rmb(a.net_assets),
     }

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import platform
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,7 +22,14 @@ from merchantbench.runs.checkpoint import (
     save_checkpoint,
     truncate_trace,
 )
-from merchantbench.runs.files import atomic_write_json, read_json
+from merchantbench.runs.manifest import (
+    AgentRef,
+    FinalAccounts,
+    ManifestError,
+    MarketRef,
+    RunManifest,
+    read_manifest,
+)
 from merchantbench.runs.record import final_accounts, write_tables
 from merchantbench.scenario import Scenario
 from merchantbench.session import Session
@@ -70,35 +76,20 @@ def _git_commit() -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def _run_meta(spec: RunSpec, agent: BaseAgent, session: Session) -> dict[str, Any]:
-    sc = spec.scenario
-    money = sc.money
-    return {
-        "scenario": {"name": sc.name, "version": sc.version, "hash": sc.content_hash},
-        "scenario_config": sc.model_dump(mode="json"),
-        "seed": spec.seed,
-        "market": {
-            "source": "synthetic" if spec.catalog is None else "catalog",
-            "catalog": None if spec.catalog is None else str(spec.catalog),
-            "n_products": session.market.n_products,
-        },
-        "agent": {
-            "name": spec.agent,
-            "settings": agent.settings(),
-            **({"privileged": True} if agent.privileged else {}),
-        },
-        "tool_schema_sha256": session.registry.schema_sha256(),
-        "package_version": merchantbench.__version__,
-        "git_commit": _git_commit(),
-        "python": platform.python_version(),
-        "initial_net_assets": (money.initial_balance_fen + money.initial_deposit_fen) / 100,
-        "started": _now(),
-        "ended": None,
-    }
+def _start_manifest(spec: RunSpec, agent: BaseAgent, session: Session) -> RunManifest:
+    market = MarketRef(
+        source="synthetic" if spec.catalog is None else "catalog",
+        catalog=None if spec.catalog is None else str(spec.catalog),
+        n_products=session.market.n_products,
+    )
+    return RunManifest.start(
+        spec.scenario,
+        spec.seed,
+        market,
+        AgentRef(name=spec.agent, settings=agent.settings(), privileged=agent.privileged),
+        session.registry.schema_sha256(),
+        _git_commit(),
+    )
 
 
 class RunWriter:
@@ -109,13 +100,14 @@ class RunWriter:
         self.run_dir = run_dir
         self.checkpoint_every = checkpoint_every
         self._trace: TextIO | None = None
+        self.manifest: RunManifest  # set by open_session
 
     def _sink(self, entry: dict[str, Any]) -> None:
         assert self._trace is not None
         # Strict JSON: the surface checked every agent string and number (no NaN, no surrogate).
         self._trace.write(json.dumps(entry, separators=(",", ":"), allow_nan=False) + "\n")
 
-    def open_session(self, resume: bool) -> tuple[Session, BaseAgent, dict[str, Any]]:
+    def open_session(self, resume: bool) -> tuple[Session, BaseAgent, RunManifest]:
         spec, run_dir = self.spec, self.run_dir
         if run_dir.exists() and not run_dir.is_dir():
             raise RunError(f"{run_dir} is a file, not a run directory; choose another --out")
@@ -123,13 +115,11 @@ class RunWriter:
             if not (run_dir / "run.json").is_file():
                 raise RunError(f"{run_dir} is not a run directory: nothing to resume")
             try:
-                meta = read_json(run_dir / "run.json")
-            except (OSError, ValueError) as exc:
-                raise RunError(
-                    f"cannot resume: {run_dir / 'run.json'} is damaged ({exc})"
-                ) from None
-            if meta.get("ended") not in (None, "error", "interrupted"):
-                raise RunError(f"{run_dir} already finished ({meta['ended']}); nothing to resume")
+                meta = read_manifest(run_dir)
+            except ManifestError as exc:
+                raise RunError(str(exc)) from exc
+            if not meta.resumable:
+                raise RunError(f"{run_dir} already finished ({meta.ended}); nothing to resume")
         elif run_dir.exists() and any(run_dir.iterdir()):
             raise RunError(f"{run_dir} exists; use --resume to continue it or choose another --out")
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -156,9 +146,10 @@ class RunWriter:
             except CheckpointError as exc:
                 raise RunError(f"cannot resume: {exc}") from None
         else:
-            meta = _run_meta(spec, agent, session)
-            atomic_write_json(run_dir / "run.json", meta)
+            meta = _start_manifest(spec, agent, session)
+            meta.write(run_dir)
         self._trace = open(run_dir / "trace.jsonl", "a")  # noqa: SIM115 (closed in finish)
+        self.manifest = meta
         return session, agent, meta
 
     def flush_agent_log(self, agent: BaseAgent) -> None:
@@ -177,42 +168,35 @@ class RunWriter:
         self._trace.flush()
         self.flush_agent_log(agent)
         save_checkpoint(self.run_dir, session.snapshot(), agent)
+        self.manifest.progress(session.memory.windows_closed)
+        self.manifest.write(self.run_dir)
 
-    def finish(
-        self, session: Session, agent: BaseAgent, meta: dict[str, Any], ended: str
-    ) -> dict[str, Any]:
+    def finish(self, session: Session, agent: BaseAgent, meta: RunManifest) -> dict[str, Any]:
         from merchantbench.metrics import compute_metrics, write_metrics
 
         if self._trace is not None:
             self._trace.close()
         self.flush_agent_log(agent)
         _record_agent_outcome(agent, meta)
-        if meta.get("stop_reason") and ended == "completed":
-            ended = "stopped"  # the agent gave up early (e.g. budget); the windows ran idle
         engine = session.engine
         write_tables(engine, self.run_dir)
-        meta.update(
-            ended=ended,
-            finished=_now(),
+        meta.finish(
+            ended="closed" if engine.state.closed else "completed",
             windows=session.memory.windows_closed,
             closed=engine.state.closed,
-            final_accounts=final_accounts(engine),
+            final_accounts=FinalAccounts(**final_accounts(engine)),
             state_hash=session.state_hash(),
         )
-        atomic_write_json(self.run_dir / "run.json", meta)
+        meta.write(self.run_dir)
         metrics = compute_metrics(self.run_dir)
         write_metrics(metrics, self.run_dir)
         return metrics
 
 
-def _record_agent_outcome(agent: BaseAgent, meta: dict[str, Any]) -> None:
+def _record_agent_outcome(agent: BaseAgent, meta: RunManifest) -> None:
     """What an LLM agent reports: its usage totals and why it stopped early, if it did."""
     outcome = agent.outcome()
-    if outcome.usage is not None:
-        meta["llm_usage"] = outcome.usage
-    meta.pop("stop_reason", None)  # a resumed run.json may carry one from before the crash
-    if outcome.stop_reason:
-        meta["stop_reason"] = outcome.stop_reason
+    meta.record_agent(outcome.usage, outcome.stop_reason)
 
 
 def run_agent(
@@ -248,13 +232,11 @@ async def run_agent_async(
             if session.window % checkpoint_every == 0 and not session.over:
                 writer.checkpoint(session, agent)
     except BaseException as exc:
-        meta.update(ended="interrupted" if isinstance(exc, KeyboardInterrupt) else "error")
-        meta["error"] = f"{type(exc).__name__}: {exc}"
+        meta.fail(exc)
         writer.flush_agent_log(agent)
         _record_agent_outcome(agent, meta)
-        atomic_write_json(run_dir / "run.json", meta)
+        meta.write(run_dir)
         raise
     finally:
         await agent.aclose()
-    ended = "closed" if session.engine.state.closed else "completed"
-    return writer.finish(session, agent, meta, ended)
+    return writer.finish(session, agent, meta)

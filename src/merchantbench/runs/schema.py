@@ -11,7 +11,7 @@ import pyarrow as pa
 RUN_FILE = "run.json"
 TRACE_FILE = "trace.jsonl"
 
-# Column kinds: "int" (hours, ids, counts), "money" (RMB), "float", "bool", "str".
+# Column kinds: "int" (hours, ids, counts), "money" (integer fen), "float", "bool", "str".
 PARQUET_SCHEMAS: dict[str, dict[str, str]] = {
     "timeseries.parquet": {
         "t": "int", "day": "int", "balance": "money", "deposit": "money",
@@ -22,7 +22,7 @@ PARQUET_SCHEMAS: dict[str, dict[str, str]] = {
         "order_id": "int", "product_id": "str", "product_type": "str", "sale_price": "money",
         "cost": "money", "placed_t": "int", "ship_t": "int", "cancel_t": "int",
         "delivered_t": "int", "resolved_t": "int", "late": "bool", "outcome": "str",
-        "fines": "money",
+        "fees": "money", "fines_assessed": "money", "fines_collected": "money",
     },
     "daily.parquet": {"day": "int", "rating": "float", "stars": "int"},
     "listings.parquet": {
@@ -30,8 +30,6 @@ PARQUET_SCHEMAS: dict[str, dict[str, str]] = {
         "first_price": "money", "last_price": "money", "cost_at_listing": "money",
     },
 }  # fmt: skip
-# Columns read when present: platform fees per order (only with the platform economy on).
-OPTIONAL_COLUMNS: dict[str, dict[str, str]] = {"orders.parquet": {"fees": "money"}}
 TRACE_SCHEMA: dict[str, str] = {
     "seq": "int", "window": "int", "t": "int", "tool": "str", "ok": "bool",
     "error": "str", "origin": "str", "forced": "bool", "args": "object",
@@ -39,17 +37,15 @@ TRACE_SCHEMA: dict[str, str] = {
 TRACE_REQUIRED = ("window", "t", "tool", "ok", "origin")
 
 ARROW_TYPES = {
-    "int": pa.int64(), "money": pa.float64(), "float": pa.float64(), "bool": pa.bool_(),
+    "int": pa.int64(), "money": pa.int64(), "float": pa.float64(), "bool": pa.bool_(),
     "str": pa.string(),
 }  # fmt: skip
 
 
 def arrow_table(name: str, columns: Mapping[str, Any]) -> pa.Table:
-    """A Parquet file's table with exactly the contract's columns, in its order and types
-    (plus any optional column given). `KeyError` names a missing column."""
-    kinds = {**PARQUET_SCHEMAS[name], **{
-        k: v for k, v in OPTIONAL_COLUMNS.get(name, {}).items() if k in columns
-    }}  # fmt: skip
-    return pa.table(
-        {col: pa.array(columns[col], type=ARROW_TYPES[kind]) for col, kind in kinds.items()}
-    )
+    """A Parquet file's table with exactly the contract's columns, in its order and types.
+    `KeyError` names a missing column."""
+    return pa.table({
+        col: pa.array(columns[col], type=ARROW_TYPES[kind])
+        for col, kind in PARQUET_SCHEMAS[name].items()
+    })  # fmt: skip

@@ -119,6 +119,15 @@ class Ledger:
         self._post(t, -from_balance, -from_deposit, 0, 0, Reason.FINE, order_id)
         return from_balance + from_deposit
 
+    def per_order(self, reason: Reason) -> dict[int, int]:
+        """Net-asset effect (fen, negative for an outflow) of the entries of one reason, summed
+        per order id: what each order's fines actually took (`FINE`) or its fees cost (`FEE`)."""
+        totals: dict[int, int] = {}
+        for e in self.entries:
+            if e.reason == reason:
+                totals[e.order_id] = totals.get(e.order_id, 0) + e.d_net
+        return totals
+
     def check_identity(self) -> None:
         """Raise AssertionError unless the entries sum exactly to the accounts."""
         sums = [self.initial_balance, self.initial_deposit, 0, 0]

@@ -65,7 +65,7 @@ class Order:
     delivered_t: int = -1
     resolved_t: int = -1
     outcome: Outcome = Outcome.OPEN
-    fines: int = 0  # fen collected or written off
+    fines: int = 0  # fen assessed (the ledger's FINE entries hold what was collected)
 
     @property
     def procured(self) -> bool:

@@ -1,0 +1,225 @@
+"""`run.json`: the typed, versioned description of one run (docs/run-record.md).
+
+One model, `RunManifest`, is the only shape of `run.json`. The runner creates it once when a run
+starts (`RunManifest.start`) and changes it only through its methods (`progress`, `record_agent`,
+`finish`, `fail`), writing the whole file atomically each time. Readers go through
+`read_manifest`, which refuses a file of another format version with a one-line reason.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+import merchantbench
+from merchantbench.money import rmb
+from merchantbench.runs.files import atomic_write_json
+from merchantbench.runs.schema import RUN_FILE
+from merchantbench.scenario import Scenario
+
+FORMAT: Literal[1] = 1  # bump (and the Literal) when a key or column changes meaning or goes
+Ended = Literal["completed", "closed", "stopped", "interrupted", "error"]
+RESUMABLE: tuple[Ended | None, ...] = (None, "error", "interrupted")
+
+
+class ManifestError(ValueError):
+    """A `run.json` that cannot be read as this format; the message says why, on one line."""
+
+
+class _Part(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ScenarioRef(_Part):
+    """Which scenario ran: its name, version and content hash."""
+
+    name: str
+    version: str
+    hash: str
+
+
+class MarketRef(_Part):
+    """Where the market came from: `synthetic` or a real `catalog` directory."""
+
+    source: Literal["synthetic", "catalog"]
+    catalog: str | None = None
+    n_products: int
+
+
+class AgentRef(_Part):
+    """The agent's registered name, its settings (never a secret), and whether it was handed
+    the hidden market (the oracle)."""
+
+    name: str
+    settings: dict[str, Any]
+    privileged: bool = False
+
+
+class FinalAccounts(_Part):
+    """The four accounts and net assets after draining, in RMB."""
+
+    balance: float
+    deposit: float
+    in_transit: float
+    receivable: float
+    net_assets: float
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class RunManifest(BaseModel):
+    """The content of `run.json`. Keys and meaning: docs/run-record.md."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    format: Literal[1] = FORMAT
+    scenario: ScenarioRef
+    scenario_config: dict[str, Any]
+    seed: int
+    market: MarketRef
+    agent: AgentRef
+    tool_schema_sha256: str
+    package_version: str
+    git_commit: str | None
+    python: str
+    initial_net_assets: float
+    started: str
+    ended: Ended | None = None
+    finished: str | None = None
+    windows: int | None = None
+    closed: bool | None = None
+    final_accounts: FinalAccounts | None = None
+    state_hash: str | None = None
+    llm_usage: dict[str, Any] | None = None
+    stop_reason: str | None = None
+    error: str | None = None
+
+    @field_validator("scenario_config")
+    @classmethod
+    def _a_valid_scenario(cls, config: dict[str, Any]) -> dict[str, Any]:
+        Scenario.model_validate(config)  # a record whose scenario cannot be rebuilt is unusable
+        return config
+
+    @classmethod
+    def start(
+        cls,
+        scenario: Scenario,
+        seed: int,
+        market: MarketRef,
+        agent: AgentRef,
+        tool_schema_sha256: str,
+        git_commit: str | None,
+    ) -> RunManifest:
+        """The record of a run that starts now."""
+        money = scenario.money
+        return cls(
+            scenario=ScenarioRef(
+                name=scenario.name, version=scenario.version, hash=scenario.content_hash
+            ),
+            scenario_config=scenario.model_dump(mode="json"),
+            seed=seed,
+            market=market,
+            agent=agent,
+            tool_schema_sha256=tool_schema_sha256,
+            package_version=merchantbench.__version__,
+            git_commit=git_commit,
+            python=platform.python_version(),
+            initial_net_assets=rmb(money.initial_balance_fen + money.initial_deposit_fen),
+            started=_now(),
+        )
+
+    @property
+    def resumable(self) -> bool:
+        """Whether `--resume` may continue this run (it has not ended, or ended by a failure)."""
+        return self.ended in RESUMABLE
+
+    def scenario_model(self) -> Scenario:
+        """The scenario exactly as the run used it."""
+        return Scenario.model_validate(self.scenario_config)
+
+    def record_agent(self, usage: dict[str, Any] | None, stop_reason: str | None) -> None:
+        """What the agent reported: its usage totals (LLM agents) and why it stopped early.
+        Replaces what an earlier attempt of a resumed run recorded."""
+        self.llm_usage = usage
+        self.stop_reason = stop_reason or None
+
+    def progress(self, windows: int) -> None:
+        """Windows closed so far (written with each checkpoint, so a live run shows it)."""
+        self.windows = windows
+
+    def finish(
+        self,
+        ended: Literal["completed", "closed"],
+        windows: int,
+        closed: bool,
+        final_accounts: FinalAccounts,
+        state_hash: str,
+    ) -> None:
+        """The run is over and drained. A completed run whose agent stopped early is `stopped`
+        (its remaining windows ran idle)."""
+        self.ended = "stopped" if ended == "completed" and self.stop_reason else ended
+        self.finished = _now()
+        self.windows = windows
+        self.closed = closed
+        self.final_accounts = final_accounts
+        self.state_hash = state_hash
+        self.error = None
+
+    def fail(self, exc: BaseException) -> None:
+        """The run broke off: `interrupted` for Ctrl-C, else `error` (both resumable)."""
+        self.ended = "interrupted" if isinstance(exc, KeyboardInterrupt) else "error"
+        self.error = f"{type(exc).__name__}: {exc}"
+
+    def write(self, run_dir: Path) -> None:
+        """Write `run.json` into `run_dir` (atomically)."""
+        atomic_write_json(run_dir / RUN_FILE, self.model_dump(mode="json"))
+
+
+def _one_line(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    return f"{where}: {first['msg']}"
+
+
+def parse_manifest(data: Any, source: str = RUN_FILE) -> RunManifest:
+    """Validate a parsed `run.json`.
+
+    Raises:
+        ManifestError: It is not an object, its `format` is not `FORMAT`, or a key is wrong.
+    """
+    if not isinstance(data, dict):
+        raise ManifestError(f"{source}: must hold a JSON object")
+    found = data.get("format")
+    if found != FORMAT:
+        shown = "none" if found is None else repr(found)
+        raise ManifestError(
+            f"{source}: run record format {shown} is not supported (this version reads "
+            f"format {FORMAT}); re-run or use the merchantbench version that wrote it"
+        )
+    try:
+        return RunManifest.model_validate(data)
+    except ValidationError as exc:
+        raise ManifestError(f"{source}: {_one_line(exc)}") from exc
+
+
+def read_manifest(run_dir: Path | str) -> RunManifest:
+    """Read and validate `run.json` of a run directory.
+
+    Raises:
+        ManifestError: The file is missing, not JSON, or not a `run.json` of this format.
+    """
+    path = Path(run_dir) / RUN_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ManifestError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ManifestError(f"{path}: not valid JSON") from exc
+    return parse_manifest(data, str(path))
