@@ -223,7 +223,8 @@ class CodeRunner:
         argv += self._runtime_mounts(lib) + ["--dev", "/dev"]
         argv += ["--perms", "1777", "--size", str(self.limits.scratch_bytes)]
         argv += ["--tmpfs", SCRATCH_DIR, "--symlink", SCRATCH_DIR, "/tmp", "--chdir", SCRATCH_DIR]
-        env = {**sandbox_env(SCRATCH_DIR), "LD_LIBRARY_PATH": SANDBOX_SYSLIB}
+        env = {**sandbox_env(SCRATCH_DIR), "PATH": f"{SANDBOX_PREFIX}/bin"}
+        env["LD_LIBRARY_PATH"] = SANDBOX_SYSLIB
         return [*argv, "--clearenv", *(a for k, v in env.items() for a in ("--setenv", k, v))]
 
     def _runtime_mounts(self, lib: Path) -> list[str]:
