@@ -4,6 +4,7 @@ stays healthy whatever they do."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import errno
 import os
 import site
@@ -476,3 +477,14 @@ def test_the_standard_library_works_and_names_only_sandbox_paths():
     assert prefix == "/sandbox/python" and stdlib == "/sandbox/python/lib/python3.11"
     assert top == ["dev", "lib64", "sandbox", "scratch", "tmp"]
     assert sandboxed == ["lib", "python", "site"]
+
+
+@needs_bwrap
+def test_a_failing_mount_does_not_tell_the_model_host_paths(monkeypatch, tmp_path):
+    built = runtime(("numpy",))
+    gone = dataclasses.replace(built, root=tmp_path / "deleted-runtime")
+    monkeypatch.setattr(sandbox, "runtime", lambda packages: gone)
+    execution = run("1")
+    assert execution.error_code == "exception" and "<host path>" in execution.stderr
+    told = execution.stderr + str(execution.error_message)
+    assert str(tmp_path) not in told and str(Path.home()) not in told

@@ -182,6 +182,8 @@ class CodeRunner:
             bridge.child_started()
         execution = await Supervisor(proc, self.limits, result_read).watch(bridge)
         execution.seconds = time.monotonic() - started
+        if self.mode == "sandbox":
+            _scrub_host_paths(execution, [lib.parent, runtime(self.packages).root])
         return execution
 
     def _placement(self, lib: Path) -> dict[str, Any]:
@@ -240,6 +242,18 @@ class CodeRunner:
         loader_dir = str(Path(tree.loader).parent)
         argv += ["--perms", "0755", "--dir", loader_dir]
         return [*argv, "--symlink", f"{SANDBOX_SYSLIB}/{tree.loader_name}", tree.loader]
+
+
+def _scrub_host_paths(execution: Execution, extra: list[Path]) -> None:
+    """Replace host paths in what the model will read. A snippet cannot see any, but bwrap
+    names the host side of a mount it cannot make (e.g. a runtime tree deleted under a run)."""
+    paths = sorted({str(p) for p in [*extra, *protected_paths()]}, key=len, reverse=True)
+    for field in ("stdout", "stderr", "error_message"):
+        text = getattr(execution, field)
+        if text:
+            for path in paths:
+                text = text.replace(path, "<host path>")
+            setattr(execution, field, text)
 
 
 def _hide_protected(source: Path, dest: Path) -> list[str]:
