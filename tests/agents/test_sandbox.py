@@ -488,3 +488,26 @@ def test_a_failing_mount_does_not_tell_the_model_host_paths(monkeypatch, tmp_pat
     assert execution.error_code == "exception" and "<host path>" in execution.stderr
     told = execution.stderr + str(execution.error_message)
     assert str(tmp_path) not in told and str(Path.home()) not in told
+
+
+@needs_bwrap
+@pytest.mark.parametrize("depth", [990, 1_000, 100_000])
+def test_a_deeply_nested_tool_call_from_code_is_refused_and_the_parent_carries_on(
+    session_factory, depth
+):
+    # 990 deep used to parse, then raise RecursionError in the parent, ending the whole run.
+    session = session_factory()
+    code = (
+        "import json, os\nimport merchantbench_tools as mt\n"
+        "w, r = map(int, os.environ['MERCHANTBENCH_BRIDGE'].split(','))\n"
+        "args = b'{\"query\": ' + b'[' * depth + b']' * depth + b'}'\n"
+        'os.write(w, b\'{"id": 1, "tool": "search_products", "args": \' + args + b\'}\\n\')\n'
+        "reply = json.loads(mt._pipes()['inp'].readline())\n"
+        "[reply, mt.query_balance()['ok']]"
+    )
+    execution, bridge = run_with_bridge(session, code, variables={"depth": depth})
+    assert execution.error_code is None, execution.stderr
+    reply, still_served = execution.result
+    assert reply["id"] is None and reply["result"]["error"]["code"] == "bad_request"
+    assert still_served is True and bridge.bad_requests == 1
+    assert [e["tool"] for e in session.trace] == ["query_balance"]
