@@ -82,7 +82,7 @@ def check_packages(packages: tuple[str, ...]) -> None:
 
 @functools.cache
 def runtime(packages: tuple[str, ...]) -> Runtime:
-    """The tree for this interpreter and these packages, built on first use (a few seconds).
+    """The tree for this interpreter and these packages, built on first use (10-20 s).
 
     Cached per process by its inputs only, so a later change of the cache directory does not
     rebuild it. Raises `SandboxError` where it cannot be built (no `ldd`, no interpreter).
