@@ -4,8 +4,10 @@ stays healthy whatever they do."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import errno
 import os
+import site
 import socket
 import sys
 import time
@@ -16,6 +18,7 @@ import pytest
 from merchantbench.agents.llm import sandbox
 from merchantbench.agents.llm.bridge import MODULE_NAME, ToolBridge
 from merchantbench.agents.llm.sandbox import CodeRunner, Execution, SandboxLimits, probe_sandbox
+from merchantbench.agents.llm.sandbox_runtime import runtime
 from merchantbench.catalog.cache import cache_root, get_market
 from merchantbench.scenario import load_scenario
 from merchantbench.session import Session
@@ -116,7 +119,7 @@ def test_the_run_directory_cache_home_and_host_tmp_are_invisible(tmp_path, monke
 def test_only_the_scratch_directory_is_writable():
     code = (
         "import os\nopen('/scratch/notes.txt', 'w').write('kept')\nblocked = []\n"
-        "for path in ('/usr/x', '/sandbox/lib/x', '/x'):\n"
+        "for path in ('/sandbox/python/x', '/sandbox/lib/x', '/x'):\n"
         "    try:\n        open(path, 'w')\n    except OSError as exc:\n"
         "        blocked.append(exc.errno)\n"
         "blocked, open('/tmp/notes.txt').read(), os.getcwd()"
@@ -309,13 +312,13 @@ def test_the_unsafe_runner_keeps_the_limits_and_a_clean_environment(monkeypatch)
 
 @needs_bwrap
 def test_a_protected_path_inside_an_exposed_directory_is_covered(monkeypatch):
-    numpy_dir = sandbox.package_dirs(("numpy",))[0]
+    numpy_dir = runtime(("numpy",)).root / "site" / "numpy"
     hidden = numpy_dir / "linalg"
     monkeypatch.setattr(sandbox, "protected_paths", lambda: [hidden])
     code = "import os\nsite = '/sandbox/site/numpy'\n"
     code += "[os.listdir(site + '/linalg'), 'fft' in os.listdir(site)]"
     assert run(code).result == [[], True]
-    monkeypatch.setattr(sandbox, "protected_paths", lambda: [numpy_dir])
+    monkeypatch.setattr(sandbox, "protected_paths", lambda: [numpy_dir.parent])
     refused = run("1")
     assert refused.error_code == "sandbox_failed" and "refusing to expose" in refused.error_message
 
@@ -348,3 +351,163 @@ def test_deeply_nested_requests_get_a_structured_error(session_factory):
     execution, bridge = run_with_bridge(session, code)
     assert execution.result["result"]["error"]["code"] == "bad_request"
     assert bridge.bad_requests == 1 and session.trace == []
+
+
+HOST_PACKAGES = ("scipy", "pydantic", "hypothesis", "boto3", "merchantbench", "pytest", "yaml")
+
+
+def host_import_dirs() -> list[str]:
+    """Every directory the host imports from, and the usual system ones."""
+    dirs = {p for p in sys.path if p} | set(site.getsitepackages())
+    dirs |= {site.getusersitepackages(), str(Path.cwd() / "src"), str(Path.cwd())}
+    base = Path(sys.base_prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    dirs |= {str(base / "site-packages"), "/usr/lib/python3/dist-packages"}
+    dirs |= {f"/usr/local/lib/python3.{m}/dist-packages" for m in range(8, 15)}
+    return sorted(dirs)
+
+
+@needs_bwrap
+def test_host_packages_cannot_be_imported_even_after_path_tricks():
+    code = (
+        "import importlib, os, sys\nfound = []\n"
+        "for top, subdirs, _ in os.walk('/'):\n"
+        "    found += [os.path.join(top, d) for d in subdirs if d.endswith('-packages')]\n"
+        "sys.path += dirs + found + ['/proc/1/cwd', '/proc/self/root/usr/lib/python3']\n"
+        "imported = []\nfor name in names:\n    try:\n        importlib.import_module(name)\n"
+        "        imported.append(name)\n    except ImportError:\n        pass\n"
+        "import numpy\n[imported, found, numpy.__file__]"
+    )
+    variables = {"dirs": host_import_dirs(), "names": list(HOST_PACKAGES)}
+    execution = run(code, CodeRunner(limits=SandboxLimits(cpu_seconds=20, wall_seconds=60)),
+                    variables=variables)  # fmt: skip
+    assert execution.error_code is None, execution.stderr
+    imported, found, numpy_file = execution.result
+    assert imported == [] and found == []
+    assert numpy_file == "/sandbox/site/numpy/__init__.py"
+
+
+SCAN = r"""
+import os, sys
+needles = [n[::-1] for n in hidden]  # (given reversed: the staged config holds them too)
+del hidden
+hits = {}
+def check(where, data):
+    for needle in needles:
+        if needle.encode() in data:
+            hits.setdefault(needle, []).append(where)
+PROC_FILES = {"cmdline", "environ", "mountinfo", "mounts", "maps", "status", "cwd", "exe"}
+seen = 0
+for top, subdirs, files in os.walk("/", followlinks=False):
+    if top.startswith("/proc"):  # (an old sandbox had one) only what names paths, no task dirs
+        subdirs[:] = [d for d in subdirs if d.isdigit() or d in ("self", "thread-self")]
+        files = [f for f in files + subdirs if f in PROC_FILES]
+    for name in subdirs + files:
+        path = os.path.join(top, name)
+        check("name:" + path, path.encode())
+        try:
+            if os.path.islink(path):
+                check("link:" + path, os.readlink(path).encode())
+            elif os.path.isfile(path):
+                with open(path, "rb") as file:
+                    while chunk := file.read(1 << 22):
+                        check(path, chunk)
+                        seen += len(chunk)
+        except OSError:
+            pass
+state = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.executable, sys._base_executable,
+         os.getcwd(), repr(sys.path), repr(dict(os.environ)), repr(sys.argv), repr(sys.flags)]
+check("sys", "\n".join(state).encode())
+import merchantbench_tools as mt
+answers = [mt.search_products(query="box"), mt.get_product_detail(product_id="nope"),
+           mt.call("no_such_tool"), mt.call("write_memory_doc", text=7)]
+check("bridge", repr(answers).encode())
+w, r = map(int, os.environ["MERCHANTBENCH_BRIDGE"].split(","))
+os.write(w, b"{garbage\n")
+check("bridge", mt._channel["inp"].readline())
+try:
+    1 / 0
+except ZeroDivisionError:
+    import traceback
+    check("traceback", traceback.format_exc().encode())
+[{k: [len(v)] + v[:4] for k, v in hits.items()}, seen, os.path.exists("/proc/self")]
+"""
+
+
+@needs_bwrap
+def test_no_host_path_can_be_found_anywhere_in_the_sandbox(session_factory, tmp_path):
+    home = str(Path.home())
+    needles = {str(Path.cwd()), str(cache_root()), home + "/", sys.prefix, sys.base_prefix}
+    needles |= {str(tmp_path), "merchantbench-code-", "/work/"}
+    needles |= {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, cache_root())}
+    bridge = ToolBridge(session_factory(), 200)
+    execution = asyncio.run(
+        CodeRunner(limits=SandboxLimits(cpu_seconds=60, wall_seconds=120)).run(
+            SCAN,
+            {MODULE_NAME: bridge.module_source()},
+            bridge,
+            {"hidden": [n[::-1] for n in needles]},
+        )
+    )
+    assert execution.error_code is None, execution.stderr
+    hits, seen, has_proc = execution.result
+    assert hits == {}
+    assert seen > 10_000_000  # the interpreter, the standard library and numpy were read
+    assert has_proc is False  # no process's command line, environment or mounts to read
+
+
+def test_only_allow_listed_packages_can_be_given():
+    with pytest.raises(ValueError, match="only be given numpy, not scipy"):
+        CodeRunner(packages=("numpy", "scipy"))
+    assert CodeRunner(packages=()).packages == ()
+
+
+@needs_bwrap
+def test_the_standard_library_works_and_names_only_sandbox_paths():
+    code = (
+        "import json, sqlite3, decimal, ssl, zlib, hashlib, sysconfig, inspect, os\n"
+        "con = sqlite3.connect(':memory:')\n"
+        "[con.execute('select 6 * 7').fetchone()[0], inspect.getsourcefile(json),\n"
+        " sysconfig.get_config_var('prefix'), sysconfig.get_paths()['stdlib'],\n"
+        " sorted(os.listdir('/')), sorted(os.listdir('/sandbox'))]"
+    )
+    execution = run(code)
+    assert execution.error_code is None, execution.stderr
+    answer, source, prefix, stdlib, top, sandboxed = execution.result
+    assert answer == 42 and source == "/sandbox/python/lib/python3.11/json/__init__.py"
+    assert prefix == "/sandbox/python" and stdlib == "/sandbox/python/lib/python3.11"
+    assert top == ["dev", "lib64", "sandbox", "scratch", "tmp"]
+    assert sandboxed == ["lib", "python", "site"]
+
+
+@needs_bwrap
+def test_a_failing_mount_does_not_tell_the_model_host_paths(monkeypatch, tmp_path):
+    built = runtime(("numpy",))
+    gone = dataclasses.replace(built, root=tmp_path / "deleted-runtime")
+    monkeypatch.setattr(sandbox, "runtime", lambda packages: gone)
+    execution = run("1")
+    assert execution.error_code == "exception" and "<host path>" in execution.stderr
+    told = execution.stderr + str(execution.error_message)
+    assert str(tmp_path) not in told and str(Path.home()) not in told
+
+
+@needs_bwrap
+@pytest.mark.parametrize("depth", [990, 1_000, 100_000])
+def test_a_deeply_nested_tool_call_from_code_is_refused_and_the_parent_carries_on(
+    session_factory, depth
+):
+    # 990 deep used to parse, then raise RecursionError in the parent, ending the whole run.
+    session = session_factory()
+    code = (
+        "import json, os\nimport merchantbench_tools as mt\n"
+        "w, r = map(int, os.environ['MERCHANTBENCH_BRIDGE'].split(','))\n"
+        "args = b'{\"query\": ' + b'[' * depth + b']' * depth + b'}'\n"
+        'os.write(w, b\'{"id": 1, "tool": "search_products", "args": \' + args + b\'}\\n\')\n'
+        "reply = json.loads(mt._pipes()['inp'].readline())\n"
+        "[reply, mt.query_balance()['ok']]"
+    )
+    execution, bridge = run_with_bridge(session, code, variables={"depth": depth})
+    assert execution.error_code is None, execution.stderr
+    reply, still_served = execution.result
+    assert reply["id"] is None and reply["result"]["error"]["code"] == "bad_request"
+    assert still_served is True and bridge.bad_requests == 1
+    assert [e["tool"] for e in session.trace] == ["query_balance"]

@@ -99,7 +99,7 @@ def _request_with(steps: list[tuple[str, dict, dict]]) -> dict:
 
 def test_store_policy_lists_good_products_from_a_search():
     columns = ["product_id", "price", "stock", "ship_hours", "rating", "supplier_rating"]
-    rows = [["good", 10.0, 100, 12, 4.8, 4.6], ["slow", 10.0, 100, 72, 4.8, 4.6]]
+    rows = [["good", 10.0, "in_stock", 12, 4.8, 4.6], ["slow", 10.0, "in_stock", 72, 4.8, 4.6]]
     report = {"ok": True, "hot_keywords": [{"keyword": "Yoga Mat"}]}
     search = {"ok": True, "columns": columns, "rows": rows}
     steps = [("get_daily_report", {}, report)]

@@ -63,7 +63,7 @@ def calls(session: Session) -> list[tuple[str, dict[str, Any]]]:
     orders = len(session.engine.state.orders)
     return [
         ("get_daily_report", {}), ("search_products", {}),
-        ("search_products", {"query": "storage box", "sort": "rating", "min_stock": 1}),
+        ("search_products", {"query": "storage box", "sort": "rating", "min_stock": "low"}),
         ("search_products", {"query": "pen", "sort": "ship_speed", "max_price": 50.5}),
         *[("get_product_detail", {"product_id": pid}) for pid in pids],
         *[("get_supplier_profile", {"supplier_id": s}) for s in ("S100", "S200", "S300")],

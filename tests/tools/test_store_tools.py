@@ -85,17 +85,24 @@ def test_search_refuses_an_empty_price_range_and_keeps_the_scenario_page_limit()
         assert (len(page["rows"]), page["page_size"], page["pages"]) == (4, 4, 2)
 
 
-def test_stock_shown_is_what_our_purchases_left() -> None:
+@pytest.mark.parametrize(
+    ("capacity", "shown"), [(400, "in_stock"), (50, "low"), (1, "out_of_stock")]
+)
+def test_stock_shown_is_the_band_of_what_our_purchases_left(capacity: int, shown: str) -> None:
     market = store_market()
-    no_refill = dataclasses.replace(market, stock_refill=np.zeros(market.n_products, np.int32))
+    no_refill = dataclasses.replace(
+        market,
+        stock_refill=np.zeros(market.n_products, np.int32),
+        stock_capacity=np.where(np.arange(market.n_products) == 0, capacity, 400).astype(np.int32),
+    )
     session = new_session(market=no_refill)
     ok(session.call("list_product", {"items": OPENING_LISTINGS[:1]}))
     advance_to(session, 4)
     bought = sum(o.procured for o in session.engine.state.orders if o.product == 0)
-    assert bought > 0
+    assert 0 < bought < 50
     rows = ok(session.call("search_products", {"query": "foldable"}))["rows"]
-    assert rows[0][4] == 400 - bought
-    assert ok(session.call("get_product_detail", {"product_id": "P1000"}))["stock"] == 400 - bought
+    assert rows[0][4] == shown
+    assert ok(session.call("get_product_detail", {"product_id": "P1000"}))["stock"] == shown
 
 
 def test_product_detail_shows_public_facts_and_my_listing() -> None:

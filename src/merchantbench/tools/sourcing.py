@@ -13,6 +13,7 @@ from pydantic import Field
 
 from merchantbench.catalog.daily_report import daily_report
 from merchantbench.catalog.search import SearchFilters, SearchPage, SortKey
+from merchantbench.catalog.stock_band import AvailableBand, band_floor, stock_band
 from merchantbench.catalog.view import catalog_view_at
 from merchantbench.sim.suppliers import stock_now
 from merchantbench.tools.context import (
@@ -87,7 +88,7 @@ def product_rows(market: Market, view: CatalogView, products: Any) -> list[list[
         rows.append([
             str(market.product_ids[i]), str(market.titles[i]),
             market.categories[int(market.category[i])], rmb(int(view.price_fen[i])),
-            int(view.stock[i]), int(view.ship_hours[i]), int(market.logistics_hours[i]),
+            stock_band(int(view.stock[i])), int(view.ship_hours[i]), int(market.logistics_hours[i]),
             round(float(market.historical_avg_rating[i]), 2), str(market.supplier_ids[s]),
             round(float(market.shop_rating[s]), 2), int(view.sales_30d[i]),
         ])  # fmt: skip
@@ -121,7 +122,7 @@ def search_products(
     min_product_rating: Rating | None = None,
     max_ship_hours: Hours | None = None,
     max_logistics_hours: Hours | None = None,
-    min_stock: Annotated[int, Field(ge=0)] | None = None,
+    min_stock: AvailableBand | None = None,
     sort: SortKey = "relevance",
     page: Page = 1,
     page_size: PageSize = 20,
@@ -131,9 +132,10 @@ def search_products(
     A product matches when every query word is in its title or category (plurals and case do
     not matter); an empty query browses everything. Only products on sale now are found.
     Columns: product_id, title, category, price (current procurement price, RMB), stock
-    (supplier units), ship_hours (supplier's current hours to ship), logistics_hours (courier
-    hours to the buyer), rating (product's historical average, 1-5), supplier_id,
-    supplier_rating (shop rating, 1-5), sales_30d (market-wide orders, last 30 days).
+    (supplier availability: in_stock, low = under 50 units, out_of_stock), ship_hours
+    (supplier's current hours to ship), logistics_hours (courier hours to the buyer), rating
+    (product's historical average, 1-5), supplier_id, supplier_rating (shop rating, 1-5),
+    sales_30d (market-wide orders, last 30 days).
     Tip: search a hot keyword, then compare price, ratings and hours of its substitutes.
 
     Args:
@@ -145,7 +147,7 @@ def search_products(
         min_product_rating: Lowest product historical rating (1-5).
         max_ship_hours: Most supplier ship hours.
         max_logistics_hours: Most logistics hours.
-        min_stock: Fewest supplier units in stock.
+        min_stock: Least availability: low (anything in stock) or in_stock (50+ units).
         sort: relevance (best match; sales_30d when browsing), price_asc, price_desc, rating,
             sales_30d (most first) or ship_speed (ship + logistics hours, fastest first).
         page: Page number, from 1.
@@ -158,7 +160,8 @@ def search_products(
     view = ctx.catalog_view()
     filters = SearchFilters(
         min_price, max_price, min_supplier_rating, min_product_rating,
-        max_ship_hours, max_logistics_hours, min_stock, category,
+        max_ship_hours, max_logistics_hours,
+        None if min_stock is None else band_floor(min_stock), category,
     )  # fmt: skip
     found = ctx.search_index.search(query, view, filters, sort, page, page_size)
     rows = product_rows(ctx.market, view, found.products)
@@ -182,7 +185,8 @@ def get_product_detail(ctx: StoreContext, product_id: ProductId) -> dict[str, An
     order), `max_sale_price` the highest sale price the platform allows
     ({demand.max_price_multiple_of_cost} × price).
     `status` is `available` or `delisted_by_supplier` (orders for a delisted product end as
-    stockouts with a fine). `listed_since` is the date the product appeared on the market.
+    stockouts with a fine). `stock` is the supplier's availability: in_stock, low (under 50
+    units) or out_of_stock. `listed_since` is the date the product appeared on the market.
 
     Args:
         product_id: The product's id, as search results show it.
@@ -200,7 +204,7 @@ def get_product_detail(ctx: StoreContext, product_id: ProductId) -> dict[str, An
         "status": "available" if supplier.available else "delisted_by_supplier",
         "price": rmb(supplier.price_fen),
         "max_sale_price": rmb(ctx.engine.max_price_fen(i)),
-        "stock": stock_now(m, i, ctx.engine.state.stock, t),
+        "stock": stock_band(stock_now(m, i, ctx.engine.state.stock, t)),
         "ship_hours": supplier.ship_hours,
         "logistics_hours": int(m.logistics_hours[i]),
         "rating": round(float(m.historical_avg_rating[i]), 2),

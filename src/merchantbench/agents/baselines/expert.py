@@ -50,7 +50,7 @@ class ExpertSettings(AgentSettings):
     min_rating: float = 4.3
     min_supplier_rating: float = 4.2
     max_ship_hours: int = 36  # leaves room for a delay before the 48-hour promise
-    min_stock: int = 40
+    min_stock: str = "in_stock"  # the site shows availability bands, not units
     min_sales_30d: int = 20  # less market evidence than this is noise
     promised_ship_hours: int = 48  # orders shipped later are late (fined, rated lower)
     delay_markup: float = 1.6  # price factor while the supplier ships late

@@ -5,7 +5,7 @@ listing whose supplier has delisted the product or now ships later than the 48-h
 and resets the price to 2× the supplier price after a supplier price change. Once a day it
 delists listings with 7 days without sales and refills empty slots from the daily report's
 keywords, taking only products with cost ≤ 20 RMB, supplier and product rating ≥ 4.5, ship ≤ 48 h
-and stock ≥ 20, priced at 2× cost. If cash falls below 500 RMB it delists everything.
+and stock shown `in_stock`, priced at 2× cost. If cash falls below 500 RMB it delists everything.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ class RuleBasedSettings(AgentSettings):
     max_cost: float = 20.0
     min_rating: float = 4.5
     max_ship_hours: int = 48
-    min_stock: int = 20
+    min_stock: str = "in_stock"  # the site shows availability bands, not units
     cash_floor: float = 500.0
     no_sales_days: int = 7
     keywords_per_day: int = 6

@@ -8,20 +8,27 @@ The snippet imports `merchantbench_tools` (staged next to it, read-only) and cal
 calls are environment calls (origin "env"): they are traced, count towards the window's call cap
 and the metrics, and reach nothing a tool would not show.
 
-The parent never trusts the pipe: a line that is not JSON, not an object, too long, or names no
-tool gets a structured `bad_request` answer (with id null); `end_of_step` is refused (a snippet
-must not close the window under the harness); past `max_calls` calls a snippet gets `bridge_limit`
-answers. A snippet that keeps calling without reading the answers fills the parent's buffer; past
-`MAX_UNREAD_BYTES` the parent stops serving and closes the requests pipe, so the snippet's next
-call fails with a clear message instead of the parent's memory growing.
+The parent never trusts the pipe: a line that is not strict JSON (`NaN`, `Infinity` and numbers
+too large for a float are refused), not UTF-8, longer than `MAX_REQUEST_BYTES`, nested deeper
+than `MAX_NESTING` (checked before parsing, so no depth can exhaust the parser's stack), holding a
+lone surrogate such as `"\\ud800"` (it could not be encoded again), not an object, or naming no
+tool gets a structured `bad_request` answer (with id null) and reaches no tool; `end_of_step` is
+refused (a snippet must not close the window under the harness); past `max_calls` calls a snippet
+gets `bridge_limit` answers. A snippet that keeps calling without reading the answers fills the
+parent's buffer; past `MAX_UNREAD_BYTES` the parent stops serving and closes the requests pipe,
+so the snippet's next call fails with a clear message instead of the parent's memory growing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
+import re
 from typing import IO, Any
+
+import numpy as np
 
 from merchantbench.agents.llm.sandbox import BRIDGE_ENV
 from merchantbench.surface import AgentSurface
@@ -31,6 +38,7 @@ from merchantbench.tools.toolset import END_OF_STEP
 MODULE_NAME = "merchantbench_tools"
 MAX_REQUEST_BYTES = 1 << 20
 MAX_UNREAD_BYTES = 4 << 20
+MAX_NESTING = 32
 REFUSED_IN_CODE = {
     END_OF_STEP: "end_of_step cannot be called from code; call it as a tool when the window's "
     "work is done",
@@ -224,11 +232,49 @@ def _decode(line: bytes | None) -> tuple[dict[str, Any] | None, str]:
     if line is None:
         return None, f"request longer than {MAX_REQUEST_BYTES} bytes"
     try:
-        request = json.loads(line)
-    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        text = line.decode("utf-8")
+        if _nesting(text) > MAX_NESTING:
+            return None, f"a request may nest at most {MAX_NESTING} levels of arrays and objects"
+        request = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+        json.dumps(request, ensure_ascii=False).encode("utf-8")  # lone surrogates fail here
+    except _NotFinite:
+        return None, "numbers must be finite (no NaN, Infinity or overflowing values)"
+    except UnicodeError:
+        return None, "a request must be valid UTF-8 text without lone surrogates"
+    except ValueError:  # not JSON (also an integer of more digits than Python converts)
         return None, 'a request is one line of JSON: {"id": 1, "tool": name, "args": {...}}'
     if not isinstance(request, dict) or not isinstance(request.get("tool"), str):
         return None, "a request is a JSON object with a string `tool`"
     if not isinstance(request.get("args") or {}, dict):
         return None, "`args` must be a JSON object of the tool's arguments"
     return request, ""
+
+
+class _NotFinite(ValueError):
+    """A JSON number that is not a finite float."""
+
+
+# Strings (with their escapes) and everything else but brackets, removed in one pass of the C
+# regex engine: what is left decides the nesting depth (a stray quote of malformed text stays).
+_NOT_A_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*"|[^\[\]{}"]+')
+
+
+def _nesting(text: str) -> int:
+    """Deepest nesting of arrays and objects in JSON text, without recursion (malformed text
+    gives some number; the parser then refuses it)."""
+    brackets = np.frombuffer(_NOT_A_BRACKET.sub("", text).encode("ascii"), dtype=np.uint8)
+    if brackets.size == 0:
+        return 0
+    steps = np.where((brackets == ord("[")) | (brackets == ord("{")), 1, -1)
+    return int(np.cumsum(steps).max())
+
+
+def _refuse_constant(name: str) -> float:
+    raise _NotFinite(name)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotFinite(text)
+    return value

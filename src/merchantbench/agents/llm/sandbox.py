@@ -1,12 +1,15 @@
 """Run untrusted Python snippets in an OS-level sandbox built with bubblewrap (`bwrap`).
 
-What a snippet sees: read-only `/usr` (and the `/lib*`, `/bin` links), the Python installation
-it runs on, the allowed packages (numpy by default) under `/sandbox/site`, the launcher, the
-snippet and extra modules under `/sandbox/lib`, a fresh size-capped tmpfs at `/scratch` (also
-`/tmp`; the only writable place, gone when the snippet ends), a private `/proc` and a minimal
-`/dev`. It runs with no network (a new, empty network namespace), its own pid, IPC and UTS
-namespaces, a scrubbed environment, and nothing of the run directory, the checkpoint, the catalog
-cache, the home directory, the host's `/tmp` or the parent process. Limits: `SandboxLimits`.
+What a snippet sees, all read-only except `/scratch`: a minimal Python at `/sandbox/python`
+(the interpreter, the standard library without site-packages, the shared libraries they load;
+built by `sandbox_runtime`), the allowed packages (`ALLOWED_PACKAGES`: numpy) at `/sandbox/site`,
+the launcher, the snippet and extra modules at `/sandbox/lib`, a fresh size-capped tmpfs at
+`/scratch` (also `/tmp`; gone when the snippet ends) and a minimal `/dev`. Nothing else of the
+host: no `/usr`, no system or host site-packages, no `/proc` (its mount table would name the
+host paths the tree is bound from), nothing of the run directory, checkpoint, catalog cache,
+home directory or host `/tmp`. It runs with no network (a new, empty network namespace), its own
+pid, IPC, UTS and cgroup namespaces, a scrubbed environment and a new session, and dies with
+the parent. Limits: `SandboxLimits`.
 
 The process limit is `RLIMIT_NPROC`, which the kernel counts per user and does not enforce on
 root. So when the parent is root, the launcher (the trusted code that runs first inside the
@@ -16,11 +19,13 @@ on their own.
 
 Where bubblewrap is missing or cannot build namespaces, `probe_sandbox()` says why and code
 execution stays off, unless a harness explicitly asks for `CodeRunner(mode="unsafe")`: a plain
-subprocess with the same limits (the process limit then only binds non-root) and no isolation.
+subprocess of the host interpreter with the same limits (the process limit then only binds
+non-root) and no isolation.
 
-This module builds the command line and runs it; the rest lives next to it: what an execution
-is given (`sandbox_staging`), the trusted code that runs first inside (`sandbox_launcher`), and
-the parent's watch over the running process, its output and how it ended (`sandbox_supervisor`).
+This module builds the command line and runs it; the rest lives next to it: the sandbox's Python
+(`sandbox_runtime`), what an execution is given (`sandbox_staging`), the trusted code that runs
+first inside (`sandbox_launcher`), and the parent's watch over the running process, its output
+and how it ended (`sandbox_supervisor`).
 """
 
 from __future__ import annotations
@@ -40,6 +45,13 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 from merchantbench.agents.llm.sandbox_launcher import BRIDGE_ENV as BRIDGE_ENV
+from merchantbench.agents.llm.sandbox_runtime import (
+    SANDBOX_PREFIX,
+    SANDBOX_SYSLIB,
+    check_packages,
+    runtime,
+)
+from merchantbench.agents.llm.sandbox_runtime import SandboxError as SandboxError
 from merchantbench.agents.llm.sandbox_staging import (
     LIB_DIR,
     SCRATCH_DIR,
@@ -64,12 +76,7 @@ RunnerMode = Literal["sandbox", "unsafe"]
 # (and per parent process), so one snippet's processes never count against another's limit.
 _UID_BASE = 1_600_000_000
 _uid_counter = itertools.count()
-_SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin")
 _HOST_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}  # bwrap's own; nothing secret
-
-
-class SandboxError(Exception):
-    """No sandbox can be built here; the message says why in one line."""
 
 
 def find_bwrap() -> str | None:
@@ -100,7 +107,8 @@ class CodeRunner:
     Args:
         mode: "sandbox" or "unsafe".
         limits: Resource limits of one execution.
-        packages: Importable packages exposed read-only to snippets.
+        packages: Importable packages exposed read-only to snippets, from
+            `sandbox_runtime.ALLOWED_PACKAGES` (ValueError otherwise).
     """
 
     def __init__(
@@ -109,6 +117,7 @@ class CodeRunner:
         limits: SandboxLimits | None = None,
         packages: tuple[str, ...] = ("numpy",),
     ) -> None:
+        check_packages(tuple(packages))
         self.mode: RunnerMode = mode
         self.limits = limits or SandboxLimits()
         self.packages = tuple(packages)
@@ -173,6 +182,8 @@ class CodeRunner:
             bridge.child_started()
         execution = await Supervisor(proc, self.limits, result_read).watch(bridge)
         execution.seconds = time.monotonic() - started
+        if self.mode == "sandbox":
+            _scrub_host_paths(execution, [lib.parent, runtime(self.packages).root])
         return execution
 
     def _placement(self, lib: Path) -> dict[str, Any]:
@@ -189,54 +200,60 @@ class CodeRunner:
 
     def _command(self, lib: Path) -> tuple[list[str], str, dict[str, str]]:
         """Command line, working directory and environment of one execution."""
-        python = [os.path.realpath(sys.executable), "-I", "-S", "-B", "-u"]
+        flags = ["-I", "-S", "-B", "-u"]
         if self.mode == "unsafe":
             scratch = str(lib.parent / "scratch")
-            argv = [*python, str(lib / "launcher.py"), str(lib / "config.json")]
-            return argv, scratch, sandbox_env(scratch)
-        argv = [*self.bwrap_argv(lib), *python, f"{LIB_DIR}/launcher.py", f"{LIB_DIR}/config.json"]
-        return argv, "/", dict(_HOST_ENV)
+            argv = [os.path.realpath(sys.executable), *flags, str(lib / "launcher.py")]
+            return [*argv, str(lib / "config.json")], scratch, sandbox_env(scratch)
+        argv = [*self.bwrap_argv(lib), runtime(self.packages).interpreter, *flags]
+        return [*argv, f"{LIB_DIR}/launcher.py", f"{LIB_DIR}/config.json"], "/", dict(_HOST_ENV)
 
     def bwrap_argv(self, lib: Path) -> list[str]:
-        """The bubblewrap part of the command line: namespaces, mounts, environment."""
+        """The bubblewrap part of the command line: namespaces, mounts, environment.
+
+        No `/proc` is mounted: it would show the mount table, whose bind sources are host
+        paths, and it offers a snippet nothing it needs.
+        """
         bwrap = find_bwrap()
         if bwrap is None:
             raise SandboxError("bubblewrap is not installed (Debian package `bubblewrap`)")
         argv = [bwrap, "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
-        argv += ["--hostname", "sandbox", "--die-with-parent", "--new-session"]
+        argv += ["--unshare-cgroup-try", "--hostname", "sandbox", "--die-with-parent"]
+        argv += ["--new-session"]
         if os.geteuid() != 0:
             argv += ["--unshare-user", "--disable-userns"]
-        argv += _system_mounts() + self._python_mounts(lib)
-        argv += ["--proc", "/proc", "--dev", "/dev"]
+        argv += self._runtime_mounts(lib) + ["--dev", "/dev"]
         argv += ["--perms", "1777", "--size", str(self.limits.scratch_bytes)]
         argv += ["--tmpfs", SCRATCH_DIR, "--symlink", SCRATCH_DIR, "/tmp", "--chdir", SCRATCH_DIR]
-        env = sandbox_env(SCRATCH_DIR)
+        env = {**sandbox_env(SCRATCH_DIR), "PATH": f"{SANDBOX_PREFIX}/bin"}
+        env["LD_LIBRARY_PATH"] = SANDBOX_SYSLIB
         return [*argv, "--clearenv", *(a for k, v in env.items() for a in ("--setenv", k, v))]
 
-    def _python_mounts(self, lib: Path) -> list[str]:
-        prefix = Path(os.path.realpath(sys.base_prefix))
-        binds = [] if prefix.is_relative_to("/usr") else [(prefix, prefix)]
-        binds += [(d, Path(SITE_DIR) / d.name) for d in package_dirs(self.packages)]
-        binds.append((lib, Path(LIB_DIR)))
-        argv: list[str] = []
-        made = {Path("/")}
+    def _runtime_mounts(self, lib: Path) -> list[str]:
+        """The sandbox's Python, its packages and the staged files, read-only at /sandbox."""
+        tree = runtime(self.packages)
+        binds = [(tree.root / "python", SANDBOX_PREFIX), (lib, LIB_DIR)]
+        if (tree.root / "site").is_dir():
+            binds.append((tree.root / "site", SITE_DIR))
+        # bwrap would create missing parents root-only (0700): make them readable first.
+        argv = ["--perms", "0755", "--dir", "/sandbox"]
         for source, dest in binds:
-            for parent in reversed(dest.parents):
-                if parent not in made:  # bwrap would create missing parents root-only (0700)
-                    argv += ["--perms", "0755", "--dir", str(parent)]
-                    made.add(parent)
-            argv += ["--ro-bind", str(source), str(dest), *_hide_protected(source, dest)]
-        return argv
+            argv += ["--ro-bind", str(source), dest, *_hide_protected(source, Path(dest))]
+        loader_dir = str(Path(tree.loader).parent)
+        argv += ["--perms", "0755", "--dir", loader_dir]
+        return [*argv, "--symlink", f"{SANDBOX_SYSLIB}/{tree.loader_name}", tree.loader]
 
 
-def _system_mounts() -> list[str]:
-    argv: list[str] = []
-    for path in _SYSTEM_DIRS:
-        if os.path.islink(path):  # merged-/usr systems: /lib -> usr/lib
-            argv += ["--symlink", os.readlink(path), path]
-        elif os.path.isdir(path):
-            argv += ["--ro-bind", path, path, *_hide_protected(Path(path), Path(path))]
-    return argv
+def _scrub_host_paths(execution: Execution, extra: list[Path]) -> None:
+    """Replace host paths in what the model will read. A snippet cannot see any, but bwrap
+    names the host side of a mount it cannot make (e.g. a runtime tree deleted under a run)."""
+    paths = sorted({str(p) for p in [*extra, *protected_paths()]}, key=len, reverse=True)
+    for field in ("stdout", "stderr", "error_message"):
+        text = getattr(execution, field)
+        if text:
+            for path in paths:
+                text = text.replace(path, "<host path>")
+            setattr(execution, field, text)
 
 
 def _hide_protected(source: Path, dest: Path) -> list[str]:

@@ -3,7 +3,8 @@
 Every execution gets a private staging directory: `lib/` holds the launcher, the snippet, any
 extra modules and the config (mounted read-only at `LIB_DIR` in the sandbox), `scratch/` is the
 unsafe runner's working directory (the sandbox mounts a fresh tmpfs at `SCRATCH_DIR` instead).
-The allowed packages are mounted read-only under `SITE_DIR`.
+The allowed packages, copied into the sandbox's Python tree (`sandbox_runtime`), are mounted
+read-only under `SITE_DIR`; `package_dirs` finds their host directories.
 """
 
 from __future__ import annotations

@@ -75,7 +75,7 @@ def _pick_products(result: dict[str, Any], exclude: set[str]) -> list[dict[str, 
         if r["product_id"] not in exclude
         and r["rating"] >= 4.5
         and r["supplier_rating"] >= 4.3
-        and r["stock"] >= 20
+        and r["stock"] == "in_stock"
         and r["ship_hours"] <= 24
     ]
     return [
