@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from merchantbench.catalog.market import CHANNELS, SupplierEvents
+from merchantbench.random_streams import Stream, uniform
 from merchantbench.scenario import SupplierConfig
-from merchantbench.sim.rng import Stream, uniform
 
 
 def _hazard_range(config: SupplierConfig, channel: str) -> tuple[float, float]:

@@ -1,5 +1,6 @@
-"""Counter-based random numbers: every draw is a pure function of (seed, stream, product, hour,
-index), never of the order in which things are asked for. This gives common random numbers
+"""Counter-based random numbers, shared by the catalog (supplier events, real-catalog fills)
+and the simulation core: every draw is a pure function of (seed, stream, product, hour, index),
+never of the order in which things are asked for. This gives common random numbers
 across agents (the same product listed at the same hour meets the same customers) and makes
 snapshot/restore trivial: the engine carries no generator state at all.
 
