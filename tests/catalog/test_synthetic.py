@@ -11,8 +11,9 @@ import pytest
 
 from merchantbench.catalog import calendar, vocab
 from merchantbench.catalog.market import CHANNELS, Market
+from merchantbench.catalog.market_demand import store_saturation
 from merchantbench.catalog.stats import market_stats
-from merchantbench.catalog.synthetic import generate_market, store_saturation
+from merchantbench.catalog.synthetic import generate_market
 from merchantbench.scenario import PRESETS, load_scenario
 
 SMALL = PRESETS["small"]
