@@ -14,19 +14,18 @@ the in-process runner hands it to `act(session, market=...)` only for agent clas
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from merchantbench.agents.base import register_agent
+from merchantbench.agents.baselines.tables import open_store_hour
 from merchantbench.catalog.market import Market, SupplierEvents
 from merchantbench.scenario import DemandConfig, FineConfig
 from merchantbench.session import Session
 from merchantbench.sim.demand import exposure
 
-_CLOCK = re.compile(r"Day (\d+) (\d\d):00")
 WINDOW_HOURS = 12  # a window of the paper's clock; the oracle looks one window ahead
 
 
@@ -69,9 +68,8 @@ class OracleAgent:
                 "runner, which passes it as act(session, market=...)"
             )
         snapshot = session.call("get_store_snapshot", {})
-        clock = _CLOCK.match(snapshot.get("at", ""))
-        if snapshot.get("ok") and snapshot["store"] == "open" and clock:
-            t = (int(clock.group(1)) - 1) * 24 + int(clock.group(2))
+        t = open_store_hour(snapshot)
+        if t is not None:
             book = MarketBook(market, t)
             self._avoid_trouble(session, book)
             if self.planned_day != t // 24:
