@@ -13,7 +13,7 @@ from __future__ import annotations
 from enum import IntEnum
 
 import numpy as np
-from scipy.special import ndtri
+from scipy.special import gammaln, ndtri, pdtr
 
 _MASK = (1 << 64) - 1
 _K_SEED = 0x9E3779B97F4A7C15
@@ -38,6 +38,7 @@ class Stream(IntEnum):
     EVENT_VALUE = 13
     STOCK = 14
     MARKET_SALES = 15  # realised market sales drawn by the real-catalog loader
+    EVENT_START = 16  # the stationary state of each event channel where the process starts
     RANDOM_AGENT = 20
 
 
@@ -81,31 +82,63 @@ def uniform(seed: int, stream: int, product: object, hour: object, index: object
     return (z >> np.uint64(11)).astype(np.float64) * _INV_2_53
 
 
-NORMAL_ABOVE = 100.0  # λ above which the count is the normal quantile (exp(−λ) underflows)
+SUM_FROM_ZERO_UP_TO = 10.0  # λ up to which the search starts at k = 0 (cheaper than the gamma)
+_MAX_STEPS = 100  # a safety bound: the search starts a few counts from the answer
 
 
 def poisson_from_uniform(lam: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """Poisson counts by inverse CDF: monotone in λ for a fixed uniform (common random numbers).
+    """Poisson(λ) counts by inverse CDF: the least k with P(X ≤ k) ≥ u, for uniforms `u`.
 
-    Above `NORMAL_ABOVE` the continuity-corrected normal quantile stands in (still monotone).
+    Exact for every λ (SPEC §4), so a higher λ never gives fewer orders for the same uniform
+    (common random numbers): P(X ≤ k) falls as λ rises, for every k. Above
+    `SUM_FROM_ZERO_UP_TO` the search starts at the Cornish–Fisher approximation of the
+    quantile, where the CDF is evaluated exactly (the regularised incomplete gamma function);
+    below, at k = 0. It then steps by the pmf recurrence: a few vectorised steps whatever λ is,
+    so best sellers with thousands of orders cost no more than the rest.
     """
     lam = np.asarray(lam, dtype=np.float64)
     u = np.broadcast_to(np.asarray(u, dtype=np.float64), lam.shape)
     counts = np.zeros(lam.shape, dtype=np.int64)
-    big = lam > NORMAL_ABOVE
-    if big.any():
-        normal = np.floor(lam[big] + np.sqrt(lam[big]) * ndtri(u[big]) + 0.5)
-        counts[big] = np.maximum(normal, 0)
-    todo = np.flatnonzero(~big & (lam > 0))
-    flat_counts = counts.reshape(-1)
-    rate, left = lam.reshape(-1)[todo], u.reshape(-1)[todo]
-    term = np.exp(-rate)
-    cdf, k = term.copy(), 0
-    while todo.size and k < 1000:  # the bound only guards against rounding at u ≈ 1
-        more = left > cdf
-        todo, rate, left, term, cdf = todo[more], rate[more], left[more], term[more], cdf[more]
-        k += 1
-        term = term * rate / k
-        cdf = cdf + term
-        flat_counts[todo] = k
+    flat_lam, flat_counts = lam.reshape(-1), counts.reshape(-1)  # counts is contiguous: a view
+    todo = np.flatnonzero(flat_lam > 0)
+    if todo.size:
+        flat_counts[todo] = _inverse_cdf(flat_lam[todo], u.reshape(-1)[todo])
     return counts
+
+
+def _inverse_cdf(rate: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """The least k with P(X ≤ k) ≥ u for X ~ Poisson(rate), rate > 0."""
+    k, cdf = np.zeros(len(rate)), np.exp(-rate)  # small rates: from k = 0, P(X ≤ 0) = e^(−λ)
+    pmf = cdf.copy()
+    far = np.flatnonzero(rate > SUM_FROM_ZERO_UP_TO)
+    if far.size:
+        k[far], cdf[far], pmf[far] = _near_quantile(rate[far], u[far])
+    down = np.flatnonzero((k > 0) & (cdf - pmf >= u))  # P(X ≤ k − 1) ≥ u: k is too high
+    for _ in range(_MAX_STEPS):
+        if not down.size:
+            break
+        cdf[down] -= pmf[down]
+        pmf[down] *= k[down] / rate[down]
+        k[down] -= 1
+        down = down[(k[down] > 0) & (cdf[down] - pmf[down] >= u[down])]
+    up = np.flatnonzero(cdf < u)  # k is too low
+    for _ in range(_MAX_STEPS):
+        if not up.size:
+            break
+        k[up] += 1
+        pmf[up] *= rate[up] / k[up]
+        before = cdf[up]
+        cdf[up] = before + pmf[up]
+        # A u within rounding of 1 is never reached: stop where the tail no longer adds.
+        up = up[(cdf[up] < u[up]) & (cdf[up] > before)]
+    return k.astype(np.int64)
+
+
+def _near_quantile(rate: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, ...]:
+    """A start k near the u-quantile (Cornish–Fisher), with P(X ≤ k) and P(X = k) there."""
+    with np.errstate(invalid="ignore", divide="ignore"):  # u = 0: z = −inf, the start is 0
+        z = ndtri(u)
+        start = np.floor(rate + np.sqrt(rate) * z + (z * z - 1) / 6)
+    k = np.nan_to_num(np.maximum(start, 0.0), nan=0.0)
+    pmf = np.exp(k * np.log(rate) - rate - gammaln(k + 1))
+    return k, pdtr(k, rate), pmf
