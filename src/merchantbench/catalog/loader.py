@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from merchantbench.catalog import calendar
-from merchantbench.catalog.events import supplier_events
+from merchantbench.catalog.events import delisted_hours_by_day, from_hour_zero, supplier_history
 from merchantbench.catalog.market import Market
 from merchantbench.catalog.offers import CATEGORY_MARGIN_POSITION
 from merchantbench.catalog.real_format import (
@@ -38,15 +38,24 @@ from merchantbench.scenario import Scenario
 __all__ = ["RISK_COLUMNS", "CatalogError", "load_catalog", "realised_sales", "write_catalog"]
 
 
-def realised_sales(demand: np.ndarray, seed: int, scale: float, history: int) -> np.ndarray:
-    """Market orders per day when no sales table is given: Poisson(scale × demand), drawn from
-    the counter-based uniform (seed, Stream.MARKET_SALES, product, day)."""
+def realised_sales(
+    demand: np.ndarray,
+    seed: int,
+    scale: float,
+    history: int,
+    delisted_hours: np.ndarray | None = None,
+) -> np.ndarray:
+    """Market orders per day when no sales table is given: Poisson(scale × demand × the share
+    of the day the supplier lists the product), drawn from the counter-based uniform
+    (seed, Stream.MARKET_SALES, product, day). `delisted_hours[r, i]` (None: none) are the
+    hours of row r the supplier had product i delisted."""
     rows, n = demand.shape
     sales = np.zeros((rows, n), dtype=np.int64)
     products = np.arange(n)
     for r in range(rows):
+        listed = 1.0 if delisted_hours is None else (24 - delisted_hours[r]) / 24
         u = uniform(seed, Stream.MARKET_SALES, products, r - history)
-        sales[r] = poisson_from_uniform(scale * demand[r], u)
+        sales[r] = poisson_from_uniform(scale * demand[r] * listed, u)
     return sales
 
 
@@ -162,11 +171,14 @@ def load_catalog(path: Path, scenario: Scenario, seed: int) -> Market:
     demand = daily_matrix(
         read_table(path, "demand"), "demand", product_ids, history, days, np.float32
     )
+    events = supplier_history(seed, scenario.suppliers, len(product_ids), days * 24)
     if (path / "sales.parquet").is_file():
         sales = read_table(path, "sales")
         daily_sales = daily_matrix(sales, "orders", product_ids, history, days, np.int64)
     else:
-        daily_sales = realised_sales(demand, seed, scenario.market.market_sales_scale, history)
+        delisted = delisted_hours_by_day(events["delisting"], len(product_ids), days)
+        scale = scenario.market.market_sales_scale
+        daily_sales = realised_sales(demand, seed, scale, history, delisted)
     price_fen = np.rint(products.numbers("price") * 100).astype(np.int64)
     shop_rating = suppliers.numbers("shop_rating").astype(np.float32)
     return_buyer_rate = suppliers.numbers("return_buyer_rate").astype(np.float32)
@@ -194,9 +206,7 @@ def load_catalog(path: Path, scenario: Scenario, seed: int) -> Market:
         market_sales_cum=_cumulative(daily_sales),
         demand=demand,
         is_trap=_given_or(products, "is_trap", np.zeros(products.rows)).astype(bool),
-        events=supplier_events(
-            seed, scenario.suppliers, len(product_ids), scenario.market.days * 24
-        ),
+        events={channel: from_hour_zero(found) for channel, found in events.items()},
         supplier_ids=np.array(supplier_ids.to_pylist(), dtype=str),
         supplier_names=suppliers.texts("supplier_name"),
         shop_rating=shop_rating,

@@ -80,10 +80,11 @@ def store_share(market_demand: np.ndarray, saturation: np.ndarray) -> np.ndarray
 
 
 def demand_and_sales(
-    plan: DemandPlan, m: MarketConfig, seed: int, progress: Progress
+    plan: DemandPlan, m: MarketConfig, seed: int, delisted_hours: np.ndarray, progress: Progress
 ) -> tuple[np.ndarray, np.ndarray]:
     """D[r, i] row by row (AR(1) log noise needs yesterday's) and cumulative Poisson sales of
-    the market's demand, `competition` times the store's."""
+    the market's demand, `competition` times the store's, in the hours of each day the supplier
+    lists the product (`delisted_hours` [r, i] are the others: no market sales then)."""
     rows, n = plan.type_factor.shape[0], len(plan.base)
     noise_rng, sales_rng = part_rng(seed, "noise"), part_rng(seed, "sales")
     demand = np.empty((rows, n), dtype=np.float32)
@@ -102,7 +103,8 @@ def demand_and_sales(
         row = plan.base * plan.type_factor[r, plan.type_id] * life
         row *= np.exp(sigma * eps - 0.5 * sigma**2)
         demand[r] = np.minimum(row, m.base_demand_cap)
-        market_row = row * plan.competition * np.float32(m.market_sales_scale)
+        listed = (24 - delisted_hours[r]).astype(np.float32) / np.float32(24)
+        market_row = row * plan.competition * np.float32(m.market_sales_scale) * listed
         sales_cum[r + 1] = sales_cum[r] + sales_rng.poisson(market_row)
         if r % 32 == 0:
             progress("demand", 0.2 + 0.7 * r / rows)

@@ -17,10 +17,12 @@ The generative story, in order, one module per stage:
    a low cost against their reference price and high return and bad-review risk.
 3. `catalog.trajectories`: each product type's demand shape over the year; each product's
    launch and fade-out.
-4. `catalog.market_demand`: demand = base × type trajectory × calendar × weekday × product life
+4. `catalog.events`: supplier events, from their stationary state at the start of the history.
+5. `catalog.market_demand`: demand = base × type trajectory × calendar × weekday × product life
    × daily noise (an AR(1) log-normal), traps selling strongly; realised market sales are
-   Poisson draws of the market's demand (`market_sales_cum`).
-5. Here: titles, public ids and names, then the market.
+   Poisson draws of the market's demand while the supplier lists the product
+   (`market_sales_cum`).
+6. Here: titles, public ids and names, then the market.
 
 Every constant of these modules is a modelling choice recorded in docs/catalog.md.
 """
@@ -32,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from merchantbench.catalog import calendar, offers, vocab
-from merchantbench.catalog.events import supplier_events
+from merchantbench.catalog.events import delisted_hours_by_day, from_hour_zero, supplier_history
 from merchantbench.catalog.market import Market
 from merchantbench.catalog.market_demand import Progress, demand_and_sales, demand_plan
 from merchantbench.catalog.parts import part_rng
@@ -105,10 +107,14 @@ def generate_market(scenario: Scenario, seed: int, progress: Progress | None = N
     report("titles", 0.1)
     types, type_cat = type_table(part_rng(seed, "titles"), m)
     texts = _texts(seed, m, prod, sup, types, type_cat)
+    report("events", 0.15)
+    history = supplier_history(seed, scenario.suppliers, m.n_products, m.days * 24)
+    delisted = delisted_hours_by_day(history["delisting"], m.n_products, m.days)
     plan = demand_plan(scenario, seed, prod, is_trap, types, type_cat, prices["p_ref_fen"])
-    demand, sales_cum = demand_and_sales(plan, m, seed, report)
-    report("events", 0.9)
-    events = supplier_events(seed, scenario.suppliers, m.n_products, scenario.market.days * 24)
+    demand, sales_cum = demand_and_sales(plan, m, seed, delisted, report)
+    events = {
+        channel: from_hour_zero(channel_events) for channel, channel_events in history.items()
+    }
     columns: dict[str, Any] = {**prices, **risks, **signals, **supplier_signals, **texts}
     market = Market(
         n_products=m.n_products,
