@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from handmade_market import HISTORY_DAYS, ITEMS, handmade_market
 
-from merchantbench.catalog.events import supplier_events
+from merchantbench.catalog.events import delisted_hours_by_day, supplier_events, supplier_history
 from merchantbench.catalog.loader import (
     RISK_COLUMNS,
     CatalogError,
@@ -297,10 +297,13 @@ def test_missing_sales_are_poisson_draws_of_demand(market, catalog):
     loaded = load_catalog(catalog, SCENARIO, 1)
     daily = np.diff(loaded.market_sales_cum, axis=0)
     scale = SCENARIO.market.market_sales_scale
-    expected = market.demand.sum() * scale
+    # No market sales in the hours the supplier has the product delisted (SPEC §3).
+    history = supplier_history(1, SCENARIO.suppliers, market.n_products, SCENARIO.market.days * 24)
+    hours = delisted_hours_by_day(history["delisting"], market.n_products, SCENARIO.market.days)
+    expected = (market.demand * (24 - hours) / 24).sum() * scale
     assert abs(daily.sum() - expected) < 4 * np.sqrt(expected)
-    assert np.all(daily[market.demand == 0] == 0)
-    # Small, medium and large λ (the last past the normal approximation), 4,000 products each.
+    assert np.all(daily[(market.demand == 0) | (hours == 24)] == 0)
+    # Small, medium and large λ (the last past 100), 4,000 products each.
     rates = np.repeat([0.5, 20.0, 400.0], 4000)
     draws = realised_sales((rates / scale)[None, :], 5, scale, HISTORY_DAYS).reshape(3, -1)
     lam = np.array([0.5, 20.0, 400.0])

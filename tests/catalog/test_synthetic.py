@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 
 from merchantbench.catalog import calendar, vocab
+from merchantbench.catalog.events import delisted_hours_by_day, supplier_history
 from merchantbench.catalog.market import CHANNELS, Market
+from merchantbench.catalog.market_demand import store_saturation
 from merchantbench.catalog.stats import market_stats
-from merchantbench.catalog.synthetic import generate_market, store_saturation
+from merchantbench.catalog.synthetic import generate_market
 from merchantbench.scenario import PRESETS, load_scenario
 
 SMALL = PRESETS["small"]
@@ -71,9 +73,17 @@ def test_demand_is_zero_before_launch_and_positive_after(small):
     assert (sales[before] == 0).all()
 
 
+def _listed_share(market: Market, seed: int) -> np.ndarray:
+    """Share of each day [row, product] in which the supplier lists the product."""
+    history = supplier_history(seed, SMALL.suppliers, market.n_products, market.days * 24)
+    return (24 - delisted_hours_by_day(history["delisting"], market.n_products, market.days)) / 24
+
+
 def _run_totals(market: Market) -> tuple[np.ndarray, np.ndarray]:
-    """Store demand D and realised market sales of each product, summed over the run days."""
-    demand = market.demand[market.history_days :].sum(axis=0, dtype=np.float64)
+    """Store demand D while the supplier lists the product and realised market sales of each
+    product, summed over the run days."""
+    listed = _listed_share(market, 3)[market.history_days :]
+    demand = (market.demand[market.history_days :] * listed).sum(axis=0, dtype=np.float64)
     sales = market.market_sales_cum[-1] - market.market_sales_cum[market.history_days]
     return demand, sales.astype(np.float64)
 
@@ -104,6 +114,16 @@ def test_market_sales_count_every_competing_store(small):
     p_ref = small.p_ref_fen[counted] / 100
     best = sales[counted] >= np.quantile(sales[counted], 0.9)
     assert ratio[best & (p_ref < 25)].mean() > 2 * ratio[best & (p_ref > 80)].mean()
+
+
+def test_no_market_sales_while_the_supplier_has_a_product_delisted(small):
+    """SPEC §3 (before the fix: 7.01 orders a day delisted against 7.03 available, paper)."""
+    daily = np.diff(small.market_sales_cum.astype(np.int64), axis=0)
+    listed = _listed_share(small, 3)
+    on_sale = small.demand > 0
+    assert (listed == 0).mean() > 0.3  # delistings are common, in the history too
+    assert (daily[(listed == 0) & on_sale] == 0).all()
+    assert daily[(listed == 1) & on_sale].mean() > 0.5
 
 
 def test_cheap_products_sell_more_and_store_demand_has_a_thinner_tail(small):

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from conftest import make_market
 
+from merchantbench.random_streams import poisson_from_uniform, uniform, uniform1
 from merchantbench.scenario import DemandConfig
 from merchantbench.sim.demand import exposure, price_term, window_arrivals, window_intensity
-from merchantbench.sim.rng import poisson_from_uniform, uniform, uniform1
 
 CFG = DemandConfig()
 

@@ -42,7 +42,7 @@ def test_the_shown_stock_says_nothing_about_capacity(session):
     market = session.market
     index = {str(pid): i for i, pid in enumerate(market.product_ids)}
     rows = browse_all(session)
-    assert len(rows) > 1000
+    assert len(rows) > 500  # about half the catalog is supplier-delisted at any hour
     capacities: dict[str, list[int]] = defaultdict(list)
     for row in rows:
         assert isinstance(row[4], str) and row[4] in STOCK_BANDS
@@ -64,7 +64,7 @@ def test_the_stock_filter_takes_bands_only(session):
     def total(**filters) -> int:
         return session.call("search_products", {"query": "", **filters})["total"]
 
-    assert total() > 1000 and total(min_stock="in_stock") == total(min_stock="low") == total()
+    assert total() > 500 and total(min_stock="in_stock") == total(min_stock="low") == total()
     for units in (1, 137, 499):  # a unit count would let a bisection find the capacity
         refused = session.call("search_products", {"min_stock": units})
         assert refused["ok"] is False and refused["error"]["code"] == "invalid_argument"

@@ -14,19 +14,18 @@ the in-process runner hands it to `act(surface, market=...)` only for agent clas
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from merchantbench.agents.base import AgentSettings, BaseAgent
+from merchantbench.agents.baselines.tables import open_store_hour
 from merchantbench.catalog.market import Market, SupplierEvents
 from merchantbench.scenario import DemandConfig, FineConfig
 from merchantbench.sim.demand import exposure
 from merchantbench.surface import AgentSurface
 
-_CLOCK = re.compile(r"Day (\d+) (\d\d):00")
 WINDOW_HOURS = 12  # a window of the paper's clock; the oracle looks one window ahead
 
 
@@ -72,9 +71,8 @@ class OracleAgent(BaseAgent[OracleSettings]):
                 "make_agent('oracle', ..., hidden_market=market)"
             )
         snapshot = surface.call("get_store_snapshot", {})
-        clock = _CLOCK.match(snapshot.get("at", ""))
-        if snapshot.get("ok") and snapshot["store"] == "open" and clock:
-            t = (int(clock.group(1)) - 1) * 24 + int(clock.group(2))
+        t = open_store_hour(snapshot)
+        if t is not None:
             book = MarketBook(market, t)
             self._avoid_trouble(surface, book)
             if self.planned_day != t // 24:

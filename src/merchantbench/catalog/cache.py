@@ -29,7 +29,20 @@ from typing import Any
 import numpy as np
 import platformdirs
 
-from merchantbench.catalog import calendar, events, synthetic, verified, vocab
+from merchantbench import random_streams
+from merchantbench.catalog import (
+    calendar,
+    events,
+    market_demand,
+    offers,
+    parts,
+    population,
+    synthetic,
+    trajectories,
+    trust_signals,
+    verified,
+    vocab,
+)
 from merchantbench.catalog import market as market_module
 from merchantbench.catalog.market import CHANNELS, Market, SupplierEvents
 from merchantbench.catalog.search import SearchIndex
@@ -39,7 +52,10 @@ from merchantbench.scenario import Scenario
 CACHE_ENV = "MERCHANTBENCH_CACHE"
 FORMAT_VERSION = 2  # bump when the directory layout changes (2: content hashes)
 # The generator's source is part of the key, so editing it can never serve a stale market.
-_GENERATOR_MODULES = (synthetic, vocab, calendar, events, market_module)
+_GENERATOR_MODULES = (
+    synthetic, parts, population, offers, trust_signals, trajectories, market_demand, vocab,
+    calendar, events, random_streams, market_module,
+)  # fmt: skip
 _SCALARS = ("n_products", "n_suppliers", "days", "history_days", "categories")
 _EVENT_ARRAYS = ("product", "start", "end", "value", "offsets")
 _STALE_TEMP_SECONDS = 6 * 3600  # a build never takes this long; older temp dirs are leftovers
@@ -86,7 +102,8 @@ def real_catalog_key(scenario: Scenario, seed: int, catalog: Path) -> str:
         "files": [(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files],
         "path": str(catalog.resolve()),
         "loader": [hashlib.sha256(Path(str(m.__file__)).read_bytes()).hexdigest()
-                   for m in (loader, real_format, events, calendar)],
+                   for m in (loader, real_format, trust_signals, offers, events, calendar,
+                             random_streams)],
         "scenario": market_cache_key(scenario, seed),
     }  # fmt: skip
     blob = json.dumps(inputs, sort_keys=True, separators=(",", ":"))

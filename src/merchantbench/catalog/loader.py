@@ -21,8 +21,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from merchantbench.catalog import calendar
-from merchantbench.catalog.events import supplier_events
+from merchantbench.catalog.events import delisted_hours_by_day, from_hour_zero, supplier_history
 from merchantbench.catalog.market import Market
+from merchantbench.catalog.offers import CATEGORY_MARGIN_POSITION
 from merchantbench.catalog.real_format import (
     RISK_COLUMNS,
     CatalogError,
@@ -30,23 +31,31 @@ from merchantbench.catalog.real_format import (
     daily_matrix,
     read_table,
 )
-from merchantbench.catalog.synthetic import CATEGORY_MARGIN_POSITION, RISK_MEDIAN, RISK_SHARES
-from merchantbench.catalog.synthetic import RISK_QUALITY_SLOPE as RISK_SLOPE
+from merchantbench.catalog.trust_signals import expected_risks
+from merchantbench.random_streams import Stream, poisson_from_uniform, uniform
 from merchantbench.scenario import Scenario
-from merchantbench.sim.rng import Stream, poisson_from_uniform, uniform
 
 __all__ = ["RISK_COLUMNS", "CatalogError", "load_catalog", "realised_sales", "write_catalog"]
 
 
-def realised_sales(demand: np.ndarray, seed: int, scale: float, history: int) -> np.ndarray:
-    """Market orders per day when no sales table is given: Poisson(scale × demand), drawn from
-    the counter-based uniform (seed, Stream.MARKET_SALES, product, day)."""
+def realised_sales(
+    demand: np.ndarray,
+    seed: int,
+    scale: float,
+    history: int,
+    delisted_hours: np.ndarray | None = None,
+) -> np.ndarray:
+    """Market orders per day when no sales table is given: Poisson(scale × demand × the share
+    of the day the supplier lists the product), drawn from the counter-based uniform
+    (seed, Stream.MARKET_SALES, product, day). `delisted_hours[r, i]` (None: none) are the
+    hours of row r the supplier had product i delisted."""
     rows, n = demand.shape
     sales = np.zeros((rows, n), dtype=np.int64)
     products = np.arange(n)
     for r in range(rows):
+        listed = 1.0 if delisted_hours is None else (24 - delisted_hours[r]) / 24
         u = uniform(seed, Stream.MARKET_SALES, products, r - history)
-        sales[r] = poisson_from_uniform(scale * demand[r], u)
+        sales[r] = poisson_from_uniform(scale * demand[r] * listed, u)
     return sales
 
 
@@ -99,28 +108,17 @@ def _given_or(products: Table, name: str, filled: np.ndarray) -> np.ndarray:
     return np.where(products.given(name), products.numbers(name), filled)
 
 
-def _quality_reading(rating: np.ndarray, scale: float, slope: float) -> np.ndarray:
-    """Invert the generator's rating curve rating = 5 − scale·exp(−slope·reading)."""
-    return -np.log(np.clip(5.0 - rating, 0.01, 4.0) / scale) / slope
-
-
 def _fill_risks(
     products: Table, shop_rating: np.ndarray, return_buyer_rate: np.ndarray
 ) -> dict[str, np.ndarray]:
-    """Outcome risks from the public trust signals: quality is estimated from the product
-    rating, shop rating and return-buyer rate (each read back through the generator's signal
-    curve; weights are the best linear predictor under its signal model), then the generator's
-    logistic total risk at that quality is split in the generator's shares."""
+    """Outcome risks: given, else the generator's expected risks at the quality its
+    trust-signal model reads from the product rating, shop rating and return-buyer rate
+    (`trust_signals.expected_risks`)."""
     rating = products.numbers("historical_avg_rating")
-    repeat = np.clip(return_buyer_rate, 0.001, 0.999)
-    quality = 0.49 * _quality_reading(rating, 0.45, 0.45)
-    quality += 0.22 * _quality_reading(shop_rating, 0.5, 0.4)
-    quality += 0.22 * (np.log(repeat / (1 - repeat)) + 0.9) / 0.5
-    logit = np.log(RISK_MEDIAN / (1 - RISK_MEDIAN)) - RISK_SLOPE * np.clip(quality, -3, 3)
-    total = 1.0 / (1.0 + np.exp(-logit))
+    expected = expected_risks(rating, shop_rating, return_buyer_rate)
     risks = {
-        name: _given_or(products, name, total * share)
-        for name, share in zip(RISK_COLUMNS, RISK_SHARES, strict=True)
+        name: _given_or(products, name, filled)
+        for name, filled in zip(RISK_COLUMNS, expected, strict=True)
     }
     over = np.sum(list(risks.values()), axis=0) > 1.0 + 1e-6
     products.reject_rows(over, "risk_bad_review", "risks sum to more than 1")
@@ -173,11 +171,14 @@ def load_catalog(path: Path, scenario: Scenario, seed: int) -> Market:
     demand = daily_matrix(
         read_table(path, "demand"), "demand", product_ids, history, days, np.float32
     )
+    events = supplier_history(seed, scenario.suppliers, len(product_ids), days * 24)
     if (path / "sales.parquet").is_file():
         sales = read_table(path, "sales")
         daily_sales = daily_matrix(sales, "orders", product_ids, history, days, np.int64)
     else:
-        daily_sales = realised_sales(demand, seed, scenario.market.market_sales_scale, history)
+        delisted = delisted_hours_by_day(events["delisting"], len(product_ids), days)
+        scale = scenario.market.market_sales_scale
+        daily_sales = realised_sales(demand, seed, scale, history, delisted)
     price_fen = np.rint(products.numbers("price") * 100).astype(np.int64)
     shop_rating = suppliers.numbers("shop_rating").astype(np.float32)
     return_buyer_rate = suppliers.numbers("return_buyer_rate").astype(np.float32)
@@ -205,9 +206,7 @@ def load_catalog(path: Path, scenario: Scenario, seed: int) -> Market:
         market_sales_cum=_cumulative(daily_sales),
         demand=demand,
         is_trap=_given_or(products, "is_trap", np.zeros(products.rows)).astype(bool),
-        events=supplier_events(
-            seed, scenario.suppliers, len(product_ids), scenario.market.days * 24
-        ),
+        events={channel: from_hour_zero(found) for channel, found in events.items()},
         supplier_ids=np.array(supplier_ids.to_pylist(), dtype=str),
         supplier_names=suppliers.texts("supplier_name"),
         shop_rating=shop_rating,

@@ -110,7 +110,7 @@ def _opening(seen: Seen) -> Script:
     report = yield Call("get_daily_report")
     for page in (1, 2):
         found = yield Call("search_products", {"sort": "sales_30d", "page": page, "page_size": 50})
-        seen.candidates += [row for row in rows_of(found) if row.get("stock", 0) > 0]
+        seen.candidates += [row for row in rows_of(found) if row.get("stock") != "out_of_stock"]
     keywords = (report.get("hot_keywords") or []) if report.get("ok") else []
     query = str(keywords[0]) if keywords and isinstance(keywords[0], str) else "box"
     yield Call("search_products", {"query": query, "sort": "price_asc", "max_ship_hours": 48})
@@ -205,7 +205,7 @@ def _delist(seen: Seen) -> Script:
 
 def _relist(seen: Seen) -> Script:
     """Window 6: list one delisted product again and two well-rated ones."""
-    found = yield Call("search_products", {"sort": "rating", "min_stock": 1, "page_size": 20})
+    found = yield Call("search_products", {"sort": "rating", "min_stock": "low", "page_size": 20})
     active = {row["product_id"] for row in rows_of((yield Call("query_my_listings")))}
     fresh = [row for row in rows_of(found) if row["product_id"] not in active][:2]
     back = [row for row in seen.candidates if row["product_id"] in seen.delisted[:1]]

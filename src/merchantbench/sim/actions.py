@@ -41,9 +41,14 @@ class StoreActions:
         cost = self.suppliers.state(product, self.state.t).price_fen
         return int(cost * self.scenario.demand.max_price_multiple_of_cost)
 
-    def _check_open(self) -> None:
+    def check_store_open(self) -> None:
+        """Refuse any change once the store is closed (the deposit ran out): the one
+        store-closed check, used by the engine's actions and, first of all, by the tools."""
         if self.state.closed:
-            raise ActionRejected("store_closed", "the store is closed; no more changes")
+            raise ActionRejected("store_closed", "the store is closed for good; no more changes")
+
+    def _check_open(self) -> None:
+        self.check_store_open()
         if self.state.t >= self.scenario.clock.hours:
             raise ActionRejected("run_over", "the year is over; no more changes")
 

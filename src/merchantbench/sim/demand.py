@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from merchantbench.catalog.market import Market
+from merchantbench.random_streams import Stream, poisson_from_uniform, uniform
 from merchantbench.scenario import DemandConfig
-from merchantbench.sim.rng import Stream, poisson_from_uniform, uniform
 
 
 def exposure(age_days: np.ndarray | float, config: DemandConfig) -> np.ndarray:

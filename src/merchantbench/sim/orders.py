@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from merchantbench.catalog.market import Market
+from merchantbench.random_streams import Stream, uniform1
 from merchantbench.scenario import Scenario
-from merchantbench.sim.rng import Stream, uniform1
 
 
 class Fate(IntEnum):

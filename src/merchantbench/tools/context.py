@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from bisect import bisect_left
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Protocol
@@ -100,6 +101,18 @@ def clock_text(t: int) -> str:
     return f"Day {t // 24 + 1} {t % 24:02d}:00"
 
 
+_CLOCK_TEXT = re.compile(r"Day (\d+) (\d\d):00")
+
+
+def parse_clock_text(text: str) -> int | None:
+    """The hour `t` that `clock_text(t)` renders as `text`; None if `text` is no such time."""
+    match = _CLOCK_TEXT.fullmatch(text)
+    if match is None:
+        return None
+    day, hour = int(match.group(1)), int(match.group(2))
+    return (day - 1) * 24 + hour if day >= 1 and hour < 24 else None
+
+
 def date_of(start_date: str, day: int) -> dt.date:
     """Calendar date of run day `day` (0-based; negative days are before the run)."""
     return dt.date.fromisoformat(start_date) + dt.timedelta(days=day)
@@ -119,8 +132,10 @@ def refusal(exc: ActionRejected, path: str | None = None) -> ToolError:
 def ensure_open(ctx: StoreContext) -> None:
     """Refuse store actions once the store is closed, before anything else is checked, so that
     a closed store answers `store_closed` whatever the arguments."""
-    if ctx.engine.state.closed:
-        raise ToolError("store_closed", "the store is closed for good; no more changes")
+    try:
+        ctx.engine.check_store_open()
+    except ActionRejected as exc:
+        raise refusal(exc) from None
 
 
 def product_of(ctx: StoreContext, product_id: str, path: str) -> int:

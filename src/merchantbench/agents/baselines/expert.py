@@ -29,21 +29,25 @@ each of which reverts one decision to the rule-based operator's way.
 
 from __future__ import annotations
 
-import math
-import re
-from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from merchantbench.agents.base import AgentSettings, BaseAgent
-from merchantbench.agents.baselines.tables import rows_of
+from merchantbench.agents.baselines.expert_holdings import (
+    Candidate,
+    Holding,
+    exposure_belief,
+    trust_score,
+)
+from merchantbench.agents.baselines.expert_learning import DemandCurve, ElasticityTrial, RiskBook
+from merchantbench.agents.baselines.expert_valuation import ExpertValuation
+from merchantbench.agents.baselines.tables import open_store_hour, rows_of
 from merchantbench.surface import AgentSurface
 
-_CLOCK = re.compile(r"Day (\d+) ")
+__all__ = [
+    "DemandCurve", "ElasticityTrial", "ExpertAgent", "ExpertSettings", "Holding", "RiskBook",
+]  # fmt: skip
+
 PRICE_BANDS = (0.0, 30.0, 80.0, 200.0)  # lower procurement-price bounds of the daily browses
-OUTCOMES = ("settled", "bad_review", "return_refund", "returnless_refund", "cancelled")
-Candidate = tuple[float, dict[str, Any], str]  # value per exposure-day, product row, keyword
 
 
 class ExpertSettings(AgentSettings):
@@ -68,150 +72,7 @@ class ExpertSettings(AgentSettings):
     rank_by_sales: bool = False  # value candidates by sales_30d alone
 
 
-def exposure_belief(age_days: int) -> float:
-    """What the brief says of exposure: it builds up over about 14 days, then slowly fades."""
-    if age_days < 14:
-        return 0.2 + 0.8 * age_days / 14
-    return max(0.1, math.exp(-0.009 * (age_days - 14)))
-
-
-def trust_score(rating: float, supplier_rating: float) -> float:
-    """One public trust reading: the product's rating, helped a little by its shop's."""
-    return round(rating + 0.5 * (supplier_rating - 4.5), 1)
-
-
-@dataclass
-class Holding:
-    """One of the store's listings as the expert keeps track of it."""
-
-    product_id: str
-    keyword: str
-    category: str
-    supplier_id: str
-    cost: float
-    sales_30d: int
-    trust: float
-    listed_day: int
-    arm: int  # price-experiment arm: 1 high, 0 low
-    delayed: bool = False  # the supplier now ships after the promised hours
-    orders: int = 0  # orders seen so far (review_my_listings)
-    exposure_days: float = 0.0  # Σ believed exposure × rating multiplier over days listed
-
-
-@dataclass
-class ElasticityTrial:
-    """The daily two-price experiment. Orders on the low and high arms of a category give
-    ε = ln(low / high) / ln(high price / low price), shrunk towards the all-category estimate,
-    itself shrunk towards a prior; the markup on cost is then ε / (ε − 1)."""
-
-    dither: float = 0.08
-    prior_elasticity: float = 3.0
-    prior_orders: float = 500.0
-    orders: dict[str, list[int]] = field(default_factory=dict)  # category → [low, high]
-
-    def record(self, category: str, arm: int, count: int) -> None:
-        self.orders.setdefault(category, [0, 0])[arm] += count
-
-    def arm_factor(self, arm: int) -> float:
-        return 1 + self.dither if arm else 1 - self.dither
-
-    def _estimate(self, low: float, high: float, prior: float) -> float:
-        ratio = self.arm_factor(1) / self.arm_factor(0)
-        pseudo_low, pseudo_high = self.prior_orders * ratio**prior, self.prior_orders
-        found = math.log((low + pseudo_low) / (high + pseudo_high)) / math.log(ratio)
-        return min(max(found, 2.0), 6.0)
-
-    def markups(self, correction: float) -> dict[str, float]:
-        """Markup on cost per category (and "" for a category without orders yet)."""
-        low = sum(arms[0] for arms in self.orders.values())
-        high = sum(arms[1] for arms in self.orders.values())
-        overall = self._estimate(low, high, self.prior_elasticity)
-        found = {c: self._estimate(lo, hi, overall) for c, (lo, hi) in self.orders.items()}
-        found[""] = overall
-        return {c: min(max(e / (e - 1) * correction, 1.15), 2.5) for c, e in found.items()}
-
-
-@dataclass
-class DemandCurve:
-    """Own orders per exposure-day ≈ scale · x / (1 + x / saturation), x = sales_30d / 30: the
-    store's share of a best seller's market sales shrinks (many stores compete for it).
-    Fitted by Poisson likelihood to the store's own listings."""
-
-    scale: float = 0.05
-    saturation: float = 40.0
-    history: list[tuple[float, int, float]] = field(default_factory=list)
-
-    def rate(self, sales_30d: int) -> float:
-        x = max(sales_30d, 1) / 30
-        return self.scale * x / (1 + x / self.saturation)
-
-    def remember(self, held: Holding) -> None:
-        if held.exposure_days >= 2:
-            self.history.append((held.sales_30d / 30, held.orders, held.exposure_days))
-            del self.history[:-400]  # the market moves: keep the recent listings
-
-    def fit(self, current: list[Holding]) -> None:
-        samples = self.history + [
-            (h.sales_30d / 30, h.orders, h.exposure_days) for h in current if h.exposure_days >= 2
-        ]
-        if sum(n for _, n, _ in samples) < 30:
-            return
-        x, n, e = (np.array(column, dtype=np.float64) for column in zip(*samples, strict=True))
-        best = -np.inf
-        for saturation in np.geomspace(2.0, 2000.0, 41):
-            shape = x / (1 + x / saturation)
-            scale = n.sum() / (e * shape).sum()
-            prior = 0.5 * math.log(saturation / 40.0) ** 2  # a weak pull towards the start
-            fit = float((n * np.log(scale * shape)).sum()) - n.sum() - prior
-            if fit > best:
-                best, self.scale, self.saturation = fit, float(scale), float(saturation)
-
-
-@dataclass
-class RiskBook:
-    """Refunds and bad reviews on the store's own orders: per product, per public trust level
-    (0.1 steps), and the shares of orders whose price or cost is lost."""
-
-    prior_risk: float = 0.08
-    prior_weight: float = 8.0
-    limit: float = 0.2
-    outcomes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # product → OUTCOMES
-    trust_of: dict[str, float] = field(default_factory=dict)
-    by_trust: dict[float, tuple[int, int]] = field(default_factory=dict)  # → adverse, resolved
-    correction: float = 1.0
-
-    def observe(self, stats: list[dict[str, Any]]) -> None:
-        """Take the latest 30-day outcome counts per product, then re-tally."""
-        for row in stats:
-            self.outcomes[row["product_id"]] = tuple(row[k] for k in OUTCOMES)
-        tally: dict[float, list[int]] = {}
-        for pid, counts in self.outcomes.items():
-            adverse = counts[1] + counts[2] + counts[3]
-            level = tally.setdefault(self.trust_of.get(pid, 4.5), [0, 0])
-            level[0], level[1] = level[0] + adverse, level[1] + adverse + counts[0]
-        self.by_trust = {t: (a, r) for t, (a, r) in tally.items()}
-        c = np.sum(list(self.outcomes.values()) or [(0,) * 5], axis=0) + (20, 0, 0, 0, 0)
-        # Revenue is lost on refunds, cost only on returnless ones: the optimal markup rises by
-        # (share of orders paying the cost) / (share paying the price).
-        self.correction = min(max(float((c[0] + c[1] + c[3]) / (c[0] + c[1])), 1.0), 1.15)
-
-    def risk_of_trust(self, trust: float) -> float:
-        near = [v for t, v in self.by_trust.items() if abs(t - trust) < 0.15]
-        adverse, resolved = sum(a for a, _ in near), sum(r for _, r in near)
-        return (adverse + self.prior_weight * self.prior_risk) / (resolved + self.prior_weight)
-
-    def risk_of(self, product_id: str) -> float:
-        counts = self.outcomes.get(product_id, (0,) * 5)
-        adverse = counts[1] + counts[2] + counts[3]
-        prior = self.risk_of_trust(self.trust_of.get(product_id, 4.5))
-        return (adverse + self.prior_weight * prior) / (adverse + counts[0] + self.prior_weight)
-
-    def too_risky(self, product_id: str) -> bool:
-        counts = self.outcomes.get(product_id, (0,) * 5)
-        return counts[1] + counts[2] + counts[3] >= 2 and self.risk_of(product_id) > self.limit
-
-
-class ExpertAgent(BaseAgent[ExpertSettings]):
+class ExpertAgent(ExpertValuation, BaseAgent[ExpertSettings]):
     """The expert (settings: `ExpertSettings`, including the ablation switches)."""
 
     name = "expert"
@@ -234,9 +95,9 @@ class ExpertAgent(BaseAgent[ExpertSettings]):
 
     def act(self, surface: AgentSurface) -> None:
         snapshot = surface.call("get_store_snapshot", {})
-        if snapshot.get("ok") and snapshot["store"] == "open":
-            clock = _CLOCK.match(snapshot["at"])
-            self.day = int(clock.group(1)) - 1 if clock else self.day
+        t = open_store_hour(snapshot)
+        if t is not None:
+            self.day = t // 24
             self._update_markups()
             self._handle_anomalies(surface, snapshot)
             self._guard_cash(surface, snapshot)
@@ -415,84 +276,7 @@ class ExpertAgent(BaseAgent[ExpertSettings]):
         ranked.sort(key=lambda c: -c[0])
         return [c for c in ranked if c[0] > 0]
 
-    def _eligible(self, row: dict[str, Any]) -> bool:
-        return (
-            row["product_id"] not in self.holdings
-            and row["product_id"] not in self.banned
-            and row["supplier_id"] not in self.bad_suppliers
-            and row["sales_30d"] >= self.config.min_sales_30d
-        )
-
-    def _keyword_of(self, row: dict[str, Any]) -> str:
-        """The longest report keyword in the title (a product type), else its last noun."""
-        known = {k.lower(): k for k in self.keywords}
-        words = row["title"].split(" for ")[0].split()
-        for n in (4, 3, 2, 1):
-            for k in range(len(words) - n, -1, -1):
-                gram = " ".join(words[k : k + n]).lower()
-                if gram in known:
-                    return known[gram]
-        return words[-1]
-
-    def _update_markups(self) -> None:
-        if self.config.fixed_markup is not None:
-            self.markup = {"": self.config.fixed_markup}
-        else:
-            self.markup = self.trial.markups(self.risks.correction)
-
-    def _markup_of(self, category: str) -> float:
-        return self.markup.get(category, self.markup[""])
-
-    def _unit_profit(self, cost: float, category: str, risk: float) -> float:
-        """Margin per order at the current markup, less what refunds and fines take."""
-        markup = self._markup_of(category)
-        return cost * (markup - 1) - risk * (markup * cost + 6.0)
-
-    def _candidate_value(self, row: dict[str, Any], keyword: str) -> float:
-        if self.config.rank_by_sales:
-            return float(row["sales_30d"])
-        rate = self.curve.rate(row["sales_30d"]) * self.trends.get(keyword, 1.0)
-        risk = self.risks.risk_of_trust(trust_score(row["rating"], row["supplier_rating"]))
-        if not self.config.watch_outcomes:
-            risk = self.risks.prior_risk
-        return rate * self._unit_profit(row["price"], row["category"], risk)
-
-    def _held_rate(self, held: Holding) -> float:
-        """Orders per exposure-day: its own record, shrunk towards the demand curve."""
-        return (held.orders + 3 * self.curve.rate(held.sales_30d)) / (held.exposure_days + 3)
-
-    def _held_value(self, held: Holding) -> float:
-        risk = self.risks.risk_of(held.product_id)
-        return self._held_rate(held) * self._unit_profit(held.cost, held.category, risk)
-
-    # --- cash ----------------------------------------------------------------------------------
-    @staticmethod
-    def _liquid(snapshot: dict[str, Any]) -> float:
-        return snapshot["balance"] + snapshot["in_transit"] + snapshot["receivable"]
-
-    def _daily_spend(self, held: Holding) -> float:
-        """Procurement a listing needs per day over the coming days of its exposure ramp."""
-        soon = exposure_belief(self.day - held.listed_day + 3)
-        return self._held_rate(held) * soon * held.cost
-
-    def _candidate_spend(self, candidate: Candidate) -> float:
-        rate = self.curve.rate(candidate[1]["sales_30d"]) * exposure_belief(3)
-        return rate * candidate[1]["price"]
-
-    def _spare_capital(self, snapshot: dict[str, Any]) -> float:
-        """Liquid money the listings' order pipeline does not need yet, keeping the reserve."""
-        s = self.config
-        committed = sum(self._daily_spend(h) for h in self.holdings.values())
-        room = 0.9 * self._liquid(snapshot) - committed * s.capital_days
-        reserve = snapshot["balance"] - committed * s.reserve_days
-        return max(min(room, reserve * s.capital_days / s.reserve_days), 0.0)
-
     # --- actions -------------------------------------------------------------------------------
-    def _price_of(self, held: Holding) -> float:
-        late = self.config.delay_markup if held.delayed else 1.0
-        arm = 1.0 if self.config.fixed_markup else self.trial.arm_factor(held.arm)
-        return round(held.cost * self._markup_of(held.category) * late * arm, 2)
-
     def _set_price(self, surface: AgentSurface, held: Holding) -> None:
         args = {"product_id": held.product_id, "sale_price": self._price_of(held)}
         surface.call("adjust_price", args)
