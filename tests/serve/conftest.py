@@ -20,11 +20,12 @@ from merchantbench.serve.registry import RunRegistry
 ADMIN = "admin-token-for-tests"
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path_factory, monkeypatch):
+@pytest.fixture(autouse=True, scope="session")
+def private_cache(tmp_path_factory) -> Iterator[Path]:
     cache = tmp_path_factory.getbasetemp() / "market-cache"
-    monkeypatch.setenv("MERCHANTBENCH_CACHE", str(cache))
-    return cache
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MERCHANTBENCH_CACHE", str(cache))
+        yield cache
 
 
 @dataclass

@@ -40,6 +40,7 @@ class ServeConfig:
     admin_token: str | None
     checkpoint_every: int = 1
     only_runs: frozenset[str] | None = None  # host just these runs of the directory
+    on_ready: Callable[[RunRegistry], None] | None = None  # called once the runs are loaded
 
 
 async def _watch_windows(registry: RunRegistry) -> None:
@@ -85,6 +86,8 @@ def create_app(config: ServeConfig, extensions: Sequence[AppExtension] = ()) -> 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await asyncio.to_thread(registry.load_existing)
+        if config.on_ready is not None:
+            config.on_ready(registry)
         watcher = asyncio.create_task(_watch_windows(registry))
         try:
             yield

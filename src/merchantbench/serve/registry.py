@@ -107,17 +107,29 @@ class RunRegistry:
 
     # --- runs ---------------------------------------------------------------------------------
     def _adopt(self, host: RunHost) -> RunHost:
-        host.on_finish.extend(self.on_finish)
+        host.on_finish.append(self._finished)
         self.hosts[host.run_id] = host
         return host
+
+    def _finished(self, host: RunHost) -> None:
+        for callback in self.on_finish:
+            callback(host)
 
     async def create(
         self, scenario: Scenario, seed: int, settings: HostSettings, catalog: Path | None = None
     ) -> tuple[RunHost, str]:
         """Start a new run in `<runs_dir>/<run_id>`; returns it and its agent token."""
+        return await asyncio.to_thread(self.create_now, scenario, seed, settings, catalog)
+
+    def create_now(
+        self, scenario: Scenario, seed: int, settings: HostSettings, catalog: Path | None = None
+    ) -> tuple[RunHost, str]:
+        """`create`, blocking (for the CLI, before a server starts)."""
         spec = RunSpec(EXTERNAL, scenario, seed, {"agent_id": settings.agent_id}, catalog)
-        run_dir = self.runs_dir / settings.run_id
-        host = await asyncio.to_thread(self._open, spec, run_dir, settings, False)
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        if not self._tokens:
+            self._load_tokens()
+        host = self._open(spec, self.runs_dir / settings.run_id, settings, False)
         token = new_token()
         self._tokens[settings.run_id] = token
         self._save_tokens()
