@@ -102,12 +102,10 @@ class RunHost:
     async def observation(self, timeout: float, nowait: bool) -> dict[str, Any]:
         """The open window's packet; waits up to `timeout` s for a window to be open."""
         async with self.cond:
-            if not nowait:
+            ready = lambda: self.finished or not self.settings.paused  # noqa: E731
+            if not nowait and not ready():
                 try:
-                    await asyncio.wait_for(
-                        self.cond.wait_for(lambda: self.finished or not self.settings.paused),
-                        timeout,
-                    )
+                    await asyncio.wait_for(self.cond.wait_for(ready), timeout)
                 except TimeoutError:
                     raise ProtocolError(
                         408, "window_not_open", "no window opened in time: poll again",
