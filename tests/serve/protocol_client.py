@@ -55,7 +55,9 @@ class ProtocolClient:
             self.step = tick["step"] if tick.get("step") is not None else None
         return response
 
-    def act(self, *messages: dict[str, Any], step: int | None = None, **body: Any) -> httpx.Response:
+    def act(
+        self, *messages: dict[str, Any], step: int | None = None, **body: Any
+    ) -> httpx.Response:
         headers = {}
         declared = self.step if step is None else step
         if declared is not None:

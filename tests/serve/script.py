@@ -20,7 +20,10 @@ def play_window(call: Call, window: int) -> None:
     if window == 0:
         found = call("search_products", {"sort": "sales_30d", "page_size": 8})
         ids, prices = _column(found, "product_id"), _column(found, "price")
-        items = [{"product_id": p, "sale_price": round(c * 1.6 + 1, 2)} for p, c in zip(ids, prices)]
+        items = [
+            {"product_id": p, "sale_price": round(c * 1.6 + 1, 2)}
+            for p, c in zip(ids, prices, strict=True)
+        ]
         assert call("list_product", {"items": items})["ok"]
     elif window % 6 == 3:
         listings = call("query_my_listings", {})

@@ -22,6 +22,7 @@ HIDDEN_WORDS = ("p_ref", "elasticity", "hazard", "fate", "seed")
 HIDDEN_KEY_PARTS = (*HIDDEN_FIELDS, *HIDDEN_WORDS, "risk", "trap", "capacity", "refill")
 HIDDEN_TEXT = (*HIDDEN_WORDS, "type_id", "is_trap", "stock_capacity", "stock_refill",
                "event_start", "event_end", "reference price")  # fmt: skip
+CATALOG_SEED_WORDS = "seed starter tray"  # a product of the catalog, not the run's seed
 
 
 def keys(value: Any) -> list[str]:
@@ -48,7 +49,8 @@ def leaks(body: Any, seed: int, paths: list[str]) -> list[str]:
     """What in one answer is hidden: keys, words, the seed, a path of the server."""
     found = [k for k in keys(body) if any(part in k.lower() for part in HIDDEN_KEY_PARTS)]
     text = json.dumps(body, ensure_ascii=False)
-    found += [w for w in HIDDEN_TEXT if w in text.lower()]
+    prose = text.lower().replace(CATALOG_SEED_WORDS, "")
+    found += [w for w in HIDDEN_TEXT if w in prose]
     found += [str(seed)] if str(seed) in text else []
     return found + [p for p in paths if p in text]
 
@@ -124,3 +126,4 @@ def test_no_answer_shows_a_hidden_field_the_seed_or_a_path(played) -> None:
 def test_the_scan_catches_planted_leaks() -> None:
     for planted in [{"p_ref": 1}, {"x": "seed 5"}, {"x": "/srv/runs/a"}, {"x": 123456789}]:
         assert leaks(planted, 123456789, ["/srv/runs"])
+    assert not leaks({"title": "Seed Starter Tray"}, 123456789, ["/srv/runs"])

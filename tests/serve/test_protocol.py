@@ -155,10 +155,11 @@ def test_a_batch_replaying_history_runs_only_the_new_calls(live: LiveServer) -> 
     client.observation()
     old = tool_call("old", "write_memory_doc", {"content": "once\n", "mode": "append"})
     assert client.act(assistant(old)).status_code == 200
+    answered = {"role": "tool", "tool_call_id": "old", "tool_origin": "merchantbench_env"}
     history = [
         {"role": "user", "content": "observation"},
         assistant(old),
-        {"role": "tool", "tool_call_id": "old", "tool_origin": "merchantbench_env", "content": "{}"},
+        {**answered, "content": "{}"},
         assistant(tool_call("new", "read_memory_doc"),
                   {**tool_call("fw", "my_notes"), "tool_origin": "hermes_native"}),
     ]  # fmt: skip

@@ -159,7 +159,9 @@ def run(
             fail("--serve goes with --agent external (and --agent external needs --serve)")
         overrides = list(set_ or []) + ([f"clock.days={days}"] if days is not None else [])
         sc = scenario_from_options(scenario, file, overrides)
-        _run_external(RunSpec(agent, sc, seed, catalog=catalog), out, resume, serve_host, serve_port)
+        _run_external(
+            RunSpec(agent, sc, seed, catalog=catalog), out, resume, serve_host, serve_port
+        )
         return
     if agent not in agent_names():
         fail(f"unknown agent {agent!r}; choose from {', '.join(agent_names())}")

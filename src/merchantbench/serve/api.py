@@ -14,12 +14,12 @@ from merchantbench.serve.act import ProtocolError
 from merchantbench.serve.auth import require_admin, require_run
 from merchantbench.serve.external import PROTOCOL
 from merchantbench.serve.host import HostSettings, RunHost, gone
-from merchantbench.serve.registry import RecordedRun, RunRegistry, new_run_id, run_env
+from merchantbench.serve.registry import Hosted, RunRegistry, new_run_id, run_env
 
 __all__ = ["CreateRun", "router"]
 
 router = APIRouter(prefix="/api", tags=["json api"])
-Run = Annotated[RunHost | RecordedRun, Depends(require_run)]
+Run = Annotated[Hosted, Depends(require_run)]
 Admin = [Depends(require_admin)]
 MAX_SEED = 2**63 - 1
 

@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING
 from fastapi import HTTPException, Request
 
 if TYPE_CHECKING:
-    from merchantbench.serve.host import RunHost
-    from merchantbench.serve.registry import RunRegistry
+    from merchantbench.serve.registry import Hosted, RunRegistry
 
 __all__ = ["bearer_token", "is_loopback", "new_token", "require_admin", "require_run"]
 
@@ -65,7 +64,7 @@ def require_admin(request: Request) -> None:
         raise _denied(403, "admin_token_required")
 
 
-def require_run(run_id: str, request: Request) -> RunHost:
+def require_run(run_id: str, request: Request) -> Hosted:
     """Dependency of a run's routes: the run, if the token may reach it (admin or its agent).
     An agent token learns nothing of other runs: an unknown run and a foreign one both answer
     403."""

@@ -132,9 +132,7 @@ class RunHost:
         return packet
 
     # --- acting -------------------------------------------------------------------------------
-    async def act(
-        self, messages: Any, token_usage: Any, step_header: str | None
-    ) -> dict[str, Any]:
+    async def act(self, messages: Any, token_usage: Any, step_header: str | None) -> dict[str, Any]:
         """Run the env tool calls of a batch; refusals (`ProtocolError`) change nothing."""
         async with self.cond:
             self._require_open()

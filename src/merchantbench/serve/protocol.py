@@ -12,11 +12,12 @@ from merchantbench.serve.act import ENV_ORIGIN, ProtocolError
 from merchantbench.serve.auth import require_run
 from merchantbench.serve.external import PROTOCOL
 from merchantbench.serve.host import RunHost, gone
+from merchantbench.serve.registry import Hosted
 
 __all__ = ["router"]
 
 router = APIRouter(tags=["agent protocol"])
-Run = Annotated[RunHost, Depends(require_run)]
+Run = Annotated[Hosted, Depends(require_run)]
 MAX_POLL_SECONDS = 300.0
 
 
@@ -56,7 +57,7 @@ class UsageBody(BaseModel):
     cost_source: str | None = Field(None, max_length=200)
 
 
-def _agent(host: RunHost, agent_id: str) -> RunHost:
+def _agent(host: Hosted, agent_id: str) -> Hosted:
     if agent_id != host.settings.agent_id:
         raise ProtocolError(404, "unknown_agent", f"this run has no agent {agent_id}")
     return host
@@ -65,7 +66,7 @@ def _agent(host: RunHost, agent_id: str) -> RunHost:
 @router.get("/runs/{run_id}/tools/schema")
 async def tools_schema(run_id: str, host: Run) -> dict[str, Any]:
     """The environment tools (each with its OpenAI schema), their hash and protocol facts."""
-    if host.surface is None:
+    if not isinstance(host, RunHost):
         raise gone()
     tools = [
         {

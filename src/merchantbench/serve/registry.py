@@ -18,13 +18,13 @@ from merchantbench.serve.auth import new_token
 from merchantbench.serve.external import EXTERNAL, ExternalAgent
 from merchantbench.serve.host import SERVE_FILE, HostSettings, RunHost, gone, read_settings
 
-__all__ = ["TOKENS_FILE", "RecordedRun", "RunRegistry", "run_env"]
+__all__ = ["TOKENS_FILE", "Hosted", "RecordedRun", "RunRegistry", "run_env"]
 
 TOKENS_FILE = ".serve-tokens.json"  # agent tokens, readable by the operator only (0600)
 LIVE_ENDINGS = (None, "error", "interrupted")  # run.json `ended` values a restart resumes
 
 
-def run_env(base_url: str, host: RunHost | RecordedRun, token: str | None) -> dict[str, str]:
+def run_env(base_url: str, host: Hosted, token: str | None) -> dict[str, str]:
     """The environment variables an agent written for the public protocol reads."""
     env = {
         "MERCHANTBENCH_BASE_URL": base_url,
@@ -69,6 +69,9 @@ class RecordedRun:
         }
 
 
+Hosted = RunHost | RecordedRun  # what a run id names on the server
+
+
 def new_run_id(label: str) -> str:
     stem = re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")[:40] or "run"
     return f"{stem}-{secrets.token_hex(4)}"
@@ -88,7 +91,7 @@ class RunRegistry:
         self.admin_token = admin_token
         self.checkpoint_every = checkpoint_every
         self.only = only
-        self.hosts: dict[str, RunHost | RecordedRun] = {}
+        self.hosts: dict[str, Hosted] = {}
         self._tokens: dict[str, str] = {}
         self.on_finish: list[Any] = []  # callbacks(host) for every run that ends
 
@@ -135,9 +138,7 @@ class RunRegistry:
         self._save_tokens()
         return self._adopt(host), token
 
-    def _open(
-        self, spec: RunSpec, run_dir: Path, settings: HostSettings, resume: bool
-    ) -> RunHost:
+    def _open(self, spec: RunSpec, run_dir: Path, settings: HostSettings, resume: bool) -> RunHost:
         writer = RunWriter(spec, run_dir, self.checkpoint_every)
         session, agent, meta = writer.open_session(resume)
         assert isinstance(agent, ExternalAgent)
