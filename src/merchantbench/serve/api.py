@@ -13,6 +13,7 @@ from merchantbench.scenario import PRESETS, ScenarioError, load_scenario
 from merchantbench.serve.act import ProtocolError
 from merchantbench.serve.auth import require_admin, require_run
 from merchantbench.serve.external import PROTOCOL
+from merchantbench.serve.fastjson import JSONResponse, fast_json
 from merchantbench.serve.host import HostSettings, RunHost, gone
 from merchantbench.serve.registry import Hosted, RunRegistry, new_run_id, run_env
 
@@ -117,10 +118,10 @@ async def call_tool(
     host: Run,
     arguments: Annotated[dict[str, Any] | None, Body()] = None,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
-) -> dict[str, Any]:
+) -> JSONResponse:
     """Call one tool with a JSON object of arguments; the answer is the tool's own JSON (a
     refusal is `{"ok": false, "error": ...}` with HTTP 200, as the agent would see it)."""
-    return await host.call_tool(tool, arguments or {}, idempotency_key)
+    return fast_json(await host.call_tool(tool, arguments or {}, idempotency_key))
 
 
 @router.post("/runs/{run_id}/end-window")

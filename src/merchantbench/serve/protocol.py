@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from merchantbench.serve.act import ENV_ORIGIN, ProtocolError
 from merchantbench.serve.auth import require_run
 from merchantbench.serve.external import PROTOCOL
+from merchantbench.serve.fastjson import JSONResponse, fast_json
 from merchantbench.serve.host import RunHost, gone
 from merchantbench.serve.registry import Hosted
 
@@ -113,11 +114,11 @@ async def observation(
     host: Run,
     timeout: Annotated[float, Query(ge=0, le=MAX_POLL_SECONDS)] = 30.0,
     nowait: Annotated[str | None, Query(max_length=8)] = None,
-) -> dict[str, Any]:
+) -> JSONResponse:
     """Long-poll for the open window: `text`, `tick` (step = hour since the start, day, hour),
     `turn_count`; the first packet also carries the `brief` (the system prompt)."""
     _agent(host, agent_id)
-    return await host.observation(timeout, nowait in ("1", "true", "yes"))
+    return fast_json(await host.observation(timeout, nowait in ("1", "true", "yes")))
 
 
 @router.post(
@@ -133,11 +134,11 @@ async def act(
     host: Run,
     body: ActBody,
     x_agent_step: Annotated[str | None, Header(max_length=32)] = None,
-) -> dict[str, Any]:
+) -> JSONResponse:
     """Run the batch's env tool calls in order; returns their results, `step_done` and
     `hook_released` (the window closed with `end_of_step`)."""
     _agent(host, agent_id)
-    return await host.act(body.messages, body.token_usage, x_agent_step)
+    return fast_json(await host.act(body.messages, body.token_usage, x_agent_step))
 
 
 @router.post("/runs/{run_id}/agents/{agent_id}/usage")
