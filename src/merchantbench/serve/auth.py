@@ -52,8 +52,9 @@ def _same(a: str | None, b: str | None) -> bool:
     return a is not None and b is not None and secrets.compare_digest(a, b)
 
 
-def require_admin(request: Request) -> None:
-    """Dependency of the operator's routes."""
+async def require_admin(request: Request) -> None:
+    """Dependency of the operator's routes. (Async so that FastAPI runs it inline: a plain
+    function would cost a thread-pool hop on every request.)"""
     registry = _registry(request)
     if registry.admin_token is None:
         return
@@ -64,7 +65,7 @@ def require_admin(request: Request) -> None:
         raise _denied(403, "admin_token_required")
 
 
-def require_run(run_id: str, request: Request) -> Hosted:
+async def require_run(run_id: str, request: Request) -> Hosted:
     """Dependency of a run's routes: the run, if the token may reach it (admin or its agent).
     An agent token learns nothing of other runs: an unknown run and a foreign one both answer
     403."""
