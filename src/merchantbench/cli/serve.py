@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from merchantbench.cli.common import fail
+from merchantbench.runs.files import read_json
 from merchantbench.runs.runner import RunError, RunSpec
 from merchantbench.serve.auth import is_loopback, new_token
 
@@ -77,11 +78,13 @@ def serve_run(spec: RunSpec, run_dir: Path, resume: bool, host: str, port: int) 
     """`run --agent external --serve`: host this one run until it ends, then print its metrics."""
     from merchantbench.serve import ServeConfig, create_app
     from merchantbench.serve.host import SERVE_FILE, HostSettings
-    from merchantbench.serve.registry import RunRegistry
+    from merchantbench.serve.registry import LIVE_ENDINGS, RunRegistry
 
     token = _admin_token(False, host)
     if resume and not (run_dir / SERVE_FILE).is_file():
         fail(f"{run_dir} is not a served run: nothing to resume")
+    if resume and read_json(run_dir / "run.json").get("ended") not in LIVE_ENDINGS:
+        fail(f"{run_dir} already finished; nothing to resume")
     if not resume:
         settings = HostSettings(
             run_id=run_dir.name,
