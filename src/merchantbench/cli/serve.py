@@ -77,8 +77,8 @@ def serve(
 def serve_run(spec: RunSpec, run_dir: Path, resume: bool, host: str, port: int) -> None:
     """`run --agent external --serve`: host this one run until it ends, then print its metrics."""
     from merchantbench.serve import ServeConfig, create_app
-    from merchantbench.serve.host import SERVE_FILE, HostSettings
     from merchantbench.serve.registry import LIVE_ENDINGS, RunRegistry
+    from merchantbench.serve.settings import SERVE_FILE, HostSettings
 
     token = _admin_token(False, host)
     if resume and not (run_dir / SERVE_FILE).is_file():

@@ -14,8 +14,9 @@ from merchantbench.serve.act import ProtocolError
 from merchantbench.serve.auth import require_admin, require_run
 from merchantbench.serve.external import PROTOCOL
 from merchantbench.serve.fastjson import JSONResponse, fast_json
-from merchantbench.serve.host import HostSettings, RunHost, gone
+from merchantbench.serve.host import RunHost
 from merchantbench.serve.registry import Hosted, RunRegistry, new_run_id, run_env
+from merchantbench.serve.settings import HostSettings, gone
 
 __all__ = ["CreateRun", "router"]
 

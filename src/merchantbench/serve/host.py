@@ -7,8 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import asdict
 from typing import Any
 
 from merchantbench.runs.files import atomic_write_json
@@ -22,30 +21,13 @@ from merchantbench.serve.act import (
     stale_step,
 )
 from merchantbench.serve.external import ExternalAgent, add_usage
+from merchantbench.serve.settings import SERVE_FILE, HostSettings, gone
 from merchantbench.serve.usage import usage_record
 from merchantbench.session import Session
 
-__all__ = ["SERVE_FILE", "HostSettings", "RunHost", "gone"]
+__all__ = ["HostSettings", "RunHost", "gone"]
 
-SERVE_FILE = "serve.json"  # the server's settings for a run, beside run.json
 HIDDEN_METRICS = ("seed",)  # the summary is agent-readable: the seed stays in run.json
-
-
-@dataclass
-class HostSettings:
-    """How the server hosts a run; saved in the run directory so a restart keeps it."""
-
-    run_id: str
-    agent_id: str = "agent_0"
-    label: str = ""
-    turns_per_window: int = 100
-    window_seconds: float | None = None  # wall-clock limit of a window; None = no limit
-    paused: bool = False
-    sealed: bool = False
-
-
-def gone(message: str = "the run is over: no window will open again") -> ProtocolError:
-    return ProtocolError(410, "run_finished", message)
 
 
 class RunHost:
@@ -345,7 +327,3 @@ def _public_metrics(metrics: dict[str, Any] | None) -> dict[str, Any] | None:
     if metrics is None:
         return None
     return {k: v for k, v in metrics.items() if k not in HIDDEN_METRICS}
-
-
-def read_settings(run_dir: Path) -> HostSettings:
-    return HostSettings(**json.loads((run_dir / SERVE_FILE).read_text()))

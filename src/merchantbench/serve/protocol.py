@@ -12,8 +12,9 @@ from merchantbench.serve.act import ENV_ORIGIN, ProtocolError
 from merchantbench.serve.auth import require_run
 from merchantbench.serve.external import PROTOCOL
 from merchantbench.serve.fastjson import JSONResponse, fast_json
-from merchantbench.serve.host import RunHost, gone
+from merchantbench.serve.host import RunHost
 from merchantbench.serve.registry import Hosted
+from merchantbench.serve.settings import gone
 
 __all__ = ["router"]
 

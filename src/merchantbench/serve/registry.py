@@ -16,7 +16,8 @@ from merchantbench.runs.runner import RunSpec, RunWriter
 from merchantbench.scenario import Scenario
 from merchantbench.serve.auth import new_token
 from merchantbench.serve.external import EXTERNAL, ExternalAgent
-from merchantbench.serve.host import SERVE_FILE, HostSettings, RunHost, gone, read_settings
+from merchantbench.serve.host import RunHost
+from merchantbench.serve.settings import SERVE_FILE, HostSettings, gone, read_settings
 
 __all__ = ["TOKENS_FILE", "Hosted", "RecordedRun", "RunRegistry", "run_env"]
 
