@@ -96,6 +96,9 @@ async def list_runs(request: Request) -> list[dict[str, Any]]:
 @router.get("/runs/{run_id}")
 async def summary(host: Run) -> dict[str, Any]:
     """Where the run stands; its metrics once it is over."""
+    if isinstance(host, RunHost):
+        async with host.cond:
+            return host.summary()
     return host.summary()
 
 
@@ -108,9 +111,12 @@ async def agent_env(host: Run, request: Request) -> dict[str, str]:
 @router.get("/runs/{run_id}/observation")
 async def observation(host: Run) -> dict[str, Any]:
     """The open window's observation text and clock (no waiting)."""
-    if not isinstance(host, RunHost) or host.finished:
+    if not isinstance(host, RunHost):
         raise gone()
-    return {"text": host.surface.observation(), "tick": host.tick(), "status": host.status}
+    async with host.cond:  # not while a window is being simulated in a worker thread
+        if host.finished:
+            raise gone()
+        return {"text": host.surface.observation(), "tick": host.tick(), "status": host.status}
 
 
 @router.post("/runs/{run_id}/tools/{tool}")
