@@ -54,7 +54,14 @@ class LiveServer:
 def start_server(runs_dir: Path, admin_token: str | None = ADMIN) -> LiveServer:
     """Serve `runs_dir` on 127.0.0.1 at an ephemeral port; returns once it accepts requests."""
     app = create_app(ServeConfig(runs_dir=runs_dir, admin_token=admin_token))
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=0,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=5,
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -111,3 +111,25 @@ def test_after_kill_9_the_run_resumes_from_its_checkpoint(tmp_path) -> None:
     assert f"export MERCHANTBENCH_AGENT_TOKEN={run['agent_token']}" in output_lines
     local = play_in_process(load_scenario("smoke"), 4, tmp_path / "local")
     assert final_state_hash(runs, run["run_id"]) == local["state_hash"]
+
+
+def test_a_run_over_but_not_recorded_is_finished_when_picked_up(tmp_path) -> None:
+    """The last window closed, then the server stopped before the record was finished."""
+    from merchantbench.serve.host import HostSettings, RunHost
+    from merchantbench.serve.registry import RunRegistry
+
+    runs = tmp_path / "runs"
+    registry = RunRegistry(runs, ADMIN)
+    host, _ = registry.create_now(
+        load_scenario("smoke"), 5, HostSettings("late", turns_per_window=9)
+    )
+    while not host.surface.over:
+        host.surface.call("end_of_step")
+    host.close()  # checkpointed over, metrics never written
+    assert not (runs / "late" / "metrics.json").exists()
+    again = RunRegistry(runs, ADMIN)
+    assert again.load_existing() == ["late"]
+    picked = again.hosts["late"]
+    assert isinstance(picked, RunHost) and picked.finished
+    assert json.loads((runs / "late" / "run.json").read_text())["ended"] == "completed"
+    assert picked.summary()["metrics"]["windows"] == 28

@@ -18,6 +18,7 @@ from merchantbench.serve.auth import is_loopback, new_token
 HostOption = Annotated[str, typer.Option("--host", help="address to listen on (loopback default)")]
 PortOption = Annotated[int, typer.Option("--port", help="TCP port", min=0, max=65535)]
 ADMIN_ENV = "MERCHANTBENCH_ADMIN_TOKEN"
+GRACE_SECONDS = 5  # on shutdown, open long-polls are cut after this; then runs are checkpointed
 
 
 def _admin_token(no_auth: bool, host: str) -> str | None:
@@ -48,7 +49,10 @@ def _announce(base_url: str):
 def _serve(app, host: str, port: int, registry_hook=None) -> None:
     import uvicorn
 
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", lifespan="on",
+        timeout_graceful_shutdown=GRACE_SECONDS,
+    )  # fmt: skip
     server = uvicorn.Server(config)
     if registry_hook is not None:
         registry_hook(server)

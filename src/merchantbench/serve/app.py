@@ -95,7 +95,7 @@ def create_app(config: ServeConfig, extensions: Sequence[AppExtension] = ()) -> 
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
-            await asyncio.to_thread(registry.close_all)
+            await registry.aclose_all()
 
     app = FastAPI(
         title="MerchantBench",

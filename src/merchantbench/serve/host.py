@@ -51,6 +51,7 @@ class RunHost:
         self.cond = asyncio.Condition()
         self.window_opened = time.monotonic()
         self.on_finish: list[Any] = []  # callbacks(host) once the run has ended
+        self._work: asyncio.Future[Any] | None = None  # session work running in a thread
 
     # --- state ------------------------------------------------------------------------------
     @property
@@ -125,7 +126,7 @@ class RunHost:
             keyed = self._check_idempotency(env_calls)
             ends = any(c.name == END_OF_STEP for c in env_calls)
             # Closing a window simulates its hours: off the event loop, so other runs go on.
-            run = asyncio.to_thread if ends else _inline
+            run = self._in_thread if ends else _inline
             results, step_done = await run(self._execute, plan, keyed)
             state = self.agent.state
             turn = state.turns
@@ -207,12 +208,19 @@ class RunHost:
             self._require_open()
             window = self.surface.window
             if tool == END_OF_STEP:
-                result = await asyncio.to_thread(self.surface.call, tool, args, key)
+                result = await self._in_thread(self.surface.call, tool, args, key)
             else:
                 result = self.surface.call(tool, args, key)
             if self.surface.over or self.surface.window != window:
                 await self._after_window()
             return result
+
+    async def _in_thread(self, fn: Any, *args: Any) -> Any:
+        """Run session work in a worker thread. Shielded: a cancelled request (a client gone, a
+        server shutting down) must not leave the session half-changed under a released lock, so
+        the work always completes, and `aclose` waits for it."""
+        self._work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+        return await asyncio.shield(self._work)
 
     # --- window ends, wall clock, finish --------------------------------------------------------
     async def force_if_overdue(self, now: float) -> bool:
@@ -226,7 +234,7 @@ class RunHost:
             if self.finished or self.settings.paused or now - self.window_opened < limit:
                 return False
             self.agent.state.forced_windows.append(self.surface.window)
-            await asyncio.to_thread(self.session.force_end_of_step)
+            await self._in_thread(self.session.force_end_of_step)
             await self._after_window()
             return True
 
@@ -234,11 +242,11 @@ class RunHost:
         """A window closed: finish the run, or checkpoint and open the next one."""
         self.agent.state.enter(self.surface.window)
         if self.surface.over:
-            await asyncio.to_thread(self._finish)
+            await self._in_thread(self._finish)
             for callback in self.on_finish:
                 callback(self)
         elif self.surface.window % self.writer.checkpoint_every == 0:
-            await asyncio.to_thread(self.writer.checkpoint, self.session, self.agent)
+            await self._in_thread(self.writer.checkpoint, self.session, self.agent)
         self.window_opened = time.monotonic()
         self.cond.notify_all()
 
@@ -299,8 +307,21 @@ class RunHost:
             "metrics": _public_metrics(self.metrics),
         }
 
+    async def aclose(self) -> None:
+        """Server shutdown: let running session work end, then `close`."""
+        if self._work is not None:
+            await asyncio.wait([self._work])
+        async with self.cond:
+            self.close()
+
+    def finish_if_over(self) -> None:
+        """A run whose last window closed but whose record was not finished (the server stopped
+        in between) is finished now."""
+        if self.surface.over and not self.finished:
+            self._finish()
+
     def close(self) -> None:
-        """Server shutdown: checkpoint where the run stands (mid-window is fine) and let go."""
+        """Checkpoint where the run stands (mid-window is fine) and let go of its files."""
         if self.finished:
             return
         self.writer.checkpoint(self.session, self.agent)

@@ -145,6 +145,7 @@ class RunRegistry:
         assert isinstance(agent, ExternalAgent)
         host = RunHost(settings, writer, session, agent, meta)
         host.save_settings()
+        host.finish_if_over()
         if not resume:
             writer.checkpoint(session, agent)  # a restart before the first window ends
         return host
@@ -167,10 +168,11 @@ class RunRegistry:
             resumed.append(settings.run_id)
         return resumed
 
-    def close_all(self) -> None:
+    async def aclose_all(self) -> None:
+        """Checkpoint every live run (server shutdown)."""
         for host in self.hosts.values():
             if isinstance(host, RunHost):
-                host.close()
+                await host.aclose()
 
 
 def _spec_of(meta: dict[str, Any]) -> RunSpec:
