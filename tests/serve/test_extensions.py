@@ -44,3 +44,12 @@ def test_an_extension_mounts_per_run_routes_behind_the_tokens(tmp_path: Path) ->
             ).status_code
             == 403
         )
+
+
+def test_openapi_is_served_at_docs(tmp_path: Path) -> None:
+    with TestClient(create_app(ServeConfig(tmp_path / "runs", ADMIN))) as client:
+        assert client.get("/docs").status_code == 200
+        paths = client.get("/openapi.json").json()["paths"]
+        assert {"/runs/{run_id}/agents/{agent_id}/act", "/api/runs/{run_id}/tools/{tool}"} <= set(
+            paths
+        )

@@ -13,7 +13,6 @@ import typer
 from merchantbench.cli.common import fail
 from merchantbench.runs.files import read_json
 from merchantbench.runs.runner import RunError, RunSpec
-from merchantbench.serve.auth import is_loopback, new_token
 
 HostOption = Annotated[str, typer.Option("--host", help="address to listen on (loopback default)")]
 PortOption = Annotated[int, typer.Option("--port", help="TCP port", min=0, max=65535)]
@@ -22,6 +21,8 @@ GRACE_SECONDS = 5  # on shutdown, open long-polls are cut after this; then runs 
 
 
 def _admin_token(no_auth: bool, host: str) -> str | None:
+    from merchantbench.serve.auth import is_loopback, new_token  # FastAPI only when serving
+
     if no_auth:
         if not is_loopback(host):
             fail(f"refusing to listen on {host} without tokens: drop --no-auth or use 127.0.0.1")
