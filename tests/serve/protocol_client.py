@@ -34,6 +34,7 @@ class ProtocolClient:
         self.step: int | None = None
         self.responses: list[httpx.Response] = []  # every answer, for the leak scan
         self._ids = itertools.count(1)
+        self.last_id = ""  # the id of the last `call`
 
     def _keep(self, response: httpx.Response) -> httpx.Response:
         self.responses.append(response)
@@ -67,7 +68,8 @@ class ProtocolClient:
 
     def call(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
         """One env tool call in its own turn; the tool's answer."""
-        response = self.act(assistant(tool_call(f"c{next(self._ids)}", name, arguments)))
+        self.last_id = f"c{next(self._ids)}"
+        response = self.act(assistant(tool_call(self.last_id, name, arguments)))
         assert response.status_code == 200, response.text
         return json.loads(response.json()["tool_results"][0]["content"])
 

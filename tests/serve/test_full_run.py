@@ -55,7 +55,26 @@ def leaks(body: Any, seed: int, paths: list[str]) -> list[str]:
     return found + [p for p in paths if p in text]
 
 
+def json_api_call(client: ProtocolClient, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """The same call through our JSON API instead of the protocol."""
+    run = client.run.removeprefix("/runs/")
+    response = client._keep(client.http.post(f"/api/runs/{run}/tools/{name}", json=args))
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()
+    return result
+
+
+def refusals(client: ProtocolClient) -> None:
+    """A few refused requests, so their answers are scanned too."""
+    assert client.act(assistant(tool_call("s", "query_balance")), step=99999).status_code == 425
+    assert client.act({"role": "robot"}).status_code == 400
+    reused = tool_call(client.last_id, "query_balance", {"other": "/etc/passwd"})
+    assert client.act(assistant(reused)).status_code == 409
+    assert client._keep(client.http.post(f"{client.agent}/act", content=b"{")).status_code == 400
+
+
 def play_over_http(client: ProtocolClient) -> None:
+    """The script over the protocol; every third window through the JSON API instead."""
     assert client.register(model="scripted").status_code == 200
     assert client.schema().status_code == 200
     while True:
@@ -63,7 +82,16 @@ def play_over_http(client: ProtocolClient) -> None:
         if response.status_code == 410:
             return
         assert response.status_code == 200, response.text
-        play_window(lambda name, args: client.call(name, args), response.json()["tick"]["window"])
+        window = response.json()["tick"]["window"]
+        if window % 3 == 1:
+            run = client.run.removeprefix("/runs/")
+            client._keep(client.http.get(f"/api/runs/{run}/observation"))
+            play_window(lambda name, args: json_api_call(client, name, args), window)
+            client._keep(client.http.post(f"/api/runs/{run}/end-window"))
+            continue
+        play_window(lambda name, args: client.call(name, args), window)
+        if window == 2:
+            refusals(client)
         end = client.act(assistant(tool_call("end", "end_of_step")))
         assert end.status_code == 200 and end.json()["step_done"], end.text
 
@@ -85,7 +113,9 @@ def played(tmp_path_factory) -> tuple[LiveServer, dict[str, Any], ProtocolClient
     client = ProtocolClient(server.base_url, run["run_id"], run["agent_id"], run["agent_token"])
     play_over_http(client)
     with server.client() as admin:  # the operator's answers are scanned too
-        client.responses += [admin.get("/api/runs"), admin.get(f"/api/runs/{run['run_id']}")]
+        client.responses += [admin.get("/api/runs"), admin.get(f"/api/runs/{run['run_id']}"),
+                             admin.get(f"/api/runs/{run['run_id']}/env"),
+                             admin.post("/api/runs", json={"scenario": "nope"})]  # fmt: skip
     client.responses.append(client.http.get(f"/api/runs/{run['run_id']}"))
     yield server, run, client
     client.close()
