@@ -167,8 +167,8 @@ class RunHost:
         keyed = []
         for call in env_calls:
             key = f"{self.settings.agent_id}:{hour}:{call.call_id}"
-            print_ = f"{call.name}:{canonical_arguments(call.arguments)}"
-            if state.fingerprints.get(key, print_) != print_:
+            fingerprint = f"{call.name}:{canonical_arguments(call.arguments)}"
+            if state.fingerprints.get(key, fingerprint) != fingerprint:
                 raise ProtocolError(
                     409, "idempotency_conflict",
                     f"tool call id {call.call_id} was already used with another call",
