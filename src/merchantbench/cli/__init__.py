@@ -14,6 +14,7 @@ from merchantbench.cli import report as report_cmd
 from merchantbench.cli import run as run_cmd
 from merchantbench.cli import scenario as scenario_cmd
 from merchantbench.cli import scripted as scripted_cmd
+from merchantbench.cli import serve as serve_cmd
 from merchantbench.cli import tools as tools_cmd
 
 app = typer.Typer(
@@ -46,6 +47,7 @@ app.command("run")(run_cmd.run)
 app.command("scripted-server")(scripted_cmd.scripted_server)
 app.command("calibrate")(calibrate_cmd.calibrate)
 app.command("check")(check_cmd.check)
+app.command("serve")(serve_cmd.serve)
 
 
 def main() -> None:

@@ -155,6 +155,11 @@ def run(
             rich_help_panel=_LLM,
         ),
     ] = False,
+    serve: Annotated[
+        bool, typer.Option("--serve", help="--agent external: host the run over HTTP")
+    ] = False,
+    serve_host: Annotated[str, typer.Option("--host", help="--serve: address")] = "127.0.0.1",
+    serve_port: Annotated[int, typer.Option("--port", help="--serve: TCP port")] = 8000,
 ) -> None:
     """Run an agent for a whole year (or --days) and write a run record to --out."""
     if list_agents:
@@ -163,6 +168,15 @@ def run(
         return
     if not agent:
         fail(f"--agent is required; choose from {', '.join(agent_names())}")
+    if agent == "external" or serve:  # an agent outside this process, over HTTP
+        if agent != "external" or not serve:
+            fail("--serve goes with --agent external (and --agent external needs --serve)")
+        overrides = list(set_ or []) + ([f"clock.days={days}"] if days is not None else [])
+        sc = scenario_from_options(scenario, file, overrides)
+        _run_external(
+            RunSpec(agent, sc, seed, catalog=catalog), out, resume, serve_host, serve_port
+        )
+        return
     if agent not in agent_names():
         fail(f"unknown agent {agent!r}; choose from {', '.join(agent_names())}")
     overrides = list(set_ or []) + ([f"clock.days={days}"] if days is not None else [])
@@ -200,6 +214,14 @@ def run(
 
         path = write_report(run_dir)
         console.print(f"report: {path}")
+
+
+def _run_external(spec: RunSpec, out: Path | None, resume: bool, host: str, port: int) -> None:
+    from merchantbench.cli.serve import serve_run
+
+    if resume and out is None:
+        fail("--resume needs --out DIR, the run directory to continue")
+    serve_run(spec, out or default_run_dir(spec), resume, host, port)
 
 
 _HEADLINE = ("final_net_assets", "gmv", "orders", "net_profit_margin", "fines", "swr")

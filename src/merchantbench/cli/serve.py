@@ -1,0 +1,122 @@
+"""`merchantbench serve`: the HTTP server (docs/http.md); and `run --agent external --serve`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from merchantbench.cli.common import fail
+from merchantbench.runs.files import read_json
+from merchantbench.runs.runner import RunError, RunSpec
+
+HostOption = Annotated[str, typer.Option("--host", help="address to listen on (loopback default)")]
+PortOption = Annotated[int, typer.Option("--port", help="TCP port", min=0, max=65535)]
+ADMIN_ENV = "MERCHANTBENCH_ADMIN_TOKEN"
+GRACE_SECONDS = 5  # on shutdown, open long-polls are cut after this; then runs are checkpointed
+
+
+def _admin_token(no_auth: bool, host: str) -> str | None:
+    from merchantbench.serve.auth import is_loopback, new_token  # FastAPI only when serving
+
+    if no_auth:
+        if not is_loopback(host):
+            fail(f"refusing to listen on {host} without tokens: drop --no-auth or use 127.0.0.1")
+        return None
+    token = os.environ.get(ADMIN_ENV)
+    if not token:
+        token = new_token()
+        typer.echo(f"admin token (set {ADMIN_ENV} to choose one): {token}")
+    return token
+
+
+def _announce(base_url: str):
+    from merchantbench.serve.registry import RunRegistry, run_env
+
+    def on_ready(registry: RunRegistry) -> None:
+        typer.echo(f"MerchantBench server at {base_url} (OpenAPI: {base_url}/docs)")
+        for run_id, host in registry.hosts.items():
+            typer.echo(f"\n# run {run_id} ({host.status})")
+            for key, value in run_env(base_url, host, registry.agent_token(run_id)).items():
+                typer.echo(f"export {key}={value}")
+
+    return on_ready
+
+
+def _serve(app, host: str, port: int, registry_hook=None) -> None:
+    import uvicorn
+
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", lifespan="on",
+        timeout_graceful_shutdown=GRACE_SECONDS,
+    )  # fmt: skip
+    server = uvicorn.Server(config)
+    if registry_hook is not None:
+        registry_hook(server)
+    signal.signal(signal.SIGTERM, lambda *_: setattr(server, "should_exit", True))
+    server.run()
+
+
+def serve(
+    host: HostOption = "127.0.0.1",
+    port: PortOption = 8000,
+    runs_dir: Annotated[Path, typer.Option("--runs-dir", help="where runs live")] = Path("runs"),
+    no_auth: Annotated[
+        bool, typer.Option("--no-auth", help="no tokens at all (loopback addresses only)")
+    ] = False,
+) -> None:
+    """Serve runs over HTTP: the public artifact's agent protocol and a JSON API (/docs)."""
+    from merchantbench.serve import ServeConfig, create_app
+
+    token = _admin_token(no_auth, host)
+    if runs_dir.exists() and not runs_dir.is_dir():
+        fail(f"--runs-dir {runs_dir} is not a directory")
+    config = ServeConfig(runs_dir, token, on_ready=_announce(f"http://{host}:{port}"))
+    _serve(create_app(config), host, port)
+
+
+def serve_run(spec: RunSpec, run_dir: Path, resume: bool, host: str, port: int) -> None:
+    """`run --agent external --serve`: host this one run until it ends, then print its metrics."""
+    from merchantbench.serve import ServeConfig, create_app
+    from merchantbench.serve.registry import LIVE_ENDINGS, RunRegistry
+    from merchantbench.serve.settings import SERVE_FILE, HostSettings
+
+    token = _admin_token(False, host)
+    if resume and not (run_dir / SERVE_FILE).is_file():
+        fail(f"{run_dir} is not a served run: nothing to resume")
+    if resume and read_json(run_dir / "run.json").get("ended") not in LIVE_ENDINGS:
+        fail(f"{run_dir} already finished; nothing to resume")
+    if not resume:
+        settings = HostSettings(
+            run_id=run_dir.name,
+            agent_id=spec.agent_settings.get("agent_id", "agent_0"),
+            turns_per_window=spec.scenario.clock.calls_per_window,
+        )
+        registry = RunRegistry(run_dir.parent, token)
+        try:
+            created, _ = registry.create_now(spec.scenario, spec.seed, settings, spec.catalog)
+        except RunError as exc:
+            fail(str(exc))
+        created.close()  # the server below picks it up from its checkpoint
+    config = ServeConfig(
+        run_dir.parent,
+        token,
+        only_runs=frozenset({run_dir.name}),
+        on_ready=_announce(f"http://{host}:{port}"),
+    )
+    app = create_app(config)
+
+    def stop_when_done(server) -> None:
+        app.state.registry.on_finish.append(lambda _: setattr(server, "should_exit", True))
+
+    _serve(app, host, port, stop_when_done)
+    metrics_file = run_dir / "metrics.json"
+    if not metrics_file.is_file():
+        fail(f"the server stopped before the run ended; continue it with --resume --out {run_dir}")
+    metrics = json.loads(metrics_file.read_text())
+    headline = ("final_net_assets", "gmv", "orders", "net_profit_margin", "fines", "swr")
+    typer.echo(json.dumps({k: metrics[k] for k in headline}, ensure_ascii=False))

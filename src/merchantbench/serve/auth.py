@@ -1,0 +1,83 @@
+"""Bearer tokens: one admin token for the operator, one agent token per run.
+
+A request carries its token as `Authorization: Bearer <token>` (or `X-MerchantBench-Token`).
+The admin token opens every route; a run's agent token opens only that run's agent routes. A
+server started without tokens (loopback only) lets every request through."""
+
+from __future__ import annotations
+
+import ipaddress
+import secrets
+from typing import TYPE_CHECKING
+
+from fastapi import HTTPException, Request
+
+if TYPE_CHECKING:
+    from merchantbench.serve.registry import Hosted, RunRegistry
+
+__all__ = ["bearer_token", "is_loopback", "new_token", "require_admin", "require_run"]
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(24)
+
+
+def is_loopback(host: str) -> bool:
+    """True for `localhost` and loopback addresses, where a server without tokens may listen."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def bearer_token(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    if header[:7].lower() == "bearer ":
+        return header[7:].strip() or None
+    return request.headers.get("x-merchantbench-token") or None
+
+
+def _registry(request: Request) -> RunRegistry:
+    registry: RunRegistry = request.app.state.registry
+    return registry
+
+
+def _denied(status: int, error: str) -> HTTPException:
+    return HTTPException(status, {"ok": False, "error": error})
+
+
+def _same(a: str | None, b: str | None) -> bool:
+    return a is not None and b is not None and secrets.compare_digest(a, b)
+
+
+async def require_admin(request: Request) -> None:
+    """Dependency of the operator's routes. (Async so that FastAPI runs it inline: a plain
+    function would cost a thread-pool hop on every request.)"""
+    registry = _registry(request)
+    if registry.admin_token is None:
+        return
+    token = bearer_token(request)
+    if token is None:
+        raise _denied(401, "auth_required")
+    if not _same(token, registry.admin_token):
+        raise _denied(403, "admin_token_required")
+
+
+async def require_run(run_id: str, request: Request) -> Hosted:
+    """Dependency of a run's routes: the run, if the token may reach it (admin or its agent).
+    An agent token learns nothing of other runs: an unknown run and a foreign one both answer
+    403."""
+    registry = _registry(request)
+    host = registry.hosts.get(run_id)
+    if registry.admin_token is not None:
+        token = bearer_token(request)
+        if token is None:
+            raise _denied(401, "auth_required")
+        admin = _same(token, registry.admin_token)
+        if not admin and (host is None or not _same(token, registry.agent_token(run_id))):
+            raise _denied(403, "forbidden")
+    if host is None:
+        raise _denied(404, "unknown_run")
+    return host

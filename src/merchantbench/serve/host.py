@@ -1,0 +1,350 @@
+"""One hosted run: its session, run writer and protocol state, behind an asyncio condition that
+serialises requests and wakes long-polls. No simulation or tool logic here: every tool call goes
+through the session's agent surface."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import asdict
+from typing import Any
+
+from merchantbench.runs.files import atomic_write_json
+from merchantbench.runs.runner import RunWriter
+from merchantbench.serve.act import (
+    END_OF_STEP,
+    PlannedCall,
+    ProtocolError,
+    canonical_arguments,
+    plan_calls,
+    stale_step,
+)
+from merchantbench.serve.external import ExternalAgent, add_usage
+from merchantbench.serve.settings import SERVE_FILE, HostSettings, gone
+from merchantbench.serve.usage import usage_record
+from merchantbench.session import Session
+
+__all__ = ["HostSettings", "RunHost", "gone"]
+
+HIDDEN_METRICS = ("seed",)  # the summary is agent-readable: the seed stays in run.json
+
+
+class RunHost:
+    """A live run on the server (see the module docstring)."""
+
+    def __init__(
+        self,
+        settings: HostSettings,
+        writer: RunWriter,
+        session: Session,
+        agent: ExternalAgent,
+        meta: dict[str, Any],
+    ) -> None:
+        self.settings = settings
+        self.writer = writer
+        self.session = session
+        self.surface = session.surface
+        self.agent = agent
+        self.meta = meta
+        self.metrics: dict[str, Any] | None = None
+        self.cond = asyncio.Condition()
+        self.window_opened = time.monotonic()
+        self.on_finish: list[Any] = []  # callbacks(host) once the run has ended
+        self._work: asyncio.Future[Any] | None = None  # session work running in a thread
+
+    # --- state ------------------------------------------------------------------------------
+    @property
+    def run_id(self) -> str:
+        return self.settings.run_id
+
+    @property
+    def finished(self) -> bool:
+        return self.metrics is not None
+
+    @property
+    def status(self) -> str:
+        if self.finished:
+            return "finished"
+        return "paused" if self.settings.paused else "open"
+
+    def tick(self) -> dict[str, int]:
+        hour = self.surface.hour
+        return {
+            "step": hour,
+            "day": hour // 24 + 1,
+            "hour": hour % 24,
+            "window": self.surface.window,
+            "windows_total": self.surface.windows_total,
+        }
+
+    def save_settings(self) -> None:
+        atomic_write_json(self.writer.run_dir / SERVE_FILE, asdict(self.settings))
+
+    # --- observation --------------------------------------------------------------------------
+    async def observation(self, timeout: float, nowait: bool) -> dict[str, Any]:
+        """The open window's packet; waits up to `timeout` s for a window to be open."""
+        async with self.cond:
+            ready = lambda: self.finished or not self.settings.paused  # noqa: E731
+            if not nowait and not ready():
+                try:
+                    await asyncio.wait_for(self.cond.wait_for(ready), timeout)
+                except TimeoutError:
+                    raise ProtocolError(
+                        408, "window_not_open", "no window opened in time: poll again",
+                        timeout=timeout,
+                    ) from None  # fmt: skip
+            if self.finished:
+                raise gone()
+            return self._packet()
+
+    def _packet(self) -> dict[str, Any]:
+        state = self.agent.state
+        state.enter(self.surface.window)
+        packet: dict[str, Any] = {
+            "text": self.surface.observation(),
+            "tick": self.tick(),
+            "turn_count": state.turns,
+        }
+        if not state.brief_served:
+            packet["brief"] = {
+                "system_prompt": self.surface.brief(),
+                "tool_schema_sha256": self.surface.tool_schema_sha256(),
+            }
+            state.brief_served = True
+        return packet
+
+    # --- acting -------------------------------------------------------------------------------
+    async def act(self, messages: Any, token_usage: Any, step_header: str | None) -> dict[str, Any]:
+        """Run the env tool calls of a batch; refusals (`ProtocolError`) change nothing."""
+        async with self.cond:
+            self._require_open()
+            stale_step(step_header, self.surface.hour)
+            plan = plan_calls(messages)
+            env_calls = [c for c in plan if c.env]
+            self._check_turn_cap(env_calls)
+            keyed = self._check_idempotency(env_calls)
+            ends = any(c.name == END_OF_STEP for c in env_calls)
+            # Closing a window simulates its hours: off the event loop, so other runs go on.
+            run = self._in_thread if ends else _inline
+            results, step_done = await run(self._execute, plan, keyed)
+            state = self.agent.state
+            turn = state.turns
+            state.turns += 1
+            if isinstance(token_usage, dict):
+                add_usage(state.act_usage, token_usage)
+            if step_done:
+                await self._after_window()
+            return {
+                "ok": True,
+                "turn_idx": turn,
+                "tool_results": results,
+                "step_done": step_done,
+                "hook_released": step_done,
+                "over": self.finished,
+            }
+
+    def _require_open(self) -> None:
+        if self.finished:
+            raise gone()
+        if self.settings.paused:
+            raise ProtocolError(425, "window_closed", "no window is open: poll the observation")
+        self.agent.state.enter(self.surface.window)
+
+    def _check_turn_cap(self, env_calls: list[PlannedCall]) -> None:
+        # Closing the window is control, not work: allowed past the cap so a window can end.
+        only_end = [c.name for c in env_calls] == [END_OF_STEP]
+        cap = self.settings.turns_per_window
+        if self.agent.state.turns >= cap and not only_end:
+            raise ProtocolError(
+                429, "turn_cap_reached", f"{cap} turns used in this window: call end_of_step"
+            )
+
+    def _check_idempotency(self, env_calls: list[PlannedCall]) -> list[tuple[PlannedCall, str]]:
+        """Key every env call by agent, hour and call id; a key seen with another call is a
+        conflict, refused before anything of the batch runs."""
+        state, hour = self.agent.state, self.surface.hour
+        keyed = []
+        for call in env_calls:
+            key = f"{self.settings.agent_id}:{hour}:{call.call_id}"
+            fingerprint = f"{call.name}:{canonical_arguments(call.arguments)}"
+            if state.fingerprints.get(key, fingerprint) != fingerprint:
+                raise ProtocolError(
+                    409, "idempotency_conflict",
+                    f"tool call id {call.call_id} was already used with another call",
+                )  # fmt: skip
+            keyed.append((call, key))
+        return keyed
+
+    def _execute(
+        self, plan: list[PlannedCall], keyed: list[tuple[PlannedCall, str]]
+    ) -> tuple[list[dict[str, Any]], bool]:
+        keys = {id(call): key for call, key in keyed}
+        state, window = self.agent.state, self.surface.window
+        results = []
+        for call in plan:
+            if not call.env:
+                self._record_framework(call)
+                continue
+            key = keys[id(call)]
+            state.fingerprints[key] = f"{call.name}:{canonical_arguments(call.arguments)}"
+            result = self.surface.call(call.name, call.arguments, key)
+            results.append(_tool_result(call, result))
+            if call.name == END_OF_STEP and (self.surface.over or self.surface.window != window):
+                return results, True
+        return results, False
+
+    def _record_framework(self, call: PlannedCall) -> None:
+        # A resent history repeats its framework calls: record each call id once per window.
+        key = f"framework:{call.call_id}"
+        if key not in self.agent.state.fingerprints:
+            self.agent.state.fingerprints[key] = call.name
+            self.surface.record_framework_call(call.name, call.arguments, ok=True)
+
+    # --- our JSON API -------------------------------------------------------------------------
+    async def call_tool(self, tool: str, args: Any, key: str | None) -> dict[str, Any]:
+        """One tool call (the small JSON API); `end_of_step` closes the window."""
+        async with self.cond:
+            self._require_open()
+            window = self.surface.window
+            if tool == END_OF_STEP:
+                result = await self._in_thread(self.surface.call, tool, args, key)
+            else:
+                result = self.surface.call(tool, args, key)
+            if self.surface.over or self.surface.window != window:
+                await self._after_window()
+            return result
+
+    async def _in_thread(self, fn: Any, *args: Any) -> Any:
+        """Run session work in a worker thread. Shielded: a cancelled request (a client gone, a
+        server shutting down) must not leave the session half-changed under a released lock, so
+        the work always completes, and `aclose` waits for it."""
+        self._work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+        return await asyncio.shield(self._work)
+
+    # --- window ends, wall clock, finish --------------------------------------------------------
+    async def force_if_overdue(self, now: float) -> bool:
+        """Close a window the agent has held longer than the wall-clock limit (trace: forced)."""
+        limit = self.settings.window_seconds
+        if limit is None or self.finished or self.settings.paused:
+            return False
+        if now - self.window_opened < limit:
+            return False
+        async with self.cond:
+            if self.finished or self.settings.paused or now - self.window_opened < limit:
+                return False
+            self.agent.state.forced_windows.append(self.surface.window)
+            await self._in_thread(self.session.force_end_of_step)
+            await self._after_window()
+            return True
+
+    async def _after_window(self) -> None:
+        """A window closed: finish the run, or checkpoint and open the next one."""
+        self.agent.state.enter(self.surface.window)
+        if self.surface.over:
+            await self._in_thread(self._finish)
+            for callback in self.on_finish:
+                callback(self)
+        elif self.surface.window % self.writer.checkpoint_every == 0:
+            await self._in_thread(self.writer.checkpoint, self.session, self.agent)
+        self.window_opened = time.monotonic()
+        self.cond.notify_all()
+
+    def _finish(self) -> None:
+        settings = self.meta.setdefault("agent", {}).setdefault("settings", {})
+        if self.agent.state.registration is not None:
+            settings["registration"] = self.agent.state.registration
+        ended = "closed" if self.session.engine.state.closed else "completed"
+        self.metrics = self.writer.finish(self.session, self.agent, self.meta, ended)
+
+    async def set_paused(self, paused: bool) -> None:
+        async with self.cond:
+            if self.finished:
+                raise gone()
+            self.settings.paused = paused
+            self.save_settings()
+            self.window_opened = time.monotonic()  # the wall clock restarts with the window
+            self.cond.notify_all()
+
+    # --- usage, registration, summary -------------------------------------------------------------
+    async def register(self, payload: dict[str, Any]) -> dict[str, Any]:
+        async with self.cond:
+            self.agent.state.registration = payload
+            return {"ok": True, **payload}
+
+    async def record_usage(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Delayed token usage, idempotent per `usage_id` (valid after the run ended too)."""
+        async with self.cond:
+            record = usage_record(body, self.surface.hour)
+            usage_id = record["usage_id"]
+            known = self.agent.state.auxiliary.get(usage_id)
+            if known is not None and known != record:
+                raise ProtocolError(
+                    409, "usage_id_conflict", f"usage_id {usage_id} was recorded differently"
+                )
+            self.agent.state.auxiliary[usage_id] = record
+            if self.finished and known is None:
+                self.meta["llm_usage"] = self.agent.usage_summary()
+                atomic_write_json(self.writer.run_dir / "run.json", self.meta)
+            return {"ok": True, "usage_id": usage_id, "duplicate": known is not None}
+
+    def summary(self) -> dict[str, Any]:
+        state = self.agent.state
+        return {
+            "run_id": self.run_id,
+            "label": self.settings.label,
+            "status": self.status,
+            "scenario": self.session.scenario.name,
+            "agent_id": self.settings.agent_id,
+            "registered": state.registration is not None,
+            "sealed": self.settings.sealed,
+            "tick": self.tick(),
+            "over": self.finished,
+            "turns_per_window": self.settings.turns_per_window,
+            "window_seconds": self.settings.window_seconds,
+            "forced_windows": list(state.forced_windows),
+            "tool_schema_sha256": self.surface.tool_schema_sha256(),
+            "metrics": _public_metrics(self.metrics),
+        }
+
+    async def aclose(self) -> None:
+        """Server shutdown: let running session work end, then `close`."""
+        if self._work is not None:
+            await asyncio.wait([self._work])
+        async with self.cond:
+            self.close()
+
+    def finish_if_over(self) -> None:
+        """A run whose last window closed but whose record was not finished (the server stopped
+        in between) is finished now."""
+        if self.surface.over and not self.finished:
+            self._finish()
+
+    def close(self) -> None:
+        """Checkpoint where the run stands (mid-window is fine) and let go of its files."""
+        if self.finished:
+            return
+        self.writer.checkpoint(self.session, self.agent)
+        # RunWriter has no close(); its trace file is flushed by the checkpoint above.
+        trace = getattr(self.writer, "_trace", None)
+        if trace is not None:
+            trace.close()
+
+
+async def _inline(fn: Any, *args: Any) -> Any:
+    return fn(*args)
+
+
+def _tool_result(call: PlannedCall, result: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "tool_call_id": call.call_id,
+        "name": call.name,
+        "tool_origin": call.origin,
+        "content": json.dumps(result, ensure_ascii=False),
+    }
+
+
+def _public_metrics(metrics: dict[str, Any] | None) -> dict[str, Any] | None:
+    if metrics is None:
+        return None
+    return {k: v for k, v in metrics.items() if k not in HIDDEN_METRICS}

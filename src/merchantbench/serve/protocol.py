@@ -1,0 +1,149 @@
+"""The public MerchantBench artifact's agent protocol, so an agent written for it (with its SDK
+`merchantbench_tool_client.py`) plays against this server unchanged. See docs/http.md."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header, Query
+from pydantic import BaseModel, ConfigDict, Field
+
+from merchantbench.serve.act import ENV_ORIGIN, ProtocolError
+from merchantbench.serve.auth import require_run
+from merchantbench.serve.external import PROTOCOL
+from merchantbench.serve.fastjson import JSONResponse, fast_json
+from merchantbench.serve.host import RunHost
+from merchantbench.serve.registry import Hosted
+from merchantbench.serve.settings import gone
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["agent protocol"])
+Run = Annotated[Hosted, Depends(require_run)]
+MAX_POLL_SECONDS = 300.0
+
+
+class RegisterBody(BaseModel):
+    """Who the agent is; recorded in the run record."""
+
+    model_config = ConfigDict(extra="ignore")
+    agent_id: str = Field(min_length=1, max_length=200)
+    framework: str = Field("unknown", max_length=200)
+    model: str | None = Field(None, max_length=200)
+    version: str | None = Field(None, max_length=200)
+    prompt_template: str | None = Field(None, max_length=100_000)
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class ActBody(BaseModel):
+    """One turn: an OpenAI messages batch; its `merchantbench_env` tool calls are run."""
+
+    model_config = ConfigDict(extra="ignore")
+    messages: list[Any] = Field(description="OpenAI-format messages (assistant tool calls run)")
+    token_usage: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None
+
+
+class UsageBody(BaseModel):
+    """Token usage of a model call outside the turns (e.g. a delayed review)."""
+
+    model_config = ConfigDict(extra="ignore")
+    usage_id: str = Field(min_length=1, max_length=200)
+    token_usage: dict[str, Any]
+    source: str | None = Field(None, max_length=100)
+    step: int | None = None
+    model: str | None = Field(None, max_length=200)
+    provider: str | None = Field(None, max_length=100)
+    cost_usd: float | None = None
+    cost_status: str | None = Field(None, max_length=100)
+    cost_source: str | None = Field(None, max_length=200)
+
+
+def _agent(host: Hosted, agent_id: str) -> Hosted:
+    if agent_id != host.settings.agent_id:
+        raise ProtocolError(404, "unknown_agent", f"this run has no agent {agent_id}")
+    return host
+
+
+@router.get("/runs/{run_id}/tools/schema")
+async def tools_schema(run_id: str, host: Run) -> dict[str, Any]:
+    """The environment tools (each with its OpenAI schema), their hash and protocol facts."""
+    if not isinstance(host, RunHost):
+        raise gone()
+    tools = [
+        {
+            "name": tool["function"]["name"],
+            "description": tool["function"]["description"],
+            "parameters": tool["function"]["parameters"],
+            "openai": tool,
+        }
+        for tool in host.surface.tool_schemas()
+    ]
+    return {
+        "tools": tools,
+        "tool_schema_sha256": host.surface.tool_schema_sha256(),
+        "scenario_id": host.session.scenario.name,
+        "dataset": {"market": "synthetic" if host.meta["market"]["catalog"] is None else "catalog"},
+        "base_path": f"/runs/{run_id}/agents/{host.settings.agent_id}/act",
+        "protocol": {
+            "name": PROTOCOL,
+            "agent_id": host.settings.agent_id,
+            "env_tool_origin": ENV_ORIGIN,
+            "windows_total": host.surface.windows_total,
+            "hours_per_window": host.session.scenario.clock.hours_per_window,
+            "calls_per_window": host.session.scenario.clock.calls_per_window,
+            "turns_per_window": host.settings.turns_per_window,
+            "window_seconds": host.settings.window_seconds,
+        },
+    }
+
+
+@router.post("/runs/{run_id}/agent/register")
+async def register(host: Run, body: RegisterBody) -> dict[str, Any]:
+    """Say who the agent is (framework, model, version); may be repeated, the last one counts."""
+    _agent(host, body.agent_id)
+    return await host.register(body.model_dump())
+
+
+@router.get(
+    "/runs/{run_id}/agents/{agent_id}/observation",
+    responses={408: {"description": "no window opened in time: poll again"},
+               410: {"description": "the run is over: no window will open again"}},
+)  # fmt: skip
+async def observation(
+    agent_id: str,
+    host: Run,
+    timeout: Annotated[float, Query(ge=0, le=MAX_POLL_SECONDS)] = 30.0,
+    nowait: Annotated[str | None, Query(max_length=8)] = None,
+) -> JSONResponse:
+    """Long-poll for the open window: `text`, `tick` (step = hour since the start, day, hour),
+    `turn_count`; the first packet also carries the `brief` (the system prompt)."""
+    _agent(host, agent_id)
+    return fast_json(await host.observation(timeout, nowait in ("1", "true", "yes")))
+
+
+@router.post(
+    "/runs/{run_id}/agents/{agent_id}/act",
+    responses={400: {"description": "malformed batch, or end_of_step not last"},
+               409: {"description": "a tool call id reused with another call"},
+               410: {"description": "the run is over"},
+               425: {"description": "X-Agent-Step is stale, or no window is open"},
+               429: {"description": "the window's turn cap is reached"}},
+)  # fmt: skip
+async def act(
+    agent_id: str,
+    host: Run,
+    body: ActBody,
+    x_agent_step: Annotated[str | None, Header(max_length=32)] = None,
+) -> JSONResponse:
+    """Run the batch's env tool calls in order; returns their results, `step_done` and
+    `hook_released` (the window closed with `end_of_step`)."""
+    _agent(host, agent_id)
+    return fast_json(await host.act(body.messages, body.token_usage, x_agent_step))
+
+
+@router.post("/runs/{run_id}/agents/{agent_id}/usage")
+async def usage(agent_id: str, host: Run, body: UsageBody) -> dict[str, Any]:
+    """Record token usage idempotently by `usage_id` (also after the run ended)."""
+    _agent(host, agent_id)
+    return await host.record_usage(body.model_dump(exclude_none=True))

@@ -1,0 +1,188 @@
+"""The runs a server hosts: created over the API or the CLI, found again in the runs directory
+after a restart (a live run resumes from its checkpoint, a finished one is served read-only)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import secrets
+from pathlib import Path
+from typing import Any
+
+from merchantbench.runs.files import atomic_write_bytes, read_json
+from merchantbench.runs.runner import RunSpec, RunWriter
+from merchantbench.scenario import Scenario
+from merchantbench.serve.auth import new_token
+from merchantbench.serve.external import EXTERNAL, ExternalAgent
+from merchantbench.serve.host import RunHost
+from merchantbench.serve.settings import SERVE_FILE, HostSettings, gone, read_settings
+
+__all__ = ["TOKENS_FILE", "Hosted", "RecordedRun", "RunRegistry", "run_env"]
+
+TOKENS_FILE = ".serve-tokens.json"  # agent tokens, readable by the operator only (0600)
+LIVE_ENDINGS = (None, "error", "interrupted")  # run.json `ended` values a restart resumes
+
+
+def run_env(base_url: str, host: Hosted, token: str | None) -> dict[str, str]:
+    """The environment variables an agent written for the public protocol reads."""
+    env = {
+        "MERCHANTBENCH_BASE_URL": base_url,
+        "MERCHANTBENCH_RUN_ID": host.run_id,
+        "MERCHANTBENCH_AGENT_ID": host.settings.agent_id,
+    }
+    if token is not None:
+        env["MERCHANTBENCH_AGENT_TOKEN"] = token
+    return env
+
+
+class RecordedRun:
+    """A finished run found on disk: its summary only; every agent route answers 410."""
+
+    surface = None
+    finished = True
+    status = "finished"
+
+    def __init__(self, settings: HostSettings, run_dir: Path) -> None:
+        self.settings = settings
+        self.run_dir = run_dir
+
+    @property
+    def run_id(self) -> str:
+        return self.settings.run_id
+
+    async def refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise gone()
+
+    observation = act = call_tool = register = record_usage = set_paused = refuse
+
+    def summary(self) -> dict[str, Any]:
+        metrics = read_json(self.run_dir / "metrics.json")
+        return {
+            "run_id": self.run_id,
+            "label": self.settings.label,
+            "status": "finished",
+            "agent_id": self.settings.agent_id,
+            "sealed": self.settings.sealed,
+            "over": True,
+            "metrics": {k: v for k, v in metrics.items() if k != "seed"},
+        }
+
+
+Hosted = RunHost | RecordedRun  # what a run id names on the server
+
+
+def new_run_id(label: str) -> str:
+    stem = re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")[:40] or "run"
+    return f"{stem}-{secrets.token_hex(4)}"
+
+
+class RunRegistry:
+    """Runs by id, their agent tokens, and the directory they live in."""
+
+    def __init__(
+        self,
+        runs_dir: Path,
+        admin_token: str | None,
+        checkpoint_every: int = 1,
+        only: set[str] | None = None,
+    ) -> None:
+        self.runs_dir = runs_dir
+        self.admin_token = admin_token
+        self.checkpoint_every = checkpoint_every
+        self.only = only
+        self.hosts: dict[str, Hosted] = {}
+        self._tokens: dict[str, str] = {}
+        self.on_finish: list[Any] = []  # callbacks(host) for every run that ends
+
+    # --- tokens -------------------------------------------------------------------------------
+    def agent_token(self, run_id: str) -> str | None:
+        return self._tokens.get(run_id)
+
+    def _load_tokens(self) -> None:
+        path = self.runs_dir / TOKENS_FILE
+        self._tokens = json.loads(path.read_text()) if path.is_file() else {}
+
+    def _save_tokens(self) -> None:
+        path = self.runs_dir / TOKENS_FILE
+        atomic_write_bytes(path, json.dumps(self._tokens, indent=1, sort_keys=True).encode())
+        os.chmod(path, 0o600)
+
+    # --- runs ---------------------------------------------------------------------------------
+    def _adopt(self, host: RunHost) -> RunHost:
+        host.on_finish.append(self._finished)
+        self.hosts[host.run_id] = host
+        return host
+
+    def _finished(self, host: RunHost) -> None:
+        for callback in self.on_finish:
+            callback(host)
+
+    async def create(
+        self, scenario: Scenario, seed: int, settings: HostSettings, catalog: Path | None = None
+    ) -> tuple[RunHost, str]:
+        """Start a new run in `<runs_dir>/<run_id>`; returns it and its agent token."""
+        return await asyncio.to_thread(self.create_now, scenario, seed, settings, catalog)
+
+    def create_now(
+        self, scenario: Scenario, seed: int, settings: HostSettings, catalog: Path | None = None
+    ) -> tuple[RunHost, str]:
+        """`create`, blocking (for the CLI, before a server starts)."""
+        spec = RunSpec(EXTERNAL, scenario, seed, {"agent_id": settings.agent_id}, catalog)
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        if not self._tokens:
+            self._load_tokens()
+        host = self._open(spec, self.runs_dir / settings.run_id, settings, False)
+        token = new_token()
+        self._tokens[settings.run_id] = token
+        self._save_tokens()
+        return self._adopt(host), token
+
+    def _open(self, spec: RunSpec, run_dir: Path, settings: HostSettings, resume: bool) -> RunHost:
+        writer = RunWriter(spec, run_dir, self.checkpoint_every)
+        session, agent, meta = writer.open_session(resume)
+        assert isinstance(agent, ExternalAgent)
+        host = RunHost(settings, writer, session, agent, meta)
+        host.save_settings()
+        host.finish_if_over()
+        if not resume:
+            writer.checkpoint(session, agent)  # a restart before the first window ends
+        return host
+
+    def load_existing(self) -> list[str]:
+        """Pick up the runs of the runs directory; returns the ids of those resumed."""
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        self._load_tokens()
+        resumed = []
+        for run_dir in sorted(p for p in self.runs_dir.iterdir() if (p / SERVE_FILE).is_file()):
+            if self.only is not None and run_dir.name not in self.only:
+                continue
+            settings = read_settings(run_dir)
+            meta = read_json(run_dir / "run.json")
+            if meta.get("ended") not in LIVE_ENDINGS:
+                self.hosts[settings.run_id] = RecordedRun(settings, run_dir)
+                continue
+            spec = _spec_of(meta)
+            self._adopt(self._open(spec, run_dir, settings, resume=True))
+            resumed.append(settings.run_id)
+        return resumed
+
+    async def aclose_all(self) -> None:
+        """Checkpoint every live run (server shutdown)."""
+        for host in self.hosts.values():
+            if isinstance(host, RunHost):
+                await host.aclose()
+
+
+def _spec_of(meta: dict[str, Any]) -> RunSpec:
+    """The spec of a recorded run, from its run.json."""
+    settings = meta["agent"]["settings"]
+    catalog = meta["market"].get("catalog")
+    return RunSpec(
+        EXTERNAL,
+        Scenario.model_validate(meta["scenario_config"]),
+        meta["seed"],
+        {k: settings[k] for k in ("agent_id", "protocol") if k in settings},
+        Path(catalog) if catalog else None,
+    )

@@ -1,0 +1,70 @@
+"""API fuzzing from the OpenAPI schema (schemathesis, bounded examples): no route answers 500,
+and a refused request (4xx) changes no run."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+import schemathesis
+from conftest import ADMIN, LiveServer, start_server
+from hypothesis import HealthCheck, settings
+
+from merchantbench.serve import ServeConfig, create_app
+from merchantbench.serve.host import RunHost
+
+schema = schemathesis.openapi.from_dict(create_app(ServeConfig(Path("unused"), ADMIN)).openapi())
+MAX_POLL = 0.05  # long-polls of a paused run must not hold the fuzzer
+
+
+@pytest.fixture(scope="module")
+def target(tmp_path_factory) -> Any:
+    server = start_server(tmp_path_factory.mktemp("fuzz") / "runs")
+    run = server.create_run(label="fuzzed")
+    yield server, run
+    server.stop()
+
+
+def world(server: LiveServer) -> tuple[Any, ...]:
+    """Every run's state, protocol state and settings, comparable before and after."""
+    state = []
+    for run_id, host in sorted(server.registry.hosts.items()):
+        if isinstance(host, RunHost):
+            memory = host.session.memory
+            state.append((run_id, host.session.state_hash(), memory.seq, memory.memory_doc,
+                          pickle.dumps(host.agent.state), host.settings.paused))  # fmt: skip
+    return tuple(state)
+
+
+def aim(case: Any, run_id: str) -> None:
+    """Point the case at the live run and keep it quick (short polls, no wall-clock runs)."""
+    if case.path_parameters is not None:
+        case.path_parameters = {
+            **case.path_parameters,
+            **({"run_id": run_id} if "run_id" in case.path_parameters else {}),
+            **({"agent_id": "agent_0"} if "agent_id" in case.path_parameters else {}),
+        }
+    if isinstance(case.query, dict) and "timeout" in case.query:
+        try:
+            case.query["timeout"] = min(float(case.query["timeout"]), MAX_POLL)
+        except (TypeError, ValueError):
+            pass
+    if isinstance(case.body, dict) and "window_seconds" in case.body:
+        case.body["window_seconds"] = None
+    case.headers = {**(case.headers or {}), "Authorization": f"Bearer {ADMIN}"}
+
+
+@schema.parametrize()
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+def test_no_500_and_no_change_on_refusal(case: Any, target: Any) -> None:
+    server, run = target
+    aim(case, run["run_id"])
+    before = world(server)
+    response = case.call(base_url=server.base_url, timeout=30)
+    print("FUZZ", case.method, case.path, response.status_code)
+    assert response.status_code < 500, (case.method, case.path, response.text[:300])
+    if response.status_code >= 400:
+        after = world(server)
+        assert after == before, (case.method, case.formatted_path, response.status_code)
