@@ -6,6 +6,7 @@ import typer
 
 from merchantbench.cli import calibrate as calibrate_cmd
 from merchantbench.cli import catalog as catalog_cmd
+from merchantbench.cli import mcp as mcp_cmd
 from merchantbench.cli import report as report_cmd
 from merchantbench.cli import run as run_cmd
 from merchantbench.cli import scenario as scenario_cmd
@@ -25,6 +26,7 @@ app.add_typer(tools_cmd.app, name="tools")
 app.command("report")(report_cmd.report)
 app.command("compare")(report_cmd.compare)
 app.command("run")(run_cmd.run)
+app.command("mcp")(mcp_cmd.mcp)
 app.command("scripted-server")(scripted_cmd.scripted_server)
 app.command("calibrate")(calibrate_cmd.calibrate)
 

@@ -1,0 +1,1 @@
+"""Front ends that serve a run to agents outside our process (MCP; HTTP)."""
