@@ -35,7 +35,7 @@ from merchantbench.scenario import Scenario, load_scenario
 from merchantbench.session import Session
 from merchantbench.tools.toolset import build_registry
 
-__all__ = ["ENV_ID", "TEXT_CHARSET", "MerchantBenchEnv", "store_state_space"]
+__all__ = ["ENV_ID", "TEXT_CHARSET", "MerchantBenchEnv", "make_vector_env", "store_state_space"]
 
 ENV_ID = "MerchantBench-v0"
 OBSERVATION_MAX_CHARS = 65_536
@@ -126,6 +126,10 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
             raise RuntimeError("call reset() before using the environment")
         return self._session
 
+    def state_hash(self) -> str:
+        """The engine's state hash (host side; e.g. `vector_env.call("state_hash")`)."""
+        return self.session.state_hash()
+
     def _open(self, run_seed: int) -> Session:
         market_seed = run_seed if self.market_seed is None else self.market_seed
         market = get_market(self.scenario, market_seed, catalog=self.catalog)
@@ -187,6 +191,25 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         if self.render_mode != "ansi":
             return None
         return self.session.surface.observation()
+
+
+def make_vector_env(
+    num_envs: int, vectorization_mode: str = "async", **env_kwargs: Any
+) -> gym.vector.VectorEnv:
+    """`num_envs` stores, in parallel processes by default (`"sync"`: one process).
+
+    Use this rather than a bare `gymnasium.make_vec`: Gymnasium's async vector env reads `Text`
+    observations out of shared memory once, when it is built, so with its default
+    `shared_memory=True` every observation text would stay blank; here it is off.
+    """
+    vector_kwargs = {"shared_memory": False} if vectorization_mode == "async" else {}
+    return gym.make_vec(
+        ENV_ID,
+        num_envs=num_envs,
+        vectorization_mode=vectorization_mode,
+        vector_kwargs=vector_kwargs,
+        **env_kwargs,
+    )
 
 
 gym.register(id=ENV_ID, entry_point="merchantbench.gym:MerchantBenchEnv")
