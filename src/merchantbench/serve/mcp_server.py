@@ -14,8 +14,8 @@ What a client sees:
 - **instructions**: the brief and how a window is played, for clients that put server
   instructions in the model's context.
 
-Calls are applied one at a time (a lock per run) in a worker thread, so a long `end_of_step`
-never stalls other connections of the same event loop. Transports: `serve_stdio(run)` for one
+Calls are applied one at a time (a lock per run); `end_of_step`, which simulates a window, runs
+in a worker thread so that it never stalls other connections of the same event loop. Transports: `serve_stdio(run)` for one
 run over stdin/stdout, and `McpHttpEndpoint(run)` for streamable HTTP.
 """
 
@@ -34,6 +34,7 @@ from starlette.applications import Starlette
 
 import merchantbench
 from merchantbench.serve.mcp_run import HostedRun
+from merchantbench.session import END_OF_STEP
 
 __all__ = [
     "BRIEF_PROMPT",
@@ -92,7 +93,12 @@ class _RunAdapter:
         self, ctx: Any, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         async with self.lock:
-            result = await anyio.to_thread.run_sync(self.run.call, params.name, params.arguments)
+            if params.name == END_OF_STEP:  # simulates a window: off the event loop
+                result = await anyio.to_thread.run_sync(
+                    self.run.call, params.name, params.arguments
+                )
+            else:
+                result = self.run.call(params.name, params.arguments)
         return tool_result(result)
 
     async def list_prompts(self, ctx: Any, params: Any) -> types.ListPromptsResult:
@@ -187,7 +193,12 @@ class McpHttpEndpoint:
     def __init__(self, run: HostedRun, path: str = "/mcp", host: str = "127.0.0.1") -> None:
         self.server = build_mcp_server(run)
         self.app: Starlette = self.server.streamable_http_app(
-            streamable_http_path=path, host=host, session_idle_timeout=None
+            # Plain JSON answers, not one SSE stream per call: the server sends no
+            # notifications mid-call, and a JSON answer is several times quicker.
+            streamable_http_path=path,
+            host=host,
+            session_idle_timeout=None,
+            json_response=True,
         )
         self._stopped = anyio.Event()
 

@@ -1,0 +1,124 @@
+"""Per-tool-call overhead of the MCP front end over the in-process call.
+
+The same cheap tool (`query_balance`) is called in process through the agent surface, then by
+the official `mcp` SDK client over stdio (`merchantbench mcp` in a subprocess) and over
+streamable HTTP (uvicorn on 127.0.0.1); the overhead is the difference of the p50 latencies.
+Goal: at most 3 ms p50 on loopback. Run with:
+
+    uv run python benchmarks/bench_mcp.py [--calls 500]
+
+and record the printed figures, with the machine, in docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import socket
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import uvicorn
+from mcp import Client, StdioServerParameters
+
+from merchantbench.catalog.cache import get_market, get_search_index
+from merchantbench.runs.runner import RunSpec
+from merchantbench.scenario import load_scenario
+from merchantbench.serve.mcp_run import MCP_AGENT, HostedRun
+from merchantbench.serve.mcp_server import McpHttpEndpoint
+from merchantbench.session import Session
+
+SCENARIO, SEED = "smoke", 1
+ROOMY = ["clock.calls_per_window=1000000"]  # one window holds every measured call
+TOOL = "query_balance"
+
+
+def summary(samples: list[float]) -> tuple[float, float]:
+    """p50 and p99, in milliseconds."""
+    ordered = sorted(samples)
+    return statistics.median(ordered) * 1e3, ordered[int(0.99 * (len(ordered) - 1))] * 1e3
+
+
+def in_process(calls: int) -> list[float]:
+    scenario = load_scenario(SCENARIO, overrides=ROOMY)
+    market = get_market(scenario, SEED)
+    surface = Session(scenario, market, SEED, get_search_index(scenario, SEED, market)).surface
+    samples = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        surface.call(TOOL, {})
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+async def timed(call: Callable[[], Awaitable[Any]], calls: int) -> list[float]:
+    for _ in range(min(calls // 10, 50)):  # warm-up
+        await call()
+    samples = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        await call()
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+def over_stdio(calls: int, out: Path) -> list[float]:
+    args = ["-m", "merchantbench.cli", "mcp", "-s", SCENARIO, "--seed", str(SEED)]
+    args += ["--out", str(out), *[f"--set={o}" for o in ROOMY]]
+    params = StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ))
+
+    async def main() -> list[float]:
+        async with Client(params) as client:
+            return await timed(lambda: client.call_tool(TOOL, {}), calls)
+
+    return anyio.run(main)
+
+
+def over_http(calls: int, out: Path) -> list[float]:
+    spec = RunSpec(MCP_AGENT, load_scenario(SCENARIO, overrides=ROOMY), SEED)
+    endpoint = McpHttpEndpoint(HostedRun(spec, out))
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(endpoint.app, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+
+    async def main() -> list[float]:
+        async with Client(url) as client:
+            return await timed(lambda: client.call_tool(TOOL, {}), calls)
+
+    try:
+        return anyio.run(main)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=500)
+    calls = parser.parse_args().calls
+    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+          f"Python {platform.python_version()}; {calls} calls of {TOOL}")  # fmt: skip
+    base, _ = summary(in_process(calls))
+    print(f"in process        p50 {base:7.3f} ms")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, measure in (("stdio", over_stdio), ("streamable HTTP", over_http)):
+            p50, p99 = summary(measure(calls, Path(tmp) / name.replace(" ", "-")))
+            print(f"{name:<17} p50 {p50:7.3f} ms  p99 {p99:7.3f} ms  overhead p50 "
+                  f"{p50 - base:7.3f} ms")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
