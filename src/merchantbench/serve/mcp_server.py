@@ -15,8 +15,9 @@ What a client sees:
   instructions in the model's context.
 
 Calls are applied one at a time (a lock per run); `end_of_step`, which simulates a window, runs
-in a worker thread so that it never stalls other connections of the same event loop. Transports: `serve_stdio(run)` for one
-run over stdin/stdout, and `McpHttpEndpoint(run)` for streamable HTTP.
+in a worker thread so that it never stalls other connections of the same event loop.
+Transports: `serve_stdio(run)` for one run over stdin/stdout, and `McpHttpEndpoint(run)` for
+streamable HTTP.
 """
 
 from __future__ import annotations
