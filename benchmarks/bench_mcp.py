@@ -1,8 +1,9 @@
 """Per-tool-call overhead of the MCP front end over the in-process call.
 
 The same cheap tool (`query_balance`) is called in process through the agent surface, then by
-the official `mcp` SDK client over stdio (`merchantbench mcp` in a subprocess) and over
-streamable HTTP (uvicorn on 127.0.0.1); the overhead is the difference of the p50 latencies.
+the official `mcp` SDK client: in the same process over memory streams (the adapter and the
+SDK without a transport), over stdio (`merchantbench mcp` in a subprocess) and over streamable
+HTTP (uvicorn on 127.0.0.1); the overhead is the difference of the p50 latencies.
 Goal: at most 3 ms p50 on loopback. Run with:
 
     uv run python benchmarks/bench_mcp.py [--calls 500]
@@ -33,7 +34,7 @@ from merchantbench.catalog.cache import get_market, get_search_index
 from merchantbench.runs.runner import RunSpec
 from merchantbench.scenario import load_scenario
 from merchantbench.serve.mcp_run import MCP_AGENT, HostedRun
-from merchantbench.serve.mcp_server import McpHttpEndpoint
+from merchantbench.serve.mcp_server import McpHttpEndpoint, build_mcp_server
 from merchantbench.session import Session
 
 SCENARIO, SEED = "smoke", 1
@@ -70,6 +71,19 @@ async def timed(call: Callable[[], Awaitable[Any]], calls: int) -> list[float]:
     return samples
 
 
+def sdk_in_process(calls: int, out: Path) -> list[float]:
+    """The SDK's client and server in one process over memory streams (JSON-RPC framing and
+    validation, no transport): what our adapter and the SDK cost without pipes or sockets."""
+    spec = RunSpec(MCP_AGENT, load_scenario(SCENARIO, overrides=ROOMY), SEED)
+    server = build_mcp_server(HostedRun(spec, out))
+
+    async def main() -> list[float]:
+        async with Client(server, mode="legacy") as client:
+            return await timed(lambda: client.call_tool(TOOL, {}), calls)
+
+    return anyio.run(main)
+
+
 def over_stdio(calls: int, out: Path) -> list[float]:
     args = ["-m", "merchantbench.cli", "mcp", "-s", SCENARIO, "--seed", str(SEED)]
     args += ["--out", str(out), *[f"--set={o}" for o in ROOMY]]
@@ -86,6 +100,9 @@ def over_http(calls: int, out: Path) -> list[float]:
     spec = RunSpec(MCP_AGENT, load_scenario(SCENARIO, overrides=ROOMY), SEED)
     endpoint = McpHttpEndpoint(HostedRun(spec, out))
     sock = socket.socket()
+    # Accepted sockets inherit this; without it, Nagle and delayed ACKs add ~40 ms per call
+    # on a socket handed to uvicorn (uvicorn sets it only on sockets it binds itself).
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind(("127.0.0.1", 0))
     server = uvicorn.Server(uvicorn.Config(endpoint.app, log_level="warning"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
@@ -109,12 +126,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=500)
     calls = parser.parse_args().calls
-    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load {load}, "
           f"Python {platform.python_version()}; {calls} calls of {TOOL}")  # fmt: skip
     base, _ = summary(in_process(calls))
     print(f"in process        p50 {base:7.3f} ms")
     with tempfile.TemporaryDirectory() as tmp:
-        for name, measure in (("stdio", over_stdio), ("streamable HTTP", over_http)):
+        transports = (
+            ("SDK in process", sdk_in_process),
+            ("stdio", over_stdio),
+            ("streamable HTTP", over_http),
+        )
+        for name, measure in transports:
             p50, p99 = summary(measure(calls, Path(tmp) / name.replace(" ", "-")))
             print(f"{name:<17} p50 {p50:7.3f} ms  p99 {p99:7.3f} ms  overhead p50 "
                   f"{p50 - base:7.3f} ms")  # fmt: skip

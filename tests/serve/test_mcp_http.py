@@ -40,6 +40,7 @@ TIMEOUT = 120
 def serving(app: Any) -> Iterator[str]:
     """Serve `app` with uvicorn on a free loopback port; yield its base URL."""
     sock = socket.socket()
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # else ~40 ms a request
     sock.bind(("127.0.0.1", 0))
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
