@@ -20,6 +20,7 @@ from merchantbench.runs.files import atomic_write_json
 from merchantbench.runs.runner import RunSpec, RunWriter
 from merchantbench.session import END_OF_STEP, Session
 from merchantbench.surface import AgentSurface
+from merchantbench.tools.errors import failure
 
 __all__ = ["MCP_AGENT", "SUMMARY_METRICS", "HostedRun", "McpClientAgent"]
 
@@ -79,14 +80,28 @@ class HostedRun:
         """True once the run record has been finished."""
         return self.summary is not None
 
-    def call(self, tool: str, args: dict[str, Any] | str | None = None) -> dict[str, Any]:
+    def call(
+        self,
+        tool: str,
+        args: dict[str, Any] | str | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
         """One tool call of the agent; `end_of_step` also says what comes next.
+
+        Args:
+            tool: The tool's name.
+            args: Its arguments (a dict or a JSON object string).
+            idempotency_key: As `AgentSurface.call`: a repeated state-changing call with the
+                same key and arguments returns the first outcome without acting again.
 
         Returns:
             The surface's result; after a successful `end_of_step` it also has `run_over` and
             either `observation` (the next window's) or `summary` (the finished run's).
         """
-        result = self.surface.call(tool, args)
+        if self.finished:
+            # The record is closed (its trace too): the surface's own answer, unrecorded.
+            return failure("run_over", "the run has ended; no more calls")
+        result = self.surface.call(tool, args, idempotency_key)
         if tool == END_OF_STEP and result.get("ok"):
             result = {**result, **self._after_window()}
         return result

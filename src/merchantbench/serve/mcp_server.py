@@ -13,6 +13,8 @@ What a client sees:
   call and costs no call of the window.
 - **instructions**: the brief and how a window is played, for clients that put server
   instructions in the model's context.
+- **idempotency**: a tool call whose `_meta` has `merchantbench/idempotency_key` passes it to
+  the surface, so a client that retries a state-changing call acts once.
 
 Calls are applied one at a time (a lock per run); `end_of_step`, which simulates a window, runs
 in a worker thread so that it never stalls other connections of the same event loop.
@@ -23,6 +25,7 @@ streamable HTTP.
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 import anyio
@@ -36,9 +39,11 @@ from starlette.applications import Starlette
 import merchantbench
 from merchantbench.serve.mcp_run import HostedRun
 from merchantbench.session import END_OF_STEP
+from merchantbench.tools.errors import failure
 
 __all__ = [
     "BRIEF_PROMPT",
+    "IDEMPOTENCY_META_KEY",
     "OBSERVATION_URI",
     "RULES_URI",
     "McpHttpEndpoint",
@@ -51,6 +56,8 @@ SERVER_NAME = "merchantbench"
 BRIEF_PROMPT = "brief"
 RULES_URI = "merchantbench://platform-rules"
 OBSERVATION_URI = "merchantbench://observation"
+# A tool call's `_meta` entry for the surface's idempotency key (a retried call acts once).
+IDEMPOTENCY_META_KEY = "merchantbench/idempotency_key"
 HOW_TO_PLAY = (
     "How to play over MCP: each window, call the tools you need, then call end_of_step; its "
     "result carries the next window's observation, or the run's summary once the run is over "
@@ -93,13 +100,14 @@ class _RunAdapter:
     async def call_tool(
         self, ctx: Any, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        key = (params.meta or {}).get(IDEMPOTENCY_META_KEY)
+        if key is not None and not isinstance(key, str):
+            message = f"_meta {IDEMPOTENCY_META_KEY} must be a string"
+            return tool_result(failure("invalid_argument", message, "$._meta"))
+        call = partial(self.run.call, params.name, params.arguments, key)
         async with self.lock:
-            if params.name == END_OF_STEP:  # simulates a window: off the event loop
-                result = await anyio.to_thread.run_sync(
-                    self.run.call, params.name, params.arguments
-                )
-            else:
-                result = self.run.call(params.name, params.arguments)
+            # end_of_step simulates a window: off the event loop; the rest is microseconds.
+            result = await anyio.to_thread.run_sync(call) if params.name == END_OF_STEP else call()
         return tool_result(result)
 
     async def list_prompts(self, ctx: Any, params: Any) -> types.ListPromptsResult:
