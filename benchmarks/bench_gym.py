@@ -55,7 +55,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=4000)
     steps = parser.parse_args().steps
-    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load {load}, "
           f"Python {platform.python_version()}; {steps} steps on {SCENARIO}")  # fmt: skip
     print(f"one process       {one_process(steps):9.0f} steps/s")
     print(f"vector env of 4   {vector_of_4(steps):9.0f} steps/s (async, 4 processes)")

@@ -3,7 +3,9 @@
 The same cheap tool (`query_balance`) is called in process through the agent surface, then by
 the official `mcp` SDK client: in the same process over memory streams (the adapter and the
 SDK without a transport), over stdio (`merchantbench mcp` in a subprocess) and over streamable
-HTTP (uvicorn on 127.0.0.1); the overhead is the difference of the p50 latencies.
+HTTP (uvicorn on 127.0.0.1); the overhead is the difference of the p50 latencies. The CPU time
+per call (client and server together) is printed beside them: on a loaded machine latency
+includes waiting for a CPU, the CPU time does not.
 Goal: at most 3 ms p50 on loopback. Run with:
 
     uv run python benchmarks/bench_mcp.py [--calls 500]
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import resource
 import socket
 import statistics
 import sys
@@ -60,15 +63,24 @@ def in_process(calls: int) -> list[float]:
     return samples
 
 
+CPU_SECONDS: dict[str, float] = {}  # CPU time of this process in the last timed loop
+
+
 async def timed(call: Callable[[], Awaitable[Any]], calls: int) -> list[float]:
-    for _ in range(min(calls // 10, 50)):  # warm-up
+    for _ in range(warm_up(calls)):
         await call()
     samples = []
+    cpu = time.process_time()
     for _ in range(calls):
         start = time.perf_counter()
         await call()
         samples.append(time.perf_counter() - start)
+    CPU_SECONDS["last"] = time.process_time() - cpu
     return samples
+
+
+def warm_up(calls: int) -> int:
+    return min(calls // 10, 50)
 
 
 def sdk_in_process(calls: int, out: Path) -> list[float]:
@@ -85,15 +97,29 @@ def sdk_in_process(calls: int, out: Path) -> list[float]:
 
 
 def over_stdio(calls: int, out: Path) -> list[float]:
-    args = ["-m", "merchantbench.cli", "mcp", "-s", SCENARIO, "--seed", str(SEED)]
-    args += ["--out", str(out), *[f"--set={o}" for o in ROOMY]]
-    params = StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ))
+    """Calls to a `merchantbench mcp` subprocess. The server's CPU per call is the difference
+    of its CPU time in a run of `calls` calls and in a run of none, recorded beside ours."""
 
-    async def main() -> list[float]:
-        async with Client(params) as client:
-            return await timed(lambda: client.call_tool(TOOL, {}), calls)
+    def served(n: int, run_dir: Path) -> tuple[list[float], float]:
+        args = ["-m", "merchantbench.cli", "mcp", "-s", SCENARIO, "--seed", str(SEED)]
+        args += ["--out", str(run_dir), *[f"--set={o}" for o in ROOMY]]
+        params = StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ))
 
-    return anyio.run(main)
+        async def main() -> list[float]:
+            async with Client(params) as client:
+                return await timed(lambda: client.call_tool(TOOL, {}), n)
+
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        samples = anyio.run(main)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return samples, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+
+    _, idle_server = served(0, out.with_name(out.name + "-idle"))
+    samples, server = served(calls, out)
+    client = CPU_SECONDS["last"]
+    per_call = (server - idle_server) / (calls + warm_up(calls))
+    CPU_SECONDS["last"] = client + per_call * calls
+    return samples
 
 
 def over_http(calls: int, out: Path) -> list[float]:
@@ -139,8 +165,9 @@ def main() -> None:
         )
         for name, measure in transports:
             p50, p99 = summary(measure(calls, Path(tmp) / name.replace(" ", "-")))
+            cpu = CPU_SECONDS["last"] / calls * 1e3
             print(f"{name:<17} p50 {p50:7.3f} ms  p99 {p99:7.3f} ms  overhead p50 "
-                  f"{p50 - base:7.3f} ms")  # fmt: skip
+                  f"{p50 - base:7.3f} ms  CPU per call {cpu:6.3f} ms")  # fmt: skip
 
 
 if __name__ == "__main__":
