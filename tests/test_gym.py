@@ -1,5 +1,6 @@
 """`MerchantBench-v0`: Gymnasium's own checker, the spaces, reward and termination, the seeding
-contract, determinism against an in-process run, and a vector env of 4 in parallel processes."""
+contract, determinism against an in-process run, nothing hidden in observations or infos, and a
+vector env of 4 in parallel processes."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from frontend_script import SCENARIO, action_script, new_session, play_in_process
+from frontend_script import SCENARIO, action_script, new_session, play_in_process, scan
 from merchantbench.gym import ENV_ID, MerchantBenchEnv, make_vector_env
 
 SEED = 5
@@ -61,6 +62,7 @@ def test_a_scripted_run_matches_in_process_with_rewards_summing_to_the_gain() ->
         assert obs in env.observation_space and not truncated
         rewards.append(reward)
         results.append(info["result"])
+        scan({"text": obs["text"], "store": list(obs["store"]), "info": info}, [])
     assert terminated and len(results) == len(reference.results)
     for got, expected in zip(results, reference.results, strict=True):
         if not expected["ok"] and expected["error"]["code"] == "unknown_tool":

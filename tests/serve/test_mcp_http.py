@@ -5,7 +5,10 @@ lifespan starts it (how the HTTP server mounts one endpoint per run)."""
 from __future__ import annotations
 
 import json
+import signal
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -134,3 +137,42 @@ def _first_windows(in_process: Any, script: list, windows: int) -> Any:
     return type(in_process)(
         in_process.results[:calls], in_process.observations[:windows], in_process.session
     )
+
+
+def test_the_command_serves_http_on_loopback_and_a_stop_leaves_a_resumable_record(
+    tmp_path, reference
+) -> None:
+    script, in_process = reference
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "merchantbench.cli", "mcp", "--scenario", SCENARIO]
+    command += ["--seed", str(SEED), "--out", str(out), "--http-port", str(port)]
+    server = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for_port(port)
+        results = run_client(
+            f"http://127.0.0.1:{port}/mcp", lambda c: play(c, script[:2], Transcript())
+        )
+    finally:
+        server.send_signal(signal.SIGINT)
+        _, stderr = server.communicate(timeout=30)
+    assert results[-1]["observation"] == in_process.observations[1]
+    assert f"http://127.0.0.1:{port}/mcp" in stderr and "(interrupted)" in stderr
+    meta = json.loads((out / "run.json").read_text())
+    assert (
+        meta["ended"] == "interrupted"
+        and meta["agent"]["settings"]["transport"] == "streamable-http"
+    )
+    assert (out / "checkpoint" / "state.pkl").is_file()
+
+
+def _wait_for_port(port: int) -> None:
+    for _ in range(600):  # bounded: 60 s (the first start may build the market)
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        threading.Event().wait(0.1)
+    raise AssertionError(f"nothing listens on 127.0.0.1:{port}")
