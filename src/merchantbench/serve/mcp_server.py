@@ -188,9 +188,10 @@ class McpHttpEndpoint:
     """One run's MCP server over streamable HTTP, as an ASGI app.
 
     Served on its own (`uvicorn.run(endpoint.app, ...)`), the app's lifespan runs the SDK's
-    session manager. Mounted inside another app (e.g. `Mount("/runs/{id}/mcp", endpoint.app)`),
-    whose lifespan a mount does not run, the host starts it instead:
-    `await task_group.start(endpoint.serve)` and later `endpoint.stop()`.
+    session manager. Mounted inside another app (e.g. `Mount("/runs/{id}", endpoint.app)`, the
+    URL then being `/runs/{id}/mcp`), whose lifespan a mount does not run, the host starts it
+    instead: `await task_group.start(endpoint.serve)`, and later `endpoint.stop()` from the
+    same event loop.
 
     Args:
         run: The run.
@@ -203,7 +204,7 @@ class McpHttpEndpoint:
         self.server = build_mcp_server(run)
         self.app: Starlette = self.server.streamable_http_app(
             # Plain JSON answers, not one SSE stream per call: the server sends no
-            # notifications mid-call, and a JSON answer is several times quicker.
+            # notifications mid-call, and JSON costs less (docs/performance.md).
             streamable_http_path=path,
             host=host,
             session_idle_timeout=None,
