@@ -10,6 +10,7 @@ import typer
 from merchantbench.cli import calibrate as calibrate_cmd
 from merchantbench.cli import catalog as catalog_cmd
 from merchantbench.cli import check as check_cmd
+from merchantbench.cli import mcp as mcp_cmd
 from merchantbench.cli import report as report_cmd
 from merchantbench.cli import run as run_cmd
 from merchantbench.cli import scenario as scenario_cmd
@@ -44,6 +45,7 @@ app.add_typer(tools_cmd.app, name="tools")
 app.command("report")(report_cmd.report)
 app.command("compare")(report_cmd.compare)
 app.command("run")(run_cmd.run)
+app.command("mcp")(mcp_cmd.mcp)
 app.command("scripted-server")(scripted_cmd.scripted_server)
 app.command("calibrate")(calibrate_cmd.calibrate)
 app.command("check")(check_cmd.check)

@@ -1,5 +1,6 @@
-"""The HTTP front end (`merchantbench serve`): the public artifact's agent protocol and a small
-JSON API over each hosted run's agent surface. See docs/http.md."""
+"""Front ends that serve a run to agents outside our process: the HTTP server
+(`merchantbench serve`, the public artifact's agent protocol and a small JSON API; docs/http.md)
+and the MCP server (`merchantbench mcp`; docs/mcp.md)."""
 
 from merchantbench.serve.app import AppExtension, ServeConfig, create_app
 

@@ -1,0 +1,82 @@
+"""`merchantbench mcp`: serve one run to an MCP client, over stdio or streamable HTTP."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import anyio
+import typer
+
+from merchantbench.catalog.real_format import CatalogError
+from merchantbench.cli.common import (
+    CatalogOption,
+    ScenarioFile,
+    ScenarioName,
+    SeedOption,
+    SetOption,
+    fail,
+    scenario_from_options,
+)
+from merchantbench.runs.runner import RunError, RunSpec
+
+if TYPE_CHECKING:
+    from merchantbench.serve.mcp_run import HostedRun
+
+LOOPBACK = "127.0.0.1"
+
+
+def mcp(
+    out: Annotated[Path, typer.Option("--out", help="run directory (the run record)")],
+    scenario: ScenarioName = "paper",
+    seed: SeedOption = 1,
+    catalog: CatalogOption = None,
+    days: Annotated[int | None, typer.Option(help="simulate fewer days")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="continue an interrupted run")] = False,
+    http_port: Annotated[
+        int | None,
+        typer.Option("--http-port", help="serve streamable HTTP on 127.0.0.1:PORT, not stdio"),
+    ] = None,
+    checkpoint_every: Annotated[
+        int, typer.Option("--checkpoint-every", min=1, help="checkpoint every N windows")
+    ] = 10,
+    file: ScenarioFile = None,
+    set_: SetOption = None,
+) -> None:
+    """Serve one run as an MCP server; the client's model plays it. Writes a run record."""
+    from merchantbench.serve.mcp_run import MCP_AGENT, HostedRun
+
+    overrides = list(set_ or []) + ([f"clock.days={days}"] if days is not None else [])
+    sc = scenario_from_options(scenario, file, overrides)
+    transport = "stdio" if http_port is None else "streamable-http"
+    spec = RunSpec(
+        agent=MCP_AGENT,
+        scenario=sc,
+        seed=seed,
+        agent_settings={"transport": transport},
+        catalog=catalog,
+    )
+    try:
+        run = HostedRun(spec, out, resume=resume, checkpoint_every=checkpoint_every)
+    except (RunError, CatalogError) as exc:
+        fail(str(exc))
+    try:
+        if http_port is None:
+            from merchantbench.serve.mcp_server import serve_stdio
+
+            anyio.run(serve_stdio, run)
+        else:
+            _serve_http(run, http_port)
+    finally:
+        run.suspend()  # a no-op once the run has finished
+    typer.echo(f"run record: {out}" + ("" if run.finished else " (interrupted)"), err=True)
+
+
+def _serve_http(run: HostedRun, port: int) -> None:
+    import uvicorn
+
+    from merchantbench.serve.mcp_server import McpHttpEndpoint
+
+    endpoint = McpHttpEndpoint(run, host=LOOPBACK)
+    typer.echo(f"MCP (streamable HTTP): http://{LOOPBACK}:{port}/mcp", err=True)
+    uvicorn.run(endpoint.app, host=LOOPBACK, port=port, log_level="warning")

@@ -1,0 +1,215 @@
+"""The Gymnasium front end: `MerchantBench-v0`, one store run as a Gymnasium environment.
+
+Importing this module registers `MerchantBench-v0`; `gymnasium.make("MerchantBench-v0",
+scenario="smoke")` then builds one. It is a thin adapter over the agent surface:
+
+- **action**: one tool call, `{"tool": Discrete(26), "args": Text}`; `tool` indexes
+  `env.unwrapped.tool_names` (the order of `surface.tool_schemas()`), `args` is a JSON object
+  string (an empty string means no arguments). Bad arguments are never an exception: the tool
+  answers a structured error, changes nothing, and the step's reward is 0.
+- **observation**: `{"text": the open window's observation, "store": the public store state}`,
+  the state being `get_store_snapshot` read on the host side (it costs no call of the window
+  and is not in the trace), plus the window index.
+- **reward**: the change in net assets (RMB) since the previous step; only `end_of_step`,
+  which runs the window's 12 simulated hours, moves it.
+- **terminated**: the run is over (horizon reached or store closed). `truncated` is never set;
+  wrap the env in `TimeLimit` to bound an episode's steps.
+- **info**: `{"tool": name, "result": the tool's JSON result}`.
+- **reset(seed=N)** plays the run of seed N (the same run as `merchantbench run --seed N`);
+  `reset()` without a seed draws the run's seed from the env's `np_random`, so a sequence of
+  episodes is reproducible from the first seed (Gymnasium's seeding contract).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from merchantbench.catalog.cache import get_market, get_search_index
+from merchantbench.scenario import Scenario, load_scenario
+from merchantbench.session import Session
+from merchantbench.tools.toolset import build_registry
+
+__all__ = ["ENV_ID", "TEXT_CHARSET", "MerchantBenchEnv", "make_vector_env", "store_state_space"]
+
+ENV_ID = "MerchantBench-v0"
+OBSERVATION_MAX_CHARS = 65_536
+# Every character of the Basic Multilingual Plane but surrogates and control characters other
+# than tab and newline: observation text and JSON arguments (Chinese included) fit in it.
+TEXT_CHARSET = "\t\n" + "".join(
+    chr(c) for c in range(0x20, 0x10000) if not (0x7F <= c < 0xA0 or 0xD800 <= c < 0xE000)
+)
+_MONEY = ("balance", "deposit", "in_transit", "receivable", "net_assets")
+_SEED_BOUND = 2**31 - 1
+_RMB_BOUND = 1e12  # far beyond any store's money, so the bounds never bind
+
+
+def _amount(low: float = -_RMB_BOUND) -> spaces.Box:
+    return spaces.Box(low=low, high=_RMB_BOUND, shape=(1,), dtype=np.float64)
+
+
+def store_state_space(scenario: Scenario) -> spaces.Dict:
+    """The public store state of a window: cash (RMB), rating, listings, orders, clock."""
+    return spaces.Dict(
+        {
+            **{name: _amount() for name in _MONEY},
+            "rating": spaces.Box(low=0.0, high=5.0, shape=(1,), dtype=np.float64),
+            "stars": spaces.Discrete(6),
+            "rating_multiplier": spaces.Box(low=0.0, high=10.0, shape=(1,), dtype=np.float64),
+            "active_listings": spaces.Discrete(scenario.tools.max_active_listings + 1),
+            "open_orders": spaces.Box(low=0, high=_SEED_BOUND, shape=(1,), dtype=np.int64),
+            "calls_left_in_window": spaces.Discrete(scenario.clock.calls_per_window + 1),
+            "store_open": spaces.Discrete(2),
+            "window": spaces.Discrete(scenario.clock.windows + 1),
+        }
+    )
+
+
+class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
+    """One store run; see the module docstring for the spaces, reward and seeding.
+
+    Args:
+        scenario: A scenario preset name (`paper`, `small`, `smoke`) or a `Scenario`.
+        overrides: `key=value` scenario overrides, as `--set` on the command line.
+        market_seed: Keep one market for every episode (only outcomes follow the run's seed);
+            by default the market is the run seed's, as in `merchantbench run`.
+        catalog: A real catalog directory instead of the synthetic market.
+        render_mode: `None` or `"ansi"` (render returns the observation text).
+    """
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 2}  # two windows a simulated day
+
+    def __init__(
+        self,
+        scenario: str | Scenario = "smoke",
+        overrides: list[str] | tuple[str, ...] = (),
+        market_seed: int | None = None,
+        catalog: str | Path | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"render_mode must be None or 'ansi', not {render_mode!r}")
+        if isinstance(scenario, str):
+            scenario = load_scenario(scenario, overrides=list(overrides))
+        self.scenario = scenario
+        self.market_seed = market_seed
+        self.catalog = None if catalog is None else Path(catalog)
+        self.render_mode = render_mode
+        schemas = build_registry(scenario).schema_list()
+        self.tool_names: tuple[str, ...] = tuple(s["function"]["name"] for s in schemas)
+        args_chars = 4 * scenario.tools.memory_doc_bytes  # room for a full memory document
+        self.action_space = spaces.Dict(
+            {
+                "tool": spaces.Discrete(len(self.tool_names)),
+                "args": spaces.Text(args_chars, min_length=0, charset=TEXT_CHARSET),
+            }
+        )
+        self.observation_space = spaces.Dict(
+            {
+                "text": spaces.Text(OBSERVATION_MAX_CHARS, min_length=0, charset=TEXT_CHARSET),
+                "store": store_state_space(scenario),
+            }
+        )
+        self._session: Session | None = None
+        self._net_assets_fen = 0
+
+    # --- host side ------------------------------------------------------------------------------
+    @property
+    def session(self) -> Session:
+        """The run's session (host side: state hash, snapshot); reset() first."""
+        if self._session is None:
+            raise RuntimeError("call reset() before using the environment")
+        return self._session
+
+    def state_hash(self) -> str:
+        """The engine's state hash (host side; e.g. `vector_env.call("state_hash")`)."""
+        return self.session.state_hash()
+
+    def _open(self, run_seed: int) -> Session:
+        market_seed = run_seed if self.market_seed is None else self.market_seed
+        market = get_market(self.scenario, market_seed, catalog=self.catalog)
+        index = get_search_index(self.scenario, market_seed, market, self.catalog)
+        return Session(self.scenario, market, run_seed, index)
+
+    def _net_assets(self) -> int:
+        return int(self.session.engine.state.ledger.accounts.net_assets)
+
+    def _observe(self) -> dict[str, Any]:
+        session = self.session
+        # The snapshot tool's own answer, read host side: no call of the window, no trace.
+        snap = session.registry.call(session, "get_store_snapshot", {})
+        state: dict[str, Any] = {
+            name: np.array([snap[name]], dtype=np.float64)
+            for name in (*_MONEY, "rating", "rating_multiplier")
+        }
+        state["open_orders"] = np.array([snap["open_orders"]], dtype=np.int64)
+        for name in ("stars", "active_listings", "calls_left_in_window"):
+            state[name] = np.int64(snap[name])
+        state["store_open"] = np.int64(snap["store"] == "open")
+        state["window"] = np.int64(session.surface.window)
+        return {"text": session.surface.observation(), "store": state}
+
+    # --- the Gymnasium API ----------------------------------------------------------------------
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Start a run: of seed `seed`, or of a seed drawn from `np_random`."""
+        super().reset(seed=seed)
+        run_seed = seed if seed is not None else int(self.np_random.integers(_SEED_BOUND))
+        self._session = self._open(run_seed)
+        self._net_assets_fen = self._net_assets()
+        return self._observe(), {}
+
+    def step(
+        self, action: dict[str, Any]
+    ) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
+        """One tool call; `end_of_step` runs the window. See the module docstring."""
+        surface = self.session.surface
+        tool = self._tool_name(action.get("tool"))
+        args = action.get("args") or "{}"
+        result = surface.call(tool, args if isinstance(args, str) else json.dumps(args))
+        before, self._net_assets_fen = self._net_assets_fen, self._net_assets()
+        reward = (self._net_assets_fen - before) / 100
+        return self._observe(), reward, surface.over, False, {"tool": tool, "result": result}
+
+    def _tool_name(self, index: Any) -> str:
+        try:
+            position = int(index)
+        except (TypeError, ValueError):
+            position = -1
+        if 0 <= position < len(self.tool_names):
+            return self.tool_names[position]
+        return str(index)  # out of the action space: the surface answers `unknown_tool`
+
+    def render(self) -> str | None:  # type: ignore[override]
+        """The observation text, in `ansi` mode."""
+        if self.render_mode != "ansi":
+            return None
+        return self.session.surface.observation()
+
+
+def make_vector_env(
+    num_envs: int, vectorization_mode: str = "async", **env_kwargs: Any
+) -> gym.vector.VectorEnv:
+    """`num_envs` stores, in parallel processes by default (`"sync"`: one process).
+
+    Use this rather than a bare `gymnasium.make_vec`: Gymnasium's async vector env reads `Text`
+    observations out of shared memory once, when it is built, so with its default
+    `shared_memory=True` every observation text would stay blank; here it is off.
+    """
+    vector_kwargs = {"shared_memory": False} if vectorization_mode == "async" else {}
+    return gym.make_vec(
+        ENV_ID,
+        num_envs=num_envs,
+        vectorization_mode=vectorization_mode,
+        vector_kwargs=vector_kwargs,
+        **env_kwargs,
+    )
+
+
+gym.register(id=ENV_ID, entry_point="merchantbench.gym:MerchantBenchEnv")

@@ -1,0 +1,223 @@
+"""The MCP front end: one run's agent surface as an MCP server (official `mcp` SDK, low level).
+
+What a client sees:
+
+- **tools**: the 26 environment tools, with the names, descriptions and JSON input schemas of
+  `surface.tool_schemas()` as they are (the low-level server takes raw schemas; nothing is
+  re-derived). A result is the tool's JSON as text content and as structured content;
+  `isError` is set when the tool refused (`ok: false`). `end_of_step` also returns the next
+  window's observation, or the run's summary when the run is over (see `HostedRun`).
+- **prompt** `brief`: the system brief followed by the open window's observation.
+- **resources**: `merchantbench://platform-rules` (the platform rules, the brief's text) and
+  `merchantbench://observation` (the open window's observation). Reading them is not a tool
+  call and costs no call of the window.
+- **instructions**: the brief and how a window is played, for clients that put server
+  instructions in the model's context.
+- **idempotency**: a tool call whose `_meta` has `merchantbench/idempotency_key` passes it to
+  the surface, so a client that retries a state-changing call acts once.
+
+Calls are applied one at a time (a lock per run); `end_of_step`, which simulates a window, runs
+in a worker thread so that it never stalls other connections of the same event loop.
+Transports: `serve_stdio(run)` for one run over stdin/stdout, and `McpHttpEndpoint(run)` for
+streamable HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+from typing import Any
+
+import anyio
+import mcp_types as types
+from anyio.abc import TaskStatus
+from mcp.server import Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from starlette.applications import Starlette
+
+import merchantbench
+from merchantbench.serve.mcp_run import HostedRun
+from merchantbench.session import END_OF_STEP
+from merchantbench.tools.errors import failure
+
+__all__ = [
+    "BRIEF_PROMPT",
+    "IDEMPOTENCY_META_KEY",
+    "OBSERVATION_URI",
+    "RULES_URI",
+    "McpHttpEndpoint",
+    "build_mcp_server",
+    "mcp_tools",
+    "serve_stdio",
+]
+
+SERVER_NAME = "merchantbench"
+BRIEF_PROMPT = "brief"
+RULES_URI = "merchantbench://platform-rules"
+OBSERVATION_URI = "merchantbench://observation"
+# A tool call's `_meta` entry for the surface's idempotency key (a retried call acts once).
+IDEMPOTENCY_META_KEY = "merchantbench/idempotency_key"
+HOW_TO_PLAY = (
+    "How to play over MCP: each window, call the tools you need, then call end_of_step; its "
+    "result carries the next window's observation, or the run's summary once the run is over "
+    "(run_over: true). Keep going until then."
+)
+
+
+def mcp_tools(surface_schemas: list[dict[str, Any]]) -> list[types.Tool]:
+    """MCP tool declarations from OpenAI function tools, schemas unchanged."""
+    functions = [schema["function"] for schema in surface_schemas]
+    return [
+        types.Tool(name=f["name"], description=f["description"], input_schema=f["parameters"])
+        for f in functions
+    ]
+
+
+def tool_result(result: dict[str, Any]) -> types.CallToolResult:
+    """A tool's JSON result as MCP text and structured content."""
+    text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+    return types.CallToolResult(
+        content=[types.TextContent(text=text)],
+        structured_content=result,
+        is_error=not result.get("ok", False),
+    )
+
+
+class _RunAdapter:
+    """The handlers of one run's MCP server."""
+
+    def __init__(self, run: HostedRun) -> None:
+        self.run = run
+        self.lock = anyio.Lock()
+        schemas = run.surface.tool_schemas()
+        self.tools = mcp_tools(schemas)
+        self.schemas = {tool.name: tool.input_schema for tool in self.tools}
+
+    async def list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=self.tools)
+
+    async def call_tool(
+        self, ctx: Any, params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        key = (params.meta or {}).get(IDEMPOTENCY_META_KEY)
+        if key is not None and not isinstance(key, str):
+            message = f"_meta {IDEMPOTENCY_META_KEY} must be a string"
+            return tool_result(failure("invalid_argument", message, "$._meta"))
+        call = partial(self.run.call, params.name, params.arguments, key)
+        async with self.lock:
+            # end_of_step simulates a window: off the event loop; the rest is microseconds.
+            result = await anyio.to_thread.run_sync(call) if params.name == END_OF_STEP else call()
+        return tool_result(result)
+
+    async def list_prompts(self, ctx: Any, params: Any) -> types.ListPromptsResult:
+        prompt = types.Prompt(
+            name=BRIEF_PROMPT,
+            description="The store's system brief (platform rules, limits, tools) and the open "
+            "window's observation: paste it to start playing.",
+        )
+        return types.ListPromptsResult(prompts=[prompt])
+
+    async def get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> Any:
+        if params.name != BRIEF_PROMPT:
+            raise MCPError(
+                types.INVALID_PARAMS, f"unknown prompt {params.name!r}; try {BRIEF_PROMPT!r}"
+            )
+        async with self.lock:
+            surface = self.run.surface
+            text = f"{surface.brief()}\n\n{HOW_TO_PLAY}\n\n{surface.observation()}"
+        message = types.PromptMessage(role="user", content=types.TextContent(text=text))
+        return types.GetPromptResult(description="MerchantBench brief", messages=[message])
+
+    async def list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
+        rules = types.Resource(
+            uri=RULES_URI,
+            name="platform-rules",
+            description="The platform rules (the system brief).",
+            mime_type="text/plain",
+        )
+        observation = types.Resource(
+            uri=OBSERVATION_URI,
+            name="observation",
+            description="The open window's observation.",
+            mime_type="text/plain",
+        )
+        return types.ListResourcesResult(resources=[rules, observation])
+
+    async def read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> Any:
+        uri = str(params.uri)
+        async with self.lock:
+            surface = self.run.surface
+            if uri == RULES_URI:
+                text = surface.brief()
+            elif uri == OBSERVATION_URI:
+                text = surface.observation()
+            else:
+                raise MCPError(types.INVALID_PARAMS, f"unknown resource {uri!r}")
+        contents = types.TextResourceContents(uri=uri, mime_type="text/plain", text=text)
+        return types.ReadResourceResult(contents=[contents])
+
+
+def build_mcp_server(run: HostedRun) -> Server[Any]:
+    """The low-level MCP server of one run (tools, the brief prompt, two resources)."""
+    adapter = _RunAdapter(run)
+    return Server(
+        SERVER_NAME,
+        version=merchantbench.__version__,
+        title="MerchantBench",
+        description="Run a drop-shipping store for a simulated year.",
+        instructions=f"{run.surface.brief()}\n\n{HOW_TO_PLAY}",
+        get_tool_input_schema=adapter.schemas.get,
+        on_list_tools=adapter.list_tools,
+        on_call_tool=adapter.call_tool,
+        on_list_prompts=adapter.list_prompts,
+        on_get_prompt=adapter.get_prompt,
+        on_list_resources=adapter.list_resources,
+        on_read_resource=adapter.read_resource,
+    )
+
+
+async def serve_stdio(run: HostedRun) -> None:
+    """Serve one run over stdin/stdout until the client disconnects."""
+    server = build_mcp_server(run)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+class McpHttpEndpoint:
+    """One run's MCP server over streamable HTTP, as an ASGI app.
+
+    Served on its own (`uvicorn.run(endpoint.app, ...)`), the app's lifespan runs the SDK's
+    session manager. Mounted inside another app (e.g. `Mount("/runs/{id}", endpoint.app)`, the
+    URL then being `/runs/{id}/mcp`), whose lifespan a mount does not run, the host starts it
+    instead: `await task_group.start(endpoint.serve)`, and later `endpoint.stop()` from the
+    same event loop.
+
+    Args:
+        run: The run.
+        path: The app's route for MCP requests.
+        host: The host the server is reached at; loopback names turn on the SDK's DNS
+            rebinding protection (Host and Origin checks).
+    """
+
+    def __init__(self, run: HostedRun, path: str = "/mcp", host: str = "127.0.0.1") -> None:
+        self.server = build_mcp_server(run)
+        self.app: Starlette = self.server.streamable_http_app(
+            # Plain JSON answers, not one SSE stream per call: the server sends no
+            # notifications mid-call, and JSON costs less (docs/performance.md).
+            streamable_http_path=path,
+            host=host,
+            session_idle_timeout=None,
+            json_response=True,
+        )
+        self._stopped = anyio.Event()
+
+    async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Run the session manager until `stop()` (for a host that mounts `app`)."""
+        async with self.server.session_manager.run():
+            task_status.started()
+            await self._stopped.wait()
+
+    def stop(self) -> None:
+        """End `serve()`; open MCP sessions of the run close."""
+        self._stopped.set()

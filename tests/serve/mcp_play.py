@@ -1,0 +1,87 @@
+"""Playing the front-end action script through an MCP client, and the checks every MCP transport
+shares (tests only)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from frontend_script import Call, InProcessRun
+from merchantbench.serve.mcp_server import BRIEF_PROMPT, OBSERVATION_URI, RULES_URI
+
+ADDED_BY_MCP = ("run_over", "observation", "summary")  # what end_of_step gains over MCP
+
+
+class Transcript:
+    """Every response an MCP client received, as JSON."""
+
+    def __init__(self) -> None:
+        self.responses: list[Any] = []
+
+    def keep(self, response: Any) -> Any:
+        self.responses.append(response.model_dump(mode="json", by_alias=True))
+        return response
+
+
+async def play(client: Any, script: list[list[Call]], transcript: Transcript) -> list[dict]:
+    """Call every scripted tool; return each call's structured result."""
+    results = []
+    for calls in script:
+        for tool, args in calls:
+            result = transcript.keep(await client.call_tool(tool, args))
+            assert json.loads(result.content[0].text) == result.structured_content
+            assert result.is_error == (not result.structured_content["ok"])
+            results.append(result.structured_content)
+    return results
+
+
+async def read_everything(client: Any, transcript: Transcript) -> dict[str, Any]:
+    """The server's instructions, tools, prompt and resources."""
+    tools = transcript.keep(await client.list_tools())
+    prompts = transcript.keep(await client.list_prompts())
+    brief = transcript.keep(await client.get_prompt(BRIEF_PROMPT))
+    resources = transcript.keep(await client.list_resources())
+    rules = transcript.keep(await client.read_resource(RULES_URI))
+    observation = transcript.keep(await client.read_resource(OBSERVATION_URI))
+    transcript.responses.append(client.instructions)
+    return {
+        "tools": tools.tools,
+        "prompts": [p.name for p in prompts.prompts],
+        "brief": brief.messages[0].content.text,
+        "resources": sorted(r.uri for r in resources.resources),
+        "rules": rules.contents[0].text,
+        "observation": observation.contents[0].text,
+        "instructions": client.instructions,
+    }
+
+
+def assert_same_as_in_process(results: list[dict], reference: InProcessRun) -> None:
+    """The results over MCP are the in-process ones; end_of_step adds what comes next."""
+    assert len(results) == len(reference.results)
+    windows = iter(reference.observations)
+    for got, expected in zip(results, reference.results, strict=True):
+        assert {k: v for k, v in got.items() if k not in ADDED_BY_MCP} == expected
+        if "run_over" not in got:
+            continue
+        observation = next(windows)
+        if observation is None:
+            assert got["run_over"] and "observation" not in got
+            assert got["summary"]["ended"] == "completed"
+        else:
+            assert got == {**expected, "run_over": False, "observation": observation}
+
+
+def assert_matches_surface(seen: dict[str, Any], reference: InProcessRun) -> None:
+    """Tools, prompt and resources say what the in-process surface says (at the start)."""
+    surface = reference.session.surface
+    functions = [schema["function"] for schema in surface.tool_schemas()]
+    assert [(t.name, t.description, t.input_schema) for t in seen["tools"]] == [
+        (f["name"], f["description"], f["parameters"]) for f in functions
+    ]
+    assert len(seen["tools"]) == 26
+    assert seen["prompts"] == [BRIEF_PROMPT]
+    assert seen["resources"] == sorted([OBSERVATION_URI, RULES_URI])
+    assert seen["rules"] == surface.brief() and seen["brief"].startswith(surface.brief())
+    assert seen["instructions"].startswith(surface.brief())
+    assert seen["observation"].startswith("Day 1 00:00, Sunday 2025-06-01: window 1 of 28.")
+    assert seen["brief"].endswith(seen["observation"])
