@@ -48,7 +48,7 @@ def test_the_calibrated_economics_hold_on_the_ci_scenario(tmp_path):
     assert 4_500 <= rule["final_net_assets"] <= 8_000
     assert 150 <= rule["orders"] <= 400
     assert 0.35 <= rule["net_profit_margin"] <= 0.5
-    assert rule["price_to_reference"] > 1.15
+    assert rule["price_to_reference"] > 1.05  # 2× cost sits above the reference price
     # The expert earns many times more, near the best price, with few traps and fines.
     assert 30_000 <= expert["final_net_assets"] <= 70_000
     assert expert["final_net_assets"] - 3000 >= 8 * (rule["final_net_assets"] - 3000)
