@@ -1,5 +1,6 @@
 """The one conversion between integer fen (how money is held and recorded) and RMB (how it is
-shown). Run records, metrics and reports convert through here and nowhere else."""
+shown and how agents send prices). Run records, metrics, reports and tools convert through here:
+`rmb` (fen → RMB number), `rmb_text` (fen → "1,234.56"), `fen` (an RMB amount → fen)."""
 
 from __future__ import annotations
 
@@ -27,3 +28,14 @@ def rmb(fen: int | np.integer | np.ndarray | list[int]) -> float | np.ndarray:
     if isinstance(fen, int | np.integer):
         return round(int(fen) / FEN_PER_RMB, 2)
     return np.asarray(fen, dtype=np.int64) / float(FEN_PER_RMB)
+
+
+def rmb_text(fen: int | np.integer) -> str:
+    """Integer fen as RMB text with thousands separators: 123456 → "1,234.56"."""
+    return f"{int(fen) / FEN_PER_RMB:,.2f}"
+
+
+def fen(amount: float) -> int:
+    """An RMB amount (as an agent or a catalog sends it) in integer fen; more than two
+    decimals are rounded."""
+    return round(amount * FEN_PER_RMB)

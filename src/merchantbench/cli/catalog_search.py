@@ -24,6 +24,7 @@ from merchantbench.cli.common import (
     fail,
     scenario_from_options,
 )
+from merchantbench.money import rmb
 
 COLUMNS = (
     "product_id", "title", "category", "price", "supplier_rating", "rating", "ship_h",
@@ -41,7 +42,7 @@ def _rows(market: Market, view: CatalogView, found: SearchPage) -> list[list[obj
                 str(market.product_ids[i]),
                 str(market.titles[i]),
                 market.categories[int(market.category[i])],
-                round(int(view.price_fen[i]) / 100, 2),
+                rmb(int(view.price_fen[i])),
                 round(float(market.shop_rating[market.supplier[i]]), 1),
                 round(float(market.historical_avg_rating[i]), 1),
                 int(view.ship_hours[i]),

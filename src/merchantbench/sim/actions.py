@@ -9,6 +9,7 @@ the future.
 from __future__ import annotations
 
 from merchantbench.catalog.market import Market
+from merchantbench.money import rmb
 from merchantbench.scenario import Scenario
 from merchantbench.sim.state import Listing, ListingSpell, StoreState
 from merchantbench.sim.suppliers import SupplierBook
@@ -57,7 +58,7 @@ class StoreActions:
         if not 1 <= price_fen <= top:
             raise ActionRejected(
                 "price_out_of_range",
-                f"sale price must be between 0.01 and {top / 100:.2f} RMB "
+                f"sale price must be between 0.01 and {rmb(top):.2f} RMB "
                 f"(100 × the current procurement price)",
                 index,
             )

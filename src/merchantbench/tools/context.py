@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 from pydantic import Field
 
+from merchantbench.money import rmb as rmb
 from merchantbench.sim.actions import ActionRejected
 from merchantbench.sim.orders import Order, Outcome
 from merchantbench.tools.declare import ToolContext
@@ -84,16 +85,6 @@ PageSize = Annotated[int, Field(ge=1), Limit(le="tools.page_size_max")]
 Days = Annotated[int, Field(ge=1, le=365)]
 RMB_LIMIT = 1_000_000.0  # far above 100 × the dearest procurement price
 Price = Annotated[float, Field(ge=0.01, le=RMB_LIMIT)]
-
-
-def rmb(fen: int) -> float:
-    """Fen to an RMB number with two decimals."""
-    return round(fen / 100, 2)
-
-
-def to_fen(amount: float) -> int:
-    """An RMB amount sent by the agent to integer fen (two decimals; more are rounded)."""
-    return round(amount * 100)
 
 
 def clock_text(t: int) -> str:

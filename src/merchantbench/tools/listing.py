@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
+from merchantbench.money import fen as to_fen
+from merchantbench.money import rmb
 from merchantbench.sim.actions import ActionRejected
 from merchantbench.tools.context import (
     Page,
@@ -21,9 +23,7 @@ from merchantbench.tools.context import (
     paged,
     product_of,
     refusal,
-    rmb,
     table,
-    to_fen,
 )
 from merchantbench.tools.declare import ToolArgs, tool
 from merchantbench.tools.render import Limit

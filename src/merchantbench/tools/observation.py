@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from merchantbench.money import rmb_text
 from merchantbench.tools.context import clock_text, date_of, event_fine, event_name, updates_since
 from merchantbench.tools.monitoring import anomaly_rows
 from merchantbench.tools.render import byte_size_text
@@ -32,7 +33,7 @@ def goal(sc: Scenario) -> str:
 
 
 def money(fen: int) -> str:
-    return f"{fen / 100:,.2f}"
+    return rmb_text(fen)
 
 
 def _time_section(sc: Scenario) -> list[str]:
