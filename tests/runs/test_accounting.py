@@ -33,14 +33,17 @@ def _identity(metrics: dict) -> None:
 
 def test_platform_fees_are_recorded_per_order_and_reduce_net_profit(tmp_path):
     # Before: net profit 473.55 with fees 0.0 (no fees column) while net assets rose 346.26.
+    # (Figures below are from the market after the simulator fixes of issue 9.)
     metrics = _run(tmp_path, "expert", "money.platform_fees=true")
-    assert metrics["fees"] == 127.29
-    assert metrics["net_profit"] == 346.26 == round(473.55 - 127.29, 2)
+    assert metrics["fees"] == 59.47
+    assert metrics["net_profit"] == 140.7 == metrics["net_asset_change"]
     _identity(metrics)
     orders = pq.read_table(tmp_path / "run" / "orders.parquet").to_pydict()
-    assert sum(orders["fees"]) == 12_729  # integer fen, one entry per order
-    assert all(f > 0 for f, o in zip(orders["fees"], orders["outcome"], strict=True)
-               if o not in ("stockout", "insufficient_balance"))  # fmt: skip
+    assert sum(orders["fees"]) == 5_947  # integer fen, one entry per order
+    # The commission is taken at settlement: settled orders pay it, the others do not.
+    settled = ("normal", "bad_review")
+    assert all((f > 0) == (o in settled) for f, o in zip(orders["fees"], orders["outcome"],
+                                                          strict=True))  # fmt: skip
 
 
 def test_without_platform_fees_there_are_none(tmp_path):
@@ -54,16 +57,20 @@ def test_a_fine_that_closes_the_store_is_collected_only_in_part(tmp_path):
     # and closes the store. Before: fines 5.00 in net profit (−5.00) against −3.00 in net assets,
     # and SWR 0.875 over the 16 windows the store had.
     metrics = _run(
-        tmp_path, "random", "money.initial_balance_fen=0", "money.initial_deposit_fen=300"
+        tmp_path,
+        "random",
+        "money.initial_balance_fen=0",
+        "money.initial_deposit_fen=300",
+        actions_per_window=8,
     )
     manifest = read_manifest(tmp_path / "run")
     assert manifest.ended == "closed" and manifest.closed and not manifest.agent.privileged
     assert (metrics["fines"], metrics["fines_collected"]) == (5.0, 3.0)
     assert metrics["net_profit"] == -3.0 and metrics["final_net_assets"] == 0.0
     _identity(metrics)
-    assert (metrics["windows"], metrics["scheduled_windows"]) == (16, 28)
-    assert metrics["effective_windows"] == 14
-    assert metrics["swr"] == 0.5 and metrics["effective_window_rate"] == 0.5
+    assert (metrics["windows"], metrics["scheduled_windows"]) == (15, 28)
+    assert metrics["effective_windows"] == 12  # of the 28 scheduled, not of the 15 it had
+    assert metrics["swr"] == metrics["effective_window_rate"] == 12 / 28
 
 
 def test_a_budget_stopped_run_keeps_the_identity(tmp_path):
