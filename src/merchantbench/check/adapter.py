@@ -97,6 +97,9 @@ AdapterFactory = Callable[[], Adapter]
 # name → factory, or "module:attribute" of one, imported when first asked for.
 ADAPTERS: dict[str, str | AdapterFactory] = {
     "python": "merchantbench.check.python_adapter:PythonAdapter",
+    "http": "merchantbench.check.served:HttpAdapter",
+    "mcp": "merchantbench.check.served:McpAdapter",
+    "gym": "merchantbench.check.gym_adapter:GymAdapter",
 }
 
 

@@ -201,6 +201,12 @@ class RunManifest(BaseModel):
         self.ended = "interrupted" if isinstance(exc, KeyboardInterrupt) else "error"
         self.error = f"{type(exc).__name__}: {exc}"
 
+    def reopen(self) -> None:
+        """The run goes on again from an earlier state (its session was restored)."""
+        self.ended = self.finished = self.closed = None
+        self.final_accounts = None
+        self.state_hash = self.error = None
+
     def interrupt(self) -> None:
         """The agent went away before the end (a front end's client left): resumable."""
         self.ended = "interrupted"

@@ -198,6 +198,15 @@ class RunWriter:
         meta.write(self.run_dir)
         self.close()
 
+    def rewind(self, session: Session, meta: RunManifest) -> None:
+        """The session was restored to an earlier snapshot (a host-side operation, e.g. the
+        conformance check's): cut the trace back to it and make a finished record live again."""
+        self.close()
+        truncate_trace(self.run_dir / "trace.jsonl", session.memory.seq)
+        self._trace = open(self.run_dir / "trace.jsonl", "a")  # noqa: SIM115 (closed in close)
+        meta.reopen()
+        meta.write(self.run_dir)
+
     def close(self) -> None:
         """Close the trace (idempotent); later trace entries are refused with `RunError`."""
         if self._trace is not None:

@@ -314,6 +314,19 @@ class RunHost:
         async with self.cond:
             self.close()
 
+    # --- host side, in process only (the conformance check) -------------------------------------
+    async def restore(self, blob: bytes) -> None:
+        """Restore the session to a `session.snapshot()` blob, reopening a finished record.
+        Not a route: a snapshot is a pickle, and unpickling what a client sent would run its
+        code; the check calls this on the host object of a server it started itself."""
+        async with self.cond:
+            self.session.restore(blob)
+            self.writer.rewind(self.session, self.meta)
+            self.metrics = None
+            self.agent.state.enter(self.surface.window)
+            self.window_opened = time.monotonic()
+            self.cond.notify_all()
+
     def finish_if_over(self) -> None:
         """A run whose last window closed but whose record was not finished (the server stopped
         in between) is finished now."""

@@ -12,8 +12,11 @@ the record says which front end and transport served it; the runner never drives
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
+
+import anyio
 
 from merchantbench.agents.base import AgentSettings, BaseAgent
 from merchantbench.agents.registry import make_agent
@@ -66,6 +69,7 @@ class HostedRun:
         self._session, self._agent, self._meta = self._writer.open_session(resume, agent=agent)
         self._every = checkpoint_every
         self.summary: dict[str, Any] | None = None
+        self.lock = anyio.Lock()  # MCP requests apply one at a time
 
     @property
     def surface(self) -> AgentSurface:
@@ -107,6 +111,14 @@ class HostedRun:
         if tool == END_OF_STEP and result.get("ok"):
             result = {**result, **self._after_window()}
         return result
+
+    async def call_async(
+        self, tool: str, args: dict[str, Any] | None, idempotency_key: str | None
+    ) -> dict[str, Any]:
+        """`call` under the run's lock; `end_of_step` (a window's simulation) in a thread."""
+        call = partial(self.call, tool, args, idempotency_key)
+        async with self.lock:
+            return await anyio.to_thread.run_sync(call) if tool == END_OF_STEP else call()
 
     def _after_window(self) -> dict[str, Any]:
         surface = self.surface
