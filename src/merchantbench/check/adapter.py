@@ -11,7 +11,7 @@ one `StoreRun` per (scenario, seed). A store run offers two sides:
   `close()`. An out-of-process front end serves these on its operator (admin) side.
 
 Adapters are found by name in one table (`ADAPTERS`); a front end adds its own with
-`register_adapter("http", "merchantbench.serve.check_adapter:HttpAdapter")`, which is imported
+`register_adapter("mine", "my_front_end.check_adapter:MyAdapter")`, which is imported
 only when that adapter is asked for, so its dependencies stay optional.
 """
 

@@ -43,6 +43,7 @@ def _announce(base_url: str):
             typer.echo(f"\n# run {run_id} ({host.status})")
             for key, value in run_env(base_url, host, registry.agent_token(run_id)).items():
                 typer.echo(f"export {key}={value}")
+            typer.echo(f"# MCP (streamable HTTP, same token): {base_url}/runs/{run_id}/mcp")
 
     return on_ready
 
@@ -76,7 +77,14 @@ def serve(
     if runs_dir.exists() and not runs_dir.is_dir():
         fail(f"--runs-dir {runs_dir} is not a directory")
     config = ServeConfig(runs_dir, token, on_ready=_announce(f"http://{host}:{port}"))
-    _serve(create_app(config), host, port)
+    _serve(create_app(config, extensions=[_mcp(host)]), host, port)
+
+
+def _mcp(host: str):
+    """Every run also over MCP, at /runs/{run}/mcp (docs/mcp.md)."""
+    from merchantbench.serve.mcp_mount import mcp_extension
+
+    return mcp_extension(host)
 
 
 def serve_run(spec: RunSpec, run_dir: Path, resume: bool, host: str, port: int) -> None:
@@ -106,7 +114,7 @@ def serve_run(spec: RunSpec, run_dir: Path, resume: bool, host: str, port: int) 
         only_runs=frozenset({run_dir.name}),
         on_ready=_announce(f"http://{host}:{port}"),
     )
-    app = create_app(config)
+    app = create_app(config, extensions=[_mcp(host)])
 
     def stop_when_done(server) -> None:
         app.state.registry.on_finish.append(lambda _: setattr(server, "should_exit", True))
