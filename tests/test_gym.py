@@ -43,7 +43,9 @@ def test_spaces_follow_the_declarations() -> None:
     assert env.tool_names == tuple(s["function"]["name"] for s in new_session(1).tool_schemas())
     assert env.action_space["tool"].n == 26
     obs, info = env.reset(seed=SEED)
-    assert obs in env.observation_space and info == {}
+    assert obs in env.observation_space
+    assert info["brief"] == env.unwrapped.session.surface.brief() and info["window"] == 0
+    assert [t["function"]["name"] for t in info["tool_schemas"]] == list(env.unwrapped.tool_names)
     assert obs["text"] == env.session.surface.observation()
     store = obs["store"]
     assert (store["net_assets"][0], store["balance"][0], store["window"]) == (3000.0, 2000.0, 0)

@@ -14,7 +14,9 @@ scenario="smoke")` then builds one. It is a thin adapter over the agent surface:
   which runs the window's 12 simulated hours, moves it.
 - **terminated**: the run is over (horizon reached or store closed). `truncated` is never set;
   wrap the env in `TimeLimit` to bound an episode's steps.
-- **info**: `{"tool": name, "result": the tool's JSON result}`.
+- **info**: `{"tool": name, "result": the tool's JSON result, "window": index, "hour": the
+  window's first hour}`; `reset`'s info carries the clock, the system `brief` and the
+  `tool_schemas` (OpenAI function schemas; `tool` indexes them).
 - **reset(seed=N)** plays the run of seed N (the same run as `merchantbench run --seed N`);
   `reset()` without a seed draws the run's seed from the env's `np_random`, so a sequence of
   episodes is reproducible from the first seed (Gymnasium's seeding contract).
@@ -136,6 +138,16 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         index = get_search_index(self.scenario, market_seed, market, self.catalog)
         return Session(self.scenario, market, run_seed, index)
 
+    def restore(self, blob: bytes) -> None:
+        """Restore a `session.snapshot()` (host side; the conformance check's); the next
+        step's reward counts from the restored net assets."""
+        self.session.restore(blob)
+        self._net_assets_fen = self._net_assets()
+
+    def _clock(self) -> dict[str, int]:
+        surface = self.session.surface
+        return {"window": surface.window, "hour": surface.hour}
+
     def _net_assets(self) -> int:
         return int(self.session.engine.state.ledger.accounts.net_assets)
 
@@ -163,7 +175,9 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         run_seed = seed if seed is not None else int(self.np_random.integers(_SEED_BOUND))
         self._session = self._open(run_seed)
         self._net_assets_fen = self._net_assets()
-        return self._observe(), {}
+        surface = self._session.surface
+        info = {"brief": surface.brief(), "tool_schemas": surface.tool_schemas(), **self._clock()}
+        return self._observe(), info
 
     def step(
         self, action: dict[str, Any]
@@ -175,7 +189,8 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         result = surface.call(tool, args if isinstance(args, str) else json.dumps(args))
         before, self._net_assets_fen = self._net_assets_fen, self._net_assets()
         reward = (self._net_assets_fen - before) / 100
-        return self._observe(), reward, surface.over, False, {"tool": tool, "result": result}
+        info = {"tool": tool, "result": result, **self._clock()}
+        return self._observe(), reward, surface.over, False, info
 
     def _tool_name(self, index: Any) -> str:
         try:

@@ -16,7 +16,7 @@ from script import play_window
 from merchantbench.catalog.market import HIDDEN_FIELDS
 from merchantbench.runs.runner import RunSpec, RunWriter
 from merchantbench.scenario import Scenario
-from merchantbench.serve.external import EXTERNAL
+from merchantbench.serve.external import EXTERNAL, ExternalAgent, ExternalSettings
 
 HIDDEN_WORDS = ("p_ref", "elasticity", "hazard", "fate", "seed")
 HIDDEN_KEY_PARTS = (*HIDDEN_FIELDS, *HIDDEN_WORDS, "risk", "trap", "capacity", "refill")
@@ -98,12 +98,13 @@ def play_over_http(client: ProtocolClient) -> None:
 
 def play_in_process(scenario: Scenario, seed: int, out: Path) -> dict[str, Any]:
     writer = RunWriter(RunSpec(EXTERNAL, scenario, seed, {"agent_id": "agent_0"}), out)
-    session, agent, meta = writer.open_session(resume=False)
+    agent = ExternalAgent(ExternalSettings(agent_id="agent_0"))
+    session, agent, meta = writer.open_session(resume=False, agent=agent)
     surface = session.surface
     while not surface.over:
         play_window(lambda name, args: surface.call(name, args), surface.window)
         surface.call("end_of_step")
-    return writer.finish(session, agent, meta, "completed")
+    return writer.finish(session, agent, meta)
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +128,7 @@ def test_the_http_run_equals_an_in_process_run(played, tmp_path) -> None:
     run_dir = server.registry.runs_dir / run["run_id"]
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["ended"] == "completed" and meta["agent"]["name"] == EXTERNAL
-    assert meta["agent"]["settings"]["registration"]["model"] == "scripted"
+    assert meta["front_end"]["registration"]["model"] == "scripted"
     served = json.loads((run_dir / "metrics.json").read_text())
     scenario = Scenario.model_validate(meta["scenario_config"])
     local = play_in_process(scenario, meta["seed"], tmp_path / "local")

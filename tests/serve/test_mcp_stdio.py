@@ -84,7 +84,7 @@ def test_a_whole_run_gives_the_in_process_results_and_hash(full_run, reference) 
     )
     meta = json.loads((out / "run.json").read_text())
     assert meta["ended"] == "completed" and meta["state_hash"] == in_process.session.state_hash()
-    assert meta["agent"] == {"name": "mcp", "settings": {"front_end": "mcp", "transport": "stdio"}}
+    assert meta["agent"] == {"name": "mcp", "settings": {"transport": "stdio"}, "privileged": False}
     trace = (out / "trace.jsonl").read_text().splitlines()
     assert [json.loads(line)["tool"] for line in trace] == [
         e["tool"] for e in in_process.session.trace

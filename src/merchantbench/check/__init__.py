@@ -16,7 +16,7 @@ A front end registers its adapter by name (see `merchantbench.check.adapter`):
 
     from merchantbench.check import register_adapter
 
-    register_adapter("http", "merchantbench.serve.check_adapter:HttpAdapter")
+    register_adapter("mine", "my_front_end.check_adapter:MyAdapter")
 """
 
 from __future__ import annotations

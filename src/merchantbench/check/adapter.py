@@ -11,7 +11,7 @@ one `StoreRun` per (scenario, seed). A store run offers two sides:
   `close()`. An out-of-process front end serves these on its operator (admin) side.
 
 Adapters are found by name in one table (`ADAPTERS`); a front end adds its own with
-`register_adapter("http", "merchantbench.serve.check_adapter:HttpAdapter")`, which is imported
+`register_adapter("mine", "my_front_end.check_adapter:MyAdapter")`, which is imported
 only when that adapter is asked for, so its dependencies stay optional.
 """
 
@@ -97,6 +97,9 @@ AdapterFactory = Callable[[], Adapter]
 # name → factory, or "module:attribute" of one, imported when first asked for.
 ADAPTERS: dict[str, str | AdapterFactory] = {
     "python": "merchantbench.check.python_adapter:PythonAdapter",
+    "http": "merchantbench.check.served:HttpAdapter",
+    "mcp": "merchantbench.check.served:McpAdapter",
+    "gym": "merchantbench.check.gym_adapter:GymAdapter",
 }
 
 

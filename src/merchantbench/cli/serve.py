@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from merchantbench.cli.common import fail
-from merchantbench.runs.files import read_json
+from merchantbench.runs.manifest import ManifestError, read_manifest
 from merchantbench.runs.runner import RunError, RunSpec
 
 HostOption = Annotated[str, typer.Option("--host", help="address to listen on (loopback default)")]
@@ -43,6 +43,7 @@ def _announce(base_url: str):
             typer.echo(f"\n# run {run_id} ({host.status})")
             for key, value in run_env(base_url, host, registry.agent_token(run_id)).items():
                 typer.echo(f"export {key}={value}")
+            typer.echo(f"# MCP (streamable HTTP, same token): {base_url}/runs/{run_id}/mcp")
 
     return on_ready
 
@@ -76,20 +77,25 @@ def serve(
     if runs_dir.exists() and not runs_dir.is_dir():
         fail(f"--runs-dir {runs_dir} is not a directory")
     config = ServeConfig(runs_dir, token, on_ready=_announce(f"http://{host}:{port}"))
-    _serve(create_app(config), host, port)
+    _serve(create_app(config, extensions=[_mcp(host)]), host, port)
+
+
+def _mcp(host: str):
+    """Every run also over MCP, at /runs/{run}/mcp (docs/mcp.md)."""
+    from merchantbench.serve.mcp_mount import mcp_extension
+
+    return mcp_extension(host)
 
 
 def serve_run(spec: RunSpec, run_dir: Path, resume: bool, host: str, port: int) -> None:
     """`run --agent external --serve`: host this one run until it ends, then print its metrics."""
     from merchantbench.serve import ServeConfig, create_app
-    from merchantbench.serve.registry import LIVE_ENDINGS, RunRegistry
-    from merchantbench.serve.settings import SERVE_FILE, HostSettings
+    from merchantbench.serve.registry import RunRegistry
+    from merchantbench.serve.settings import HostSettings
 
     token = _admin_token(False, host)
-    if resume and not (run_dir / SERVE_FILE).is_file():
-        fail(f"{run_dir} is not a served run: nothing to resume")
-    if resume and read_json(run_dir / "run.json").get("ended") not in LIVE_ENDINGS:
-        fail(f"{run_dir} already finished; nothing to resume")
+    if resume:
+        _check_resumable(run_dir)
     if not resume:
         settings = HostSettings(
             run_id=run_dir.name,
@@ -108,7 +114,7 @@ def serve_run(spec: RunSpec, run_dir: Path, resume: bool, host: str, port: int) 
         only_runs=frozenset({run_dir.name}),
         on_ready=_announce(f"http://{host}:{port}"),
     )
-    app = create_app(config)
+    app = create_app(config, extensions=[_mcp(host)])
 
     def stop_when_done(server) -> None:
         app.state.registry.on_finish.append(lambda _: setattr(server, "should_exit", True))
@@ -120,3 +126,17 @@ def serve_run(spec: RunSpec, run_dir: Path, resume: bool, host: str, port: int) 
     metrics = json.loads(metrics_file.read_text())
     headline = ("final_net_assets", "gmv", "orders", "net_profit_margin", "fines", "swr")
     typer.echo(json.dumps({k: metrics[k] for k in headline}, ensure_ascii=False))
+
+
+def _check_resumable(run_dir: Path) -> None:
+    """`--resume` of a served run: its record must be one the server hosted, not finished."""
+    from merchantbench.serve.settings import hosted_settings
+
+    try:
+        meta = read_manifest(run_dir)
+    except ManifestError:
+        fail(f"{run_dir} is not a served run: nothing to resume")
+    if hosted_settings(meta) is None:
+        fail(f"{run_dir} is not a served run: nothing to resume")
+    if not meta.resumable:
+        fail(f"{run_dir} already finished; nothing to resume")

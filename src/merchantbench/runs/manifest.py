@@ -70,6 +70,18 @@ class FinalAccounts(_Part):
     net_assets: float
 
 
+class FrontEndRef(BaseModel):
+    """How a front end hosts a run whose agent lives outside the process: the front end's
+    name (`http`), its settings for the run (the HTTP server's pause flag, turn cap, wall-clock
+    limit...; they change while the run goes on) and what the agent said when it registered."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    name: str
+    settings: dict[str, Any]
+    registration: dict[str, Any] | None = None
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -100,6 +112,7 @@ class RunManifest(BaseModel):
     llm_usage: dict[str, Any] | None = None
     stop_reason: str | None = None
     error: str | None = None
+    front_end: FrontEndRef | None = None
 
     @field_validator("scenario_config")
     @classmethod
@@ -150,6 +163,17 @@ class RunManifest(BaseModel):
         self.llm_usage = usage
         self.stop_reason = stop_reason or None
 
+    def host(self, front_end: str, settings: dict[str, Any]) -> None:
+        """A front end hosts the run with these settings (kept across its changes)."""
+        registration = self.front_end.registration if self.front_end is not None else None
+        self.front_end = FrontEndRef(name=front_end, settings=settings, registration=registration)
+
+    def record_registration(self, registration: dict[str, Any]) -> None:
+        """What the agent of a hosted run said about itself when it registered."""
+        if self.front_end is None:
+            raise ValueError("only a run hosted by a front end has a registration")
+        self.front_end = self.front_end.model_copy(update={"registration": registration})
+
     def progress(self, windows: int) -> None:
         """Windows closed so far (written with each checkpoint, so a live run shows it)."""
         self.windows = windows
@@ -176,6 +200,17 @@ class RunManifest(BaseModel):
         """The run broke off: `interrupted` for Ctrl-C, else `error` (both resumable)."""
         self.ended = "interrupted" if isinstance(exc, KeyboardInterrupt) else "error"
         self.error = f"{type(exc).__name__}: {exc}"
+
+    def reopen(self) -> None:
+        """The run goes on again from an earlier state (its session was restored)."""
+        self.ended = self.finished = self.closed = None
+        self.final_accounts = None
+        self.state_hash = self.error = None
+
+    def interrupt(self) -> None:
+        """The agent went away before the end (a front end's client left): resumable."""
+        self.ended = "interrupted"
+        self.error = None
 
     def write(self, run_dir: Path) -> None:
         """Write `run.json` into `run_dir` (atomically)."""

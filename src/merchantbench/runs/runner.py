@@ -103,11 +103,23 @@ class RunWriter:
         self.manifest: RunManifest  # set by open_session
 
     def _sink(self, entry: dict[str, Any]) -> None:
-        assert self._trace is not None
+        if self._trace is None:
+            # The record is finished, suspended or closed: no entry may reach a closed trace.
+            raise RunError(f"{self.run_dir}: the run record is closed; no more trace entries")
         # Strict JSON: the surface checked every agent string and number (no NaN, no surrogate).
         self._trace.write(json.dumps(entry, separators=(",", ":"), allow_nan=False) + "\n")
 
-    def open_session(self, resume: bool) -> tuple[Session, BaseAgent, RunManifest]:
+    def open_session(
+        self, resume: bool, agent: BaseAgent | None = None
+    ) -> tuple[Session, BaseAgent, RunManifest]:
+        """Open (or resume) the run's session, agent and record.
+
+        Args:
+            resume: Continue the run recorded in the directory from its last checkpoint.
+            agent: A pre-built agent (a front end's stand-in for an agent outside the
+                process); by default the spec's agent is built. On resume the checkpointed
+                agent replaces it.
+        """
         spec, run_dir = self.spec, self.run_dir
         if run_dir.exists() and not run_dir.is_dir():
             raise RunError(f"{run_dir} is a file, not a run directory; choose another --out")
@@ -127,17 +139,22 @@ class RunWriter:
         index = get_search_index(spec.scenario, spec.seed, market, spec.catalog)
         session = Session(spec.scenario, market, spec.seed, index, self._sink)
         # A privileged agent (the oracle) is handed the hidden market here, in the open.
-        hidden = market if agent_entry(spec.agent).privileged else None
-        agent = make_agent(spec.agent, spec.agent_settings, hidden_market=hidden)
+        entry = agent_entry(spec.agent)
+        hidden = market if entry.privileged else None
+        if agent is None:
+            if entry.front_end is not None:
+                raise RunError(f"agent {spec.agent!r} plays through {entry.front_end}")
+            agent = make_agent(spec.agent, spec.agent_settings, hidden_market=hidden)
         try:
             checkpoint = load_checkpoint(run_dir) if resume else None
         except CheckpointError as exc:
             raise RunError(f"cannot resume: {exc}") from None
         if checkpoint is not None:
             session.restore(checkpoint["session"])
-            agent = checkpoint["agent"]
+            restored: BaseAgent = checkpoint["agent"]
+            agent = restored
             if hidden is not None:
-                agent.attach_hidden_market(hidden)  # type: ignore[attr-defined]
+                restored.attach_hidden_market(hidden)  # type: ignore[attr-defined]
         if resume:
             try:
                 truncate_trace(run_dir / "trace.jsonl", session.memory.seq)
@@ -171,11 +188,35 @@ class RunWriter:
         self.manifest.progress(session.memory.windows_closed)
         self.manifest.write(self.run_dir)
 
+    def suspend(self, session: Session, agent: BaseAgent, meta: RunManifest) -> None:
+        """The agent went away mid-run (a front end's client left, a server stops): checkpoint
+        where the run stands (mid-window is fine), mark the record interrupted (resumable)
+        and close the trace."""
+        self.checkpoint(session, agent)
+        _record_agent_outcome(agent, meta)
+        meta.interrupt()
+        meta.write(self.run_dir)
+        self.close()
+
+    def rewind(self, session: Session, meta: RunManifest) -> None:
+        """The session was restored to an earlier snapshot (a host-side operation, e.g. the
+        conformance check's): cut the trace back to it and make a finished record live again."""
+        self.close()
+        truncate_trace(self.run_dir / "trace.jsonl", session.memory.seq)
+        self._trace = open(self.run_dir / "trace.jsonl", "a")  # noqa: SIM115 (closed in close)
+        meta.reopen()
+        meta.write(self.run_dir)
+
+    def close(self) -> None:
+        """Close the trace (idempotent); later trace entries are refused with `RunError`."""
+        if self._trace is not None:
+            self._trace.close()
+            self._trace = None
+
     def finish(self, session: Session, agent: BaseAgent, meta: RunManifest) -> dict[str, Any]:
         from merchantbench.metrics import compute_metrics, write_metrics
 
-        if self._trace is not None:
-            self._trace.close()
+        self.close()
         self.flush_agent_log(agent)
         _record_agent_outcome(agent, meta)
         engine = session.engine

@@ -9,10 +9,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from merchantbench.agents.base import register_agent
-from merchantbench.session import Session
+from merchantbench.agents.base import AgentOutcome, AgentSettings, BaseAgent
+from merchantbench.surface import AgentSurface
 
-__all__ = ["EXTERNAL", "PROTOCOL", "ExternalAgent", "ProtocolState", "add_usage"]
+__all__ = [
+    "EXTERNAL",
+    "PROTOCOL",
+    "ExternalAgent",
+    "ExternalSettings",
+    "ProtocolState",
+    "add_usage",
+]
 
 EXTERNAL = "external"
 PROTOCOL = "merchantbench-http/1"
@@ -46,24 +53,37 @@ class ProtocolState:
             self.fingerprints.clear()
 
 
-class ExternalAgent:
-    """Stands for an out-of-process agent in the run record; the server drives its session."""
+class ExternalSettings(AgentSettings):
+    """How the server knows the agent: its id in the protocol, and the protocol's version."""
+
+    agent_id: str = "agent_0"
+    protocol: str = PROTOCOL
+
+
+class ExternalAgent(BaseAgent[ExternalSettings]):
+    """Stands for an out-of-process agent in the run record; the server drives its session
+    (`RunWriter.open_session(resume, agent=ExternalAgent(...))`), never the runner."""
 
     name = EXTERNAL
+    Settings = ExternalSettings
 
-    def __init__(self, agent_id: str = "agent_0", protocol: str = PROTOCOL) -> None:
-        self.agent_id = agent_id
-        self.protocol_name = protocol
+    def __init__(self, config: ExternalSettings | None = None) -> None:
+        super().__init__(config)
         self.state = ProtocolState()
 
-    def settings(self) -> dict[str, Any]:
-        return {"agent_id": self.agent_id, "protocol": self.protocol_name}
+    @property
+    def agent_id(self) -> str:
+        return self.config.agent_id
 
-    def act(self, session: Session) -> None:
+    def act(self, surface: AgentSurface) -> None:
         raise RuntimeError(
             "an external agent plays over HTTP: start it with `merchantbench serve` or "
             "`merchantbench run --agent external --serve`"
         )
+
+    def outcome(self) -> AgentOutcome:
+        """The token usage the agent reported (run.json `llm_usage`); it never stops early."""
+        return AgentOutcome(usage=self.usage_summary())
 
     def usage_summary(self) -> dict[str, Any]:
         """Token usage as the agent reported it (per /act turn and delayed auxiliary calls)."""
@@ -76,6 +96,3 @@ class ExternalAgent:
             "auxiliary": auxiliary,
             "auxiliary_records": len(self.state.auxiliary),
         }
-
-
-register_agent(EXTERNAL)(ExternalAgent)

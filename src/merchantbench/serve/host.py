@@ -10,7 +10,7 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from merchantbench.runs.files import atomic_write_json
+from merchantbench.runs.manifest import RunManifest
 from merchantbench.runs.runner import RunWriter
 from merchantbench.serve.act import (
     END_OF_STEP,
@@ -21,7 +21,7 @@ from merchantbench.serve.act import (
     stale_step,
 )
 from merchantbench.serve.external import ExternalAgent, add_usage
-from merchantbench.serve.settings import SERVE_FILE, HostSettings, gone
+from merchantbench.serve.settings import FRONT_END, HostSettings, gone
 from merchantbench.serve.usage import usage_record
 from merchantbench.session import Session
 
@@ -39,7 +39,7 @@ class RunHost:
         writer: RunWriter,
         session: Session,
         agent: ExternalAgent,
-        meta: dict[str, Any],
+        meta: RunManifest,
     ) -> None:
         self.settings = settings
         self.writer = writer
@@ -79,7 +79,9 @@ class RunHost:
         }
 
     def save_settings(self) -> None:
-        atomic_write_json(self.writer.run_dir / SERVE_FILE, asdict(self.settings))
+        """Record how the server hosts the run in run.json (`front_end`), so a restart keeps it."""
+        self.meta.host(FRONT_END, asdict(self.settings))
+        self.meta.write(self.writer.run_dir)
 
     # --- observation --------------------------------------------------------------------------
     async def observation(self, timeout: float, nowait: bool) -> dict[str, Any]:
@@ -251,11 +253,7 @@ class RunHost:
         self.cond.notify_all()
 
     def _finish(self) -> None:
-        settings = self.meta.setdefault("agent", {}).setdefault("settings", {})
-        if self.agent.state.registration is not None:
-            settings["registration"] = self.agent.state.registration
-        ended = "closed" if self.session.engine.state.closed else "completed"
-        self.metrics = self.writer.finish(self.session, self.agent, self.meta, ended)
+        self.metrics = self.writer.finish(self.session, self.agent, self.meta)
 
     async def set_paused(self, paused: bool) -> None:
         async with self.cond:
@@ -270,6 +268,8 @@ class RunHost:
     async def register(self, payload: dict[str, Any]) -> dict[str, Any]:
         async with self.cond:
             self.agent.state.registration = payload
+            self.meta.record_registration(payload)
+            self.meta.write(self.writer.run_dir)
             return {"ok": True, **payload}
 
     async def record_usage(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -283,9 +283,9 @@ class RunHost:
                     409, "usage_id_conflict", f"usage_id {usage_id} was recorded differently"
                 )
             self.agent.state.auxiliary[usage_id] = record
-            if self.finished and known is None:
-                self.meta["llm_usage"] = self.agent.usage_summary()
-                atomic_write_json(self.writer.run_dir / "run.json", self.meta)
+            if self.finished and known is None:  # the record is final but for the usage
+                self.meta.record_agent(self.agent.outcome().usage, None)
+                self.meta.write(self.writer.run_dir)
             return {"ok": True, "usage_id": usage_id, "duplicate": known is not None}
 
     def summary(self) -> dict[str, Any]:
@@ -314,6 +314,19 @@ class RunHost:
         async with self.cond:
             self.close()
 
+    # --- host side, in process only (the conformance check) -------------------------------------
+    async def restore(self, blob: bytes) -> None:
+        """Restore the session to a `session.snapshot()` blob, reopening a finished record.
+        Not a route: a snapshot is a pickle, and unpickling what a client sent would run its
+        code; the check calls this on the host object of a server it started itself."""
+        async with self.cond:
+            self.session.restore(blob)
+            self.writer.rewind(self.session, self.meta)
+            self.metrics = None
+            self.agent.state.enter(self.surface.window)
+            self.window_opened = time.monotonic()
+            self.cond.notify_all()
+
     def finish_if_over(self) -> None:
         """A run whose last window closed but whose record was not finished (the server stopped
         in between) is finished now."""
@@ -321,14 +334,10 @@ class RunHost:
             self._finish()
 
     def close(self) -> None:
-        """Checkpoint where the run stands (mid-window is fine) and let go of its files."""
-        if self.finished:
-            return
-        self.writer.checkpoint(self.session, self.agent)
-        # RunWriter has no close(); its trace file is flushed by the checkpoint above.
-        trace = getattr(self.writer, "_trace", None)
-        if trace is not None:
-            trace.close()
+        """Checkpoint where the run stands (mid-window is fine), mark it interrupted (a
+        restart resumes it) and let go of its files."""
+        if not self.finished:
+            self.writer.suspend(self.session, self.agent, self.meta)
 
 
 async def _inline(fn: Any, *args: Any) -> Any:

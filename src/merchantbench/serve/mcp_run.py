@@ -12,36 +12,40 @@ the record says which front end and transport served it; the runner never drives
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from merchantbench.agents.base import register_agent
-from merchantbench.runs.files import atomic_write_json
+import anyio
+
+from merchantbench.agents.base import AgentSettings, BaseAgent
+from merchantbench.agents.registry import make_agent
+from merchantbench.runs.manifest import RunManifest
 from merchantbench.runs.runner import RunSpec, RunWriter
-from merchantbench.session import END_OF_STEP, Session
+from merchantbench.session import END_OF_STEP
 from merchantbench.surface import AgentSurface
 from merchantbench.tools.errors import failure
 
-__all__ = ["MCP_AGENT", "SUMMARY_METRICS", "HostedRun", "McpClientAgent"]
+__all__ = ["MCP_AGENT", "SUMMARY_METRICS", "HostedRun", "McpClientAgent", "run_summary"]
 
 MCP_AGENT = "mcp"
 # What the final summary tells the agent: the headline metrics of the finished record.
 SUMMARY_METRICS = ("final_net_assets", "gmv", "orders", "net_profit_margin", "fines", "swr")
 
 
-@register_agent(MCP_AGENT)
-class McpClientAgent:
+class McpSettings(AgentSettings):
+    """Which MCP transport served the run."""
+
+    transport: Literal["stdio", "streamable-http"] = "stdio"
+
+
+class McpClientAgent(BaseAgent[McpSettings]):
     """The agent of a run served over MCP. It acts from the client, never in process."""
 
     name = MCP_AGENT
+    Settings = McpSettings
 
-    def __init__(self, transport: str = "stdio") -> None:
-        self.transport = transport
-
-    def settings(self) -> dict[str, Any]:
-        return {"front_end": "mcp", "transport": self.transport}
-
-    def act(self, session: Session) -> None:
+    def act(self, surface: AgentSurface) -> None:
         # Only a runner that drives in-process agents calls this; an MCP agent is driven by
         # its client through `merchantbench mcp`, so being called here is a usage error.
         raise RuntimeError("the mcp agent plays through `merchantbench mcp`, not `run`")
@@ -61,9 +65,11 @@ class HostedRun:
         self, spec: RunSpec, run_dir: Path, resume: bool = False, checkpoint_every: int = 10
     ) -> None:
         self._writer = RunWriter(spec, run_dir, checkpoint_every)
-        self._session, self._agent, self._meta = self._writer.open_session(resume)
+        agent = make_agent(MCP_AGENT, spec.agent_settings)
+        self._session, self._agent, self._meta = self._writer.open_session(resume, agent=agent)
         self._every = checkpoint_every
         self.summary: dict[str, Any] | None = None
+        self.lock = anyio.Lock()  # MCP requests apply one at a time
 
     @property
     def surface(self) -> AgentSurface:
@@ -106,6 +112,14 @@ class HostedRun:
             result = {**result, **self._after_window()}
         return result
 
+    async def call_async(
+        self, tool: str, args: dict[str, Any] | None, idempotency_key: str | None
+    ) -> dict[str, Any]:
+        """`call` under the run's lock; `end_of_step` (a window's simulation) in a thread."""
+        call = partial(self.call, tool, args, idempotency_key)
+        async with self.lock:
+            return await anyio.to_thread.run_sync(call) if tool == END_OF_STEP else call()
+
     def _after_window(self) -> dict[str, Any]:
         surface = self.surface
         if surface.over:
@@ -116,20 +130,23 @@ class HostedRun:
         return {"run_over": False, "observation": surface.observation()}
 
     def _finish(self) -> None:
-        ended = "closed" if self._session.engine.state.closed else "completed"
-        metrics = self._writer.finish(self._session, self._agent, self._meta, ended)
-        self.summary = {
-            "ended": ended,
-            "windows_played": self._meta["windows"],
-            "final_observation": self.surface.observation(),
-            **{key: metrics[key] for key in SUMMARY_METRICS},
-        }
+        metrics = self._writer.finish(self._session, self._agent, self._meta)
+        self.summary = run_summary(self._meta, metrics, self.surface)
 
     def suspend(self) -> None:
         """The agent went away before the end: checkpoint where the run stands and mark the
         record interrupted, so `--resume` continues from this very call."""
-        if self.finished:
-            return
-        self._writer.checkpoint(self._session, self._agent)
-        self._meta["ended"] = "interrupted"
-        atomic_write_json(self._writer.run_dir / "run.json", self._meta)
+        if not self.finished:
+            self._writer.suspend(self._session, self._agent, self._meta)
+
+
+def run_summary(
+    meta: RunManifest, metrics: dict[str, Any], surface: AgentSurface
+) -> dict[str, Any]:
+    """What the agent is told when its run is over: how it ended and the headline metrics."""
+    return {
+        "ended": meta.ended,
+        "windows_played": meta.windows,
+        "final_observation": surface.observation(),
+        **{key: metrics[key] for key in SUMMARY_METRICS},
+    }

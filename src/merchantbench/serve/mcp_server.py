@@ -16,17 +16,18 @@ What a client sees:
 - **idempotency**: a tool call whose `_meta` has `merchantbench/idempotency_key` passes it to
   the surface, so a client that retries a state-changing call acts once.
 
-Calls are applied one at a time (a lock per run); `end_of_step`, which simulates a window, runs
-in a worker thread so that it never stalls other connections of the same event loop.
-Transports: `serve_stdio(run)` for one run over stdin/stdout, and `McpHttpEndpoint(run)` for
-streamable HTTP.
+The server serves any `McpRun`: a `HostedRun` (`merchantbench mcp`, one run) or a run of the
+HTTP server (`serve.mcp_mount`, `/runs/{run}/mcp`). The run applies calls one at a time under
+its lock; `end_of_step`, which simulates a window, runs in a worker thread so that it never
+stalls other connections of the same event loop. Transports: `serve_stdio(run)` for one run
+over stdin/stdout, and `McpHttpEndpoint(run)` for streamable HTTP.
 """
 
 from __future__ import annotations
 
 import json
-from functools import partial
-from typing import Any
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
 
 import anyio
 import mcp_types as types
@@ -37,8 +38,7 @@ from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
 
 import merchantbench
-from merchantbench.serve.mcp_run import HostedRun
-from merchantbench.session import END_OF_STEP
+from merchantbench.surface import AgentSurface
 from merchantbench.tools.errors import failure
 
 __all__ = [
@@ -47,6 +47,7 @@ __all__ = [
     "OBSERVATION_URI",
     "RULES_URI",
     "McpHttpEndpoint",
+    "McpRun",
     "build_mcp_server",
     "mcp_tools",
     "serve_stdio",
@@ -63,6 +64,21 @@ HOW_TO_PLAY = (
     "result carries the next window's observation, or the run's summary once the run is over "
     "(run_over: true). Keep going until then."
 )
+
+
+class McpRun(Protocol):
+    """A run an MCP server serves: its agent surface, the lock under which it is read, and
+    calls (`end_of_step` also carries `run_over` and the next observation or the summary)."""
+
+    @property
+    def surface(self) -> AgentSurface: ...
+
+    @property
+    def lock(self) -> AbstractAsyncContextManager[Any]: ...
+
+    async def call_async(
+        self, tool: str, args: dict[str, Any] | None, idempotency_key: str | None
+    ) -> dict[str, Any]: ...
 
 
 def mcp_tools(surface_schemas: list[dict[str, Any]]) -> list[types.Tool]:
@@ -87,9 +103,9 @@ def tool_result(result: dict[str, Any]) -> types.CallToolResult:
 class _RunAdapter:
     """The handlers of one run's MCP server."""
 
-    def __init__(self, run: HostedRun) -> None:
+    def __init__(self, run: McpRun) -> None:
         self.run = run
-        self.lock = anyio.Lock()
+        self.lock = run.lock
         schemas = run.surface.tool_schemas()
         self.tools = mcp_tools(schemas)
         self.schemas = {tool.name: tool.input_schema for tool in self.tools}
@@ -104,10 +120,7 @@ class _RunAdapter:
         if key is not None and not isinstance(key, str):
             message = f"_meta {IDEMPOTENCY_META_KEY} must be a string"
             return tool_result(failure("invalid_argument", message, "$._meta"))
-        call = partial(self.run.call, params.name, params.arguments, key)
-        async with self.lock:
-            # end_of_step simulates a window: off the event loop; the rest is microseconds.
-            result = await anyio.to_thread.run_sync(call) if params.name == END_OF_STEP else call()
+        result = await self.run.call_async(params.name, params.arguments, key)
         return tool_result(result)
 
     async def list_prompts(self, ctx: Any, params: Any) -> types.ListPromptsResult:
@@ -158,7 +171,7 @@ class _RunAdapter:
         return types.ReadResourceResult(contents=[contents])
 
 
-def build_mcp_server(run: HostedRun) -> Server[Any]:
+def build_mcp_server(run: McpRun) -> Server[Any]:
     """The low-level MCP server of one run (tools, the brief prompt, two resources)."""
     adapter = _RunAdapter(run)
     return Server(
@@ -177,7 +190,7 @@ def build_mcp_server(run: HostedRun) -> Server[Any]:
     )
 
 
-async def serve_stdio(run: HostedRun) -> None:
+async def serve_stdio(run: McpRun) -> None:
     """Serve one run over stdin/stdout until the client disconnects."""
     server = build_mcp_server(run)
     async with stdio_server() as (read_stream, write_stream):
@@ -200,7 +213,7 @@ class McpHttpEndpoint:
             rebinding protection (Host and Origin checks).
     """
 
-    def __init__(self, run: HostedRun, path: str = "/mcp", host: str = "127.0.0.1") -> None:
+    def __init__(self, run: McpRun, path: str = "/mcp", host: str = "127.0.0.1") -> None:
         self.server = build_mcp_server(run)
         self.app: Starlette = self.server.streamable_http_app(
             # Plain JSON answers, not one SSE stream per call: the server sends no

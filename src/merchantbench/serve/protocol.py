@@ -83,7 +83,7 @@ async def tools_schema(run_id: str, host: Run) -> dict[str, Any]:
         "tools": tools,
         "tool_schema_sha256": host.surface.tool_schema_sha256(),
         "scenario_id": host.session.scenario.name,
-        "dataset": {"market": "synthetic" if host.meta["market"]["catalog"] is None else "catalog"},
+        "dataset": {"market": "synthetic" if host.meta.market.catalog is None else "catalog"},
         "base_path": f"/runs/{run_id}/agents/{host.settings.agent_id}/act",
         "protocol": {
             "name": PROTOCOL,

@@ -11,18 +11,20 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from merchantbench.agents.registry import make_agent
 from merchantbench.runs.files import atomic_write_bytes, read_json
+from merchantbench.runs.manifest import ManifestError, RunManifest, read_manifest
 from merchantbench.runs.runner import RunSpec, RunWriter
+from merchantbench.runs.schema import RUN_FILE
 from merchantbench.scenario import Scenario
 from merchantbench.serve.auth import new_token
 from merchantbench.serve.external import EXTERNAL, ExternalAgent
 from merchantbench.serve.host import RunHost
-from merchantbench.serve.settings import SERVE_FILE, HostSettings, gone, read_settings
+from merchantbench.serve.settings import HostSettings, gone, hosted_settings
 
 __all__ = ["TOKENS_FILE", "Hosted", "RecordedRun", "RunRegistry", "run_env"]
 
 TOKENS_FILE = ".serve-tokens.json"  # agent tokens, readable by the operator only (0600)
-LIVE_ENDINGS = (None, "error", "interrupted")  # run.json `ended` values a restart resumes
 
 
 def run_env(base_url: str, host: Hosted, token: str | None) -> dict[str, str]:
@@ -141,7 +143,8 @@ class RunRegistry:
 
     def _open(self, spec: RunSpec, run_dir: Path, settings: HostSettings, resume: bool) -> RunHost:
         writer = RunWriter(spec, run_dir, self.checkpoint_every)
-        session, agent, meta = writer.open_session(resume)
+        prebuilt = make_agent(EXTERNAL, spec.agent_settings)
+        session, agent, meta = writer.open_session(resume, agent=prebuilt)
         assert isinstance(agent, ExternalAgent)
         host = RunHost(settings, writer, session, agent, meta)
         host.save_settings()
@@ -155,12 +158,17 @@ class RunRegistry:
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         self._load_tokens()
         resumed = []
-        for run_dir in sorted(p for p in self.runs_dir.iterdir() if (p / SERVE_FILE).is_file()):
+        for run_dir in sorted(p for p in self.runs_dir.iterdir() if (p / RUN_FILE).is_file()):
             if self.only is not None and run_dir.name not in self.only:
                 continue
-            settings = read_settings(run_dir)
-            meta = read_json(run_dir / "run.json")
-            if meta.get("ended") not in LIVE_ENDINGS:
+            try:
+                meta = read_manifest(run_dir)
+            except ManifestError:
+                continue  # not a run record this version reads: not ours to serve
+            settings = hosted_settings(meta)
+            if settings is None:
+                continue  # a run of another kind (an in-process agent, MCP)
+            if not meta.resumable:
                 self.hosts[settings.run_id] = RecordedRun(settings, run_dir)
                 continue
             spec = _spec_of(meta)
@@ -175,14 +183,13 @@ class RunRegistry:
                 await host.aclose()
 
 
-def _spec_of(meta: dict[str, Any]) -> RunSpec:
+def _spec_of(meta: RunManifest) -> RunSpec:
     """The spec of a recorded run, from its run.json."""
-    settings = meta["agent"]["settings"]
-    catalog = meta["market"].get("catalog")
+    catalog = meta.market.catalog
     return RunSpec(
         EXTERNAL,
-        Scenario.model_validate(meta["scenario_config"]),
-        meta["seed"],
-        {k: settings[k] for k in ("agent_id", "protocol") if k in settings},
+        meta.scenario_model(),
+        meta.seed,
+        dict(meta.agent.settings),
         Path(catalog) if catalog else None,
     )

@@ -1,22 +1,21 @@
-"""How the server hosts a run (saved beside its run record), and the answer of a run that is
-over."""
+"""How the server hosts a run (recorded in its run.json, `front_end`), and the answer of a run
+that is over."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
+from merchantbench.runs.manifest import RunManifest
 from merchantbench.serve.act import ProtocolError
 
-__all__ = ["SERVE_FILE", "HostSettings", "gone", "read_settings"]
+__all__ = ["FRONT_END", "HostSettings", "gone", "hosted_settings"]
 
-SERVE_FILE = "serve.json"  # the server's settings for a run, beside run.json
+FRONT_END = "http"  # run.json `front_end.name` of the runs this server hosts
 
 
 @dataclass
 class HostSettings:
-    """How the server hosts a run; saved in the run directory so a restart keeps it."""
+    """How the server hosts a run; recorded in its run.json so a restart keeps it."""
 
     run_id: str
     agent_id: str = "agent_0"
@@ -31,5 +30,8 @@ def gone(message: str = "the run is over: no window will open again") -> Protoco
     return ProtocolError(410, "run_finished", message)
 
 
-def read_settings(run_dir: Path) -> HostSettings:
-    return HostSettings(**json.loads((run_dir / SERVE_FILE).read_text()))
+def hosted_settings(meta: RunManifest) -> HostSettings | None:
+    """The server's settings of a run it hosts; None for a run of another kind."""
+    if meta.front_end is None or meta.front_end.name != FRONT_END:
+        return None
+    return HostSettings(**meta.front_end.settings)

@@ -1,0 +1,337 @@
+"""The adapters of the served front ends: `http` (the JSON API and the artifact protocol's
+routes) and `mcp` (the official `mcp` client over streamable HTTP at `/runs/{run}/mcp`).
+
+Each adapter starts a real `merchantbench serve` app (`create_app` with the MCP extension) with
+uvicorn on a free 127.0.0.1 port, in a thread of this process, with an admin token. A run is
+created by the operator (`RunRegistry.create_now`, so any scenario, overrides included, can be
+checked), and its agent plays through the network with the run's agent bearer token only.
+
+The host side reads the run's `RunHost` in process: `state_hash`, `snapshot` and `ledger` from
+its session, `restore` through `RunHost.restore` (under the run's lock, reopening a finished
+record). None of this is a route: a snapshot is a pickle, and a server that unpickled what a
+client sent would run the client's code (docs/check.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import socket
+import tempfile
+import threading
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+
+from merchantbench.check.adapter import LedgerReport
+from merchantbench.check.python_adapter import PythonRun
+from merchantbench.scenario import Scenario
+from merchantbench.session import END_OF_STEP
+
+__all__ = ["HttpAdapter", "HttpRun", "LiveServe", "McpAdapter", "McpRun"]
+
+T = TypeVar("T")
+TIMEOUT = 120.0  # seconds for one request (closing a window simulates 12 hours)
+
+
+class LiveServe:
+    """A serve app with the MCP extension on 127.0.0.1 in a thread (stopped at exit)."""
+
+    def __init__(self) -> None:
+        import uvicorn
+
+        from merchantbench.serve import ServeConfig, create_app
+        from merchantbench.serve.auth import new_token
+        from merchantbench.serve.mcp_mount import mcp_extension
+
+        self._dir = tempfile.TemporaryDirectory(prefix="merchantbench-check-")
+        self.admin_token = new_token()
+        ready = threading.Event()
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+        def on_ready(registry: Any) -> None:
+            self.loop = asyncio.get_running_loop()
+            ready.set()
+
+        config = ServeConfig(Path(self._dir.name), self.admin_token, on_ready=on_ready)
+        self.app = create_app(config, extensions=[mcp_extension()])
+        self.registry = self.app.state.registry
+        self._sock = socket.socket()
+        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._sock.bind(("127.0.0.1", 0))
+        self.base_url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+        self._server = uvicorn.Server(uvicorn.Config(self.app, log_level="warning"))
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
+        )
+        self._thread.start()
+        if not ready.wait(60):
+            raise RuntimeError("the check's server did not start in 60 s")
+        atexit.register(self.stop)
+
+    def create(self, scenario: Scenario, seed: int) -> tuple[Any, str]:
+        """A new run (operator side); returns its host and the agent's token."""
+        from merchantbench.serve.registry import new_run_id
+        from merchantbench.serve.settings import HostSettings
+
+        settings = HostSettings(
+            run_id=new_run_id("check"), turns_per_window=scenario.clock.calls_per_window
+        )
+        host, token = self.registry.create_now(scenario, seed, settings)
+        return host, token
+
+    def on_loop(self, coro: Awaitable[T]) -> T:
+        """Run a coroutine on the server's event loop and wait for it."""
+        assert self.loop is not None
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(TIMEOUT)  # type: ignore[arg-type]
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=30)
+        self._sock.close()
+        self._dir.cleanup()
+
+
+class _ServedRun:
+    """The host side of a served run: its `RunHost`, in process."""
+
+    def __init__(self, serve: LiveServe, scenario: Scenario, seed: int) -> None:
+        self.serve = serve
+        self.host, self.token = serve.create(scenario, seed)
+
+    def state_hash(self) -> str:
+        return str(self.host.session.state_hash())
+
+    def snapshot(self) -> bytes:
+        blob: bytes = self.host.session.snapshot()
+        return blob
+
+    def restore(self, blob: bytes) -> None:
+        self.serve.on_loop(self.host.restore(blob))
+
+    def ledger(self) -> LedgerReport:
+        return PythonRun(self.host.session).ledger()
+
+
+class HttpRun(_ServedRun):
+    """Agent side over HTTP: the artifact protocol's tool schema and first observation packet
+    (the brief), and the JSON API's observation, tool calls and run summary (the clock)."""
+
+    def __init__(self, serve: LiveServe, scenario: Scenario, seed: int) -> None:
+        super().__init__(serve, scenario, seed)
+        self.http = httpx.Client(
+            base_url=serve.base_url,
+            headers={"Authorization": f"Bearer {self.token}"},
+            timeout=TIMEOUT,
+        )
+        run, agent = self.host.run_id, self.host.settings.agent_id
+        self._api = f"/api/runs/{run}"
+        packet = self._get(f"/runs/{run}/agents/{agent}/observation", {"timeout": 10})
+        self._brief: str = packet["brief"]["system_prompt"]
+        self._schemas = [t["openai"] for t in self._get(f"/runs/{run}/tools/schema")["tools"]]
+        self._clock: dict[str, Any] | None = None  # the run's summary, until a window closes
+
+    def _get(self, path: str, params: dict[str, Any] | None = None) -> Any:
+        response = self.http.get(path, params=params)
+        response.raise_for_status()
+        return response.json()
+
+    def brief(self) -> str:
+        return self._brief
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        return self._schemas
+
+    def observation(self) -> str:
+        return str(self._get(f"{self._api}/observation")["text"])
+
+    def call(
+        self, tool: str, args: dict[str, Any] | None, idempotency_key: str | None
+    ) -> dict[str, Any]:
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key is not None else {}
+        response = self.http.post(f"{self._api}/tools/{tool}", json=args, headers=headers)
+        response.raise_for_status()
+        result: dict[str, Any] = response.json()
+        if tool == END_OF_STEP:
+            self._clock = None  # only closing a window moves the clock
+        return result
+
+    def restore(self, blob: bytes) -> None:
+        super().restore(blob)
+        self._clock = None
+
+    def _summary(self) -> dict[str, Any]:
+        if self._clock is None:
+            self._clock = self._get(self._api)
+        return self._clock
+
+    @property
+    def window(self) -> int:
+        return int(self._summary()["tick"]["window"])
+
+    @property
+    def hour(self) -> int:
+        return int(self._summary()["tick"]["step"])
+
+    @property
+    def over(self) -> bool:
+        return bool(self._summary()["over"])
+
+    def close(self) -> None:
+        self.http.close()
+
+
+class _ServedAdapter:
+    """Starts one server for all the runs it opens."""
+
+    name = ""
+    _serve: LiveServe | None = None
+
+    def server(self) -> LiveServe:
+        if self._serve is None:
+            self._serve = LiveServe()
+        return self._serve
+
+
+class HttpAdapter(_ServedAdapter):
+    """`merchantbench check --adapter http`."""
+
+    name = "http"
+
+    def open(self, scenario: Scenario, seed: int) -> HttpRun:
+        return HttpRun(self.server(), scenario, seed)
+
+
+class _ClientThread:
+    """An `mcp` client session on its own event loop thread, called from synchronous code."""
+
+    def __init__(self, url: str, token: str) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._thread.start()
+        self._stop: asyncio.Event | None = None
+        ready: asyncio.Future[Any] = self.loop.create_future()
+        self._main = asyncio.run_coroutine_threadsafe(self._hold(url, token, ready), self.loop)
+        self.client = asyncio.run_coroutine_threadsafe(_wait(ready), self.loop).result(TIMEOUT)
+
+    async def _hold(self, url: str, token: str, ready: asyncio.Future[Any]) -> None:
+        import httpx2
+        from mcp import Client
+        from mcp.client.streamable_http import streamable_http_client
+
+        self._stop = asyncio.Event()
+        headers = {"Authorization": f"Bearer {token}"}
+        try:
+            async with (
+                httpx2.AsyncClient(headers=headers, timeout=TIMEOUT) as http,
+                Client(streamable_http_client(url, http_client=http)) as client,
+            ):
+                ready.set_result(client)
+                await self._stop.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+            raise
+
+    def run(self, call: Callable[[Any], Awaitable[T]]) -> T:
+        return asyncio.run_coroutine_threadsafe(_apply(call, self.client), self.loop).result(
+            TIMEOUT
+        )
+
+    def close(self) -> None:
+        if self._stop is not None:
+            self.loop.call_soon_threadsafe(self._stop.set)
+        try:
+            self._main.result(30)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(timeout=30)
+            self.loop.close()
+
+
+async def _wait(future: asyncio.Future[Any]) -> Any:
+    return await future
+
+
+async def _apply(call: Callable[[Any], Awaitable[T]], client: Any) -> T:
+    return await call(client)
+
+
+class McpRun(_ServedRun):
+    """Agent side over MCP: the rules and observation resources (the brief is the rules
+    resource), the tools as listed (turned back into OpenAI function schemas), and tool
+    calls with the idempotency key in `_meta`. What `end_of_step` adds over MCP (`run_over`,
+    the next observation or the summary) is set aside, so results compare with the surface's.
+    The clock (`window`, `hour`, `over`) is read on the host side: MCP has none of its own."""
+
+    def __init__(self, serve: LiveServe, scenario: Scenario, seed: int) -> None:
+        super().__init__(serve, scenario, seed)
+        url = f"{serve.base_url}/runs/{self.host.run_id}/mcp"
+        self.session = _ClientThread(url, self.token)
+
+    def _resource(self, uri: str) -> str:
+        result = self.session.run(lambda c: c.read_resource(uri))
+        return str(result.contents[0].text)
+
+    def brief(self) -> str:
+        from merchantbench.serve.mcp_server import RULES_URI
+
+        return self._resource(RULES_URI)
+
+    def observation(self) -> str:
+        from merchantbench.serve.mcp_server import OBSERVATION_URI
+
+        return self._resource(OBSERVATION_URI)
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        listed = self.session.run(lambda c: c.list_tools())
+        return [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.input_schema,
+                },
+            }
+            for t in listed.tools
+        ]
+
+    def call(
+        self, tool: str, args: dict[str, Any] | None, idempotency_key: str | None
+    ) -> dict[str, Any]:
+        from merchantbench.serve.mcp_server import IDEMPOTENCY_META_KEY
+
+        meta = {IDEMPOTENCY_META_KEY: idempotency_key} if idempotency_key is not None else None
+        result = self.session.run(lambda c: c.call_tool(tool, args, meta=meta))
+        content: dict[str, Any] = dict(result.structured_content or {})
+        if tool == END_OF_STEP:
+            for added in ("run_over", "observation", "summary"):
+                content.pop(added, None)
+        return content
+
+    @property
+    def window(self) -> int:
+        return int(self.host.surface.window)
+
+    @property
+    def hour(self) -> int:
+        return int(self.host.surface.hour)
+
+    @property
+    def over(self) -> bool:
+        return bool(self.host.surface.over)
+
+    def close(self) -> None:
+        self.session.close()
+
+
+class McpAdapter(_ServedAdapter):
+    """`merchantbench check --adapter mcp`."""
+
+    name = "mcp"
+
+    def open(self, scenario: Scenario, seed: int) -> McpRun:
+        return McpRun(self.server(), scenario, seed)

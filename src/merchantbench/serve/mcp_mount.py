@@ -1,0 +1,143 @@
+"""The MCP server on the HTTP server: streamable HTTP at `/runs/{run}/mcp` for every run.
+
+    app = create_app(config, extensions=[mcp_extension()])
+
+A client reaches a run's MCP endpoint with the run's agent bearer token (or the admin token),
+exactly as the run's other routes; another run's token is refused (403) before anything of
+the MCP session starts. Each run gets its own `McpHttpEndpoint` the first time it is reached;
+its session manager runs in a task group the extension adds to the app's lifespan, and stops
+when the server does. The MCP run is a `ServedMcpRun`: calls go through the run's host
+(`RunHost.call_tool`, the same lock, checkpoints and record as the JSON API), so a run can be
+played over the artifact protocol, the JSON API and MCP alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+from fastapi import FastAPI, HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.types import Receive, Scope, Send
+
+from merchantbench.serve.act import ProtocolError
+from merchantbench.serve.app import AppExtension
+from merchantbench.serve.auth import require_run
+from merchantbench.serve.host import RunHost
+from merchantbench.serve.mcp_run import run_summary
+from merchantbench.serve.mcp_server import McpHttpEndpoint
+from merchantbench.serve.registry import RunRegistry
+from merchantbench.session import END_OF_STEP
+from merchantbench.surface import AgentSurface
+from merchantbench.tools.errors import failure
+
+__all__ = ["MCP_PATH", "McpMounts", "ServedMcpRun", "mcp_extension"]
+
+MCP_PATH = "/mcp"  # under /runs/{run_id}
+
+
+class ServedMcpRun:
+    """A run of the HTTP server as an MCP run (`merchantbench.serve.mcp_server.McpRun`)."""
+
+    def __init__(self, host: RunHost) -> None:
+        self.host = host
+
+    @property
+    def surface(self) -> AgentSurface:
+        return self.host.surface
+
+    @property
+    def lock(self) -> AbstractAsyncContextManager[Any]:
+        return self.host.cond
+
+    async def call_async(
+        self, tool: str, args: dict[str, Any] | None, idempotency_key: str | None
+    ) -> dict[str, Any]:
+        """One call through the host; a refused request (run over, paused) is a tool error."""
+        try:
+            result = await self.host.call_tool(tool, args, idempotency_key)
+        except ProtocolError as exc:
+            return failure(str(exc.body["error"]), str(exc))
+        if tool != END_OF_STEP or not result.get("ok"):
+            return result
+        async with self.host.cond:
+            if self.host.finished and self.host.metrics is not None:
+                summary = run_summary(self.host.meta, self.host.metrics, self.surface)
+                return {**result, "run_over": True, "summary": summary}
+            return {**result, "run_over": False, "observation": self.surface.observation()}
+
+
+class McpMounts:
+    """The ASGI app mounted at `/runs/{run_id}`: checks the token, then hands the request to
+    the run's MCP endpoint (made on first use)."""
+
+    def __init__(self, registry: RunRegistry, host: str) -> None:
+        self.registry = registry
+        self.host = host
+        self.endpoints: dict[str, McpHttpEndpoint] = {}
+        self.task_group: TaskGroup | None = None
+        self._making = anyio.Lock()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        request = Request(scope, receive)
+        rest = scope["path"][len(scope.get("root_path", "")) :]
+        if rest.rstrip("/") != MCP_PATH:
+            response = JSONResponse({"ok": False, "error": "not_found"}, status_code=404)
+            return await response(scope, receive, send)
+        try:
+            hosted = await require_run(scope["path_params"]["run_id"], request)
+        except HTTPException as exc:
+            return await JSONResponse(exc.detail, status_code=exc.status_code)(scope, receive, send)
+        if not isinstance(hosted, RunHost):
+            body = {"ok": False, "error": "run_finished", "message": "the run is over"}
+            return await JSONResponse(body, status_code=410)(scope, receive, send)
+        endpoint = await self._endpoint(hosted)
+        await endpoint.app(scope, receive, send)
+
+    async def _endpoint(self, hosted: RunHost) -> McpHttpEndpoint:
+        async with self._making:
+            endpoint = self.endpoints.get(hosted.run_id)
+            if endpoint is None:
+                if self.task_group is None:
+                    raise RuntimeError("the MCP mounts start with the app's lifespan")
+                endpoint = McpHttpEndpoint(ServedMcpRun(hosted), path=MCP_PATH, host=self.host)
+                await self.task_group.start(endpoint.serve)
+                self.endpoints[hosted.run_id] = endpoint
+            return endpoint
+
+    def stop(self) -> None:
+        for endpoint in self.endpoints.values():
+            endpoint.stop()
+
+
+def mcp_extension(host: str = "127.0.0.1") -> AppExtension:
+    """The extension that serves every run over MCP at `/runs/{run}/mcp`.
+
+    Args:
+        host: The address the server is reached at (the SDK checks Host and Origin against
+            it when it is a loopback name: DNS rebinding protection).
+    """
+
+    def extend(app: FastAPI, registry: RunRegistry) -> None:
+        mounts = McpMounts(registry, host)
+        core = app.router.lifespan_context
+
+        @asynccontextmanager
+        async def lifespan(app_: Any) -> AsyncIterator[Any]:
+            async with core(app_) as state, anyio.create_task_group() as group:
+                mounts.task_group = group
+                try:
+                    yield state
+                finally:  # before the core's shutdown checkpoints the runs
+                    mounts.stop()
+
+        app.router.lifespan_context = lifespan
+        app.mount("/runs/{run_id}", mounts)
+
+    return extend
