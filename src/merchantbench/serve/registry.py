@@ -13,6 +13,7 @@ from typing import Any
 
 from merchantbench.runs.files import atomic_write_bytes, read_json
 from merchantbench.runs.runner import RunSpec, RunWriter
+from merchantbench.runs.sealed import SealedSeed, read_sealed
 from merchantbench.scenario import Scenario
 from merchantbench.serve.auth import new_token
 from merchantbench.serve.external import EXTERNAL, ExternalAgent
@@ -128,8 +129,12 @@ class RunRegistry:
     def create_now(
         self, scenario: Scenario, seed: int, settings: HostSettings, catalog: Path | None = None
     ) -> tuple[RunHost, str]:
-        """`create`, blocking (for the CLI, before a server starts)."""
-        spec = RunSpec(EXTERNAL, scenario, seed, {"agent_id": settings.agent_id}, catalog)
+        """`create`, blocking (for the CLI, before a server starts). A sealed run
+        (`settings.sealed`) draws its own secret seed; `seed` is then not used."""
+        secret = SealedSeed.draw() if settings.sealed else None
+        seed = seed if secret is None else secret.seed
+        agent = {"agent_id": settings.agent_id}
+        spec = RunSpec(EXTERNAL, scenario, seed, agent, catalog, sealed=secret)
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         if not self._tokens:
             self._load_tokens()
@@ -163,7 +168,7 @@ class RunRegistry:
             if meta.get("ended") not in LIVE_ENDINGS:
                 self.hosts[settings.run_id] = RecordedRun(settings, run_dir)
                 continue
-            spec = _spec_of(meta)
+            spec = _spec_of(meta, run_dir)
             self._adopt(self._open(spec, run_dir, settings, resume=True))
             resumed.append(settings.run_id)
         return resumed
@@ -175,14 +180,16 @@ class RunRegistry:
                 await host.aclose()
 
 
-def _spec_of(meta: dict[str, Any]) -> RunSpec:
-    """The spec of a recorded run, from its run.json."""
+def _spec_of(meta: dict[str, Any], run_dir: Path) -> RunSpec:
+    """The spec of a recorded run, from its run.json (and a sealed run's secret)."""
     settings = meta["agent"]["settings"]
     catalog = meta["market"].get("catalog")
+    secret = read_sealed(run_dir) if meta.get("seed_commitment") else None
     return RunSpec(
         EXTERNAL,
         Scenario.model_validate(meta["scenario_config"]),
-        meta["seed"],
+        meta["seed"] if secret is None else secret.seed,
         {k: settings[k] for k in ("agent_id", "protocol") if k in settings},
         Path(catalog) if catalog else None,
+        sealed=secret,
     )
