@@ -44,13 +44,15 @@ found[0] if found else None
 """
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("MERCHANTBENCH_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+@pytest.fixture(scope="module", autouse=True)
+def private_cache(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MERCHANTBENCH_CACHE", str(tmp_path_factory.mktemp("cache")))
+        yield
 
 
 @pytest.fixture(scope="module")
-def sealed_run(tmp_path_factory):
+def sealed_run(tmp_path_factory, private_cache):
     """A sealed run opened by the harness: its directory, seed file and market."""
     run_dir = tmp_path_factory.mktemp("sealed-run") / "run"
     spec = RunSpec.sealed_run("idle", load_scenario("smoke"))
