@@ -1,4 +1,4 @@
-"""Sealed runs end to end: `run --sealed`, the commitment, `reveal`, resume and replay (SPEC §10)."""
+"""Sealed runs end to end: `run --sealed`, the commitment, `reveal`, resume, replay (SPEC §10)."""
 
 from __future__ import annotations
 
