@@ -68,8 +68,11 @@ def test_nothing_but_the_sealed_file_holds_the_seed(sealed_dir, private_cache):
     assert not any(f in printed for f in forms(seed))
     for path in out.rglob("*"):
         if path.is_file() and path != out / SEED_FILE:
-            text = path.read_bytes().decode("latin-1").lower()
+            blob = path.read_bytes()
+            text = blob.decode("latin-1").lower()
             assert not any(f.lower() in text for f in forms(seed)), path
+            binary = [seed.to_bytes(16, order) for order in ("big", "little")]
+            assert not any(b in blob for b in binary), path  # e.g. a pickled int
     names = [p.name for p in private_cache.iterdir()] + [out.name]
     assert not any(f in name for f in forms(seed) for name in names)
 
