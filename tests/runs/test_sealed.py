@@ -126,6 +126,9 @@ def test_reveal_refuses_an_unfinished_run_unless_forced(tmp_path):
 
 def test_a_resumed_sealed_run_reads_its_seed_back_and_ends_as_a_replay(tmp_path):
     spec = open_unfinished_sealed_run(tmp_path / "run")
+    other = cli("run", "--no-progress", "--agent", AGENT, "-s", "smoke", "--resume", "--seed",
+                "5", "--out", str(tmp_path / "run"))  # fmt: skip
+    assert other.exit_code == 2 and "without --seed" in other.output
     resumed = cli("run", "--no-progress", "--agent", AGENT, "-s", "smoke", "--resume",
                   "--out", str(tmp_path / "run"))  # fmt: skip
     assert resumed.exit_code == 0, resumed.output

@@ -61,6 +61,8 @@ def run_seed(
         except ManifestError as exc:
             fail(str(exc))
         if meta.sealed:
+            if seed is not None:
+                fail(f"{out} is a sealed run: its seed is read back, resume it without --seed")
             try:
                 secret = read_sealed(out, meta)
             except SealedError as exc:
