@@ -6,14 +6,21 @@ snapshot/restore trivial: the engine carries no generator state at all.
 
 The mixing function is SplitMix64's finaliser applied to a combination of the five counters; it
 passes BigCrush as a counter-based generator. Vector and scalar versions give identical results.
+
+A seed of the sealed range (`merchantbench.seeds`) is never mixed in itself: its 128-bit stream
+key is a keyed hash of it, whose low half takes the seed's place and whose high half is mixed in
+between the two finaliser rounds (zero for a public seed, whose draws are thus unchanged).
 """
 
 from __future__ import annotations
 
+import functools
 from enum import IntEnum
 
 import numpy as np
 from scipy.special import gammaln, ndtri, pdtr
+
+from merchantbench.seeds import is_sealed_range, keyed_digest
 
 _MASK = (1 << 64) - 1
 _K_SEED = 0x9E3779B97F4A7C15
@@ -48,16 +55,27 @@ def _mix_int(z: int) -> int:
     return z ^ (z >> 31)
 
 
+@functools.lru_cache(maxsize=64)
+def stream_key(seed: int) -> tuple[int, int]:
+    """(low, high) 64-bit words of the key the draws of `seed` are keyed by: (seed, 0) for a
+    public seed, a keyed hash of the seed for one of the sealed range."""
+    if not is_sealed_range(seed):
+        return seed & _MASK, 0
+    digest = keyed_digest(seed, "counter-streams", 16)
+    return int.from_bytes(digest[:8], "big"), int.from_bytes(digest[8:], "big")
+
+
 def uniform1(seed: int, stream: int, product: int, hour: int, index: int = 0) -> float:
     """One uniform in [0, 1) for these counters (pure Python, ~1 µs)."""
+    low, high = stream_key(seed)
     z = (
-        (seed * _K_SEED)
+        (low * _K_SEED)
         ^ (stream * _K_STREAM)
         ^ (product * _K_PRODUCT)
         ^ (hour * _K_HOUR)
         ^ (index * _K_INDEX)
     ) & _MASK
-    z = _mix_int(_mix_int(z))
+    z = _mix_int(_mix_int(z) ^ high)
     return (z >> 11) * _INV_2_53
 
 
@@ -67,15 +85,17 @@ def _u64(x: object) -> np.ndarray:
 
 def uniform(seed: int, stream: int, product: object, hour: object, index: object = 0) -> np.ndarray:
     """Uniforms in [0, 1) for broadcast arrays of counters; equal to `uniform1` elementwise."""
+    low, high = stream_key(seed)
     with np.errstate(over="ignore"):
         z = (
-            np.uint64((seed * _K_SEED) & _MASK)
+            np.uint64((low * _K_SEED) & _MASK)
             ^ np.uint64((int(stream) * _K_STREAM) & _MASK)
             ^ (_u64(product) * np.uint64(_K_PRODUCT))
             ^ (_u64(hour) * np.uint64(_K_HOUR))
             ^ (_u64(index) * np.uint64(_K_INDEX))
         )
-        for _ in range(2):
+        for mixed_in in (0, high):  # the high key word goes in between the two rounds
+            z = z ^ np.uint64(mixed_in)
             z = (z ^ (z >> np.uint64(30))) * np.uint64(_K_STREAM)
             z = (z ^ (z >> np.uint64(27))) * np.uint64(_K_PRODUCT)
             z = z ^ (z >> np.uint64(31))

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import platformdirs
 
-from merchantbench import random_streams
+from merchantbench import random_streams, seeds
 from merchantbench.catalog import (
     calendar,
     events,
@@ -48,13 +48,14 @@ from merchantbench.catalog.market import CHANNELS, Market, SupplierEvents
 from merchantbench.catalog.search import SearchIndex
 from merchantbench.catalog.synthetic import Progress, generate_market
 from merchantbench.scenario import Scenario
+from merchantbench.seeds import is_sealed_range, keyed_digest
 
 CACHE_ENV = "MERCHANTBENCH_CACHE"
 FORMAT_VERSION = 2  # bump when the directory layout changes (2: content hashes)
 # The generator's source is part of the key, so editing it can never serve a stale market.
 _GENERATOR_MODULES = (
     synthetic, parts, population, offers, trust_signals, trajectories, market_demand, vocab,
-    calendar, events, random_streams, market_module,
+    calendar, events, random_streams, market_module, seeds,
 )  # fmt: skip
 _SCALARS = ("n_products", "n_suppliers", "days", "history_days", "categories")
 _EVENT_ARRAYS = ("product", "start", "end", "value", "offsets")
@@ -77,14 +78,17 @@ def generator_fingerprint() -> str:
 
 
 def market_cache_key(scenario: Scenario, seed: int) -> str:
-    """Hash (16 hex chars) of every input of the generator for this scenario and seed."""
+    """Hash (16 hex chars) of every input of the generator for this scenario and seed.
+
+    A sealed-range seed goes in as its keyed hash (`seeds.keyed_digest`), so that the key
+    cannot be brute-forced back to the seed."""
     inputs = {
         "version": scenario.version,
         "market": scenario.market.model_dump(mode="json"),
         "suppliers": scenario.suppliers.model_dump(mode="json"),
         "logistics_hours": list(scenario.orders.logistics_hours),
         "start_date": scenario.clock.start_date,
-        "seed": seed,
+        "seed": keyed_digest(seed, "cache-key").hex() if is_sealed_range(seed) else seed,
         "generator": generator_fingerprint(),
         "format": FORMAT_VERSION,
     }
@@ -112,9 +116,11 @@ def real_catalog_key(scenario: Scenario, seed: int, catalog: Path) -> str:
 
 def market_path(scenario: Scenario, seed: int, catalog: Path | None = None) -> Path:
     """Where the market of (scenario, seed) — or of a real catalog directory — is cached."""
+    # A sealed seed is named by its hash alone ("market-sealed-<key>"), never by its value.
+    label = "sealed" if is_sealed_range(seed) else f"seed{seed}"
     if catalog is not None:
-        return cache_root() / f"catalog-seed{seed}-{real_catalog_key(scenario, seed, catalog)}"
-    return cache_root() / f"market-seed{seed}-{market_cache_key(scenario, seed)}"
+        return cache_root() / f"catalog-{label}-{real_catalog_key(scenario, seed, catalog)}"
+    return cache_root() / f"market-{label}-{market_cache_key(scenario, seed)}"
 
 
 def _storable(array: np.ndarray) -> np.ndarray:

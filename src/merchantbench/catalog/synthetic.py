@@ -22,7 +22,9 @@ The generative story, in order, one module per stage:
    × daily noise (an AR(1) log-normal), traps selling strongly; realised market sales are
    Poisson draws of the market's demand while the supplier lists the product
    (`market_sales_cum`).
-6. Here: titles, public ids and names, then the market.
+6. Here: titles, public ids and names, then the market. For a seed of the sealed range every
+   stream is keyed by a keyed hash of the seed, and public ids are keyed hashes themselves
+   (`merchantbench.seeds`, SPEC §10).
 
 Every constant of these modules is a modelling choice recorded in docs/catalog.md.
 """
@@ -32,6 +34,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.random import Generator
 
 from merchantbench.catalog import calendar, offers, vocab
 from merchantbench.catalog.events import delisted_hours_by_day, from_hour_zero, supplier_history
@@ -47,15 +50,34 @@ from merchantbench.catalog.population import (
     type_table,
 )
 from merchantbench.scenario import MarketConfig, Scenario
+from merchantbench.seeds import is_sealed_range, keyed_values
 
 __all__ = ["Progress", "generate_market"]
 
 
-def _public_ids(rng: np.random.Generator, n: int, n_suppliers: int) -> tuple[np.ndarray, ...]:
-    """12-digit offer ids and "b2b-…" member ids, unique and unrelated to index order."""
-    offer = 600_000_000_000 + rng.choice(300_000_000_000, size=n, replace=False)
-    member = 2_200_000_000_000 + rng.choice(100_000_000_000, size=n_suppliers, replace=False)
-    return offer.astype("<U12"), np.char.add("b2b-", member.astype("<U13"))
+OFFER_ID_BASE, OFFER_ID_SPAN = 600_000_000_000, 300_000_000_000  # 12-digit offer ids
+MEMBER_ID_BASE, MEMBER_ID_SPAN = 2_200_000_000_000, 100_000_000_000  # "b2b-" + 13 digits
+
+
+def _public_ids(seed: int, n: int, n_suppliers: int) -> tuple[np.ndarray, np.ndarray, Generator]:
+    """12-digit offer ids and "b2b-…" member ids, unique and unrelated to index order, and the
+    stream the supplier names are drawn from.
+
+    A sealed-range seed's ids are keyed hashes of (seed, position) (`seeds.keyed_values`), so
+    they say nothing about the seed, and its names have the "ids" stream (keyed by a keyed hash)
+    to themselves. A public seed's ids are, as they always were, the first draws of its "ids"
+    stream, the names the next ones: anyone can rebuild a public market anyway.
+    """
+    rng = part_rng(seed, "ids")
+    if is_sealed_range(seed):
+        offer = np.array(keyed_values(seed, "offer-id", n, OFFER_ID_SPAN), dtype=np.int64)
+        member = np.array(keyed_values(seed, "member-id", n_suppliers, MEMBER_ID_SPAN))
+    else:
+        offer = rng.choice(OFFER_ID_SPAN, size=n, replace=False)
+        member = rng.choice(MEMBER_ID_SPAN, size=n_suppliers, replace=False)
+    offer_ids = (OFFER_ID_BASE + offer).astype("<U12")
+    member_ids = np.char.add("b2b-", (MEMBER_ID_BASE + member.astype(np.int64)).astype("<U13"))
+    return offer_ids, member_ids, rng
 
 
 def _texts(
@@ -71,14 +93,13 @@ def _texts(
     vocabs = [vocab.category_vocab(c) for c in m.categories]
     title_rng = part_rng(seed, "title_words")
     titles = vocab.compose_titles(title_rng, vocabs, prod.type_id, type_cat, type_names)
-    id_rng = part_rng(seed, "ids")
-    product_ids, supplier_ids = _public_ids(id_rng, m.n_products, m.n_suppliers)
+    product_ids, supplier_ids, name_rng = _public_ids(seed, m.n_products, m.n_suppliers)
     return {
         "titles": titles,
         "type_names": np.array(type_names, dtype=str),
         "product_ids": product_ids,
         "supplier_ids": supplier_ids,
-        "supplier_names": vocab.compose_supplier_names(id_rng, sup.main_category, m.categories),
+        "supplier_names": vocab.compose_supplier_names(name_rng, sup.main_category, m.categories),
     }
 
 

@@ -26,6 +26,7 @@ from typing import Any
 from merchantbench.catalog.hidden import hidden_names_in
 from merchantbench.check.adapter import LedgerReport
 from merchantbench.check.play import Recording, Step
+from merchantbench.seeds import is_sealed_range
 
 __all__ = [
     "SEED_DIGITS",
@@ -214,24 +215,34 @@ def _fen(rmb: Any) -> int | None:
     return round(rmb * 100) if isinstance(rmb, int | float) and not isinstance(rmb, bool) else None
 
 
+def _seed_patterns(seed: int) -> list[re.Pattern[str]]:
+    """How a seed could show: its decimal value, and for a sealed-range seed its hex and its
+    two 64-bit words too."""
+    values = [str(abs(seed))]
+    if is_sealed_range(seed):
+        values += [f"{seed:x}", str(seed & (2**64 - 1)), str(seed >> 64)]
+    return [re.compile(rf"(?<![\w.]){v}(?![\w])", re.IGNORECASE) for v in values]
+
+
 def hidden(rec: Recording, seed: int) -> CheckResult:
     """No output shows a hidden name, or the seed (by value, when it is distinctive)."""
     if rec.failure or not rec.steps:
         return CheckResult("hidden", False, f"not every output was seen: {rec.failure}")
     by_value = len(str(abs(seed))) >= SEED_DIGITS
-    seed_pattern = re.compile(rf"(?<![\w.]){abs(seed)}(?![\w])")
+    patterns = _seed_patterns(seed)
+    shown = "sealed" if is_sealed_range(seed) else str(seed)  # a sealed seed is never printed
     outputs: list[tuple[str, Any]] = [("the brief", rec.brief)]
     outputs += [(f"window {w}, observation", text) for w, text in rec.observations]
     outputs += [(step.where, step.result) for step in rec.steps]
     for where, output in outputs:
         problems = hidden_names_in(output)
         text = output if isinstance(output, str) else json.dumps(output, default=str)
-        if by_value and seed_pattern.search(text):
-            problems.append(f"the seed {seed}")
+        if by_value and any(p.search(text) for p in patterns):
+            problems.append(f"the seed {shown}")
         if problems:
             return CheckResult("hidden", False, f"{where} shows {', '.join(problems[:3])}")
     seed_note = (
-        f"nor the seed {seed}"
+        f"nor the seed {shown}"
         if by_value
         else (f"seed {seed} not looked for by value (fewer than {SEED_DIGITS} digits)")
     )

@@ -12,6 +12,7 @@ from merchantbench.cli import catalog as catalog_cmd
 from merchantbench.cli import check as check_cmd
 from merchantbench.cli import mcp as mcp_cmd
 from merchantbench.cli import report as report_cmd
+from merchantbench.cli import reveal as reveal_cmd
 from merchantbench.cli import run as run_cmd
 from merchantbench.cli import scenario as scenario_cmd
 from merchantbench.cli import scripted as scripted_cmd
@@ -49,6 +50,7 @@ app.command("mcp")(mcp_cmd.mcp)
 app.command("scripted-server")(scripted_cmd.scripted_server)
 app.command("calibrate")(calibrate_cmd.calibrate)
 app.command("check")(check_cmd.check)
+app.command("reveal")(reveal_cmd.reveal)
 app.command("serve")(serve_cmd.serve)
 
 

@@ -15,6 +15,7 @@ from merchantbench.cli.common import (
     fail,
     scenario_from_options,
 )
+from merchantbench.seeds import SeedError, check_seed, draw_sealed_seed
 
 _SEED_HELP = "run and market seed (one of 6+ digits is also looked for in every output)"
 
@@ -22,6 +23,9 @@ _SEED_HELP = "run and market seed (one of 6+ digits is also looked for in every 
 def check(
     scenario: ScenarioName = "smoke",
     seed: Annotated[int, typer.Option("--seed", help=_SEED_HELP)] = DEFAULT_SEED,
+    sealed: Annotated[
+        bool, typer.Option("--sealed", help="check on a fresh secret 128-bit seed (never shown)")
+    ] = False,
     adapter: Annotated[
         str, typer.Option("--adapter", help="front end to check (see --list-adapters)")
     ] = "python",
@@ -43,14 +47,19 @@ def check(
         return
     sc = scenario_from_options(scenario, file, set_)
     try:
+        seed = draw_sealed_seed() if sealed else check_seed(seed)
+    except SeedError as exc:
+        fail(f"--seed: {exc}")
+    try:
         report = run_check(sc, seed=seed, adapter=adapter, against=against)
     except AdapterError as exc:
         fail(str(exc))
+    shown: int | str = "sealed" if sealed else report.seed
     if as_json:
-        typer.echo(json.dumps(report.as_dict(), ensure_ascii=False, indent=2))
+        typer.echo(json.dumps({**report.as_dict(), "seed": shown}, ensure_ascii=False, indent=2))
     else:
         head = f"merchantbench check: adapter {report.adapter}, scenario {report.scenario}"
-        typer.echo(f"{head}, seed {report.seed}, {report.calls} calls, {report.seconds:.2f} s")
+        typer.echo(f"{head}, seed {shown}, {report.calls} calls, {report.seconds:.2f} s")
         for result in report.checks:
             typer.echo(f"  {'PASS' if result.ok else 'FAIL'}  {result.name:<12} {result.detail}")
     for line in report.failures:

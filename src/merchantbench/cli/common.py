@@ -7,7 +7,10 @@ from typing import Annotated, NoReturn
 
 import typer
 
+from merchantbench.runs.manifest import ManifestError, read_manifest
+from merchantbench.runs.sealed import SealedError, SealedSeed, read_sealed
 from merchantbench.scenario import Scenario, ScenarioError, load_scenario
+from merchantbench.seeds import SeedError, check_seed
 
 ScenarioName = Annotated[str, typer.Option("--scenario", "-s", help="preset: paper, small, smoke")]
 ScenarioFile = Annotated[
@@ -18,6 +21,17 @@ SetOption = Annotated[
     typer.Option("--set", help="override one parameter, e.g. --set market.n_products=5000"),
 ]
 SeedOption = Annotated[int, typer.Option("--seed", help="market and outcome seed")]
+RunSeedOption = Annotated[
+    int | None, typer.Option("--seed", help="market and outcome seed [default: 1]")
+]
+SealedOption = Annotated[
+    bool,
+    typer.Option(
+        "--sealed",
+        help="a sealed run: a secret 128-bit seed from the OS, recorded as a commitment and "
+        "disclosed by `merchantbench reveal` after the run (docs/sealed.md)",
+    ),
+]
 CatalogOption = Annotated[
     Path | None,
     typer.Option("--catalog", help="a real catalog directory (docs/catalog.md) instead of the "
@@ -29,6 +43,40 @@ def fail(message: str, code: int = 2) -> NoReturn:
     """Print a one-line reason to stderr and exit non-zero."""
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
+
+
+def run_seed(
+    seed: int | None, sealed: bool, resume: bool, out: Path | None
+) -> tuple[int, SealedSeed | None]:
+    """The seed of a run the CLI starts or resumes, and its secret if it is sealed.
+
+    A new sealed run draws its seed; a resumed sealed run reads it back from its directory
+    (checked against the commitment in run.json); any other run uses --seed (default 1).
+    """
+    if sealed and seed is not None:
+        fail("--sealed draws the seed; give --seed or --sealed, not both")
+    if resume and out is not None and (out / "run.json").is_file():
+        try:
+            meta = read_manifest(out)
+        except ManifestError as exc:
+            fail(str(exc))
+        if meta.sealed:
+            if seed is not None:
+                fail(f"{out} is a sealed run: its seed is read back, resume it without --seed")
+            try:
+                secret = read_sealed(out, meta)
+            except SealedError as exc:
+                fail(str(exc))
+            return secret.seed, secret
+        if sealed:
+            fail(f"{out} is not a sealed run; resume it without --sealed")
+    if sealed:
+        secret = SealedSeed.draw()
+        return secret.seed, secret
+    try:
+        return check_seed(1 if seed is None else seed), None
+    except SeedError as exc:
+        fail(f"--seed: {exc}")
 
 
 def scenario_from_options(name: str, file: str | None, overrides: list[str] | None) -> Scenario:

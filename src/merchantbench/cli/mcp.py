@@ -11,11 +11,13 @@ import typer
 from merchantbench.catalog.real_format import CatalogError
 from merchantbench.cli.common import (
     CatalogOption,
+    RunSeedOption,
     ScenarioFile,
     ScenarioName,
-    SeedOption,
+    SealedOption,
     SetOption,
     fail,
+    run_seed,
     scenario_from_options,
 )
 from merchantbench.runs.runner import RunError, RunSpec
@@ -29,7 +31,8 @@ LOOPBACK = "127.0.0.1"
 def mcp(
     out: Annotated[Path, typer.Option("--out", help="run directory (the run record)")],
     scenario: ScenarioName = "paper",
-    seed: SeedOption = 1,
+    seed: RunSeedOption = None,
+    sealed: SealedOption = False,
     catalog: CatalogOption = None,
     days: Annotated[int | None, typer.Option(help="simulate fewer days")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="continue an interrupted run")] = False,
@@ -49,12 +52,14 @@ def mcp(
     overrides = list(set_ or []) + ([f"clock.days={days}"] if days is not None else [])
     sc = scenario_from_options(scenario, file, overrides)
     transport = "stdio" if http_port is None else "streamable-http"
+    run_seed_, secret = run_seed(seed, sealed, resume, out)
     spec = RunSpec(
         agent=MCP_AGENT,
         scenario=sc,
-        seed=seed,
+        seed=run_seed_,
         agent_settings={"transport": transport},
         catalog=catalog,
+        sealed=secret,
     )
     try:
         run = HostedRun(spec, out, resume=resume, checkpoint_every=checkpoint_every)

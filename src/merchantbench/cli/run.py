@@ -22,11 +22,13 @@ from merchantbench.agents.registry import (
 from merchantbench.catalog.real_format import CatalogError
 from merchantbench.cli.common import (
     CatalogOption,
+    RunSeedOption,
     ScenarioFile,
     ScenarioName,
-    SeedOption,
+    SealedOption,
     SetOption,
     fail,
+    run_seed,
     scenario_from_options,
 )
 from merchantbench.money import rmb
@@ -127,7 +129,8 @@ def _agent_settings(
 def run(
     agent: Annotated[str, typer.Option("--agent", "-a", help="agent (see --list-agents)")] = "",
     scenario: ScenarioName = "paper",
-    seed: SeedOption = 1,
+    seed: RunSeedOption = None,
+    sealed: SealedOption = False,
     catalog: CatalogOption = None,
     days: Annotated[int | None, typer.Option(help="simulate fewer days")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="run directory")] = None,
@@ -173,9 +176,9 @@ def run(
             fail("--serve goes with --agent external (and --agent external needs --serve)")
         overrides = list(set_ or []) + ([f"clock.days={days}"] if days is not None else [])
         sc = scenario_from_options(scenario, file, overrides)
-        _run_external(
-            RunSpec(agent, sc, seed, catalog=catalog), out, resume, serve_host, serve_port
-        )
+        run_seed_, secret = run_seed(seed, sealed, resume, out)
+        spec = RunSpec(agent, sc, run_seed_, catalog=catalog, sealed=secret)
+        _run_external(spec, out, resume, serve_host, serve_port)
         return
     if agent not in agent_names():
         fail(f"unknown agent {agent!r}; choose from {', '.join(agent_names())}")
@@ -193,9 +196,10 @@ def run(
         "unsafe_code_exec": True if unsafe_code_exec else None,
     }
     settings = _agent_settings(agent, llm_options, param, agent_opt)
-    spec = RunSpec(agent=agent, scenario=sc, seed=seed, agent_settings=settings, catalog=catalog)
     if resume and out is None:
         fail("--resume needs --out DIR, the run directory to continue")
+    run_seed_, secret = run_seed(seed, sealed, resume, out)
+    spec = RunSpec(agent, sc, run_seed_, settings, catalog, sealed=secret)
     run_dir = out or default_run_dir(spec)
     console = Console(stderr=True)
     try:

@@ -101,6 +101,7 @@ def serve_run(spec: RunSpec, run_dir: Path, resume: bool, host: str, port: int) 
             run_id=run_dir.name,
             agent_id=spec.agent_settings.get("agent_id", "agent_0"),
             turns_per_window=spec.scenario.clock.calls_per_window,
+            sealed=spec.sealed is not None,
         )
         registry = RunRegistry(run_dir.parent, token)
         try:

@@ -28,7 +28,7 @@ class RunInfo:
             opened: SWR and the monthly rates are counted over these (SPEC §9).
         initial_net_assets: Net assets at the start (RMB).
         final_accounts: The post-drain accounts (RMB) when `run.json` records them.
-        seed: The run's seed.
+        seed: The run's seed; None for a sealed run (its seed is committed to, not recorded).
         agent: A label for the agent (name, and model when recorded).
         state_hash: The engine's final state hash, if recorded.
         last_day: Last day of the horizon: the timeseries' last day, else the last window's.
@@ -40,7 +40,7 @@ class RunInfo:
     scheduled_windows: int
     initial_net_assets: float
     final_accounts: dict[str, float] | None
-    seed: int
+    seed: int | None
     agent: str
     state_hash: str | None
     last_day: int

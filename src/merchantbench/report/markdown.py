@@ -192,7 +192,8 @@ def coherence_section(metrics: Mapping[str, Any]) -> str:
 
 def render_report(record: RunRecord, metrics: Mapping[str, Any], figures: Sequence[Path]) -> str:
     """The whole report as Markdown; `figures` are linked relative to the report."""
-    title = f"# MerchantBench run: {metrics['agent']}, seed {metrics['seed']}"
+    seed = metrics["seed"] if metrics["seed"] is not None else "sealed"
+    title = f"# MerchantBench run: {metrics['agent']}, seed {seed}"
     images = [f"![{f.stem.replace('_', ' ')}]({f.name})" for f in figures]
     return "\n\n".join([
         title,

@@ -14,13 +14,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 import merchantbench
 from merchantbench.money import rmb
 from merchantbench.runs.files import atomic_write_json
 from merchantbench.runs.schema import RUN_FILE
 from merchantbench.scenario import Scenario
+from merchantbench.seeds import COMMITMENT_SCHEME
 
 FORMAT: Literal[1] = 1  # bump (and the Literal) when a key or column changes meaning or goes
 Ended = Literal["completed", "closed", "stopped", "interrupted", "error"]
@@ -82,6 +83,15 @@ class FrontEndRef(BaseModel):
     registration: dict[str, Any] | None = None
 
 
+class SeedCommitment(_Part):
+    """A sealed run's seed, committed to: SHA-256 (hex) of
+    ``merchantbench-seed-v1:<salt hex>:<seed decimal>`` (`merchantbench.seeds.commitment`).
+    The seed and salt stay in the run's `sealed/` directory until `merchantbench reveal`."""
+
+    scheme: Literal["sha256(merchantbench-seed-v1:salt:seed)"] = COMMITMENT_SCHEME
+    sha256: str
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -94,7 +104,8 @@ class RunManifest(BaseModel):
     format: Literal[1] = FORMAT
     scenario: ScenarioRef
     scenario_config: dict[str, Any]
-    seed: int
+    seed: int | None  # None for a sealed run, whose seed is committed to instead
+    seed_commitment: SeedCommitment | None = None
     market: MarketRef
     agent: AgentRef
     tool_schema_sha256: str
@@ -120,17 +131,25 @@ class RunManifest(BaseModel):
         Scenario.model_validate(config)  # a record whose scenario cannot be rebuilt is unusable
         return config
 
+    @model_validator(mode="after")
+    def _seed_or_commitment(self) -> RunManifest:
+        if (self.seed is None) == (self.seed_commitment is None):
+            raise ValueError("a run record has either a seed or a seed commitment (sealed)")
+        return self
+
     @classmethod
     def start(
         cls,
         scenario: Scenario,
-        seed: int,
+        seed: int | None,
         market: MarketRef,
         agent: AgentRef,
         tool_schema_sha256: str,
         git_commit: str | None,
+        seed_commitment: SeedCommitment | None = None,
     ) -> RunManifest:
-        """The record of a run that starts now."""
+        """The record of a run that starts now: of `seed`, or of a sealed seed known only by
+        its `seed_commitment` (then `seed` is None)."""
         money = scenario.money
         return cls(
             scenario=ScenarioRef(
@@ -138,6 +157,7 @@ class RunManifest(BaseModel):
             ),
             scenario_config=scenario.model_dump(mode="json"),
             seed=seed,
+            seed_commitment=seed_commitment,
             market=market,
             agent=agent,
             tool_schema_sha256=tool_schema_sha256,
@@ -147,6 +167,19 @@ class RunManifest(BaseModel):
             initial_net_assets=rmb(money.initial_balance_fen + money.initial_deposit_fen),
             started=_now(),
         )
+
+    @property
+    def sealed(self) -> bool:
+        """Whether the run's seed is sealed (recorded as a commitment only)."""
+        return self.seed_commitment is not None
+
+    @property
+    def seed_pin(self) -> str:
+        """What a resume must match about the seed, printable: the seed of a public run, the
+        commitment of a sealed one (never the sealed seed)."""
+        if self.seed_commitment is not None:
+            return f"sealed:{self.seed_commitment.sha256}"
+        return str(self.seed)
 
     @property
     def resumable(self) -> bool:

@@ -31,7 +31,9 @@ from merchantbench.runs.manifest import (
     read_manifest,
 )
 from merchantbench.runs.record import final_accounts, write_tables
+from merchantbench.runs.sealed import SealedSeed
 from merchantbench.scenario import Scenario
+from merchantbench.seeds import seed_label
 from merchantbench.session import Session
 from merchantbench.tools.agent_input import scrub
 
@@ -47,14 +49,30 @@ class RunError(Exception):
 class RunSpec:
     agent: str
     scenario: Scenario
-    seed: int
+    seed: int = field(repr=False)  # a sealed seed must never reach a log line
     agent_settings: dict[str, Any] = field(default_factory=dict)
     catalog: Path | None = None  # a real catalog directory instead of the synthetic market
+    sealed: SealedSeed | None = None  # a sealed run: `seed` is `sealed.seed`, never recorded
+
+    @classmethod
+    def sealed_run(cls, agent: str, scenario: Scenario, **options: Any) -> RunSpec:
+        """The spec of a new sealed run: a fresh 128-bit seed and salt from the OS."""
+        sealed = SealedSeed.draw()
+        return cls(agent, scenario, sealed.seed, sealed=sealed, **options)
+
+    @property
+    def seed_pin(self) -> str:
+        """What the record pins of the seed (`RunManifest.seed_pin`): the seed, or for a sealed
+        run its commitment."""
+        if self.sealed is not None:
+            return f"sealed:{self.sealed.commitment.sha256}"
+        return str(self.seed)
 
 
 def default_run_dir(spec: RunSpec, root: Path = Path("runs")) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    base = root / f"{spec.agent}-{spec.scenario.name}-s{spec.seed}-{stamp}"
+    label = "sealed" if spec.sealed is not None else seed_label(spec.seed)
+    base = root / f"{spec.agent}-{spec.scenario.name}-{label}-{stamp}"
     path, n = base, 1
     while path.exists():
         n += 1
@@ -84,11 +102,12 @@ def _start_manifest(spec: RunSpec, agent: BaseAgent, session: Session) -> RunMan
     )
     return RunManifest.start(
         spec.scenario,
-        spec.seed,
+        None if spec.sealed is not None else spec.seed,
         market,
         AgentRef(name=spec.agent, settings=agent.settings(), privileged=agent.privileged),
         session.registry.schema_sha256(),
         _git_commit(),
+        seed_commitment=None if spec.sealed is None else spec.sealed.commitment,
     )
 
 
@@ -164,6 +183,8 @@ class RunWriter:
                 raise RunError(f"cannot resume: {exc}") from None
         else:
             meta = _start_manifest(spec, agent, session)
+            if spec.sealed is not None:  # the secret first: a record never lacks its seed
+                spec.sealed.write(run_dir)
             meta.write(run_dir)
         self._trace = open(run_dir / "trace.jsonl", "a")  # noqa: SIM115 (closed in finish)
         self.manifest = meta

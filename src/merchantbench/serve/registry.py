@@ -16,6 +16,7 @@ from merchantbench.runs.files import atomic_write_bytes, read_json
 from merchantbench.runs.manifest import ManifestError, RunManifest, read_manifest
 from merchantbench.runs.runner import RunSpec, RunWriter
 from merchantbench.runs.schema import RUN_FILE
+from merchantbench.runs.sealed import SealedSeed, read_sealed
 from merchantbench.scenario import Scenario
 from merchantbench.serve.auth import new_token
 from merchantbench.serve.external import EXTERNAL, ExternalAgent
@@ -130,8 +131,12 @@ class RunRegistry:
     def create_now(
         self, scenario: Scenario, seed: int, settings: HostSettings, catalog: Path | None = None
     ) -> tuple[RunHost, str]:
-        """`create`, blocking (for the CLI, before a server starts)."""
-        spec = RunSpec(EXTERNAL, scenario, seed, {"agent_id": settings.agent_id}, catalog)
+        """`create`, blocking (for the CLI, before a server starts). A sealed run
+        (`settings.sealed`) draws its own secret seed; `seed` is then not used."""
+        secret = SealedSeed.draw() if settings.sealed else None
+        seed = seed if secret is None else secret.seed
+        agent = {"agent_id": settings.agent_id}
+        spec = RunSpec(EXTERNAL, scenario, seed, agent, catalog, sealed=secret)
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         if not self._tokens:
             self._load_tokens()
@@ -171,7 +176,7 @@ class RunRegistry:
             if not meta.resumable:
                 self.hosts[settings.run_id] = RecordedRun(settings, run_dir)
                 continue
-            spec = _spec_of(meta)
+            spec = _spec_of(meta, run_dir)
             self._adopt(self._open(spec, run_dir, settings, resume=True))
             resumed.append(settings.run_id)
         return resumed
@@ -183,13 +188,17 @@ class RunRegistry:
                 await host.aclose()
 
 
-def _spec_of(meta: RunManifest) -> RunSpec:
-    """The spec of a recorded run, from its run.json."""
+def _spec_of(meta: RunManifest, run_dir: Path) -> RunSpec:
+    """The spec of a recorded run, from its run.json (and a sealed run's secret)."""
     catalog = meta.market.catalog
+    secret = read_sealed(run_dir) if meta.seed_commitment is not None else None
+    seed = meta.seed if secret is None else secret.seed
+    assert seed is not None  # a public run records its seed; a sealed one its secret
     return RunSpec(
         EXTERNAL,
         meta.scenario_model(),
-        meta.seed,
+        seed,
         dict(meta.agent.settings),
         Path(catalog) if catalog else None,
+        sealed=secret,
     )

@@ -1,0 +1,125 @@
+"""A sealed run's secret: the seed and the salt of its commitment (SPEC §10, docs/sealed.md).
+
+The harness writes them once, when the run starts, to `<run dir>/sealed/seed` (a JSON object
+``{"seed": "<decimal>", "salt": "<hex>"}``, mode 0600 in a directory of mode 0700) and reads them
+back only to resume the run and to reveal it. Nothing else reads that file: no tool, observation
+or brief mentions it, the code sandbox mounts nothing of the run directory, and the HTTP and MCP
+servers serve no file of it. `run.json` holds only the commitment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from merchantbench.runs.manifest import ManifestError, RunManifest, SeedCommitment, read_manifest
+from merchantbench.seeds import (
+    SeedError,
+    check_seed,
+    commitment,
+    draw_sealed_seed,
+    is_sealed_range,
+    new_salt,
+    verify_commitment,
+)
+
+SEALED_DIR = "sealed"
+SEED_FILE = Path(SEALED_DIR) / "seed"
+FINISHED = ("completed", "closed", "stopped")  # ends after which a seed may be revealed
+
+
+class SealedError(ValueError):
+    """A sealed seed that cannot be written, read, verified or revealed; one-line reason."""
+
+
+@dataclass(frozen=True)
+class SealedSeed:
+    """A sealed seed and the salt of its commitment. Its repr never shows either."""
+
+    seed: int
+    salt: str
+
+    def __repr__(self) -> str:
+        return "SealedSeed(<sealed>)"
+
+    @classmethod
+    def draw(cls) -> SealedSeed:
+        """A fresh 128-bit seed of the sealed range and a fresh salt, from the OS."""
+        return cls(draw_sealed_seed(), new_salt())
+
+    @property
+    def commitment(self) -> SeedCommitment:
+        """What `run.json` records of this seed."""
+        return SeedCommitment(sha256=commitment(self.seed, self.salt))
+
+    def write(self, run_dir: Path) -> None:
+        """Store the secret in `run_dir` (a new file, readable by the owner only)."""
+        directory = run_dir / SEALED_DIR
+        directory.mkdir(mode=0o700, exist_ok=True)
+        os.chmod(directory, 0o700)  # mkdir's mode is filtered by the umask
+        payload = json.dumps({"seed": str(self.seed), "salt": self.salt}).encode()
+        try:
+            fd = os.open(run_dir / SEED_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            raise SealedError(f"{run_dir / SEED_FILE} exists already; not overwritten") from None
+        with os.fdopen(fd, "wb") as out:
+            out.write(payload)
+            out.flush()
+            os.fsync(out.fileno())
+
+
+def _parse(path: Path) -> SealedSeed:
+    try:
+        data = json.loads(path.read_text(encoding="ascii"))
+        sealed = SealedSeed(check_seed(int(data["seed"])), str(data["salt"]))
+    except OSError as exc:
+        raise SealedError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except (ValueError, TypeError, KeyError, SeedError):
+        raise SealedError(f"{path}: not a sealed seed file") from None
+    if not is_sealed_range(sealed.seed):
+        raise SealedError(f"{path}: not a sealed seed file")
+    return sealed
+
+
+def read_sealed(run_dir: Path, manifest: RunManifest | None = None) -> SealedSeed:
+    """The sealed seed of a run directory, checked against the commitment in its `run.json`.
+
+    Raises:
+        SealedError: The run is not sealed, the file is missing or damaged, or it does not open
+            the recorded commitment.
+    """
+    try:
+        meta = manifest or read_manifest(run_dir)
+    except ManifestError as exc:
+        raise SealedError(str(exc)) from None
+    if meta.seed_commitment is None:
+        raise SealedError(f"{run_dir} is not a sealed run (run.json records its seed)")
+    sealed = _parse(run_dir / SEED_FILE)
+    if not verify_commitment(sealed.seed, sealed.salt, meta.seed_commitment.sha256):
+        raise SealedError(f"{run_dir / SEED_FILE} does not match the commitment in run.json")
+    return sealed
+
+
+def reveal(run_dir: Path, force: bool = False) -> tuple[SealedSeed, RunManifest]:
+    """The seed of a finished sealed run, verified against its commitment.
+
+    Args:
+        run_dir: The run directory.
+        force: Reveal even though the run has not finished (it is then no longer sealed).
+
+    Raises:
+        SealedError: The run is unfinished (and not `force`), not sealed, or does not verify.
+    """
+    try:
+        meta = read_manifest(run_dir)
+    except ManifestError as exc:
+        raise SealedError(str(exc)) from None
+    if meta.seed_commitment is not None and meta.ended not in FINISHED and not force:
+        state = meta.ended or "running"
+        raise SealedError(
+            f"{run_dir} has not finished ({state}); revealing its seed now would unseal it "
+            "(--force reveals anyway)"
+        )
+    return read_sealed(run_dir, meta), meta
