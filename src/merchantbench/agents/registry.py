@@ -62,6 +62,9 @@ AGENTS: dict[str, AgentEntry] = {
         "PRIVILEGED: reads the hidden market (the practical ceiling)",
         privileged=True,
     ),
+    "human": AgentEntry(
+        "merchantbench.web.human:HumanAgent", "a person at the web playground (merchantbench play)"
+    ),
     "react": AgentEntry(
         "merchantbench.agents.llm.react:ReActAgent", "ReAct harness over an OpenAI endpoint"
     ),
