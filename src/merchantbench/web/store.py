@@ -104,9 +104,14 @@ class PlayStore:
     def state(self) -> dict[str, Any]:
         """Everything the page shows besides tool answers: clock, observation, history."""
         with self.lock:
+            observation = "" if self.over else self.surface.observation()
+            net_assets = read_observation_numbers(observation)[0] if observation else None
+            if self.over and self.metrics:
+                net_assets = self.metrics.get("final_net_assets")
             return {
                 "clock": self.clock(),
-                "observation": "" if self.over else self.surface.observation(),
+                "net_assets": net_assets,
+                "observation": observation,
                 "history": [asdict(p) for p in self.history],
                 "paused": self.paused,
                 "over": self.over,

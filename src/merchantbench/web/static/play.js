@@ -49,23 +49,22 @@ function render(result, box, tool) {
   box.replaceChildren();
   const head = el("h3", {}, tool.replaceAll("_", " "));
   box.appendChild(head);
-  box.appendChild(renderValue(result));
-  box.focus && head.setAttribute("tabindex", "-1");
+  box.appendChild(renderValue(result, box.id === "results-listings"));
 }
 
-function renderValue(value) {
+function renderValue(value, mine) {
   if (value && typeof value === "object" && Array.isArray(value.columns) && Array.isArray(value.rows)) {
     const wrap = el("div");
     for (const [k, v] of Object.entries(value)) {
       if (k === "columns" || k === "rows" || k === "ok") continue;
-      wrap.appendChild(renderValue({[k]: v}));
+      wrap.appendChild(renderValue({[k]: v}, mine));
     }
-    wrap.appendChild(table(value.columns, value.rows));
+    wrap.appendChild(table(value.columns, value.rows, mine));
     return wrap;
   }
   if (Array.isArray(value)) {
     const list = el("ul");
-    for (const item of value) { const li = el("li"); li.appendChild(renderValue(item)); list.appendChild(li); }
+    for (const item of value) { const li = el("li"); li.appendChild(renderValue(item, mine)); list.appendChild(li); }
     return list;
   }
   if (value && typeof value === "object") {
@@ -74,7 +73,7 @@ function renderValue(value) {
       if (k === "ok") continue;
       dl.appendChild(el("dt", {}, k.replaceAll("_", " ")));
       const dd = el("dd");
-      dd.appendChild(renderValue(v));
+      dd.appendChild(renderValue(v, mine));
       dl.appendChild(dd);
     }
     return dl;
@@ -82,11 +81,12 @@ function renderValue(value) {
   return el("span", {}, value === null ? "—" : value);
 }
 
-function table(columns, rows) {
+// `mine`: a table of my listings (tick to delist, reprice); else product rows can go to the basket.
+function table(columns, rows, mine) {
   const t = el("table", {class: "data"});
   const tr = el("tr");
   const productCol = columns.indexOf("product_id");
-  const listed = columns.includes("sale_price");
+  const listed = Boolean(mine) && columns.includes("sale_price");
   if (productCol >= 0) tr.appendChild(el("th", {scope: "col"}, listed ? "tick" : "list?"));
   for (const c of columns) tr.appendChild(el("th", {scope: "col"}, c.replaceAll("_", " ")));
   if (productCol >= 0 && listed) tr.appendChild(el("th", {scope: "col"}, "reprice"));
@@ -217,7 +217,7 @@ function showState(state) {
   const c = state.clock;
   $("#clock").textContent = `Day ${c.day}, ${String(c.hour).padStart(2, "0")}:00 · window ${c.window} of ${c.windows_total} · ${c.windows_left} windows left`;
   const hist = state.history;
-  if (hist.length) $("#net-assets").textContent = money(hist[hist.length - 1].net_assets);
+  if (state.net_assets !== null) $("#net-assets").textContent = money(state.net_assets);
   $("#observation").textContent = state.observation;
   $("#paused").hidden = !state.paused || state.over;
   $("#finished").hidden = !state.over;
