@@ -56,9 +56,11 @@ def test_no_answer_of_a_session_carries_hidden_state(tmp_path: Path, browser) ->
         found = store.surface.call("search_products", {"page_size": 1})["rows"][0]
         product, supplier = found[0], found[8]
         store.surface.call("list_product", {"items": [{"product_id": product, "sale_price": 9}]})
-        for _ in range(4):
+        for n in range(2, 6):
             page.click("#end-window")
-        page.wait_for_function("document.querySelector('#clock').textContent.includes('window 5')")
+            page.wait_for_function(
+                f"document.querySelector('#clock').textContent.includes('window {n} of')"
+            )
         orders = store.surface.call("query_my_orders", {})
         ids = {"product_id": product, "supplier_id": supplier, "sale_price": "9.5"}
         if orders["rows"]:
@@ -66,8 +68,11 @@ def test_no_answer_of_a_session_carries_hidden_state(tmp_path: Path, browser) ->
         submitted = submit_every_form(page, ids)
         every = sum(len(tools) for _key, _title, tools in PANELS)
         assert submitted == every - ("order_id" not in ids)
-        page.fill("#notes-text", "try cheaper pet toys")
-        page.click("#notes-save")
+        page.keyboard.press("7")  # notes: loaded from the store's memory document
+        with page.expect_response(lambda r: r.url.endswith("/call/write_memory_doc")):
+            page.fill("#notes-text", "try cheaper pet toys")
+            page.click("#notes-save")
+        assert store.surface.call("read_memory_doc", {})["content"] == "try cheaper pet toys"
         page.keyboard.press("p")
         page.reload()
         page.goto(f"{server.url}/play/not-a-token")
