@@ -76,9 +76,10 @@ def reprice_one(page, store: PlayStore, pid: str) -> None:
     price.wait_for()
     new = round(float(price.input_value()) * 0.95, 2)
     price.fill(f"{new:.2f}")
-    with page.expect_response(lambda r: r.url.endswith("/call/query_my_listings")):
-        with page.expect_response(lambda r: r.url.endswith("/call/adjust_price")) as answer:
-            price.locator("xpath=following-sibling::button").click()
+    refreshed = page.expect_response(lambda r: r.url.endswith("/call/query_my_listings"))
+    adjusted = page.expect_response(lambda r: r.url.endswith("/call/adjust_price"))
+    with refreshed, adjusted as answer:
+        price.locator("xpath=following-sibling::button").click()
     assert answer.value.json()["result"]["ok"] is True
     rows = store.surface.call("query_my_listings", {})["rows"]
     assert any(r[0] == pid and abs(r[1] - new) < 1e-9 for r in rows), rows
@@ -105,7 +106,9 @@ def test_a_participant_plays_pauses_reloads_and_continues(tmp_path: Path, browse
                 page.keyboard.press("e")  # shortcut
             else:
                 page.click("#end-window")
-            page.wait_for_function(f"document.querySelector('#clock').textContent.includes('window {n + 2} of')")
+            page.wait_for_function(
+                f"document.querySelector('#clock').textContent.includes('window {n + 2} of')"
+            )
             check_agree(page, store)
         page.keyboard.press("4")  # Orders
         page.click("form[data-tool=query_my_orders] button[type=submit]")
@@ -113,7 +116,9 @@ def test_a_participant_plays_pauses_reloads_and_continues(tmp_path: Path, browse
         orders.first.wait_for()
         session_orders = store.surface.call("query_my_orders", {})["total"]
         assert orders.count() == session_orders >= 1
-        page.locator("#results-orders table.data tbody tr").first.locator("button.link").first.click()
+        page.locator("#results-orders table.data tbody tr").first.locator(
+            "button.link"
+        ).first.click()
         page.wait_for_selector("#results-orders h3:text('query order detail')")
         page.keyboard.press("1")
         page.screenshot(path=str(shots / "playground-today.png"), full_page=True)
@@ -127,7 +132,9 @@ def test_a_participant_plays_pauses_reloads_and_continues(tmp_path: Path, browse
         page.click("#resume")
         page.wait_for_selector("#paused", state="hidden")
         page.click("#end-window")
-        page.wait_for_function(f"document.querySelector('#clock').textContent.includes('window {WINDOWS + 2} of')")
+        page.wait_for_function(
+            f"document.querySelector('#clock').textContent.includes('window {WINDOWS + 2} of')"
+        )
         check_agree(page, store)
         context.close()
         assert_clean(answers, secret=None)

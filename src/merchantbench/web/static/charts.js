@@ -15,7 +15,7 @@ function lineChart(svg, xs, ys, opts) {
   if (!ys.length) { add("text", {x: pad, y: h / 2, class: "axis"}, "no data yet"); return; }
   let lo = Math.min(...ys), hi = Math.max(...ys);
   if (opts && opts.min !== undefined) lo = Math.min(lo, opts.min);
-  if (hi === lo) { hi = lo + 1; lo = lo - 1; }
+  if (hi === lo) { hi = lo + 1; if (!opts || opts.min === undefined) lo = lo - 1; }
   const x0 = xs[0], x1 = xs[xs.length - 1] === x0 ? x0 + 1 : xs[xs.length - 1];
   const px = (x) => pad + (x - x0) / (x1 - x0) * (w - pad - 8);
   const py = (y) => h - 18 - (y - lo) / (hi - lo) * (h - 30);
