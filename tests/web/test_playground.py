@@ -59,7 +59,8 @@ def search_and_list(page, store: PlayStore, shots: Path) -> list[str]:
         box = page.locator(f"input[data-basket='{pid}']")
         costs[pid] = float(box.input_value()) / 2
         box.fill(f"{costs[pid] * 1.3:.2f}")
-    page.screenshot(path=str(shots / "playground-find.png"), full_page=True)
+    page.evaluate("window.scrollTo(0, 0)")
+    page.screenshot(path=str(shots / "playground-find.png"))
     page.click("#list-basket")
     page.wait_for_selector("#basket-count:text('0')")
     check_agree(page, store)
@@ -90,7 +91,7 @@ def test_a_participant_plays_pauses_reloads_and_continues(tmp_path: Path, browse
     room_dir, token = open_store(tmp_path)
     app = create_web_app(play_dir=room_dir)
     with LiveServer(app) as server:
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context = browser.new_context(viewport={"width": 1280, "height": 1250})
         page = context.new_page()
         answers = collect_answers(page)
         page.goto(f"{server.url}/play/{token}")

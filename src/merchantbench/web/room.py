@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +43,7 @@ class PlayRoom:
         self.root = root
         self.seats: dict[str, Seat] = {}
         self._stores: dict[str, PlayStore] = {}
+        self._opening = threading.Lock()  # two first requests must not open a store twice
         path = root / PARTICIPANTS_FILE
         if path.is_file():
             for token, seat in json.loads(path.read_text()).items():
@@ -77,9 +79,10 @@ class PlayRoom:
         seat = self.seats.get(token)
         if seat is None:
             return None
-        if token not in self._stores:
-            self._stores[token] = PlayStore.reopen(self.root / seat.run)
-        return self._stores[token]
+        with self._opening:
+            if token not in self._stores:
+                self._stores[token] = PlayStore.reopen(self.root / seat.run)
+            return self._stores[token]
 
     def close(self) -> None:
         """Save every open store where it stands (server shutdown)."""
