@@ -79,5 +79,9 @@ def test_study_create_makes_one_private_store_each(tmp_path: Path) -> None:
 
 
 def test_the_numbers_are_read_off_the_observation() -> None:
-    text = "Net assets: 12,345.67 RMB (+1.00).\nStore rating: 4.25 (4 stars)\nOrder updates: 3 placed"
+    text = (
+        "Net assets: 12,345.67 RMB (+1.00).\n"
+        "Store rating: 4.25 (4 stars)\n"
+        "Order updates since Day 1 12:00: 3 placed, 1 shipped."
+    )
     assert read_observation_numbers(text) == (12345.67, 4.25, 3)
