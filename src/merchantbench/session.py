@@ -15,6 +15,8 @@ Contract:
   tools answer `limit` and only `end_of_step` is accepted. A harness that gives up on a window
   calls `force_end_of_step()`, which the trace records as forced.
 - Every call goes into `trace` (window, hour, tool, arguments, ok or error code, origin).
+  Environment calls carry the session's `env_origin`: `env` by default, `human` when a person
+  plays (the web playground sets it before the first call).
   Framework tools of an agent (memory, plans, code) are recorded with `record_framework_call`
   and do not count as environment calls.
 - `snapshot()` / `restore()` cover the engine and everything the session keeps.
@@ -83,6 +85,8 @@ class Session:
         self._view: CatalogView | None = None
         self._end_requested = False
         self._surface: AgentSurface | None = None
+        # Who makes the environment calls, as the trace records it (metrics count both).
+        self.env_origin: str = "env"
 
     # --- what tools read ------------------------------------------------------------------------
     @property
@@ -172,7 +176,7 @@ class Session:
             )
         elif not self.over:
             self.memory.window_calls += 1  # a refused call is a call
-        self._record(tool, checked, args, result, origin="env", forced=forced)
+        self._record(tool, checked, args, result, origin=self.env_origin, forced=forced)
         if self._end_requested:
             self._end_requested = False
             self._close_window()

@@ -65,6 +65,11 @@ AGENTS: dict[str, AgentEntry] = {
         "PRIVILEGED: reads the hidden market (the practical ceiling)",
         privileged=True,
     ),
+    "human": AgentEntry(
+        "merchantbench.web.human:HumanAgent",
+        "a person at the web playground (merchantbench play)",
+        front_end="`merchantbench play` or `merchantbench study create`",
+    ),
     "react": AgentEntry(
         "merchantbench.agents.llm.react:ReActAgent", "ReAct harness over an OpenAI endpoint"
     ),

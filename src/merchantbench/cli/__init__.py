@@ -11,6 +11,7 @@ from merchantbench.cli import calibrate as calibrate_cmd
 from merchantbench.cli import catalog as catalog_cmd
 from merchantbench.cli import check as check_cmd
 from merchantbench.cli import mcp as mcp_cmd
+from merchantbench.cli import play as play_cmd
 from merchantbench.cli import report as report_cmd
 from merchantbench.cli import reveal as reveal_cmd
 from merchantbench.cli import run as run_cmd
@@ -52,6 +53,9 @@ app.command("calibrate")(calibrate_cmd.calibrate)
 app.command("check")(check_cmd.check)
 app.command("reveal")(reveal_cmd.reveal)
 app.command("serve")(serve_cmd.serve)
+app.command("play")(play_cmd.play)
+app.add_typer(play_cmd.study_app, name="study")
+app.command("dashboard")(play_cmd.dashboard)
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from merchantbench.metrics.record import RunRecord, Table, is_one_of
-from merchantbench.metrics.windows import ENV_ORIGIN
+from merchantbench.metrics.windows import ENV_ORIGINS
 
 # Outcomes that are adverse for a listing; when each becomes known.
 RESOLVED_ADVERSE = ("bad_review", "return_refund", "returnless_refund")
@@ -46,7 +46,7 @@ def _action_products(tool: str, args: dict[str, Any]) -> tuple[str, ...]:
 
 def agent_actions(trace: Table, tools: tuple[str, ...]) -> list[AgentAction]:
     """Successful env calls of `tools`, in call order."""
-    mask = (trace["origin"] == ENV_ORIGIN) & trace["ok"] & is_one_of(trace["tool"], tools)
+    mask = is_one_of(trace["origin"], ENV_ORIGINS) & trace["ok"] & is_one_of(trace["tool"], tools)
     return [
         AgentAction(int(t), str(tool), _action_products(str(tool), args))
         for t, tool, args in zip(

@@ -15,10 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from merchantbench.metrics.calendar import RunCalendar
-from merchantbench.metrics.record import Table
+from merchantbench.metrics.record import Table, is_one_of
 from merchantbench.tools.toolset import END_OF_STEP
 
 ENV_ORIGIN = "env"
+# Trace origins of environment calls: an agent's (`env`) or a person's at the web playground.
+ENV_ORIGINS = (ENV_ORIGIN, "human")
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,7 @@ class WindowActivity:
 
 def env_mask(trace: Table) -> np.ndarray:
     """Rows of the trace that are environment calls (including `end_of_step`)."""
-    return trace["origin"] == ENV_ORIGIN
+    return is_one_of(trace["origin"], ENV_ORIGINS)
 
 
 def action_mask(trace: Table) -> np.ndarray:

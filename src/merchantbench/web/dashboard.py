@@ -1,0 +1,117 @@
+"""The read-only dashboard of run records at `/`: runs and sweeps with their Table-1 metrics, a
+run's charts and trace by window, a sweep's leaderboard, live progress of running runs.
+
+    GET /                        every run under the runs root (a sweep: its leaderboard too)
+    GET /runs/view?path=REL      one run: metrics, charts, trace viewer
+    GET /runs/trace?path=REL&window=W   one window's trace (JSON, for the viewer)
+    GET /runs/progress           progress of every run (JSON, polled by the pages)
+
+It only reads files; nothing is re-run. The seed is not shown (a sealed run's stays sealed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi.responses import HTMLResponse
+
+from merchantbench.metrics.table1 import TABLE1_KEYS
+from merchantbench.web.pages import templates
+from merchantbench.web.records import (
+    inside,
+    is_sweep,
+    leaderboard,
+    list_runs,
+    model_calls_of_window,
+    read_json_or_empty,
+    run_row,
+    trace_by_window,
+    window_series,
+)
+
+router = APIRouter(include_in_schema=False)
+LABELS = {
+    "final_net_assets": "net assets (RMB)",
+    "gmv": "GMV (RMB)",
+    "net_profit_margin": "NPM",
+    "orders": "orders",
+    "swr": "SWR",
+    "tool_calls": "tool calls",
+    "fines": "fines (RMB)",
+    "avg_store_rating": "avg rating",
+    "anomaly_rate": "anomaly rate",
+    "avg_active_listings": "avg listings",
+}
+HIDDEN_KEYS = ("seed",)
+
+
+def _root(request: Request) -> Path:
+    root: Path | None = getattr(request.app.state, "runs_root", None)
+    if root is None:
+        raise HTTPException(404, "this server shows no run records")
+    return root
+
+
+def _run_dir(request: Request, path: str) -> Path:
+    run_dir = inside(_root(request), path)
+    if run_dir is None:
+        raise HTTPException(404, "no run record at that path")
+    return run_dir
+
+
+@router.get("/", response_class=HTMLResponse)
+def index(request: Request) -> HTMLResponse:
+    root = _root(request)
+    runs = list_runs(root)
+    context = {
+        "runs": runs,
+        "keys": TABLE1_KEYS,
+        "labels": LABELS,
+        "board": leaderboard(runs) if is_sweep(root, runs) else [],
+        "root_name": root.name,
+    }
+    return templates.TemplateResponse(request, "dashboard.html", context)
+
+
+@router.get("/runs/view", response_class=HTMLResponse)
+def run_page(request: Request, path: str = Query(max_length=1000)) -> HTMLResponse:
+    root = _root(request)
+    run_dir = _run_dir(request, path)
+    row = run_row(root, run_dir)
+    meta = _meta(run_dir)
+    hours = int(meta.get("scenario_config", {}).get("clock", {}).get("hours_per_window", 12))
+    context = {
+        "run": row,
+        "keys": TABLE1_KEYS,
+        "labels": LABELS,
+        "series": window_series(run_dir, row.windows_done or row.windows_total, hours),
+        "settings": (meta.get("agent") or {}).get("settings", {}),
+    }
+    return templates.TemplateResponse(request, "run.html", context)
+
+
+@router.get("/runs/trace")
+def run_trace(
+    request: Request, path: str = Query(max_length=1000), window: int = Query(ge=0, le=100_000)
+) -> dict[str, Any]:
+    run_dir = _run_dir(request, path)
+    return {
+        "window": window,
+        "trace": trace_by_window(run_dir, window),
+        "model_calls": model_calls_of_window(run_dir, window),
+    }
+
+
+@router.get("/runs/progress")
+def progress(request: Request) -> list[dict[str, Any]]:
+    return [
+        {k: v for k, v in asdict(r).items() if k != "metrics"} for r in list_runs(_root(request))
+    ]
+
+
+def _meta(run_dir: Path) -> dict[str, Any]:
+    meta = read_json_or_empty(run_dir / "run.json")
+    return {k: v for k, v in meta.items() if k not in HIDDEN_KEYS}

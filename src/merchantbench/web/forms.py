@@ -1,0 +1,104 @@
+"""Form fields for a tool, read off its JSON schema, so every filter, sort and paging option a
+tool takes is on the page (and stays there when a tool gains one)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# The pages, in order, and the tools each one offers as forms. Tools used through their own
+# controls (list_product's basket, delist and reprice buttons, the notes pad, end_of_step) are
+# not in these lists.
+PANELS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("today", "Today", ("get_daily_report", "get_store_snapshot")),
+    ("find", "Find products", ("search_products", "get_product_detail",
+                               "get_supplier_profile", "list_supplier_products")),
+    ("listings", "My listings", ("review_my_listings", "query_my_listings", "adjust_price",
+                                 "query_product_sales_stats")),
+    ("orders", "Orders", ("query_my_orders", "query_open_orders", "query_order_updates",
+                          "query_order_detail")),
+    ("supply", "Supply chain", ("query_supply_chain_anomalies",)),
+    ("money", "Money", ("query_cash_pipeline", "query_balance", "query_store_performance")),
+    ("notes", "Notes", ()),
+    ("rules", "Rules", ("query_platform_rules",)),
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Field:
+    """One input of a tool form."""
+
+    name: str
+    kind: str  # text, number, integer, select, textarea
+    label: str
+    help: str
+    default: Any
+    required: bool
+    choices: tuple[str, ...] = ()
+    minimum: float | None = None
+    maximum: float | None = None
+
+
+@dataclass(frozen=True)
+class ToolForm:
+    """A tool and its fields."""
+
+    tool: str
+    title: str
+    help: str
+    fields: tuple[Field, ...]
+
+
+def _plain(spec: dict[str, Any]) -> dict[str, Any]:
+    """The non-null branch of an optional (`anyOf: [X, null]`) property."""
+    for branch in spec.get("anyOf", []):
+        if branch.get("type") != "null":
+            return {**branch, **{k: v for k, v in spec.items() if k != "anyOf"}}
+    return spec
+
+
+def _field(name: str, spec: dict[str, Any], required: bool) -> Field:
+    spec = _plain(spec)
+    kind = spec.get("type", "string")
+    choices = tuple(str(c) for c in spec.get("enum", ()))
+    if choices:
+        kind = "select"
+    elif kind in ("number", "integer"):
+        pass
+    else:
+        kind = "text"
+    return Field(
+        name=name,
+        kind=kind,
+        label=name.replace("_", " "),
+        help=str(spec.get("description", "")),
+        default=spec.get("default"),
+        required=required,
+        choices=choices,
+        minimum=spec.get("minimum"),
+        maximum=spec.get("maximum"),
+    )
+
+
+def tool_form(schema: dict[str, Any]) -> ToolForm:
+    """The form of one OpenAI function tool (idempotency keys are drawn by the page)."""
+    function = schema["function"]
+    params = function.get("parameters", {})
+    required = set(params.get("required", ()))
+    fields = tuple(
+        _field(name, spec, name in required)
+        for name, spec in params.get("properties", {}).items()
+        if name != "idempotency_key"
+    )
+    description = str(function.get("description", ""))
+    title = function["name"].replace("_", " ").capitalize()
+    return ToolForm(function["name"], title, description.split("\n")[0], fields)
+
+
+def panel_forms(schemas: list[dict[str, Any]]) -> list[tuple[str, str, list[ToolForm]]]:
+    """The forms of each panel, for the tools this scenario enables."""
+    by_name = {s["function"]["name"]: s for s in schemas}
+    return [
+        (key, title, [tool_form(by_name[t]) for t in tools if t in by_name])
+        for key, title, tools in PANELS
+    ]

@@ -1,0 +1,78 @@
+"""The playground's routes: a participant's page and the JSON it talks to.
+
+    GET  /play/{token}                 the page (server-rendered)
+    GET  /play/{token}/state           clock, observation, charts' numbers
+    POST /play/{token}/call/{tool}     one tool call through the agent surface
+    POST /play/{token}/pause           save and come back later
+    POST /play/{token}/resume          back at the store
+
+A wrong token answers 404 and learns nothing. Answers carry only what the agent surface gives
+(tool results, the observation, the brief, the schemas) and the public numbers read off the
+observations; the seed and the run's files stay on the server.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Header, HTTPException, Request
+from fastapi.responses import HTMLResponse, JSONResponse
+
+from merchantbench.web.forms import panel_forms
+from merchantbench.web.pages import templates
+from merchantbench.web.room import PlayRoom
+from merchantbench.web.store import PlayStore
+
+router = APIRouter(prefix="/play", include_in_schema=False)
+
+
+def _store(request: Request, token: str) -> PlayStore:
+    room: PlayRoom | None = getattr(request.app.state, "play_room", None)
+    store = room.store(token) if room is not None and len(token) <= 64 else None
+    if store is None:
+        raise HTTPException(404, "no such store: check your link")
+    return store
+
+
+@router.get("/{token}", response_class=HTMLResponse)
+def page(request: Request, token: str) -> HTMLResponse:
+    store = _store(request, token)
+    context = {
+        "token": token,
+        "panels": panel_forms(store.tool_schemas()),
+        "brief": store.brief(),
+        "state": store.state(),
+    }
+    return templates.TemplateResponse(request, "play.html", context)
+
+
+@router.get("/{token}/state")
+def state(request: Request, token: str) -> dict[str, Any]:
+    return _store(request, token).state()
+
+
+@router.post("/{token}/call/{tool}")
+def call(
+    request: Request,
+    token: str,
+    tool: str,
+    arguments: Annotated[dict[str, Any] | None, Body()] = None,
+    idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+) -> JSONResponse:
+    store = _store(request, token)
+    result = store.call(tool, arguments or {}, idempotency_key)
+    return JSONResponse({"result": result, "state": store.state()})
+
+
+@router.post("/{token}/pause")
+def pause(request: Request, token: str) -> dict[str, Any]:
+    store = _store(request, token)
+    store.pause()
+    return store.state()
+
+
+@router.post("/{token}/resume")
+def resume(request: Request, token: str) -> dict[str, Any]:
+    store = _store(request, token)
+    store.resume()
+    return store.state()

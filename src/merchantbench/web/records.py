@@ -1,0 +1,181 @@
+"""Run records on disk, read for the dashboard (never written): which run directories a root
+holds, their Table-1 metrics, progress of running ones, their charts and traces.
+
+A run directory is any directory with a `run.json`. A *sweep* is a directory whose run
+directories sit deeper than one level (`SWEEP/runs/<config>/s<seed>/`); its runs are grouped by
+configuration (the parent directory of each run) for the leaderboard.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from merchantbench.metrics.table1 import TABLE1_KEYS
+from merchantbench.money import rmb
+
+MAX_DEPTH = 5  # how deep under the root run directories are looked for
+MAX_RUNS = 5000
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One run directory as the dashboard lists it."""
+
+    path: str  # relative to the root, with '/'
+    agent: str
+    scenario: str
+    status: str  # running, completed, closed, stopped, error, interrupted
+    windows_done: int
+    windows_total: int
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def config(self) -> str:
+        """The configuration a sweep ran this run under: its parent directory."""
+        parent = self.path.rsplit("/", 1)[0] if "/" in self.path else ""
+        return parent.rsplit("/", 1)[-1] if parent else self.agent
+
+
+def read_json_or_empty(path: Path) -> dict[str, Any]:
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def find_runs(root: Path) -> list[Path]:
+    """Run directories under `root` (root itself included), sorted, bounded in depth."""
+    found: list[Path] = []
+    frontier = [root]
+    for _ in range(MAX_DEPTH + 1):
+        deeper = []
+        for folder in frontier:
+            if (folder / "run.json").is_file():
+                found.append(folder)
+                continue
+            try:
+                deeper += [p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")]
+            except OSError:
+                continue
+        frontier = sorted(deeper)
+        if len(found) >= MAX_RUNS or not frontier:
+            break
+    return sorted(found)[:MAX_RUNS]
+
+
+def run_row(root: Path, run_dir: Path) -> RunRow:
+    """The summary of one run directory."""
+    meta = read_json_or_empty(run_dir / "run.json")
+    metrics = read_json_or_empty(run_dir / "metrics.json")
+    scenario = meta.get("scenario_config", {})
+    clock = scenario.get("clock", {}) if isinstance(scenario, dict) else {}
+    total = int(clock.get("days", 0)) * 24 // max(int(clock.get("hours_per_window", 12)), 1)
+    rel = run_dir.relative_to(root).as_posix()
+    return RunRow(
+        path="." if rel == "." else rel,
+        agent=str((meta.get("agent") or {}).get("name", "?")),
+        scenario=str((meta.get("scenario") or {}).get("name", "?")),
+        status=str(meta.get("ended") or "running"),
+        windows_done=int(meta.get("windows") or 0),
+        windows_total=total,
+        metrics={k: metrics[k] for k in TABLE1_KEYS if k in metrics},
+    )
+
+
+def list_runs(root: Path) -> list[RunRow]:
+    return [run_row(root, d) for d in find_runs(root)]
+
+
+def is_sweep(root: Path, runs: list[RunRow]) -> bool:
+    """A directory whose runs sit in configuration folders (or that has a sweep index)."""
+    return (root / "index.parquet").is_file() or any(r.path.count("/") >= 1 for r in runs)
+
+
+def leaderboard(runs: list[RunRow]) -> list[dict[str, Any]]:
+    """Mean Table-1 metrics per configuration over its finished runs, best net assets first."""
+    groups: dict[str, list[RunRow]] = {}
+    for run in runs:
+        if run.metrics:
+            groups.setdefault(run.config, []).append(run)
+    board = []
+    for config, members in groups.items():
+        means = {}
+        for key in TABLE1_KEYS:
+            values = [float(m.metrics[key]) for m in members if m.metrics.get(key) is not None]
+            means[key] = float(np.mean(values)) if values else None
+        board.append({"config": config, "runs": len(members), "agent": members[0].agent, **means})
+    return sorted(board, key=lambda row: -(row["final_net_assets"] or 0.0))
+
+
+def inside(root: Path, rel: str) -> Path | None:
+    """The run directory `rel` names under `root`, or None if it is not one (no escaping)."""
+    candidate = (root / rel).resolve()
+    base = root.resolve()
+    if candidate != base and base not in candidate.parents:
+        return None
+    return candidate if (candidate / "run.json").is_file() else None
+
+
+def window_series(run_dir: Path, windows: int, hours: int) -> dict[str, list[float]]:
+    """Net assets and rating at each window's opening, and orders placed so far, for charts."""
+    series: dict[str, list[float]] = {"window": [], "net_assets": [], "rating": [], "orders": []}
+    ts_file, orders_file = run_dir / "timeseries.parquet", run_dir / "orders.parquet"
+    if not ts_file.is_file():
+        return series
+    ts = pq.read_table(ts_file, columns=["t", "net_assets", "rating"]).to_pydict()
+    placed = np.sort(
+        np.asarray(pq.read_table(orders_file, columns=["placed_t"]).column(0).to_pylist())
+        if orders_file.is_file() else np.zeros(0)
+    )  # fmt: skip
+    n = len(ts["t"])
+    for w in range(min(windows, (n + hours - 1) // hours) if windows else n // hours):
+        t = min(w * hours, n - 1)
+        series["window"].append(w + 1)
+        series["net_assets"].append(rmb(int(ts["net_assets"][t])))
+        series["rating"].append(float(ts["rating"][t]))
+        series["orders"].append(int(np.searchsorted(placed, (w + 1) * hours, side="left")))
+    return series
+
+
+def trace_by_window(run_dir: Path, window: int, limit: int = 500) -> list[dict[str, Any]]:
+    """The trace entries of one window (what the agent called and what became of it)."""
+    entries = []
+    try:
+        with open(run_dir / "trace.jsonl") as trace:
+            for line in trace:
+                entry = json.loads(line)
+                if entry.get("window") == window:
+                    entries.append(entry)
+                    if len(entries) >= limit:
+                        break
+                elif entry.get("window", -1) > window:
+                    break
+    except (OSError, ValueError):
+        return entries
+    return entries
+
+
+def model_calls_of_window(run_dir: Path, window: int, limit: int = 50) -> list[dict[str, Any]]:
+    """An LLM agent's model calls in one window (what it saw and answered), if it logged any."""
+    path = run_dir / "model_calls.jsonl"
+    calls: list[dict[str, Any]] = []
+    if not path.is_file():
+        return calls
+    with open(path) as log:
+        for line in log:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if entry.get("window") == window:
+                calls.append(entry)
+                if len(calls) >= limit:
+                    break
+    return calls
