@@ -13,7 +13,9 @@ from typer.testing import CliRunner
 
 from merchantbench.cli import app
 from merchantbench.runs import code_version
-from merchantbench.runs.checkpoint import CHECKPOINT
+from merchantbench.runs.checkpoint import CHECKPOINT, read_checkpoint_pins
+from merchantbench.runs.manifest import read_manifest
+from merchantbench.runs.pins import pins_of_checkpoint, pins_of_record
 from merchantbench.runs.runner import RunError, RunSpec, run_agent
 from merchantbench.scenario import load_scenario
 from merchantbench.session import Session
@@ -208,3 +210,27 @@ def test_a_second_resume_with_the_allowed_code_needs_no_flag(stopped, runs, monk
     run_agent(_spec(), stopped, resume=True)  # its checkpoint (window 20) ran the new code
     _same_as_whole(stopped, runs)
     assert len(json.loads((stopped / "run.json").read_text())["code_changes"]) == 1
+
+
+def test_run_json_and_the_checkpoint_pin_the_same_run(stopped):
+    meta = read_manifest(stopped)
+    found, saved = read_checkpoint_pins(stopped)
+    assert found and pins_of_checkpoint(saved) == pins_of_record(meta)
+    pins = pins_of_record(meta)
+    assert (pins.seed, pins.agent, pins.catalog, pins.seed_commitment) == (
+        1,
+        "rule-based",
+        None,
+        None,
+    )
+    assert pins.scenario_hash == load_scenario("smoke").content_hash
+    assert pins.code.source_sha256 == code_version.source_sha256()
+    assert len(pins.tool_schema_sha256) == 64 and meta.code_changes == []
+
+
+def test_a_record_without_a_code_pin_is_refused(stopped):
+    data = json.loads((stopped / "run.json").read_text())
+    data["source_sha256"] = None  # as a record written before code was pinned
+    (stopped / "run.json").write_text(json.dumps(data))
+    with pytest.raises(RunError, match=r"source unknown\); pass --allow-code-change"):
+        run_agent(_spec(), stopped, resume=True)

@@ -201,7 +201,9 @@ def check_resume(
         if then is not None and (reason := _field_difference(now, then, whose)) is not None:
             raise PinMismatch(reason)
     before = checkpoint.code if checkpoint is not None else record.code
-    if now.code == before and now.code == record.code:
+    if now.code == before:
+        before = record.code  # the checkpoint's code matches; run.json must say so too
+    if now.code == before:
         return None
     if not allow_code_change:
         raise PinMismatch(
