@@ -74,7 +74,12 @@ def load_checkpoint(run_dir: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     pins, payload = _verified_body(path)
-    loaded: dict[str, Any] = pickle.loads(payload)
+    try:
+        loaded: dict[str, Any] = pickle.loads(payload)
+    except Exception as exc:  # intact but written by other code (--allow-code-change)
+        raise CheckpointError(
+            f"{path} cannot be loaded by this code ({type(exc).__name__}: {exc})"
+        ) from None
     loaded["pins"] = pins
     return loaded
 
