@@ -135,6 +135,13 @@ def run(
     days: Annotated[int | None, typer.Option(help="simulate fewer days")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="run directory")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="continue a killed run")] = False,
+    allow_code_change: Annotated[
+        bool,
+        typer.Option(
+            "--allow-code-change",
+            help="--resume: continue even though the code changed (recorded in run.json)",
+        ),
+    ] = False,
     report: Annotated[bool, typer.Option("--report", help="write the report when done")] = False,
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
     file: ScenarioFile = None,
@@ -203,7 +210,7 @@ def run(
     run_dir = out or default_run_dir(spec)
     console = Console(stderr=True)
     try:
-        metrics = _run_with_progress(spec, run_dir, resume, progress, console)
+        metrics = _run_with_progress(spec, run_dir, resume, progress, console, allow_code_change)
     except (RunError, CatalogError) as exc:
         fail(str(exc))
     except ModelCallFailed as exc:
@@ -232,7 +239,12 @@ _HEADLINE = ("final_net_assets", "gmv", "orders", "net_profit_margin", "fines", 
 
 
 def _run_with_progress(
-    spec: RunSpec, run_dir: Path, resume: bool, show: bool, console: Console
+    spec: RunSpec,
+    run_dir: Path,
+    resume: bool,
+    show: bool,
+    console: Console,
+    allow_code_change: bool = False,
 ) -> dict:
     total = spec.scenario.clock.windows
     with Progress(
@@ -251,4 +263,6 @@ def _run_with_progress(
             done = min(session.memory.windows_closed, total)
             bar.update(task, completed=done, description=_progress_line(session))
 
-        return run_agent(spec, run_dir, resume=resume, on_window=on_window)
+        return run_agent(
+            spec, run_dir, resume=resume, on_window=on_window, allow_code_change=allow_code_change
+        )

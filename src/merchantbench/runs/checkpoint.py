@@ -6,13 +6,14 @@ from __future__ import annotations
 import hashlib
 import json
 import pickle
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from merchantbench.runs.files import atomic_write_bytes
 
 CHECKPOINT = Path("checkpoint") / "state.pkl"
-FORMAT = 2  # 2: a header line with the payload's SHA-256
+FORMAT = 3  # 2: a header line with the payload's SHA-256; 3: and a line pinning the run
 _MAGIC = b"merchantbench-checkpoint"
 
 
@@ -20,16 +21,50 @@ class CheckpointError(ValueError):
     """A checkpoint that cannot be trusted (damaged, truncated, another format)."""
 
 
-def save_checkpoint(run_dir: Path, session_blob: bytes, agent: Any) -> None:
+def save_checkpoint(
+    run_dir: Path, session_blob: bytes, agent: Any, pins: Mapping[str, Any] | None = None
+) -> None:
+    """Write the checkpoint: a header line (magic, format, SHA-256 of the rest), one JSON line
+    with the run's pins (runs/pins.py), then the pickled session and agent.
+
+    The pins sit outside the pickle so that `read_checkpoint_pins` can compare them before
+    anything is unpickled (code that changed may no longer unpickle an old agent).
+    """
     payload = pickle.dumps(
         {"format": FORMAT, "session": session_blob, "agent": agent}, pickle.HIGHEST_PROTOCOL
     )
-    header = b"%s %d %s\n" % (_MAGIC, FORMAT, hashlib.sha256(payload).hexdigest().encode())
-    atomic_write_bytes(run_dir / CHECKPOINT, header + payload)
+    body = json.dumps(pins, sort_keys=True, separators=(",", ":")).encode() + b"\n" + payload
+    header = b"%s %d %s\n" % (_MAGIC, FORMAT, hashlib.sha256(body).hexdigest().encode())
+    atomic_write_bytes(run_dir / CHECKPOINT, header + body)
+
+
+def _verified_body(path: Path) -> tuple[Any, bytes]:
+    """The pins and the pickled payload of a checkpoint file whose hash matches."""
+    header, _, body = path.read_bytes().partition(b"\n")
+    parts = header.split(b" ")
+    if len(parts) != 3 or parts[0] != _MAGIC or parts[1] != str(FORMAT).encode():
+        raise CheckpointError(f"{path} is not a checkpoint of format {FORMAT}")
+    if hashlib.sha256(body).hexdigest().encode() != parts[2]:
+        raise CheckpointError(f"{path} is damaged: its content does not match its hash")
+    pins_line, _, payload = body.partition(b"\n")
+    return json.loads(pins_line), payload
+
+
+def read_checkpoint_pins(run_dir: Path) -> tuple[bool, Any]:
+    """Whether the run directory has a checkpoint, and the pins it was saved with (None if it
+    was saved without), read without unpickling anything.
+
+    Raises:
+        CheckpointError: as `load_checkpoint`.
+    """
+    path = run_dir / CHECKPOINT
+    if not path.is_file():
+        return False, None
+    return True, _verified_body(path)[0]
 
 
 def load_checkpoint(run_dir: Path) -> dict[str, Any] | None:
-    """The checkpoint of a run directory, None if it has none.
+    """The checkpoint of a run directory (`session`, `agent`, `pins`), None if it has none.
 
     Raises:
         CheckpointError: the file's content does not match its hash, or is of another format.
@@ -38,13 +73,14 @@ def load_checkpoint(run_dir: Path) -> dict[str, Any] | None:
     path = run_dir / CHECKPOINT
     if not path.is_file():
         return None
-    header, _, payload = path.read_bytes().partition(b"\n")
-    parts = header.split(b" ")
-    if len(parts) != 3 or parts[0] != _MAGIC or parts[1] != str(FORMAT).encode():
-        raise CheckpointError(f"{path} is not a checkpoint of format {FORMAT}")
-    if hashlib.sha256(payload).hexdigest().encode() != parts[2]:
-        raise CheckpointError(f"{path} is damaged: its content does not match its hash")
-    loaded: dict[str, Any] = pickle.loads(payload)
+    pins, payload = _verified_body(path)
+    try:
+        loaded: dict[str, Any] = pickle.loads(payload)
+    except Exception as exc:  # intact but written by other code (--allow-code-change)
+        raise CheckpointError(
+            f"{path} cannot be loaded by this code ({type(exc).__name__}: {exc})"
+        ) from None
+    loaded["pins"] = pins
     return loaded
 
 

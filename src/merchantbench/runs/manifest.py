@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 
 import merchantbench
 from merchantbench.money import rmb
+from merchantbench.runs.code_version import CodeVersion, current_code
 from merchantbench.runs.files import atomic_write_json
 from merchantbench.runs.schema import RUN_FILE
 from merchantbench.scenario import Scenario
@@ -59,6 +60,17 @@ class AgentRef(_Part):
     name: str
     settings: dict[str, Any]
     privileged: bool = False
+
+
+class CodeChange(_Part):
+    """A resume allowed to continue with other code (`--allow-code-change`): the code that wrote
+    the state continued from (`before`), the code that continued it (`after`), the windows
+    closed at that point and when."""
+
+    window: int
+    before: CodeVersion
+    after: CodeVersion
+    at: str
 
 
 class FinalAccounts(_Part):
@@ -111,6 +123,8 @@ class RunManifest(BaseModel):
     tool_schema_sha256: str
     package_version: str
     git_commit: str | None
+    source_sha256: str | None = None  # of the package's files (runs/code_version.py)
+    code_changes: list[CodeChange] = []
     python: str
     initial_net_assets: float
     started: str
@@ -163,6 +177,7 @@ class RunManifest(BaseModel):
             tool_schema_sha256=tool_schema_sha256,
             package_version=merchantbench.__version__,
             git_commit=git_commit,
+            source_sha256=current_code().source_sha256,
             python=platform.python_version(),
             initial_net_assets=rmb(money.initial_balance_fen + money.initial_deposit_fen),
             started=_now(),
@@ -185,6 +200,21 @@ class RunManifest(BaseModel):
     def resumable(self) -> bool:
         """Whether `--resume` may continue this run (it has not ended, or ended by a failure)."""
         return self.ended in RESUMABLE
+
+    def code(self) -> CodeVersion:
+        """The code the run continues with: that of its start, or of its last allowed change."""
+        if self.code_changes:
+            return self.code_changes[-1].after
+        return CodeVersion(package_version=self.package_version, source_sha256=self.source_sha256)
+
+    def record_code_change(self, before: CodeVersion, after: CodeVersion, window: int) -> None:
+        """A resume continues the state `before` wrote, at `window`, with the code `after`. A
+        repeat of the last change (the same resume, killed and done again) is recorded once."""
+        last = self.code_changes[-1] if self.code_changes else None
+        if last is not None and (last.before, last.after, last.window) == (before, after, window):
+            return
+        change = CodeChange(window=window, before=before, after=after, at=_now())
+        self.code_changes = [*self.code_changes, change]
 
     def scenario_model(self) -> Scenario:
         """The scenario exactly as the run used it."""

@@ -4,6 +4,7 @@ checkpointing every few windows and resuming after a kill."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import subprocess
 from collections.abc import Callable
@@ -19,9 +20,11 @@ from merchantbench.catalog.cache import get_market, get_search_index
 from merchantbench.runs.checkpoint import (
     CheckpointError,
     load_checkpoint,
+    read_checkpoint_pins,
     save_checkpoint,
     truncate_trace,
 )
+from merchantbench.runs.kill_points import KillPoints
 from merchantbench.runs.manifest import (
     AgentRef,
     FinalAccounts,
@@ -29,6 +32,15 @@ from merchantbench.runs.manifest import (
     MarketRef,
     RunManifest,
     read_manifest,
+)
+from merchantbench.runs.pins import (
+    PinMismatch,
+    RunPins,
+    check_resume,
+    pins_of_checkpoint,
+    pins_of_record,
+    pins_of_run,
+    request_difference,
 )
 from merchantbench.runs.record import final_accounts, write_tables
 from merchantbench.runs.sealed import SealedSeed
@@ -67,6 +79,11 @@ class RunSpec:
         if self.sealed is not None:
             return f"sealed:{self.sealed.commitment.sha256}"
         return str(self.seed)
+
+
+def _commitment(spec: RunSpec) -> str | None:
+    """The seed commitment a sealed run pins (never its seed); None for a public seed."""
+    return None if spec.sealed is None else spec.sealed.commitment.sha256
 
 
 def default_run_dir(spec: RunSpec, root: Path = Path("runs")) -> Path:
@@ -112,14 +129,31 @@ def _start_manifest(spec: RunSpec, agent: BaseAgent, session: Session) -> RunMan
 
 
 class RunWriter:
-    """Owns a run directory while the run goes on."""
+    """Owns a run directory while the run goes on.
 
-    def __init__(self, spec: RunSpec, run_dir: Path, checkpoint_every: int = 10) -> None:
+    Args:
+        spec: What to run.
+        run_dir: The run directory.
+        checkpoint_every: Windows between checkpoints.
+        allow_code_change: Let `--resume` continue with code other than the code that wrote
+            the run (recorded in `run.json` as `code_changes`); refused otherwise.
+    """
+
+    def __init__(
+        self,
+        spec: RunSpec,
+        run_dir: Path,
+        checkpoint_every: int = 10,
+        allow_code_change: bool = False,
+    ) -> None:
         self.spec = spec
         self.run_dir = run_dir
         self.checkpoint_every = checkpoint_every
+        self.allow_code_change = allow_code_change
         self._trace: TextIO | None = None
+        self._kill = KillPoints.from_env()  # test-only (runs/kill_points.py)
         self.manifest: RunManifest  # set by open_session
+        self.pins: RunPins  # set by open_session; saved with every checkpoint
 
     def _sink(self, entry: dict[str, Any]) -> None:
         if self._trace is None:
@@ -127,6 +161,31 @@ class RunWriter:
             raise RunError(f"{self.run_dir}: the run record is closed; no more trace entries")
         # Strict JSON: the surface checked every agent string and number (no NaN, no surrogate).
         self._trace.write(json.dumps(entry, separators=(",", ":"), allow_nan=False) + "\n")
+        self._kill.passed("trace")
+
+    def _recorded_run(self) -> RunManifest:
+        """`run.json` of the run to resume, refused if it is finished or asks for another
+        scenario, seed, agent or catalog (before any market is built for it)."""
+        from merchantbench.metrics.run_metrics import METRICS_FILE
+
+        run_dir = self.run_dir
+        if not (run_dir / "run.json").is_file():
+            raise RunError(f"{run_dir} is not a run directory: nothing to resume")
+        try:
+            meta = read_manifest(run_dir)
+        except ManifestError as exc:
+            raise RunError(str(exc)) from exc
+        # A record whose metrics are missing was killed while finishing (by a version that
+        # marked it completed first): it resumes from its last checkpoint like any other.
+        if not meta.resumable and (run_dir / METRICS_FILE).is_file():
+            raise RunError(f"{run_dir} already finished ({meta.ended}); nothing to resume")
+        spec = self.spec
+        reason = request_difference(
+            spec.scenario, spec.seed, spec.agent, spec.catalog, meta, _commitment(spec)
+        )
+        if reason is not None:
+            raise RunError(f"cannot resume: {reason}")
+        return meta
 
     def open_session(
         self, resume: bool, agent: BaseAgent | None = None
@@ -143,17 +202,9 @@ class RunWriter:
         if run_dir.exists() and not run_dir.is_dir():
             raise RunError(f"{run_dir} is a file, not a run directory; choose another --out")
         if resume:
-            if not (run_dir / "run.json").is_file():
-                raise RunError(f"{run_dir} is not a run directory: nothing to resume")
-            try:
-                meta = read_manifest(run_dir)
-            except ManifestError as exc:
-                raise RunError(str(exc)) from exc
-            if not meta.resumable:
-                raise RunError(f"{run_dir} already finished ({meta.ended}); nothing to resume")
+            meta = self._recorded_run()
         elif run_dir.exists() and any(run_dir.iterdir()):
             raise RunError(f"{run_dir} exists; use --resume to continue it or choose another --out")
-        run_dir.mkdir(parents=True, exist_ok=True)
         market = get_market(spec.scenario, spec.seed, catalog=spec.catalog)
         index = get_search_index(spec.scenario, spec.seed, market, spec.catalog)
         session = Session(spec.scenario, market, spec.seed, index, self._sink)
@@ -164,9 +215,38 @@ class RunWriter:
             if entry.front_end is not None:
                 raise RunError(f"agent {spec.agent!r} plays through {entry.front_end}")
             agent = make_agent(spec.agent, spec.agent_settings, hidden_market=hidden)
+        self.pins = pins_of_run(
+            spec.scenario, spec.seed, spec.agent, agent.settings(), spec.catalog,
+            session.registry.schema_sha256(), _commitment(spec),
+        )  # fmt: skip
+        if resume:
+            agent = self._restore(meta, session, agent, hidden)
+        else:
+            meta = _start_manifest(spec, agent, session)
+            run_dir.mkdir(parents=True, exist_ok=True)  # only now: nothing before inputs passed
+            if spec.sealed is not None:  # the secret first: a record never lacks its seed
+                spec.sealed.write(run_dir)
+            meta.write(run_dir)
+        self._trace = open(run_dir / "trace.jsonl", "a")  # noqa: SIM115 (closed in finish)
+        self.manifest = meta
+        return session, agent, meta
+
+    def _restore(
+        self, meta: RunManifest, session: Session, agent: BaseAgent, hidden: Any
+    ) -> BaseAgent:
+        """Continue the recorded run: check every pin (runs/pins.py) against `run.json` and the
+        checkpoint, restore the checkpoint, and cut the records back to what it covers."""
+        run_dir = self.run_dir
         try:
-            checkpoint = load_checkpoint(run_dir) if resume else None
-        except CheckpointError as exc:
+            found, saved = read_checkpoint_pins(run_dir)
+            continued = check_resume(
+                self.pins,
+                pins_of_record(meta),
+                pins_of_checkpoint(saved) if found else None,
+                self.allow_code_change,
+            )
+            checkpoint = load_checkpoint(run_dir)
+        except (CheckpointError, PinMismatch) as exc:
             raise RunError(f"cannot resume: {exc}") from None
         if checkpoint is not None:
             session.restore(checkpoint["session"])
@@ -174,21 +254,16 @@ class RunWriter:
             agent = restored
             if hidden is not None:
                 restored.attach_hidden_market(hidden)  # type: ignore[attr-defined]
-        if resume:
-            try:
-                truncate_trace(run_dir / "trace.jsonl", session.memory.seq)
-                # LLM agents log their model calls; keep those the checkpointed agent had made.
-                truncate_trace(run_dir / MODEL_CALLS, agent.model_calls_seq)
-            except CheckpointError as exc:
-                raise RunError(f"cannot resume: {exc}") from None
-        else:
-            meta = _start_manifest(spec, agent, session)
-            if spec.sealed is not None:  # the secret first: a record never lacks its seed
-                spec.sealed.write(run_dir)
+        try:
+            truncate_trace(run_dir / "trace.jsonl", session.memory.seq)
+            # LLM agents log their model calls; keep those the checkpointed agent had made.
+            truncate_trace(run_dir / MODEL_CALLS, agent.model_calls_seq)
+        except CheckpointError as exc:
+            raise RunError(f"cannot resume: {exc}") from None
+        if continued is not None:
+            meta.record_code_change(continued, self.pins.code, session.memory.windows_closed)
             meta.write(run_dir)
-        self._trace = open(run_dir / "trace.jsonl", "a")  # noqa: SIM115 (closed in finish)
-        self.manifest = meta
-        return session, agent, meta
+        return agent
 
     def flush_agent_log(self, agent: BaseAgent) -> None:
         """Append the model calls an LLM agent made since the last flush to model_calls.jsonl.
@@ -205,7 +280,8 @@ class RunWriter:
         assert self._trace is not None
         self._trace.flush()
         self.flush_agent_log(agent)
-        save_checkpoint(self.run_dir, session.snapshot(), agent)
+        save_checkpoint(self.run_dir, session.snapshot(), agent, self.pins.model_dump(mode="json"))
+        self._kill.passed("checkpoint")
         self.manifest.progress(session.memory.windows_closed)
         self.manifest.write(self.run_dir)
 
@@ -235,13 +311,18 @@ class RunWriter:
             self._trace = None
 
     def finish(self, session: Session, agent: BaseAgent, meta: RunManifest) -> dict[str, Any]:
-        from merchantbench.metrics import compute_metrics, write_metrics
+        """Write the tables and `metrics.json`, and only then `run.json` saying the run ended:
+        a kill at any step before leaves a record that `--resume` completes (runs/kill_points.py
+        names the steps)."""
+        from merchantbench.metrics import load_run_record, metrics_of, write_metrics
 
         self.close()
         self.flush_agent_log(agent)
         _record_agent_outcome(agent, meta)
+        self._kill.passed("finish")
         engine = session.engine
         write_tables(engine, self.run_dir)
+        self._kill.passed("tables")
         meta.finish(
             ended="closed" if engine.state.closed else "completed",
             windows=session.memory.windows_closed,
@@ -249,9 +330,11 @@ class RunWriter:
             final_accounts=FinalAccounts(**final_accounts(engine)),
             state_hash=session.state_hash(),
         )
-        meta.write(self.run_dir)
-        metrics = compute_metrics(self.run_dir)
+        # The metrics read the finished manifest from memory: on disk it is not finished yet.
+        metrics = metrics_of(dataclasses.replace(load_run_record(self.run_dir), run=meta))
         write_metrics(metrics, self.run_dir)
+        self._kill.passed("metrics")
+        meta.write(self.run_dir)
         return metrics
 
 
@@ -267,9 +350,12 @@ def run_agent(
     resume: bool = False,
     on_window: ProgressHook | None = None,
     checkpoint_every: int = 10,
+    allow_code_change: bool = False,
 ) -> dict[str, Any]:
     """Run (or resume) a whole run and return its metrics (blocking)."""
-    return asyncio.run(run_agent_async(spec, run_dir, resume, on_window, checkpoint_every))
+    return asyncio.run(
+        run_agent_async(spec, run_dir, resume, on_window, checkpoint_every, allow_code_change)
+    )
 
 
 async def run_agent_async(
@@ -278,10 +364,12 @@ async def run_agent_async(
     resume: bool = False,
     on_window: ProgressHook | None = None,
     checkpoint_every: int = 10,
+    allow_code_change: bool = False,
 ) -> dict[str, Any]:
     """Run (or resume) a whole run and return its metrics. Agents are awaited window by window
-    (`act_async`), so many LLM runs can share one event loop."""
-    writer = RunWriter(spec, run_dir, checkpoint_every)
+    (`act_async`), so many LLM runs can share one event loop. `allow_code_change`: see
+    `RunWriter`."""
+    writer = RunWriter(spec, run_dir, checkpoint_every, allow_code_change)
     session, agent, meta = writer.open_session(resume)
     try:
         while not session.over:
