@@ -8,7 +8,7 @@ import pytest
 
 from merchantbench.agents.llm.scripted_policy import store_policy
 from merchantbench.agents.llm.scripted_server import ScriptedServer
-from merchantbench.agents.registry import agent_names
+from merchantbench.agents.registry import runner_agent_names
 from merchantbench.runs.runner import RunSpec, run_agent
 from merchantbench.scenario import load_scenario
 from merchantbench.session import Session
@@ -36,7 +36,7 @@ class StrictSurface:
         raise AssertionError(f"an agent set surface.{name}")
 
 
-@pytest.mark.parametrize("agent", agent_names())
+@pytest.mark.parametrize("agent", runner_agent_names())
 def test_each_agent_uses_the_surface_alone(agent, tmp_path, monkeypatch):
     def strict(session: Session) -> StrictSurface:
         return StrictSurface(AgentSurface(session), agent)

@@ -29,11 +29,14 @@ class AgentEntry:
         target: "module:Class" of a `BaseAgent` subclass.
         summary: One line for `--list-agents`.
         privileged: Reads the hidden market (the oracle); in-process only, marked in records.
+        front_end: For an agent outside the process, the front end that plays it (the
+            runner does not drive it; the front end hands `RunWriter` a pre-built one).
     """
 
     target: str
     summary: str
     privileged: bool = False
+    front_end: str | None = None
 
     def load(self) -> type[BaseAgent]:
         module, _, attr = self.target.partition(":")
@@ -69,6 +72,11 @@ AGENTS: dict[str, AgentEntry] = {
         "merchantbench.agents.llm.hermes:HermesAgent",
         "Hermes-style harness: code, memory, plan, skills",
     ),
+    "inspect": AgentEntry(
+        "merchantbench.inspect_eval.agent:InspectAgent",
+        "a model run by Inspect AI (inspect eval merchantbench/merchantbench; extra `inspect`)",
+        front_end="`inspect eval merchantbench/merchantbench`",
+    ),
 }
 
 
@@ -78,6 +86,11 @@ class AgentConfigError(ValueError):
 
 def agent_names() -> list[str]:
     return sorted(AGENTS)
+
+
+def runner_agent_names() -> list[str]:
+    """The agents the runner drives in process (not those a front end plays from outside)."""
+    return sorted(name for name, entry in AGENTS.items() if entry.front_end is None)
 
 
 def agent_entry(name: str) -> AgentEntry:
