@@ -87,6 +87,11 @@ AGENTS: dict[str, AgentEntry] = {
         "the model of an MCP client (merchantbench mcp, or serve's /runs/RUN/mcp)",
         front_end="`merchantbench mcp` or the MCP endpoint of `merchantbench serve`",
     ),
+    "inspect": AgentEntry(
+        "merchantbench.inspect_eval.agent:InspectAgent",
+        "a model run by Inspect AI (inspect eval merchantbench/merchantbench; extra `inspect`)",
+        front_end="`inspect eval merchantbench/merchantbench`",
+    ),
 }
 
 

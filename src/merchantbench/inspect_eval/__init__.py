@@ -1,0 +1,11 @@
+"""MerchantBench as an Inspect AI task (the optional extra `merchantbench[inspect]`).
+
+    inspect eval merchantbench/merchantbench --model PROVIDER/MODEL -T scenario=smoke -T seed=1
+
+- `task.merchantbench`: the task (one sample per seed, the score is final net assets);
+- `solver.play_store`: the window loop over Inspect's model API and tool executor;
+- `tools.env_tool_defs`: the environment tools as Inspect `ToolDef`s, from their schemas;
+- `agent.InspectAgent`: the agent the run record names (`inspect`).
+
+Guide: docs/frameworks.md, section "Inspect AI".
+"""

@@ -1,0 +1,229 @@
+"""The Inspect solver that plays one store run: Inspect's model, our environment tools.
+
+Per window: the observation is a user message; the model is called (through Inspect's model API,
+so any Inspect provider works) and its tool calls run through Inspect's tool executor, up to
+`max_model_calls` calls; the window ends when the model calls `end_of_step`. If the model
+answers without a tool call, or uses up its calls, the solver closes the window itself with
+`surface.force_end_of_step()` (the trace records the close as forced) and tells the model so in
+the next window's message. This goes on for every window of the scenario (28 on `smoke`, 730 on
+`paper`). An Inspect sample limit (tokens, messages, cost), or a prompt the provider refuses as
+longer than the model's context window, stops the model: the remaining windows run idle and
+run.json says why (`stop_reason`).
+
+The run record is an ordinary MerchantBench run directory written with `RunWriter`: trace,
+tables, `metrics.json`, checkpoints every 10 windows, and `model_calls.jsonl` with one line per
+Inspect model call. Its agent is `inspect` (`InspectAgent`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from inspect_ai.model import (
+    ChatMessageSystem,
+    ChatMessageTool,
+    ChatMessageUser,
+    Compact,
+    CompactionAuto,
+    CompactionEdit,
+    CompactionStrategy,
+    CompactionSummary,
+    CompactionTrim,
+    ModelOutput,
+    compaction,
+    execute_tools,
+    get_model,
+)
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+from inspect_ai.tool import ToolDef
+from inspect_ai.util import LimitExceededError
+
+from merchantbench.agents.llm.usage import CallRecord
+from merchantbench.inspect_eval.agent import INSPECT_AGENT, InspectAgent, InspectSettings
+from merchantbench.inspect_eval.tools import WindowGuard, env_tool_defs
+from merchantbench.runs.runner import RunSpec, RunWriter
+from merchantbench.scenario import Scenario
+from merchantbench.session import Session
+from merchantbench.surface import AgentSurface
+
+__all__ = ["COMPACTIONS", "RESULT_KEY", "play_store"]
+
+RESULT_KEY = "merchantbench"  # where the solver leaves the run's outcome in the sample store
+COMPACTIONS: dict[str, Callable[..., CompactionStrategy]] = {
+    "auto": CompactionAuto,
+    "edit": CompactionEdit,
+    "trim": CompactionTrim,
+    "summary": CompactionSummary,
+}
+_FORCED_NOTES = {
+    "no_tool_calls": "you replied without calling a tool",
+    "call_limit": "you used all your model calls for the window",
+}
+
+
+def _compactor(
+    settings: InspectSettings, prefix: list[Any], tools: list[ToolDef]
+) -> Compact | None:
+    if settings.compaction == "none":
+        return None
+    threshold = settings.compaction_threshold
+    # A threshold of 1 or more is a token count; below 1, a share of the context window.
+    strategy = COMPACTIONS[settings.compaction](
+        threshold=int(threshold) if threshold >= 1 else threshold
+    )
+    return compaction(strategy, prefix=prefix, tools=tools)
+
+
+class _ContextFull(Exception):
+    """The provider refused the prompt as too long: the model cannot act any more."""
+
+
+class _Window:
+    """The model's side of one run: its conversation in `state.messages`, its tools, its
+    compaction handler, and the agent that keeps the run record's usage."""
+
+    def __init__(self, state: TaskState, surface: AgentSurface, agent: InspectAgent) -> None:
+        self.state, self.surface, self.agent = state, surface, agent
+        self.guard = WindowGuard()
+        self.tools = env_tool_defs(surface, self.guard)
+        self.model = get_model()
+        system = ChatMessageSystem(content=surface.brief())
+        state.messages = [system]
+        self.compact = _compactor(agent.config, [system], self.tools)
+        self.note: str | None = None
+
+    async def play(self) -> None:
+        """One window: the observation, then model calls until the window is closed."""
+        surface, window = self.surface, self.surface.window
+        self.state.messages.append(ChatMessageUser(content=self._prompt()))
+        self.note = None
+        reason = "call_limit"
+        for _ in range(self.agent.config.max_model_calls):
+            self.guard.window = window
+            output = await self._generate()
+            if output.stop_reason == "model_length":
+                raise _ContextFull("the conversation outgrew the model's context window")
+            if not output.message.tool_calls:
+                reason = "no_tool_calls"
+                break
+            messages, _ = await execute_tools(self.state.messages, self.tools)
+            self.state.messages.extend(messages)
+            self.agent.refused_calls += sum(
+                1 for m in messages if isinstance(m, ChatMessageTool) and m.error is not None
+            )
+            if surface.over or surface.window != window:
+                return
+        self.agent.usage.forced_windows += 1
+        self.note = _FORCED_NOTES[reason]
+        surface.force_end_of_step()
+
+    def _prompt(self) -> str:
+        if self.note is None:
+            return self.surface.observation()
+        return (
+            f"(The previous window was closed for you because {self.note}. Call end_of_step "
+            f"yourself when you are done.)\n\n{self.surface.observation()}"
+        )
+
+    async def _generate(self) -> ModelOutput:
+        messages = self.state.messages
+        sent = messages
+        if self.compact is not None:
+            sent, summary = await self.compact.compact_input(messages)
+            if summary is not None:
+                messages.append(summary)
+            self.agent.usage.compactions += len(sent) < len(messages)
+        began = time.monotonic()
+        output = await self.model.generate(sent, self.tools)
+        if self.compact is not None:
+            await self.compact.record_output(sent, output)
+        messages.append(output.message)
+        self.state.output = output
+        self.agent.record_call(self._record(output, time.monotonic() - began))
+        return output
+
+    def _record(self, output: ModelOutput, latency: float) -> CallRecord:
+        usage = output.usage
+        cached = (usage.input_tokens_cache_read or 0) if usage else 0
+        written = (usage.input_tokens_cache_write or 0) if usage else 0
+        calls = output.message.tool_calls or []
+        return CallRecord(
+            seq=self.agent.usage.calls + 1,
+            window=self.surface.window,
+            model=str(self.model),
+            input_tokens=(usage.input_tokens + cached + written) if usage else 0,
+            cached_tokens=cached,
+            output_tokens=usage.output_tokens if usage else 0,
+            latency_s=output.time if output.time is not None else latency,
+            cost=(usage.total_cost or 0.0) if usage else 0.0,
+            finish_reason=output.stop_reason,
+            tool_calls=len(calls),
+            parse_errors=sum(1 for c in calls if c.parse_error),
+        )
+
+
+async def _play_run(
+    state: TaskState, writer: RunWriter, session: Session, agent: InspectAgent
+) -> None:
+    """Every window of the run; an Inspect limit stops the model, the store idles on."""
+    player = _Window(state, session.surface, agent)
+    while not session.over:
+        window, began = session.window, time.monotonic()
+        try:
+            if agent.stop_reason is None:
+                await player.play()
+        except LimitExceededError as exc:
+            agent.stop_reason = f"inspect limit: {exc.message}"
+        except _ContextFull as exc:
+            agent.stop_reason = f"{exc} (see the compaction task parameter)"
+        finally:
+            agent.usage.wall_seconds += time.monotonic() - began
+        if not session.over and session.window == window:
+            session.force_end_of_step()  # a limit cut the window short, or the run idles
+        if session.window % writer.checkpoint_every == 0 and not session.over:
+            writer.checkpoint(session, agent)
+
+
+def play_store(
+    scenario: Scenario,
+    settings: InspectSettings,
+    run_dir_of: Any,
+) -> Solver:
+    """The solver: play the sample's seed on `scenario`, write the run record, leave the
+    outcome (run directory, metrics) in the sample store under `RESULT_KEY`.
+
+    Args:
+        scenario: The scenario to play.
+        settings: The agent's settings (the model name is filled in from the eval's model).
+        run_dir_of: `(seed, epoch) -> Path`, where the sample's run record goes.
+    """
+
+    @solver(name="merchantbench_store")
+    def store_solver() -> Solver:
+        async def solve(state: TaskState, generate: Generate) -> TaskState:
+            seed = int(state.metadata["seed"])
+            run_dir: Path = run_dir_of(seed, state.epoch)
+            named = settings.model_copy(update={"model": str(get_model())})
+            spec = RunSpec(INSPECT_AGENT, scenario, seed, named.model_dump())
+            writer = RunWriter(spec, run_dir)
+            session, agent, meta = writer.open_session(resume=False)
+            assert isinstance(agent, InspectAgent)
+            try:
+                await _play_run(state, writer, session, agent)
+            except BaseException as exc:
+                meta.fail(exc)
+                writer.flush_agent_log(agent)
+                meta.record_agent(agent.outcome().usage, agent.outcome().stop_reason)
+                meta.write(run_dir)
+                raise
+            metrics = writer.finish(session, agent, meta)
+            state.store.set(RESULT_KEY, {"run_dir": str(run_dir), "metrics": metrics})
+            state.completed = True
+            return state
+
+        return solve
+
+    return store_solver()
