@@ -69,6 +69,10 @@ AGENTS: dict[str, AgentEntry] = {
         "merchantbench.agents.llm.hermes:HermesAgent",
         "Hermes-style harness: code, memory, plan, skills",
     ),
+    "hermes-agent": AgentEntry(
+        "merchantbench.agents.hermes_agent.driver:HermesAgentDriver",
+        "the real Hermes Agent (hermes-agent package) over MCP",
+    ),
 }
 
 
