@@ -7,9 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from merchantbench.agents.hermes_agent.env import HermesEnvError, ensure_env, hermes_dir
 from merchantbench.agents.llm.scripted_server import ScriptedServer
+from merchantbench.cli import app
 from merchantbench.runs.runner import RunSpec, run_agent
 from merchantbench.scenario import load_scenario
 
@@ -65,8 +67,9 @@ def _run(tmp_path: Path, policy, monkeypatch, days: int | None = None):
 
 
 def _home(meta: dict) -> Path:
-    homes = sorted((hermes_dir() / "homes").iterdir(), key=lambda p: p.stat().st_mtime)
-    return homes[-1]
+    home = Path(meta["agent"]["settings"]["hermes_home"])
+    assert home.parent == hermes_dir() / "homes" and (home / "config.yaml").is_file()
+    return home
 
 
 def _files_containing(root: Path, text: str) -> list[Path]:
@@ -134,3 +137,15 @@ def test_hermes_tools_reach_nothing_hidden(tmp_path, monkeypatch, hermes_env):
     # terminal, read_file, search_files and execute_code are not Hermes tools here at all.
     assert {e["tool"] for e in framework} <= {"skill_view", "memory", "hermes"}
     assert all(not e["ok"] for e in framework if e["tool"] == "skill_view")
+
+
+def test_cli_refuses_bad_settings_in_one_line(tmp_path):
+    runner = CliRunner()
+    base = ["run", "--agent", "hermes-agent", "--scenario", "smoke", "--out", str(tmp_path / "r")]
+    missing = runner.invoke(app, base)
+    assert missing.exit_code != 0 and "no model" in missing.output
+    wide = [*base, "--model", "m", "--base-url", "http://127.0.0.1:9/v1"]
+    wide += ["--agent-opt", 'toolsets=["terminal"]']
+    refused = runner.invoke(app, wide)
+    assert refused.exit_code != 0 and "terminal" in refused.output
+    assert not (tmp_path / "r").exists()

@@ -133,7 +133,8 @@ class HermesAgentDriver(BaseAgent[HermesAgentSettings]):
 
     def settings(self) -> dict[str, Any]:
         public = self.config.model_dump(mode="json", exclude={"model", "base_url", "api_key_env"})
-        return {**public, **self.model.public_settings(), "mcp_toolset": MCP_TOOLSET}
+        extra = {"mcp_toolset": MCP_TOOLSET, "hermes_home": str(self.home)}
+        return {**public, **self.model.public_settings(), **extra}
 
     async def act_async(self, surface: AgentSurface) -> None:
         window = surface.window

@@ -28,7 +28,8 @@ HERMES_VERSION = "0.19.0"
 # The MCP SDK version hermes-agent itself pins for its MCP client (its `dev` extra, and the
 # one its lazy installer uses): without it Hermes silently registers no MCP tools.
 MCP_SDK_VERSION = "1.26.0"
-_MARKER = "merchantbench-env.json"
+# Written last; its name changes with the recipe, so an environment of an older recipe is rebuilt.
+_MARKER = "merchantbench-env-2.json"
 
 
 class HermesEnvError(RuntimeError):
@@ -81,7 +82,10 @@ def _build(root: Path, version: str) -> None:
     # Our own interpreter (Python >= 3.11, as Hermes needs): uv downloads nothing else.
     _uv(uv, "venv", "--quiet", "--python", sys.executable, str(root))
     packages = [f"hermes-agent=={version}", f"mcp=={MCP_SDK_VERSION}"]
-    _uv(uv, "pip", "install", "--quiet", "--python", str(root / "bin" / "python"), *packages)
+    # Bytecode now: the confined process sees the environment read-only and could never cache
+    # it, and compiling Hermes' imports on every start costs seconds.
+    python = str(root / "bin" / "python")
+    _uv(uv, "pip", "install", "--quiet", "--compile-bytecode", "--python", python, *packages)
 
 
 def _uv(uv: str, *args: str) -> None:

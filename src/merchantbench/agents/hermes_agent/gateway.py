@@ -153,6 +153,9 @@ class Gateway:
         return int(self._socket.getsockname()[1])
 
     async def start(self) -> None:
+        # uvicorn sets TCP_NODELAY only on sockets it binds itself; without it every request
+        # waits ~40 ms (Nagle against delayed ACKs, docs/performance.md).
+        self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._socket.bind(("127.0.0.1", 0))
         config = uvicorn.Config(
             self._app, log_level="warning", lifespan="on", access_log=False, interface="asgi3"
