@@ -4,6 +4,10 @@ its own environment) playing `smoke` through our MCP tools, against the scripted
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +21,7 @@ from merchantbench.scenario import load_scenario
 
 MCP = "mcp__merchantbench__"
 KEY = "sk-test-hermes-4f1c9a7e"
-_OFFLINE = ("connect", "dns", "resolve", "network", "timed out", "unreachable", "offline")
+_OFFLINE = ("connect", "dns", "resolve", "network", "timed out", "unreachable", "fetch", "offline")
 
 
 @pytest.fixture(scope="module")
@@ -149,3 +153,58 @@ def test_cli_refuses_bad_settings_in_one_line(tmp_path):
     refused = runner.invoke(app, wide)
     assert refused.exit_code != 0 and "terminal" in refused.output
     assert not (tmp_path / "r").exists()
+
+
+class _Killer:
+    """The store policy, except that the `at`-th request kills the run's process."""
+
+    def __init__(self, at: int) -> None:
+        self.at, self.seen, self.pid = at, 0, None
+
+    def __call__(self, request: dict) -> dict:
+        self.seen += 1
+        if self.seen == self.at and self.pid is not None:
+            os.kill(self.pid, signal.SIGKILL)
+            return {"status": 503}  # never read: the run is dead
+        return store_policy(request)
+
+
+_CHILD = """
+import sys
+from pathlib import Path
+from merchantbench.runs.runner import RunSpec, run_agent
+from merchantbench.scenario import load_scenario
+settings = {"model": "scripted", "base_url": sys.argv[1], "api_key_env": "MB_TEST_HERMES_KEY"}
+spec = RunSpec("hermes-agent", load_scenario("smoke", overrides=["clock.days=2"]), 1, settings)
+run_agent(spec, Path(sys.argv[2]), checkpoint_every=2)
+"""
+
+
+def test_killed_run_resumes_store_and_hermes_home(tmp_path, monkeypatch, hermes_env):
+    monkeypatch.setenv("MB_TEST_HERMES_KEY", KEY)
+    run_dir = tmp_path / "run"
+    killer = _Killer(at=14)  # window 3 of 4 (about 5 requests a window): after a checkpoint
+    with ScriptedServer(killer) as server:
+        child = subprocess.Popen([sys.executable, "-c", _CHILD, server.base_url, str(run_dir)])
+        killer.pid = child.pid
+        assert child.wait(timeout=600) == -signal.SIGKILL
+        killed_meta = json.loads((run_dir / "run.json").read_text())
+        home = _home(killed_meta)
+        memory_before = (home / "memories" / "MEMORY.md").read_text()
+        settings = {"model": "scripted", "base_url": server.base_url}
+        settings["api_key_env"] = "MB_TEST_HERMES_KEY"
+        spec = RunSpec(
+            "hermes-agent", load_scenario("smoke", overrides=["clock.days=2"]), 1, settings
+        )
+        metrics = run_agent(spec, run_dir, resume=True, checkpoint_every=2)
+    meta = json.loads((run_dir / "run.json").read_text())
+    trace = [json.loads(x) for x in (run_dir / "trace.jsonl").read_text().splitlines()]
+    assert meta["ended"] == "completed" and metrics["windows"] == 4
+    closes = [e["window"] for e in trace if e["tool"] == "end_of_step"]
+    assert closes == [0, 1, 2, 3]  # the trace was cut back to the checkpoint, then continued
+    records = [json.loads(x) for x in (run_dir / "model_calls.jsonl").read_text().splitlines()]
+    assert [r["seq"] for r in records] == list(range(1, len(records) + 1))
+    assert _home(meta) == home  # the same private home: Hermes' memory carried over
+    assert "searched bags" in memory_before
+    assert memory_before.strip() in (home / "memories" / "MEMORY.md").read_text()
+    assert _files_containing(run_dir, KEY) == [] and _files_containing(home, KEY) == []

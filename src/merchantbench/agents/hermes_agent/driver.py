@@ -218,9 +218,10 @@ class HermesAgentDriver(BaseAgent[HermesAgentSettings]):
         self._live = None
 
     def outcome(self) -> AgentOutcome:
-        return AgentOutcome(
-            usage={**self.usage.as_json(), "framework": f"hermes-agent=={self.config.version}"}
-        )
+        framework: dict[str, Any] = {"framework": f"hermes-agent=={self.config.version}"}
+        if self.setup_seconds is not None:
+            framework["env_setup_seconds"] = round(self.setup_seconds, 2)
+        return AgentOutcome(usage={**self.usage.as_json(), **framework})
 
     @property
     def model_calls_seq(self) -> int:

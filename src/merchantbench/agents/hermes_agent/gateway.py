@@ -158,7 +158,12 @@ class Gateway:
         self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._socket.bind(("127.0.0.1", 0))
         config = uvicorn.Config(
-            self._app, log_level="warning", lifespan="on", access_log=False, interface="asgi3"
+            self._app,
+            log_level="warning",
+            lifespan="on",
+            access_log=False,
+            interface="asgi3",
+            timeout_graceful_shutdown=5,
         )
         self._server = uvicorn.Server(config)
         self._task = asyncio.create_task(self._server.serve(sockets=[self._socket]))
