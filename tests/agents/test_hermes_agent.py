@@ -11,11 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from merchantbench.agents.hermes_agent.env import HermesEnvError, ensure_env, hermes_dir
 from merchantbench.agents.llm.scripted_server import ScriptedServer
-from merchantbench.cli import app
 from merchantbench.runs.runner import RunSpec, run_agent
 from merchantbench.scenario import load_scenario
 
@@ -105,14 +103,14 @@ def test_full_smoke_run_through_mcp(tmp_path, monkeypatch, hermes_env):
 
 
 def _snooping_policy(targets: dict[str, str]):
-    """Asks Hermes' own tools for what lies outside its home, then ends each window."""
+    """Asks Hermes' own tools for what lies outside its home, then ends each window. The
+    tools that are on come first: Hermes ends a turn at the third call of a tool it lacks."""
     asks = [
+        _reply("skill_view", name="../../../../../../" + targets["file"].lstrip("/")),
+        _reply("skill_view", name=targets["file"]),
+        _reply("memory", action="add", target="memory", content="$MB_HIDDEN_MARKER"),
         _reply("terminal", command="env; cat " + targets["file"]),
         _reply("read_file", path=targets["file"]),
-        _reply("search_files", pattern="hidden", path=targets["dir"]),
-        _reply("skill_view", name="../../../../../../" + targets["file"].lstrip("/")),
-        _reply("execute_code", code=f"print(open({targets['file']!r}).read())"),
-        _reply("memory", action="add", target="memory", content="$MB_HIDDEN_MARKER"),
         _reply(MCP + "end_of_step"),
     ]
 
@@ -134,25 +132,18 @@ def test_hermes_tools_reach_nothing_hidden(tmp_path, monkeypatch, hermes_env):
         tmp_path, _snooping_policy(targets), monkeypatch, days=1
     )
     assert meta["ended"] == "completed"
+    # Every ask was made and answered, and the window closed by Hermes' own end_of_step.
+    closes = [e for e in trace if e["tool"] == "end_of_step"]
+    assert len(closes) == 2 and not any(e["forced"] for e in closes)
+    views = [e for e in trace if e["tool"] == "skill_view"]
+    assert len(views) == 4 and not any(e["ok"] for e in views)
     answers = json.dumps(server.requests)
+    assert "Tool 'terminal' does not exist" in answers
+    assert "Tool 'read_file' does not exist" in answers
     assert secret not in answers and KEY not in answers
     assert str(run_dir) not in answers
-    framework = [e for e in trace if e["origin"] == "framework"]
-    # terminal, read_file, search_files and execute_code are not Hermes tools here at all.
-    assert {e["tool"] for e in framework} <= {"skill_view", "memory", "hermes"}
-    assert all(not e["ok"] for e in framework if e["tool"] == "skill_view")
-
-
-def test_cli_refuses_bad_settings_in_one_line(tmp_path):
-    runner = CliRunner()
-    base = ["run", "--agent", "hermes-agent", "--scenario", "smoke", "--out", str(tmp_path / "r")]
-    missing = runner.invoke(app, base)
-    assert missing.exit_code != 0 and "no model" in missing.output
-    wide = [*base, "--model", "m", "--base-url", "http://127.0.0.1:9/v1"]
-    wide += ["--agent-opt", 'toolsets=["terminal"]']
-    refused = runner.invoke(app, wide)
-    assert refused.exit_code != 0 and "terminal" in refused.output
-    assert not (tmp_path / "r").exists()
+    # Nothing hidden in what Hermes keeps either (the memory note stayed a literal).
+    assert _files_containing(_home(meta), secret) == []
 
 
 class _Killer:
