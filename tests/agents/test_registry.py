@@ -23,7 +23,7 @@ from merchantbench.cli import app
 
 def test_every_entry_loads_a_base_agent_with_a_frozen_settings_model():
     assert agent_names() == sorted(
-        ["idle", "random", "rule-based", "expert", "oracle", "react", "hermes"]
+        ["idle", "random", "rule-based", "expert", "oracle", "react", "hermes", "hermes-agent"]
     )
     for name, entry in AGENTS.items():
         cls = entry.load()

@@ -208,8 +208,9 @@ class HermesAgentDriver(BaseAgent[HermesAgentSettings]):
     async def _drop_live(self) -> None:
         live, self._live = self._live, None
         if live is not None:
-            self._collect_from(live)
             await live.process.close()
+            # After the process is gone: calls Hermes made while shutting down are counted.
+            self._collect_from(live)
             await live.gateway.stop()
 
     def _collect_from(self, live: _Live) -> None:
