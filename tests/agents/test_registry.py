@@ -35,6 +35,7 @@ def test_every_entry_loads_a_base_agent_with_a_frozen_settings_model():
             "mcp",
             "human",
             "inspect",
+            "hermes-agent",
         ]  # fmt: skip
     )
     for name, entry in AGENTS.items():

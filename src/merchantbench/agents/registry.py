@@ -92,6 +92,10 @@ AGENTS: dict[str, AgentEntry] = {
         "a model run by Inspect AI (inspect eval merchantbench/merchantbench; extra `inspect`)",
         front_end="`inspect eval merchantbench/merchantbench`",
     ),
+    "hermes-agent": AgentEntry(
+        "merchantbench.agents.hermes_agent.driver:HermesAgentDriver",
+        "the real Hermes Agent (hermes-agent package) over MCP",
+    ),
 }
 
 

@@ -1,0 +1,1 @@
+"""The real Hermes Agent (the published `hermes-agent` package) driven over our MCP server."""

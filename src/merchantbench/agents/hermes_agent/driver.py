@@ -1,0 +1,236 @@
+"""`hermes-agent`: the real Hermes Agent (Nous Research, the published package) on a store.
+
+The driver runs Hermes in its own pinned environment (`env.py`), in a private home, confined
+(`process.py`), talking to this run's surface only through our MCP server and to the model only
+through our recorder (`gateway.py`). One Hermes conversation runs through the year: each window
+the driver sends the observation as a user message; Hermes works with its tools until it calls
+`end_of_step` or stops answering with tools; a window it leaves open is closed and recorded as
+forced. Hermes' own memory, skills, todo list and context compression do the rest.
+
+Checkpoints pickle the driver without its process and servers. On resume the store continues
+from its checkpoint and Hermes restarts in the same private home: its memory, skills and
+session store persist (as they stood when the run was killed, possibly past the checkpoint);
+the conversation itself starts anew from the resumed window's observation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from merchantbench.agents.base import AgentOutcome, AgentSettings, BaseAgent
+from merchantbench.agents.hermes_agent.env import HERMES_VERSION, ensure_env, hermes_dir
+from merchantbench.agents.hermes_agent.gateway import MCP_PATH, MODEL_PREFIX, Gateway
+from merchantbench.agents.hermes_agent.process import (
+    HermesProcess,
+    HermesProcessError,
+    command,
+    process_env,
+    write_config,
+)
+from merchantbench.agents.llm.models import ModelConfig, resolve_model
+from merchantbench.agents.llm.usage import UsageTotals
+from merchantbench.surface import AgentSurface
+
+# Hermes toolsets that touch only Hermes' private home, plus our MCP server's tools.
+CONFINED_TOOLSETS = ("memory", "todo", "skills", "session_search")
+MCP_TOOLSET = "mcp-merchantbench"
+START_NOTE = (
+    "You run this store through the merchantbench MCP tools. Each message is one window's "
+    "observation: act with the tools, then call end_of_step to close the window; the next "
+    "window comes as the next message. Use your memory and skills to keep what you learn."
+)
+
+
+class HermesAgentSettings(AgentSettings):
+    """Settings of the real Hermes Agent driver.
+
+    Attributes:
+        model, base_url, api_key_env, models_file, model_entry, params: The model, as for the
+            built-in LLM harnesses (the key stays in the driver; Hermes never sees it).
+        version: The `hermes-agent` release to install and run.
+        toolsets: Hermes' own toolsets to turn on, among `CONFINED_TOOLSETS`.
+        max_iterations: Hermes' tool-calling iterations per window.
+        window_timeout_seconds: A window Hermes has not finished by then is closed (forced)
+            and Hermes is restarted.
+        confine: Run Hermes under bubblewrap (its file system holds only its home).
+    """
+
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    models_file: str | None = None
+    model_entry: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    version: str = HERMES_VERSION
+    toolsets: tuple[str, ...] = CONFINED_TOOLSETS
+    max_iterations: int = Field(default=30, ge=1)
+    window_timeout_seconds: float = Field(default=900.0, gt=0)
+    confine: bool = True
+
+    @field_validator("toolsets")
+    @classmethod
+    def _confined_only(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        unconfined = sorted(set(value) - set(CONFINED_TOOLSETS))
+        if unconfined:
+            raise ValueError(
+                f"toolsets {unconfined} can reach outside Hermes' home; allowed: "
+                f"{', '.join(CONFINED_TOOLSETS)}"
+            )
+        return value
+
+
+class _Live:
+    """What exists only while the driver runs: the gateway and the Hermes process."""
+
+    def __init__(self, gateway: Gateway, process: HermesProcess) -> None:
+        self.gateway = gateway
+        self.process = process
+        self.turns = 0
+
+
+def _record_framework_call(surface: AgentSurface, call: dict[str, Any]) -> None:
+    error = call.get("error")
+    surface.record_framework_call(
+        str(call.get("tool")), call.get("args"), bool(call.get("ok")), str(error) if error else None
+    )
+
+
+class HermesAgentDriver(BaseAgent[HermesAgentSettings]):
+    """The real Hermes Agent over MCP (see the module docstring)."""
+
+    name = "hermes-agent"
+    Settings = HermesAgentSettings
+
+    def __init__(self, config: HermesAgentSettings | None = None) -> None:
+        super().__init__(config)
+        c = self.config
+        self.model: ModelConfig = resolve_model(
+            c.model, c.base_url, c.api_key_env, c.models_file, c.model_entry, c.params
+        )
+        self.model.api_key()  # a missing key fails now, not at window 1
+        self.home_id = uuid.uuid4().hex  # pickled: a resumed run finds the same home
+        self.usage = UsageTotals()
+        self.setup_seconds: float | None = None
+        self._seq = 0
+        self._pending: list[dict[str, Any]] = []
+        self._live: _Live | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_live"] = None  # no process or socket in a checkpoint
+        return state
+
+    @property
+    def home(self) -> Path:
+        """Hermes' private home of this run (config, memory, skills, its session store)."""
+        return hermes_dir() / "homes" / self.home_id
+
+    def settings(self) -> dict[str, Any]:
+        public = self.config.model_dump(mode="json", exclude={"model", "base_url", "api_key_env"})
+        extra = {"mcp_toolset": MCP_TOOLSET, "hermes_home": str(self.home)}
+        return {**public, **self.model.public_settings(), **extra}
+
+    async def act_async(self, surface: AgentSurface) -> None:
+        window = surface.window
+        started = time.perf_counter()
+        try:
+            live = self._live or await self._start(surface)
+            live.gateway.run.begin(surface)
+            live.gateway.recorder.window = window
+            reply = await live.process.turn(
+                self._turn_text(surface, live),
+                self.config.window_timeout_seconds,
+                lambda call: _record_framework_call(surface, call),
+            )
+            live.turns += 1
+            if reply.get("error"):
+                surface.record_framework_call("hermes", {}, False, str(reply["error"])[:300])
+        except HermesProcessError as exc:
+            await self._drop_live()
+            surface.record_framework_call("hermes", {}, False, str(exc)[:300])
+        finally:
+            self._collect()
+            self.usage.wall_seconds += time.perf_counter() - started
+        if not surface.over and surface.window == window:
+            surface.force_end_of_step()
+            self.usage.forced_windows += 1
+
+    def _turn_text(self, surface: AgentSurface, live: _Live) -> str:
+        if live.turns:
+            return surface.observation()
+        return f"{surface.brief()}\n\n{START_NOTE}\n\n{surface.observation()}"
+
+    async def _start(self, surface: AgentSurface) -> _Live:
+        env = await asyncio.to_thread(ensure_env, self.config.version)
+        self.setup_seconds = env.setup_seconds
+        self.home.mkdir(parents=True, exist_ok=True)
+        gateway = Gateway(surface, self.model, self.config.window_timeout_seconds)
+        await gateway.start()
+        base = f"http://127.0.0.1:{gateway.port}"
+        write_config(self.home, base + MCP_PATH, self.config.window_timeout_seconds)
+        variables = process_env(
+            self.home,
+            env,
+            {
+                "MB_MODEL": self.model.model,
+                "MB_BASE_URL": base + MODEL_PREFIX,
+                "MB_API_TOKEN": gateway.token,
+                "MB_TOOLSETS": ",".join([*self.config.toolsets, MCP_TOOLSET]),
+                "MB_MAX_ITERATIONS": str(self.config.max_iterations),
+            },
+            gateway.token,
+        )
+        argv = command(self.home, env, variables, self.config.confine)
+        try:
+            process = await HermesProcess.start(argv, variables, self.home, 300)
+        except BaseException:
+            await gateway.stop()
+            raise
+        self._live = _Live(gateway, process)
+        return self._live
+
+    def _collect(self) -> None:
+        if self._live is None:
+            return
+        recorder = self._live.gateway.recorder
+        for record in recorder.records:
+            self.usage.add(record)
+            self._seq += 1
+            self._pending.append({**record.as_json(), "seq": self._seq})
+        recorder.records.clear()
+
+    async def _drop_live(self) -> None:
+        live, self._live = self._live, None
+        if live is not None:
+            await live.process.close()
+            # After the process is gone: calls Hermes made while shutting down are counted.
+            self._collect_from(live)
+            await live.gateway.stop()
+
+    def _collect_from(self, live: _Live) -> None:
+        self._live = live
+        self._collect()
+        self._live = None
+
+    def outcome(self) -> AgentOutcome:
+        framework: dict[str, Any] = {"framework": f"hermes-agent=={self.config.version}"}
+        if self.setup_seconds is not None:
+            framework["env_setup_seconds"] = round(self.setup_seconds, 2)
+        return AgentOutcome(usage={**self.usage.as_json(), **framework})
+
+    @property
+    def model_calls_seq(self) -> int:
+        return self._seq
+
+    def drain_model_calls(self) -> list[dict[str, Any]]:
+        drained, self._pending = self._pending, []
+        return drained
+
+    async def aclose(self) -> None:
+        await self._drop_live()

@@ -1,0 +1,213 @@
+"""The driver's loopback server: this run's MCP endpoint and a recorder in front of the model.
+
+One uvicorn server on 127.0.0.1 (a free port) serves two things to the Hermes process, each
+behind a token made for this process (never the provider's key):
+
+- `/mcp`: our MCP tools (`mcp_surface`, streamable HTTP) over *this run's* agent surface,
+  so every environment call lands in the run's own trace. Per window it accepts calls until
+  `end_of_step`; after that it refuses them, so Hermes cannot play into the next window on its
+  own (the driver hands it the next observation).
+- `/v1/...`: forwards Hermes' model requests to the real endpoint, swapping the token for the
+  real key (which thus stays in our process only), and records each call with its tokens,
+  latency and cost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import socket
+import time
+from typing import Any
+
+import httpx
+import uvicorn
+
+from merchantbench.agents.hermes_agent.mcp_surface import surface_mcp_app
+from merchantbench.agents.llm.models import ModelConfig
+from merchantbench.agents.llm.usage import CallRecord
+from merchantbench.session import END_OF_STEP
+from merchantbench.surface import AgentSurface
+from merchantbench.tools.errors import failure
+
+MCP_PATH = "/mcp"
+MODEL_PREFIX = "/v1"
+WINDOW_CLOSED = (
+    "this window is closed; stop calling tools and reply in one line. The next window's "
+    "observation comes as the next message."
+)
+
+
+class WindowRun:
+    """What the MCP server sees as its run (the part of `HostedRun` it uses): the surface of
+    the open window, closed to calls once the window's `end_of_step` succeeded."""
+
+    def __init__(self, surface: AgentSurface) -> None:
+        self.surface = surface
+        self.window_closed = True
+
+    def begin(self, surface: AgentSurface) -> None:
+        self.surface = surface
+        self.window_closed = False
+
+    def call(
+        self,
+        tool: str,
+        args: dict[str, Any] | str | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        if self.window_closed:
+            return failure("window_closed", WINDOW_CLOSED)
+        result = self.surface.call(tool, args, idempotency_key)
+        if tool == END_OF_STEP and result.get("ok"):
+            self.window_closed = True
+            result = {**result, "next": WINDOW_CLOSED}
+        return result
+
+
+class ModelRecorder:
+    """Forwards model requests and keeps one `CallRecord` per call."""
+
+    def __init__(self, model: ModelConfig, timeout: float) -> None:
+        self.model = model
+        self.key = model.api_key()
+        self.client = httpx.AsyncClient(timeout=timeout, trust_env=False)
+        self.records: list[CallRecord] = []
+        self.seq = 0
+        self.window = 0
+
+    async def forward(self, method: str, path: str, body: bytes) -> tuple[int, bytes, str]:
+        payload = json.loads(body) if body else None
+        if isinstance(payload, dict) and self.model.params:
+            payload = {**payload, **self.model.params}
+        url = self.model.base_url.rstrip("/") + path[len(MODEL_PREFIX) :]
+        headers = {"authorization": f"Bearer {self.key}"}
+        started = time.perf_counter()
+        try:
+            answer = await self.client.request(method, url, json=payload, headers=headers)
+        except httpx.HTTPError as exc:
+            if method == "POST":
+                self._record(payload, None, time.perf_counter() - started, type(exc).__name__)
+            return (
+                502,
+                json.dumps({"error": {"message": "model endpoint unreachable"}}).encode(),
+                "application/json",
+            )
+        if method == "POST":
+            error = None if answer.is_success else f"HTTP {answer.status_code}"
+            self._record(payload, _json(answer), time.perf_counter() - started, error)
+        kind = answer.headers.get("content-type", "application/json")
+        return answer.status_code, answer.content, kind
+
+    def _record(
+        self, request: Any, reply: dict[str, Any] | None, latency: float, error: str | None
+    ) -> None:
+        usage = (reply or {}).get("usage") or {}
+        choice = ((reply or {}).get("choices") or [{}])[0]
+        cached = ((usage.get("prompt_tokens_details") or {}).get("cached_tokens")) or 0
+        tokens_in, tokens_out = (
+            int(usage.get("prompt_tokens") or 0),
+            int(usage.get("completion_tokens") or 0),
+        )
+        self.seq += 1
+        self.records.append(
+            CallRecord(
+                seq=self.seq,
+                window=self.window,
+                model=str((request or {}).get("model") or self.model.model),
+                input_tokens=tokens_in,
+                cached_tokens=int(cached),
+                output_tokens=tokens_out,
+                latency_s=latency,
+                cost=self.model.cost(tokens_in, int(cached), tokens_out),
+                finish_reason=choice.get("finish_reason"),
+                tool_calls=len((choice.get("message") or {}).get("tool_calls") or []),
+                error=error,
+            )
+        )
+
+
+def _json(answer: httpx.Response) -> dict[str, Any] | None:
+    try:
+        parsed = answer.json()
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+class Gateway:
+    """The loopback server (see the module docstring); `start()` then `url`, `stop()`."""
+
+    def __init__(self, surface: AgentSurface, model: ModelConfig, timeout: float) -> None:
+        self.token = secrets.token_urlsafe(24)
+        self.run = WindowRun(surface)
+        self.mcp_app = surface_mcp_app(self.run, MCP_PATH)
+        self.recorder = ModelRecorder(model, timeout)
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._server: uvicorn.Server | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self._socket.getsockname()[1])
+
+    async def start(self) -> None:
+        # uvicorn sets TCP_NODELAY only on sockets it binds itself; without it every request
+        # waits ~40 ms (Nagle against delayed ACKs, docs/performance.md).
+        self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._socket.bind(("127.0.0.1", 0))
+        config = uvicorn.Config(
+            self._app,
+            log_level="warning",
+            lifespan="on",
+            access_log=False,
+            interface="asgi3",
+            timeout_graceful_shutdown=5,
+        )
+        self._server = uvicorn.Server(config)
+        self._task = asyncio.create_task(self._server.serve(sockets=[self._socket]))
+        while not self._server.started:
+            if self._task.done():
+                self._task.result()  # raises what stopped it
+            await asyncio.sleep(0.01)
+
+    async def stop(self) -> None:
+        if self._server is not None and self._task is not None:
+            self._server.should_exit = True
+            await asyncio.wait_for(self._task, timeout=10)
+        await self.recorder.client.aclose()
+        self._socket.close()
+
+    async def _app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await self.mcp_app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        authorized = secrets.compare_digest(
+            headers.get(b"authorization", b""), f"Bearer {self.token}".encode()
+        )
+        path = scope.get("path", "")
+        if not authorized:
+            await _reply(send, 401, b'{"error":"unauthorized"}', "application/json")
+        elif path.startswith(MODEL_PREFIX):
+            body = await _body(receive)
+            status, content, kind = await self.recorder.forward(scope["method"], path, body)
+            await _reply(send, status, content, kind)
+        else:
+            await self.mcp_app(scope, receive, send)
+
+
+async def _body(receive: Any) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+async def _reply(send: Any, status: int, content: bytes, kind: str) -> None:
+    headers = [(b"content-type", kind.encode()), (b"content-length", str(len(content)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": content})

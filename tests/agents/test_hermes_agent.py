@@ -1,0 +1,201 @@
+"""The real Hermes Agent (`hermes-agent` from the package index, installed by this test run into
+its own environment) playing `smoke` through our MCP tools, against the scripted server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from merchantbench.agents.hermes_agent.env import HermesEnvError, ensure_env, hermes_dir
+from merchantbench.agents.llm.scripted_server import ScriptedServer
+from merchantbench.runs.runner import RunSpec, run_agent
+from merchantbench.scenario import load_scenario
+
+MCP = "mcp__merchantbench__"
+KEY = "sk-test-hermes-4f1c9a7e"
+_OFFLINE = ("connect", "dns", "resolve", "network", "timed out", "unreachable", "fetch", "offline")
+
+
+@pytest.fixture(scope="module")
+def hermes_env():
+    try:
+        return ensure_env()
+    except HermesEnvError as exc:
+        if any(word in str(exc).lower() for word in _OFFLINE):
+            pytest.skip(f"the package index is unreachable: {exc}")
+        raise
+
+
+def _reply(tool: str, **arguments) -> dict:
+    return {"content": None, "tool_calls": [{"name": tool, "arguments": arguments}]}
+
+
+def _window_tools(request: dict) -> list[dict]:
+    """The tool results since the newest user message (this window, so far)."""
+    messages = request["messages"]
+    start = max(i for i, m in enumerate(messages) if m["role"] == "user")
+    return [m for m in messages[start:] if m["role"] == "tool"]
+
+
+def store_policy(request: dict) -> dict:
+    """Search, note it in Hermes' memory, list the first window's finds, end the window."""
+    done = len(_window_tools(request))
+    steps = [
+        _reply(MCP + "search_products", query="bag", sort="price_asc"),
+        _reply("memory", action="add", target="memory", content="searched bags"),
+        _reply(MCP + "end_of_step"),
+    ]
+    return steps[done] if done < len(steps) else {"content": "done", "tool_calls": []}
+
+
+def _run(tmp_path: Path, policy, monkeypatch, days: int | None = None):
+    monkeypatch.setenv("MB_TEST_HERMES_KEY", KEY)
+    run_dir = tmp_path / "run"
+    overrides = [f"clock.days={days}"] if days else None
+    with ScriptedServer(policy) as server:
+        settings = {"model": "scripted", "base_url": server.base_url}
+        settings["api_key_env"] = "MB_TEST_HERMES_KEY"
+        spec = RunSpec("hermes-agent", load_scenario("smoke", overrides=overrides), 1, settings)
+        metrics = run_agent(spec, run_dir)
+    meta = json.loads((run_dir / "run.json").read_text())
+    trace = [json.loads(x) for x in (run_dir / "trace.jsonl").read_text().splitlines()]
+    return metrics, run_dir, server, meta, trace
+
+
+def _home(meta: dict) -> Path:
+    home = Path(meta["agent"]["settings"]["hermes_home"])
+    assert home.parent == hermes_dir() / "homes" and (home / "config.yaml").is_file()
+    return home
+
+
+def _files_containing(root: Path, text: str) -> list[Path]:
+    needle = text.encode()
+    return [p for p in root.rglob("*") if p.is_file() and needle in p.read_bytes()]
+
+
+def test_full_smoke_run_through_mcp(tmp_path, monkeypatch, hermes_env):
+    metrics, run_dir, server, meta, trace = _run(tmp_path, store_policy, monkeypatch)
+    windows = load_scenario("smoke").clock.windows
+    assert meta["ended"] == "completed" and metrics["windows"] == windows
+    closes = [e for e in trace if e["tool"] == "end_of_step"]
+    assert [e["window"] for e in closes] == list(range(windows))
+    assert not any(e["forced"] for e in closes)  # Hermes closed every window itself
+    searches = [e for e in trace if e["tool"] == "search_products"]
+    assert len(searches) == windows and all(e["origin"] == "env" and e["ok"] for e in searches)
+    memory = [e for e in trace if e["tool"] == "memory"]
+    assert len(memory) == windows and all(e["origin"] == "framework" for e in memory)
+    assert metrics["final_net_assets"] > 0
+    records = [json.loads(x) for x in (run_dir / "model_calls.jsonl").read_text().splitlines()]
+    # Every request is recorded: the 4 per window of the policy, and Hermes' own auxiliary
+    # calls (title, background memory/skill review) through the same endpoint.
+    assert len(records) == len(server.requests) == meta["llm_usage"]["calls"] >= 4 * windows
+    assert meta["llm_usage"]["input_tokens"] == sum(r["input_tokens"] for r in records) > 0
+    # The provider got the key; Hermes, its home and the run record never did.
+    assert set(server.authorizations) == {f"Bearer {KEY}"}
+    assert _files_containing(run_dir, KEY) == []
+    assert _files_containing(_home(meta), KEY) == []
+
+
+def _snooping_policy(targets: dict[str, str]):
+    """Asks Hermes' own tools for what lies outside its home, then ends each window. The
+    tools that are on come first: Hermes ends a turn at the third call of a tool it lacks."""
+    asks = [
+        _reply("skill_view", name="../../../../../../" + targets["file"].lstrip("/")),
+        _reply("skill_view", name=targets["file"]),
+        _reply("memory", action="add", target="memory", content="$MB_HIDDEN_MARKER"),
+        _reply("terminal", command="env; cat " + targets["file"]),
+        _reply("read_file", path=targets["file"]),
+        _reply(MCP + "end_of_step"),
+    ]
+
+    def policy(request: dict) -> dict:
+        done = len(_window_tools(request))
+        return asks[done] if done < len(asks) else {"content": "done", "tool_calls": []}
+
+    return policy
+
+
+def test_hermes_tools_reach_nothing_hidden(tmp_path, monkeypatch, hermes_env):
+    secret = "hidden-9d2e7b"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "hidden.txt").write_text(f"{secret}\n")
+    monkeypatch.setenv("MB_HIDDEN_MARKER", secret)
+    targets = {"file": str(outside / "hidden.txt"), "dir": str(outside)}
+    metrics, run_dir, server, meta, trace = _run(
+        tmp_path, _snooping_policy(targets), monkeypatch, days=1
+    )
+    assert meta["ended"] == "completed"
+    # Every ask was made and answered, and the window closed by Hermes' own end_of_step.
+    closes = [e for e in trace if e["tool"] == "end_of_step"]
+    assert len(closes) == 2 and not any(e["forced"] for e in closes)
+    views = [e for e in trace if e["tool"] == "skill_view"]
+    assert len(views) == 4 and not any(e["ok"] for e in views)
+    answers = json.dumps(server.requests)
+    assert "Tool 'terminal' does not exist" in answers
+    assert "Tool 'read_file' does not exist" in answers
+    assert secret not in answers and KEY not in answers
+    assert str(run_dir) not in answers
+    # Nothing hidden in what Hermes keeps either (the memory note stayed a literal).
+    assert _files_containing(_home(meta), secret) == []
+
+
+class _Killer:
+    """The store policy, except that the `at`-th request kills the run's process."""
+
+    def __init__(self, at: int) -> None:
+        self.at, self.seen, self.pid = at, 0, None
+
+    def __call__(self, request: dict) -> dict:
+        self.seen += 1
+        if self.seen == self.at and self.pid is not None:
+            os.kill(self.pid, signal.SIGKILL)
+            return {"status": 503}  # never read: the run is dead
+        return store_policy(request)
+
+
+_CHILD = """
+import sys
+from pathlib import Path
+from merchantbench.runs.runner import RunSpec, run_agent
+from merchantbench.scenario import load_scenario
+settings = {"model": "scripted", "base_url": sys.argv[1], "api_key_env": "MB_TEST_HERMES_KEY"}
+spec = RunSpec("hermes-agent", load_scenario("smoke", overrides=["clock.days=2"]), 1, settings)
+run_agent(spec, Path(sys.argv[2]), checkpoint_every=2)
+"""
+
+
+def test_killed_run_resumes_store_and_hermes_home(tmp_path, monkeypatch, hermes_env):
+    monkeypatch.setenv("MB_TEST_HERMES_KEY", KEY)
+    run_dir = tmp_path / "run"
+    killer = _Killer(at=14)  # window 3 of 4 (about 5 requests a window): after a checkpoint
+    with ScriptedServer(killer) as server:
+        child = subprocess.Popen([sys.executable, "-c", _CHILD, server.base_url, str(run_dir)])
+        killer.pid = child.pid
+        assert child.wait(timeout=600) == -signal.SIGKILL
+        killed_meta = json.loads((run_dir / "run.json").read_text())
+        home = _home(killed_meta)
+        memory_before = (home / "memories" / "MEMORY.md").read_text()
+        settings = {"model": "scripted", "base_url": server.base_url}
+        settings["api_key_env"] = "MB_TEST_HERMES_KEY"
+        spec = RunSpec(
+            "hermes-agent", load_scenario("smoke", overrides=["clock.days=2"]), 1, settings
+        )
+        metrics = run_agent(spec, run_dir, resume=True, checkpoint_every=2)
+    meta = json.loads((run_dir / "run.json").read_text())
+    trace = [json.loads(x) for x in (run_dir / "trace.jsonl").read_text().splitlines()]
+    assert meta["ended"] == "completed" and metrics["windows"] == 4
+    closes = [e["window"] for e in trace if e["tool"] == "end_of_step"]
+    assert closes == [0, 1, 2, 3]  # the trace was cut back to the checkpoint, then continued
+    records = [json.loads(x) for x in (run_dir / "model_calls.jsonl").read_text().splitlines()]
+    assert [r["seq"] for r in records] == list(range(1, len(records) + 1))
+    assert _home(meta) == home  # the same private home: Hermes' memory carried over
+    assert "searched bags" in memory_before
+    assert memory_before.strip() in (home / "memories" / "MEMORY.md").read_text()
+    assert _files_containing(run_dir, KEY) == [] and _files_containing(home, KEY) == []
