@@ -16,6 +16,7 @@ from merchantbench.cli import run as run_cmd
 from merchantbench.cli import scenario as scenario_cmd
 from merchantbench.cli import scripted as scripted_cmd
 from merchantbench.cli import serve as serve_cmd
+from merchantbench.cli import sweep as sweep_cmd
 from merchantbench.cli import tools as tools_cmd
 
 app = typer.Typer(
@@ -50,6 +51,8 @@ app.command("scripted-server")(scripted_cmd.scripted_server)
 app.command("calibrate")(calibrate_cmd.calibrate)
 app.command("check")(check_cmd.check)
 app.command("serve")(serve_cmd.serve)
+app.command("sweep")(sweep_cmd.sweep)
+app.command("leaderboard")(sweep_cmd.leaderboard)
 
 
 def main() -> None:
