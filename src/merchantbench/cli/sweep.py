@@ -102,3 +102,13 @@ def leaderboard(
         table.add_row(*row)
     # Piped output is not cut to 80 columns.
     Console(width=None if sys.stdout.isatty() else 200).print(table)
+
+
+def sweep_report(sweep_dir: Path, out: Path | None) -> None:
+    """`merchantbench report SWEEP`: the sweep's report."""
+    from merchantbench.sweeps.report import write_sweep_report
+
+    if not (sweep_dir / INDEX_FILE).is_file():
+        fail(f"{sweep_dir} has no {INDEX_FILE}: run the sweep first")
+    path = write_sweep_report(sweep_dir, out)
+    typer.echo(f"report: {path} (and report.md, table1.csv, runs.csv beside it)")
