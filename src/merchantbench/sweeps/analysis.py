@@ -179,8 +179,11 @@ def sweep_analysis(sweep_dir: Path) -> dict[str, Any]:
     return {
         "runs_planned": len(rows),
         "runs_done": len(done),
-        "not_done": [{"run": f"{r['label']}/s{r['seed']}", "status": r["status"],
-                      "reason": r["reason"]} for r in rows if r["status"] != "done"],  # fmt: skip
+        "not_done": [
+            {"run": f"{r['label']}/s{r['seed']}", "status": r["status"], "reason": r["reason"]}
+            for r in rows
+            if r["status"] != "done"
+        ],  # fmt: skip
         "table1": table1(groups),
         "net_assets_by_configuration": {
             label: [r["final_net_assets"] for r in runs] for label, runs in groups.items()

@@ -119,7 +119,8 @@ def cost_section(data: dict[str, Any]) -> str:
     per_config = [[c["label"], c["runs"], _n(c["llm_tokens_total"], 0),
                    _n(c["llm_cost_total"], 4), _n(c["llm_calls_total"], 0),
                    _n(c["wall_seconds_total"], 1),
-                   _n(c["llm_cost_mean"], 4)] for c in data["costs"]["per_configuration"]]  # fmt: skip
+                   _n(c["llm_cost_mean"], 4)]
+                  for c in data["costs"]["per_configuration"]]  # fmt: skip
     per_run = [[f"{r['label']}/s{r['seed']}", _n(r["llm_tokens"], 0), _n(r["llm_cost"], 4),
                 _n(r["llm_calls"], 0), _n(r["wall_seconds"], 1)]
                for r in data["costs"]["per_run"]]  # fmt: skip
