@@ -73,10 +73,13 @@ def run_identity(
         AgentConfigError: The settings are not valid for the agent.
     """
     checked = json.loads(json.dumps(check_settings(agent, settings).model_dump(mode="json")))
+    entry = _model_entry(checked)
+    if entry is not None:
+        checked.pop("models_file")  # the entry's content counts, not where the file lies
     return {
         "agent": agent,
         "settings": checked,
-        "model_entry": _model_entry(checked),
+        "model_entry": entry,
         "scenario_hash": scenario.content_hash,
         "seed": seed,
         "catalog": catalog,

@@ -20,7 +20,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import ray
+# Workers run this interpreter, not `uv run` (which would drop the `ray` extra); read when
+# Ray is imported.
+os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+
+import ray  # noqa: E402
 
 from merchantbench.sweeps.budget import Result, RunGate
 from merchantbench.sweeps.execute import Todo, entry_caps
@@ -45,8 +49,6 @@ class RayExecutor:
 
     def _connect(self) -> int:
         if not ray.is_initialized():
-            # Workers run this interpreter, not `uv run` (which would drop the `ray` extra).
-            os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
             if self.address is None:  # a local cluster on a loaded machine starts slowly
                 os.environ.setdefault("RAY_raylet_start_wait_time_s", "300")
                 os.environ.setdefault("RAY_agent_register_timeout_ms", "300000")
