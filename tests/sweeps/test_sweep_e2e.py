@@ -88,7 +88,8 @@ def test_report_numbers_come_from_the_run_records(uninterrupted: Path):
     data = json.loads((uninterrupted / "report" / "report.json").read_text())
     table = {row["label"]: row for row in data["table1"]}
     for label in ("rule-based", "react-alpha", "hermes-beta"):
-        assets = [_run_json(uninterrupted, label, s)["final_accounts"]["net_assets"] for s in (1, 2)]
+        assets = [_run_json(uninterrupted, label, s)["final_accounts"]["net_assets"]
+                  for s in (1, 2)]  # fmt: skip
         assert table[label]["final_net_assets_k_mean"] == pytest.approx(np.mean(assets) / 1000)
         assert table[label]["final_net_assets_k_std"] == pytest.approx(
             np.std(assets, ddof=1) / 1000

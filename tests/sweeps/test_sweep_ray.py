@@ -17,13 +17,23 @@ os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")  # workers: this int
 ray = pytest.importorskip("ray", reason="Ray is not installed: install the `ray` extra")
 
 
+START_ATTEMPTS = 3
+
+
 @pytest.fixture(scope="module")
 def cluster():
     # A loaded 2-core CI machine starts a node slowly; the defaults time out.
     os.environ.setdefault("RAY_raylet_start_wait_time_s", "300")
     os.environ.setdefault("RAY_agent_register_timeout_ms", "300000")
-    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
-             log_to_driver=False)  # fmt: skip
+    for attempt in range(START_ATTEMPTS):
+        try:
+            ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
+                     log_to_driver=False)  # fmt: skip
+            break
+        except Exception:  # a node that timed out starting (an overloaded machine): once more
+            ray.shutdown()
+            if attempt == START_ATTEMPTS - 1:
+                raise
     yield
     ray.shutdown()
 
