@@ -70,9 +70,7 @@ def strip_timing(value):
 
 
 def comparable_rows(rows: list[dict]) -> list[dict]:
-    return sorted(
-        (strip_timing(row) for row in rows), key=lambda r: (r["label"], r["seed"])
-    )
+    return sorted((strip_timing(row) for row in rows), key=lambda r: (r["label"], r["seed"]))
 
 
 def report_numbers(sweep_dir: Path) -> dict:

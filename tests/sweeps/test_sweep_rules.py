@@ -60,13 +60,16 @@ def test_sealed_seeds_are_refused_before_anything_runs():
 def test_toml_and_yaml_plan_the_same_runs():
     yaml_runs = plan_sweep(parse_sweep_text(SMOKE + "agents: [idle]\nseeds: [1, 2]\n", ".yaml"),
                            Path("."))  # fmt: skip
-    toml = 'seeds = [1, 2]\nagents = ["idle"]\n[[scenarios]]\nname = "smoke"\nset = ["clock.days=3"]\n'
+    toml = (
+        'seeds = [1, 2]\nagents = ["idle"]\n[[scenarios]]\nname = "smoke"\nset = ["clock.days=3"]\n'
+    )
     toml_runs = plan_sweep(parse_sweep_text(toml, ".toml"), Path("."))
     assert [r.key for r in yaml_runs] == [r.key for r in toml_runs] and len(yaml_runs) == 2
 
 
 def _llm_sweep(tmp_path: Path, url: str, extra: str = "") -> Path:
-    (tmp_path / "models.toml").write_text(f'[m]\nbase_url = "{url}"\nmodel = "s"\nprice_input = 1.0\n')
+    entry = f'[m]\nbase_url = "{url}"\nmodel = "s"\nprice_input = 1.0\n'
+    (tmp_path / "models.toml").write_text(entry)
     path = tmp_path / "sweep.yaml"
     path.write_text(SMOKE + "models_file: models.toml\nmodels: [m]\nharnesses: [react]\n"
                     "seeds: [1, 2, 3]\nmax_concurrency: 1\n"
@@ -104,7 +107,8 @@ def test_failed_runs_are_reported_and_retried_on_request(tmp_path: Path):
         path = _llm_sweep(tmp_path, server.base_url)
         spec = parse_sweep_text(path.read_text(), ".yaml")
         first = run_sweep(spec, tmp_path, tmp_path / "out", LocalExecutor())
-        assert len(first.failed) == 3 and all("401" in r or "Auth" in r for r in first.failed.values())
+        reasons = list(first.failed.values())
+        assert len(reasons) == 3 and all("401" in r or "Auth" in r for r in reasons)
         again = run_sweep(spec, tmp_path, tmp_path / "out", LocalExecutor())
         assert len(again.not_retried) == 3 and not again.finished
         flaky.broken = False
