@@ -1,9 +1,15 @@
-"""The same sweep on a local Ray cluster (started here, on 127.0.0.1) gives the same index as the
-local executor."""
+"""The same sweep on a local Ray cluster (started here with `ray start --head` on 127.0.0.1, and
+ended by its process group) gives the same index as the local executor."""
 
 from __future__ import annotations
 
 import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -13,29 +19,44 @@ from merchantbench.sweeps.index import read_index
 from merchantbench.sweeps.spec import load_sweep_file
 from sweep_fixtures import comparable_rows
 
-os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")  # workers: this interpreter
 ray = pytest.importorskip("ray", reason="Ray is not installed: install the `ray` extra")
+START_SECONDS = 300
+# A cluster private to this test: no token, workers on this interpreter (not `uv run`).
+ENV = {"RAY_AUTH_MODE": "disabled", "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}
 
 
-START_ATTEMPTS = 3
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
 def cluster():
-    # A loaded 2-core CI machine starts a node slowly; the defaults time out.
-    os.environ.setdefault("RAY_raylet_start_wait_time_s", "300")
-    os.environ.setdefault("RAY_agent_register_timeout_ms", "300000")
-    for attempt in range(START_ATTEMPTS):
-        try:
-            ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
-                     log_to_driver=False)  # fmt: skip
-            break
-        except Exception:  # a node that timed out starting (an overloaded machine): once more
-            ray.shutdown()
-            if attempt == START_ATTEMPTS - 1:
-                raise
-    yield
-    ray.shutdown()
+    port = _free_port()
+    ray_cli = str(Path(sys.executable).with_name("ray"))
+    # A fixed agent port: with port 0 the raylet waits for the agent's port file and, on a loaded
+    # machine, gives up before the agent has written it.
+    command = [ray_cli, "start", "--head", "--block", "--node-ip-address=127.0.0.1",
+               f"--port={port}", f"--dashboard-agent-grpc-port={_free_port()}",
+               "--include-dashboard=false", "--num-cpus=2", "--disable-usage-stats"]  # fmt: skip
+    os.environ.update(ENV)
+    head = subprocess.Popen(command, env={**os.environ}, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        deadline = time.monotonic() + START_SECONDS
+        while True:
+            try:
+                ray.init(address=f"127.0.0.1:{port}", log_to_driver=False)
+                break
+            except ConnectionError:
+                assert head.poll() is None and time.monotonic() < deadline, "ray did not start"
+                time.sleep(2)
+        yield
+    finally:
+        ray.shutdown()
+        os.killpg(head.pid, signal.SIGTERM)  # the head and the processes it started
+        head.wait(timeout=60)
 
 
 def test_ray_executor_gives_the_local_index(cluster, sweep_file, tmp_path):

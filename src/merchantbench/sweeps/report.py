@@ -22,6 +22,7 @@ from merchantbench.report.markdown import markdown_table
 from merchantbench.report.paper import PAPER_LABEL, TABLE1_COLUMNS
 from merchantbench.runs.files import atomic_write_bytes
 from merchantbench.sweeps.analysis import sweep_analysis
+from merchantbench.sweeps.plan import read_plan
 
 REPORT_DIR = "report"
 
@@ -178,7 +179,8 @@ def write_sweep_report(sweep_dir: Path, out_dir: Path | None = None) -> Path:
     data = sweep_analysis(sweep_dir)
     figures = {"figure5": plot_figure5(data, out / "figure5.png"),
                "net_assets": plot_net_assets(data, out / "net_assets.png")}  # fmt: skip
-    text = render_markdown(data, sweep_dir.name, {k: p.name for k, p in figures.items()})
+    name = read_plan(sweep_dir)[0]["name"]
+    text = render_markdown(data, name, {k: p.name for k, p in figures.items()})
     atomic_write_bytes(out / "report.md", text.encode())
     atomic_write_bytes(out / "report.html", render_html(text, figures).encode())
     atomic_write_bytes(out / "table1.csv", _csv(data["table1"]))
