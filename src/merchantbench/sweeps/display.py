@@ -7,8 +7,8 @@ driver's event loop, in worker processes and on Ray workers alike.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -55,10 +55,11 @@ class SweepDisplay:
         return Group(table, totals)
 
 
-async def show(display: SweepDisplay, console: Console, task: asyncio.Future[Sequence]) -> None:
+async def show(display: SweepDisplay, console: Console, task: asyncio.Future[Any]) -> None:
     """Refresh the display until `task` is done."""
     with Live(display.render(), console=console, refresh_per_second=4, transient=False) as live:
         while not task.done():
             await asyncio.sleep(REFRESH_SECONDS)
             live.update(display.render())
         live.update(display.render())
+    console.line()  # the summary that follows starts on its own line

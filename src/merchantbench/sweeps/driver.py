@@ -7,9 +7,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from merchantbench.sweeps.budget import OnEvent, RunGate, Spending
+from merchantbench.sweeps.budget import OnEvent, Result, RunGate, Spending
 from merchantbench.sweeps.display import SweepDisplay, show
-from merchantbench.sweeps.execute import Executor, SweepOutcome, prepare, warm_markets
+from merchantbench.sweeps.execute import Executor, SweepOutcome, Todo, prepare, warm_markets
 from merchantbench.sweeps.index import write_index
 from merchantbench.sweeps.plan import SweepRun, plan_sweep, write_plan
 from merchantbench.sweeps.spec import SweepFile
@@ -56,7 +56,16 @@ def run_sweep(
     return outcome
 
 
-async def _execute(executor, todo, sweep_dir, sweep, gate, display, console):  # type: ignore[no-untyped-def]
+async def _execute(
+    executor: Executor,
+    todo: list[Todo],
+    sweep_dir: Path,
+    sweep: SweepFile,
+    gate: RunGate,
+    display: SweepDisplay | None,
+    console: Console | None,
+) -> list[tuple[SweepRun, Result]]:
+    """Execute the runs, refreshing the display (if any) meanwhile."""
     work = asyncio.ensure_future(executor.execute(todo, sweep_dir, sweep.max_concurrency, gate))
     if display is not None and console is not None:
         await show(display, console, work)
