@@ -22,7 +22,11 @@ from sweep_fixtures import comparable_rows
 ray = pytest.importorskip("ray", reason="Ray is not installed: install the `ray` extra")
 START_SECONDS = 300
 # A cluster private to this test: no token, workers on this interpreter (not `uv run`).
-ENV = {"RAY_AUTH_MODE": "disabled", "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}
+ENV = {
+    "RAY_AUTH_MODE": "disabled",
+    "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",
+    "RAY_worker_register_timeout_seconds": "600",  # workers start slowly on a loaded machine
+}
 
 
 def _free_port() -> int:

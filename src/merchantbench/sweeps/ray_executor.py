@@ -52,6 +52,7 @@ class RayExecutor:
             if self.address is None:  # a local cluster on a loaded machine starts slowly
                 os.environ.setdefault("RAY_raylet_start_wait_time_s", "300")
                 os.environ.setdefault("RAY_agent_register_timeout_ms", "300000")
+                os.environ.setdefault("RAY_worker_register_timeout_seconds", "600")
             ray.init(address=self.address, include_dashboard=False, log_to_driver=False)
         return max(1, int(ray.cluster_resources().get("CPU", 1)))
 
