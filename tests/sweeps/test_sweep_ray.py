@@ -36,8 +36,9 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def cluster():
+def cluster(tmp_path_factory):
     port = _free_port()
+    log = open(tmp_path_factory.mktemp("ray") / "head.log", "w")  # noqa: SIM115 (closed below)
     ray_cli = str(Path(sys.executable).with_name("ray"))
     # A fixed agent port: with port 0 the raylet waits for the agent's port file and, on a loaded
     # machine, gives up before the agent has written it.
@@ -46,7 +47,7 @@ def cluster():
                "--include-dashboard=false", "--num-cpus=2", "--disable-usage-stats"]  # fmt: skip
     os.environ.update(ENV)
     head = subprocess.Popen(command, env={**os.environ}, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+                            stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
     try:
         deadline = time.monotonic() + START_SECONDS
         while True:
@@ -61,6 +62,7 @@ def cluster():
         ray.shutdown()
         os.killpg(head.pid, signal.SIGTERM)  # the head and the processes it started
         head.wait(timeout=60)
+        log.close()
 
 
 def test_ray_executor_gives_the_local_index(cluster, sweep_file, tmp_path):
