@@ -18,6 +18,7 @@ from merchantbench.cli import run as run_cmd
 from merchantbench.cli import scenario as scenario_cmd
 from merchantbench.cli import scripted as scripted_cmd
 from merchantbench.cli import serve as serve_cmd
+from merchantbench.cli import sweep as sweep_cmd
 from merchantbench.cli import tools as tools_cmd
 
 app = typer.Typer(
@@ -56,6 +57,8 @@ app.command("serve")(serve_cmd.serve)
 app.command("play")(play_cmd.play)
 app.add_typer(play_cmd.study_app, name="study")
 app.command("dashboard")(play_cmd.dashboard)
+app.command("sweep")(sweep_cmd.sweep)
+app.command("leaderboard")(sweep_cmd.leaderboard)
 
 
 def main() -> None:

@@ -10,12 +10,20 @@ from merchantbench.cli.common import fail
 
 
 def report(
-    run_dir: Path = typer.Argument(..., help="a run directory written by `merchantbench run`"),
+    run_dir: Path = typer.Argument(
+        ..., help="a run directory written by `merchantbench run`, or a sweep directory"
+    ),
     out: Path | None = typer.Option(
         None, "--out", help="directory for report.md, metrics.json and figures (default: run_dir)"
     ),
 ) -> None:
-    """Write report.md, metrics.json and PNG figures of a run, and print its Table-1 line."""
+    """Write report.md, metrics.json and PNG figures of a run, and print its Table-1 line; for
+    a sweep directory, the sweep's report (HTML, Markdown, CSV: docs/sweeps.md)."""
+    if (run_dir / "sweep.json").is_file():
+        from merchantbench.cli.sweep import sweep_report
+
+        sweep_report(run_dir, out)
+        return
     from merchantbench.metrics import RunRecordError, load_run_record, metrics_of
     from merchantbench.report import table1_line, write_run_report
 

@@ -2,8 +2,9 @@
 processes, and the figures the calibration document reports.
 
 Each run writes an ordinary run record under `<root>/<scenario>/<label>-s<seed>/`. A finished
-record of the same scenario, agent settings and package version is reused, so an interrupted
-calibration picks up where it stopped. Besides the Table-1 metrics, `decision_stats` reads each
+record of the same run identity (`merchantbench.runs.identity`: configuration, package version
+and source hash) is reused, so an interrupted calibration picks up where it stopped. Besides the
+Table-1 metrics, `decision_stats` reads each
 record against the hidden market (an analysis only the harness can make: agents never see these
 figures) to show which decisions separate the agents: how near the profit-maximising price they
 sell, how much of their trade goes to traps, how long their listings live and so on. Ablations
@@ -22,8 +23,6 @@ from typing import Any
 
 import numpy as np
 
-import merchantbench
-from merchantbench.agents.registry import check_settings
 from merchantbench.catalog.cache import get_market
 from merchantbench.catalog.market import Market
 from merchantbench.metrics import load_run_record
@@ -31,6 +30,7 @@ from merchantbench.metrics.aggregate import MetricSummary, aggregate_runs
 from merchantbench.metrics.record import RunRecord, is_one_of
 from merchantbench.metrics.table1 import TABLE1_KEYS
 from merchantbench.money import rmb
+from merchantbench.runs.identity import run_identity, same_identity, write_identity
 from merchantbench.runs.manifest import read_manifest
 from merchantbench.runs.runner import RunSpec, run_agent
 from merchantbench.scenario import Scenario
@@ -91,21 +91,20 @@ def plan_grid(
     return runs
 
 
+def _identity(scenario: Scenario, run: GridRun) -> dict[str, Any]:
+    return run_identity(run.agent, run.options, scenario, run.seed)
+
+
 def _finished(run_dir: Path, scenario: Scenario, run: GridRun) -> dict[str, Any] | None:
-    """The metrics of a finished record of exactly this run, if there is one."""
+    """The metrics of a finished record of exactly this run (same identity), if there is one."""
+    if not same_identity(run_dir, _identity(scenario, run)):
+        return None  # another configuration or another code version: re-run
     try:
         meta = read_manifest(run_dir)
         metrics: dict[str, Any] = json.loads((run_dir / "metrics.json").read_text())
     except (OSError, ValueError):  # ManifestError is a ValueError: an old record is re-run
         return None
-    settings = check_settings(run.agent, run.options).model_dump(mode="json")
-    same = (
-        meta.ended == "completed"
-        and meta.scenario.hash == scenario.content_hash
-        and meta.agent.settings == json.loads(json.dumps(settings))
-        and meta.package_version == merchantbench.__version__
-    )
-    return metrics if same else None
+    return metrics if meta.ended == "completed" else None
 
 
 def _execute(scenario_json: str, run: GridRun, run_dir: str) -> dict[str, Any]:
@@ -144,6 +143,7 @@ def run_grid(
         for run in todo:
             run_dir = run.run_dir(root, scenario)
             shutil.rmtree(run_dir, ignore_errors=True)
+            write_identity(run_dir, _identity(scenario, run))
             futures[pool.submit(_execute, scenario.model_dump_json(), run, str(run_dir))] = run
         for future in as_completed(futures):
             results[futures[future]] = future.result()

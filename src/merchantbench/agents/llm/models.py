@@ -10,6 +10,7 @@ A models file is TOML (`.toml`) or YAML (`.yaml`/`.yml`) with one table per entr
     price_cached_input = 0.025  # per million cached input tokens
     price_output = 2.0          # per million output tokens
     params = { reasoning_effort = "medium" }
+    max_concurrency = 8         # sweeps: at most 8 runs of this entry call it at once
 
 Keys are read from the environment when the client is built and are never stored in a
 `ModelConfig`, so nothing written from one (run.json, checkpoints, logs) can leak them.
@@ -31,6 +32,7 @@ DUMMY_KEY = "no-key-needed"  # local servers (vLLM, SGLang, Ollama) accept any k
 _ENTRY_FIELDS = frozenset(
     {"base_url", "model", "api_key_env", "price_input", "price_cached_input", "price_output"}
 )
+_SCHEDULING_FIELDS = frozenset({"max_concurrency"})  # read by sweeps, not sent to the model
 
 
 class ModelConfigError(ValueError):
@@ -131,6 +133,8 @@ def _entry_config(path: str | Path, name: str) -> dict[str, Any]:
         known = ", ".join(sorted(entries)) or "none"
         raise ModelConfigError(f"no entry {name!r} in {path}; entries: {known}")
     entry = dict(entries[name])
+    for key in _SCHEDULING_FIELDS:
+        entry.pop(key, None)
     unknown = set(entry) - _ENTRY_FIELDS - {"params"}
     if unknown:
         raise ModelConfigError(f"entry {name!r} in {path}: unknown keys {sorted(unknown)}")
@@ -138,6 +142,20 @@ def _entry_config(path: str | Path, name: str) -> dict[str, Any]:
     if not isinstance(params, dict):
         raise ModelConfigError(f"entry {name!r} in {path}: params must be a table")
     return entry
+
+
+def entry_max_concurrency(path: str | Path, name: str) -> int | None:
+    """The `max_concurrency` of a models-file entry (a positive integer), if it sets one."""
+    entries = load_models_file(path)
+    if name not in entries:
+        known = ", ".join(sorted(entries)) or "none"
+        raise ModelConfigError(f"no entry {name!r} in {path}; entries: {known}")
+    value = entries[name].get("max_concurrency")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ModelConfigError(f"entry {name!r} in {path}: max_concurrency must be an integer ≥ 1")
+    return value
 
 
 def resolve_model(

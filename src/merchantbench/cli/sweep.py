@@ -1,0 +1,114 @@
+"""`merchantbench sweep FILE` and `merchantbench leaderboard SWEEP` (docs/sweeps.md)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from merchantbench.cli.common import fail
+from merchantbench.sweeps.execute import Executor, LocalExecutor, SweepOutcome
+from merchantbench.sweeps.index import INDEX_FILE, read_index
+from merchantbench.sweeps.leaderboard import LEADERBOARD_COLUMNS, leaderboard_rows
+from merchantbench.sweeps.plan import SweepPlanError
+from merchantbench.sweeps.spec import SweepFileError, load_sweep_file
+
+DEFAULT_ROOT = Path("sweeps")
+
+
+def _executor(kind: str, jobs: int, address: str | None) -> Executor:
+    if kind == "local":
+        if address is not None:
+            fail("--address goes with --executor ray")
+        return LocalExecutor(jobs)
+    if kind != "ray":
+        fail(f"unknown executor {kind!r}; choose local or ray")
+    try:
+        from merchantbench.sweeps.ray_executor import RayExecutor
+    except ImportError:
+        fail("--executor ray needs Ray: install the extra, e.g. uv sync --extra ray")
+    return RayExecutor(address)
+
+
+def _summary(outcome: SweepOutcome, console: Console) -> None:
+    console.print(
+        f"finished {len(outcome.finished)} · skipped (done before) {len(outcome.skipped)} · "
+        f"failed {len(outcome.failed)} · not retried {len(outcome.not_retried)} · "
+        f"not started {len(outcome.not_started)}"
+    )
+    for name, reason in {**outcome.not_retried, **outcome.failed}.items():
+        console.print(f"failed: {name}: {reason}", markup=False)
+    if outcome.not_retried:
+        console.print("run again with --retry-failed to retry the failed runs")
+    if outcome.budget_reason:
+        console.print(f"stopped starting runs: {outcome.budget_reason}", markup=False)
+
+
+def sweep(
+    file: Annotated[Path, typer.Argument(help="sweep file (YAML or TOML)")],
+    out: Annotated[Path | None, typer.Option("--out", help="sweep directory")] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="processes for CPU agents")] = 1,
+    executor: Annotated[str, typer.Option("--executor", help="local (default) or ray")] = "local",
+    address: Annotated[
+        str | None, typer.Option("--address", help="--executor ray: the cluster's address")
+    ] = None,
+    retry_failed: Annotated[
+        bool, typer.Option("--retry-failed", help="run failed runs again")
+    ] = False,
+    progress: Annotated[bool, typer.Option(help="show live progress")] = True,
+) -> None:
+    """Run a grid of agents × models × harnesses × scenarios × seeds; resumable."""
+    from merchantbench.sweeps.driver import run_sweep
+
+    if jobs < 1:
+        fail("--jobs must be at least 1")
+    try:
+        spec = load_sweep_file(file)
+    except SweepFileError as exc:
+        fail(str(exc))
+    sweep_dir = out or DEFAULT_ROOT / spec.name
+    chosen = _executor(executor, jobs, address)
+    console = Console(stderr=True)
+    try:
+        outcome = run_sweep(spec, file.parent, sweep_dir, chosen, retry_failed,
+                            console if progress else None)  # fmt: skip
+    except SweepPlanError as exc:
+        fail(str(exc))
+    _summary(outcome, console)
+    console.print(f"sweep: {sweep_dir} (index: {sweep_dir / INDEX_FILE})")
+    if outcome.failed or outcome.not_retried:
+        raise typer.Exit(1)
+
+
+def leaderboard(
+    sweep_dir: Annotated[Path, typer.Argument(help="sweep directory")],
+    by: Annotated[str, typer.Option("--by", help="metric to rank by")] = "final_net_assets",
+) -> None:
+    """Print the sweep's configurations ranked by the mean of a metric over seeds."""
+    if not (sweep_dir / INDEX_FILE).is_file():
+        fail(f"{sweep_dir} has no {INDEX_FILE}: not a sweep directory")
+    try:
+        rows = leaderboard_rows(read_index(sweep_dir), by)
+    except ValueError as exc:
+        fail(str(exc))
+    table = Table(title=f"{sweep_dir.name}: ranked by mean {by}")
+    for header, _ in LEADERBOARD_COLUMNS:
+        table.add_column(header, justify="left" if header in ("#", "configuration") else "right")
+    for row in rows:
+        table.add_row(*row)
+    # Piped output is not cut to 80 columns.
+    Console(width=None if sys.stdout.isatty() else 200).print(table)
+
+
+def sweep_report(sweep_dir: Path, out: Path | None) -> None:
+    """`merchantbench report SWEEP`: the sweep's report."""
+    from merchantbench.sweeps.report import write_sweep_report
+
+    if not (sweep_dir / INDEX_FILE).is_file():
+        fail(f"{sweep_dir} has no {INDEX_FILE}: run the sweep first")
+    path = write_sweep_report(sweep_dir, out)
+    typer.echo(f"report: {path} (and report.md, table1.csv, runs.csv beside it)")

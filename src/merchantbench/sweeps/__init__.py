@@ -1,0 +1,1 @@
+"""Sweeps: grids of agents × models × harnesses × scenarios × seeds (docs/sweeps.md)."""

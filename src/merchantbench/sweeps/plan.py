@@ -1,0 +1,181 @@
+"""The expanded plan of a sweep: every run with its configuration label, settings and identity.
+
+Written to `SWEEP_DIR/sweep.json`; each run goes into `SWEEP_DIR/runs/<label>/s<seed>/`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from merchantbench.agents.llm.models import ModelConfigError, entry_max_concurrency
+from merchantbench.agents.registry import AgentConfigError, agent_entry
+from merchantbench.runs.files import atomic_write_json
+from merchantbench.runs.identity import code_version, identity_key, run_identity
+from merchantbench.runs.runner import RunSpec
+from merchantbench.scenario import Scenario, ScenarioError, load_scenario
+from merchantbench.sweeps.spec import HARNESSES, ScenarioAxis, SealedSeeds, SweepFile
+
+PLAN_FILE = "sweep.json"
+RUNS_DIR = "runs"
+SEALED_MISSING = (
+    "sealed seeds need sealed-seed support in the runner (RunSpec), which this version lacks; "
+    "give a list of public seeds"
+)
+
+
+class SweepPlanError(ValueError):
+    """A sweep that cannot be planned; the message says why in one line."""
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """One run of a sweep.
+
+    Attributes:
+        label: The configuration's label (shared by its seeds).
+        agent: Registered agent name.
+        settings: The agent's settings.
+        scenario: The scenario, overrides applied.
+        seed: The seed.
+        harness: `react`/`hermes` for LLM runs, else `None`.
+        model_entry: The models-file entry of an LLM run.
+        max_concurrency: The entry's cap on runs calling it at once.
+        key: Hash of the run's identity (configuration + code version).
+    """
+
+    label: str
+    agent: str
+    settings: dict[str, Any]
+    scenario: Scenario
+    seed: int
+    harness: str | None
+    model_entry: str | None
+    max_concurrency: int | None
+    key: str
+
+    @property
+    def is_llm(self) -> bool:
+        return self.agent in HARNESSES
+
+    @property
+    def name(self) -> str:
+        return f"{self.label}/s{self.seed}"
+
+    def run_dir(self, sweep_dir: Path) -> Path:
+        return sweep_dir / RUNS_DIR / self.label / f"s{self.seed}"
+
+    def spec(self) -> RunSpec:
+        return RunSpec(self.agent, self.scenario, self.seed, dict(self.settings))
+
+    def identity(self) -> dict[str, Any]:
+        return run_identity(self.agent, self.settings, self.scenario, self.seed)
+
+    def to_json(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["scenario"] = self.scenario.model_dump(mode="json")
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SweepRun:
+        return cls(**{**data, "scenario": Scenario.model_validate(data["scenario"])})
+
+
+def _scenario(axis: ScenarioAxis, base: Path) -> tuple[str, Scenario]:
+    file = None if axis.file is None else base / axis.file
+    try:
+        scenario = load_scenario(axis.name, overrides=axis.set, file=file and str(file))
+    except (ScenarioError, OSError, ValueError) as exc:
+        raise SweepPlanError(f"scenario {axis.name!r}: {' '.join(str(exc).split())}") from None
+    return axis.label or (scenario.name if file is None else file.stem), scenario
+
+
+def _configurations(sweep: SweepFile, base: Path) -> list[tuple[str, str, dict[str, Any]]]:
+    """(label, agent, settings) of every configuration, in the file's order."""
+    configs = []
+    for axis in sweep.agents:
+        try:
+            agent_entry(axis.agent)
+        except AgentConfigError as exc:
+            raise SweepPlanError(str(exc)) from None
+        configs.append((axis.label or axis.agent, axis.agent, dict(axis.settings)))
+    if sweep.models and sweep.models_file is None:
+        raise SweepPlanError("models: needs models_file, the file holding those entries")
+    for model in sweep.models:
+        for harness in sweep.harnesses:
+            settings = {
+                **sweep.harness_settings.get(harness, {}),
+                "models_file": str((base / str(sweep.models_file)).resolve()),
+                "model_entry": model,
+            }
+            configs.append((f"{harness}-{model}", harness, settings))
+    if not configs:
+        raise SweepPlanError("the sweep has no configuration: give agents or models")
+    labels = [label for label, _, _ in configs]
+    duplicates = sorted({label for label in labels if labels.count(label) > 1})
+    if duplicates:
+        raise SweepPlanError(f"configuration labels repeat: {', '.join(duplicates)}; set label:")
+    return configs
+
+
+def _cap(agent: str, settings: dict[str, Any]) -> int | None:
+    if agent not in HARNESSES or not settings.get("models_file") or not settings.get("model_entry"):
+        return None
+    try:
+        return entry_max_concurrency(settings["models_file"], settings["model_entry"])
+    except ModelConfigError as exc:
+        raise SweepPlanError(str(exc)) from None
+
+
+def plan_sweep(sweep: SweepFile, base: Path) -> list[SweepRun]:
+    """Every run of the sweep, configurations × scenarios × seeds, identities computed.
+
+    Raises:
+        SweepPlanError: An unknown agent, bad settings, a missing models entry, a bad scenario,
+            repeated labels, or sealed seeds (not supported by this runner).
+    """
+    if isinstance(sweep.seeds, SealedSeeds):
+        raise SweepPlanError(SEALED_MISSING)
+    scenarios = [_scenario(axis, base) for axis in sweep.scenarios]
+    runs = []
+    for label, agent, settings in _configurations(sweep, base):
+        cap = _cap(agent, settings)
+        for scenario_label, scenario in scenarios:
+            full = label if len(scenarios) == 1 else f"{label}@{scenario_label}"
+            for seed in sweep.seeds:
+                try:
+                    key = identity_key(run_identity(agent, settings, scenario, seed))
+                except (AgentConfigError, ModelConfigError) as exc:
+                    raise SweepPlanError(f"{full}: {exc}") from None
+                entry = settings.get("model_entry") if agent in HARNESSES else None
+                harness = agent if agent in HARNESSES else None
+                runs.append(
+                    SweepRun(full, agent, settings, scenario, seed, harness, entry, cap, key)
+                )
+    return runs
+
+
+def write_plan(sweep_dir: Path, sweep: SweepFile, runs: list[SweepRun]) -> None:
+    """Write `sweep.json`: the sweep file as read, the code version and every run."""
+    atomic_write_json(
+        sweep_dir / PLAN_FILE,
+        {
+            "format": 1,
+            "sweep": sweep.model_dump(mode="json"),
+            "code_version": code_version(),
+            "runs": [run.to_json() for run in runs],
+        },
+    )
+
+
+def read_plan(sweep_dir: Path) -> tuple[dict[str, Any], list[SweepRun]]:
+    """The sweep file section and the runs of `SWEEP_DIR/sweep.json`."""
+    path = sweep_dir / PLAN_FILE
+    try:
+        data = json.loads(path.read_text())
+        return data["sweep"], [SweepRun.from_json(r) for r in data["runs"]]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SweepPlanError(f"{path}: not a sweep plan ({type(exc).__name__})") from None

@@ -1,0 +1,124 @@
+"""Where each run of a sweep stands, read from disk, and the live progress files of running runs.
+
+A run is `done` (a finished record of the same identity), `killed` (a record that broke off
+without an error: resumed from its checkpoint), `failed` (it ended with an error, or could not
+start: skipped unless retried), `stale` (a record of another identity: set aside and re-run) or
+`new`. Running runs write `SWEEP_DIR/progress/<label>/s<seed>.json` every few windows (window,
+net assets, tokens and cost so far) so the driver can show them wherever they run.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from merchantbench.agents.llm.usage import MODEL_CALLS_FILE
+from merchantbench.money import rmb
+from merchantbench.runs.files import atomic_write_json
+from merchantbench.runs.identity import identity_path, same_identity
+from merchantbench.runs.manifest import ManifestError, read_manifest
+from merchantbench.session import Session
+from merchantbench.sweeps.plan import SweepRun
+
+Status = Literal["done", "killed", "failed", "stale", "new"]
+FINISHED = ("completed", "closed", "stopped")
+FAILURE_FILE = "failure.json"  # beside run.json when a run could not even start
+PROGRESS_DIR = "progress"
+PROGRESS_EVERY = 5  # windows between progress writes
+
+
+@dataclass(frozen=True)
+class RunState:
+    status: Status
+    reason: str | None = None
+
+
+def run_state(run: SweepRun, sweep_dir: Path) -> RunState:
+    """Where `run` stands on disk."""
+    run_dir = run.run_dir(sweep_dir)
+    if not run_dir.exists() and not identity_path(run_dir).exists():
+        return RunState("new")
+    if not same_identity(run_dir, run.identity()):
+        return RunState("stale")
+    failure = run_dir / FAILURE_FILE
+    if failure.is_file():
+        return RunState("failed", json.loads(failure.read_text()).get("error"))
+    try:
+        meta = read_manifest(run_dir)
+    except ManifestError:
+        return RunState("new")  # killed before its record was written: start it again
+    if meta.ended in FINISHED and (run_dir / "metrics.json").is_file():
+        return RunState("done")
+    if meta.ended == "error":
+        return RunState("failed", meta.error)
+    return RunState("killed")
+
+
+def set_aside(run_dir: Path) -> Path:
+    """Move a stale record (another identity) out of the way, keeping it for inspection."""
+    n = 1
+    while (target := run_dir.with_name(f"{run_dir.name}.stale-{n}")).exists():
+        n += 1
+    if run_dir.exists():
+        shutil.move(run_dir, target)
+    identity_path(run_dir).unlink(missing_ok=True)
+    return target
+
+
+def record_failure(run_dir: Path, error: str) -> None:
+    """Note why a run failed when the runner could not record it in run.json."""
+    if (run_dir / "run.json").is_file():
+        return  # the runner wrote the failure there
+    atomic_write_json(run_dir / FAILURE_FILE, {"error": error})
+
+
+def progress_path(run: SweepRun, sweep_dir: Path) -> Path:
+    return sweep_dir / PROGRESS_DIR / run.label / f"s{run.seed}.json"
+
+
+class ProgressWriter:
+    """An `on_window` hook writing a run's progress file; costs are read incrementally from
+    `model_calls.jsonl` (flushed at each checkpoint)."""
+
+    def __init__(self, run_dir: Path, path: Path, every: int = PROGRESS_EVERY) -> None:
+        self.run_dir, self.path, self.every = run_dir, path, every
+        self._offset, self.cost, self.tokens, self.calls = 0, 0.0, 0, 0
+
+    def _read_calls(self) -> None:
+        log = self.run_dir / MODEL_CALLS_FILE
+        try:
+            with open(log, "rb") as fh:
+                fh.seek(self._offset)
+                chunk = fh.read()
+        except OSError:
+            return
+        complete = chunk[: chunk.rfind(b"\n") + 1]
+        self._offset += len(complete)
+        for line in complete.splitlines():
+            entry = json.loads(line)
+            self.cost += float(entry.get("cost", 0.0))
+            self.tokens += int(entry.get("input_tokens", 0)) + int(entry.get("output_tokens", 0))
+            self.calls += 1
+
+    def __call__(self, session: Session) -> None:
+        if session.window % self.every and not session.over:
+            return
+        self._read_calls()
+        accounts = session.engine.state.ledger.accounts
+        atomic_write_json(self.path, {
+            "window": session.memory.windows_closed,
+            "windows_total": session.scenario.clock.windows,
+            "net_assets": rmb(accounts.net_assets),
+            "cost": round(self.cost, 6), "tokens": self.tokens, "model_calls": self.calls,
+        })  # fmt: skip
+
+
+def read_progress(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
