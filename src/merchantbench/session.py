@@ -34,7 +34,7 @@ from typing import Any
 
 from merchantbench.catalog.market import CatalogView, Market
 from merchantbench.catalog.search import SearchIndex
-from merchantbench.catalog.view import catalog_view_at
+from merchantbench.catalog.view import ViewCursor
 from merchantbench.scenario import Scenario
 from merchantbench.sim.engine import Engine
 from merchantbench.sim.suppliers import stock_levels
@@ -83,6 +83,7 @@ class Session:
         self.trace: list[dict[str, Any]] = []
         self._sink = trace_sink or self.trace.append
         self._view: CatalogView | None = None
+        self._views = ViewCursor(market)  # the run's hours move forward: views build on the last
         self._end_requested = False
         self._surface: AgentSurface | None = None
         # Who makes the environment calls, as the trace records it (metrics count both).
@@ -115,7 +116,7 @@ class Session:
         if self._view is None or self._view.hour != t:
             # The engine keeps (level, hour of last purchase); the view wants units now.
             units = stock_levels(self.market, self.engine.state.stock, t)
-            self._view = catalog_view_at(self.market, t, units)
+            self._view = self._views.view_at(t, units)
         return self._view
 
     def request_end_of_step(self) -> None:

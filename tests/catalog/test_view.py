@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from handmade_market import ITEMS, Events, handmade_market
 
-from merchantbench.catalog.view import BUCKET_HOURS, catalog_view_at, event_price_fen
+from merchantbench.catalog.view import CHECKPOINT_HOURS, catalog_view_at, event_price_fen
 from merchantbench.sim.suppliers import SupplierBook
 
 LATE_LAUNCH = next(i for i, item in enumerate(ITEMS) if item.launch_day == 5)
@@ -98,7 +98,13 @@ def test_view_agrees_with_the_supplier_book_at_every_probe():
     )
     market = handmade_market(events=events, days=14 * 6)
     book = SupplierBook(market)
-    hours = [0, BUCKET_HOURS - 1, BUCKET_HOURS, 2 * BUCKET_HOURS, *rng.integers(0, horizon, 40)]
+    hours = [
+        0,
+        CHECKPOINT_HOURS - 1,
+        CHECKPOINT_HOURS,
+        2 * CHECKPOINT_HOURS,
+        *rng.integers(0, horizon, 40),
+    ]
     for hour in map(int, hours):
         view = catalog_view_at(market, hour)
         states = [book.state(i, hour) for i in range(n)]

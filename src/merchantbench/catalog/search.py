@@ -20,6 +20,8 @@ import os
 import re
 import shutil
 import tempfile
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
@@ -36,6 +38,7 @@ SORT_KEYS: tuple[str, ...] = get_args(SortKey)
 # Bump when tokenisation or scoring changes: saved indexes of an older format are rebuilt.
 INDEX_FORMAT = 2  # 2: content hashes (catalog.verified)
 _META = "search_meta.json"
+MATCH_MEMO = 1024  # distinct queries whose matches an index keeps
 
 # Words that carry no product meaning; dropped from titles and queries alike so that
 # "box for cats" finds "Cat Litter Box" and "Box with Lid" needs no "with" in the query.
@@ -149,6 +152,12 @@ class SearchIndex:
         self._bm25 = bm25
         self._supplier_rating = market.shop_rating[market.supplier]
         self._category_of = {name: k for k, name in enumerate(market.categories)}
+        if bm25.nonoccurrence_array is not None:  # BM25L / BM25+ score absent terms too
+            raise ValueError("the search index must use a BM25 variant without absent-term scores")
+        self._score_dtype = np.dtype(bm25.dtype)
+        self._posting_memo: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._match_memo: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
+        self._memo_lock = threading.Lock()
 
     @classmethod
     def build(cls, market: Market) -> SearchIndex:
@@ -219,23 +228,89 @@ class SearchIndex:
             shutil.rmtree(temp, ignore_errors=True)
         return index
 
-    def relevance(self, query: str) -> tuple[np.ndarray, np.ndarray] | None:
-        """BM25 scores of all products and the mask of products containing every query term;
-        None when the query has no terms (browse)."""
+    def _postings(self, term_id: int) -> tuple[np.ndarray, np.ndarray]:
+        """Products containing a term, ascending, and the term's BM25 score in each: a column
+        of bm25s' sparse score matrix, memoised per term."""
+        found = self._posting_memo.get(term_id)
+        if found is None:
+            matrix = self._bm25.scores
+            lo, hi = int(matrix["indptr"][term_id]), int(matrix["indptr"][term_id + 1])
+            products = np.asarray(matrix["indices"][lo:hi], dtype=np.int64)
+            scores = np.asarray(matrix["data"][lo:hi]).astype(self._score_dtype, copy=False)
+            if len(products) > 1 and not bool(np.all(products[1:] > products[:-1])):
+                order = np.argsort(products, kind="stable")
+                products, scores = products[order], scores[order]
+            occurs = scores > 0  # as the dense scores count an occurrence
+            found = self._posting_memo[term_id] = (products[occurs], scores[occurs])
+        return found
+
+    def _query_terms(self, query: str) -> list[int] | None:
+        """Vocabulary ids of the query's distinct terms, in query order; None when the query
+        has no terms (browse), [] when some term occurs nowhere (nothing can match)."""
         terms = list(dict.fromkeys(tokenize(query)))
         if not terms:
             return None
-        n = self.market.n_products
         vocab = self._bm25.vocab_dict
         if any(term not in vocab for term in terms):
-            return np.zeros(n, dtype=np.float32), np.zeros(n, dtype=bool)
-        scores = np.zeros(n, dtype=np.float32)
+            return []
+        return [vocab[term] for term in terms]
+
+    def matches(self, query: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """Products containing every query term (ascending) and their BM25 scores, as
+        read-only arrays; None when the query has no terms (browse).
+
+        Scores are summed term by term in query order in the index's float dtype, so each
+        equals the dense `relevance` score of the product bit for bit. Agents repeat their
+        keywords (a rule-based year asks 37 distinct ones 1,854 times), so the answers of
+        the last `MATCH_MEMO` distinct term lists are kept.
+        """
+        term_ids = self._query_terms(query)
+        if term_ids is None:
+            return None
+        key = tuple(term_ids)
+        found = self._match_memo.get(key)
+        if found is None:
+            found = self._intersect(term_ids)
+            for array in found:
+                array.setflags(write=False)
+            with self._memo_lock:
+                if len(self._match_memo) >= MATCH_MEMO:
+                    self._match_memo.pop(next(iter(self._match_memo)))  # the oldest
+                self._match_memo[key] = found
+        return found
+
+    def _intersect(self, term_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        if not term_ids:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=self._score_dtype)
+        postings = [self._postings(term_id) for term_id in term_ids]
+        # Intersect from the rarest term: each step looks the survivors up in a sorted column.
+        products = min(postings, key=lambda posting: len(posting[0]))[0]
+        for column, _ in postings:
+            at = np.minimum(np.searchsorted(column, products), max(len(column) - 1, 0))
+            products = products[column[at] == products] if len(column) else products[:0]
+        scores = np.zeros(len(products), dtype=self._score_dtype)
+        for column, term_scores in postings:
+            scores += term_scores[np.searchsorted(column, products)]
+        return products, scores
+
+    def relevance(self, query: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """BM25 scores of all products and the mask of products containing every query term;
+        None when the query has no terms (browse)."""
+        term_ids = self._query_terms(query)
+        if term_ids is None:
+            return None
+        n = self.market.n_products
+        scores = np.zeros(n, dtype=self._score_dtype)
         every = np.ones(n, dtype=bool)
-        for term in terms:
+        if not term_ids:
+            return scores, ~every
+        for term_id in term_ids:
             # Lucene IDF is positive, so a term's score is > 0 exactly where the term occurs.
-            term_scores = self._bm25.get_scores_from_ids([vocab[term]])
-            every &= term_scores > 0
-            scores += term_scores
+            products, term_scores = self._postings(term_id)
+            here = np.zeros(n, dtype=bool)
+            here[products] = True
+            every &= here
+            scores[products] += term_scores
         return scores, every
 
     def search(
@@ -262,57 +337,82 @@ class SearchIndex:
             raise ValueError(f"unknown sort {sort!r}; choose from {', '.join(SORT_KEYS)}")
         if page < 1 or page_size < 1:
             raise ValueError(f"page and page_size must be >= 1, got {page} and {page_size}")
-        relevance = self.relevance(query)
-        mask = view.visible & self._filter_mask(view, filters)
-        if relevance is None:
-            scores = np.zeros(self.market.n_products, dtype=np.float32)
+        if filters.category is not None and filters.category not in self._category_of:
+            known = ", ".join(self.market.categories)
+            raise ValueError(f"unknown category {filters.category!r}; choose from {known}")
+        matched = self.matches(query)
+        if matched is None:
+            candidates = self._passing(view, filters, None)
+            scores = np.zeros(len(candidates), dtype=self._score_dtype)
             sort = "sales_30d" if sort == "relevance" else sort
         else:
-            scores, matched = relevance
-            mask &= matched
-        candidates = np.flatnonzero(mask)
+            # Filters read only the matching products' rows: a keyword matches few of them.
+            products, product_scores = matched
+            shown = self._passing(view, filters, products)
+            candidates, scores = products[shown], product_scores[shown]
         keys = self._sort_keys(sort, candidates, view, scores)
-        chosen = _first_k_in_order(candidates, keys, page * page_size)[(page - 1) * page_size :]
+        chosen = _first_k_in_order(keys, page * page_size)[(page - 1) * page_size :]
         total = len(candidates)
         return SearchPage(
-            products=tuple(int(i) for i in chosen),
-            scores=tuple(float(scores[i]) for i in chosen),
+            products=tuple(candidates[chosen].tolist()),
+            scores=tuple(scores[chosen].astype(np.float64).tolist()),
             total=total,
             page=page,
             page_size=page_size,
             pages=math.ceil(total / page_size),
         )
 
-    def _filter_mask(self, view: CatalogView, filters: SearchFilters) -> np.ndarray:
+    def _passing(
+        self, view: CatalogView, filters: SearchFilters, products: np.ndarray | None
+    ) -> np.ndarray:
+        """Positions in `products` (every product when None, so positions are product
+        indices) of the visible ones that pass every filter, ascending; the category is known
+        (checked by `search`). Each filter reads only the survivors of the previous ones."""
+        kept = np.flatnonzero(view.visible if products is None else view.visible[products])
+        for values, passes in self._tests(view, filters):
+            rows = kept if products is None else products[kept]
+            kept = kept[passes(values[rows])]
+        return kept
+
+    def _tests(
+        self, view: CatalogView, filters: SearchFilters
+    ) -> list[tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]]:
+        """(per-product values, test) of each filter set; bounds are inclusive."""
         m, f = self.market, filters
-        mask = np.ones(m.n_products, dtype=bool)
+        tests: list[tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]] = []
         if f.min_price is not None:
-            mask &= view.price_fen >= _rmb_to_fen(f.min_price)
+            low_fen = _rmb_to_fen(f.min_price)
+            tests.append((view.price_fen, lambda v: v >= low_fen))
         if f.max_price is not None:
-            mask &= view.price_fen <= _rmb_to_fen(f.max_price)
+            high_fen = _rmb_to_fen(f.max_price)
+            tests.append((view.price_fen, lambda v: v <= high_fen))
         if f.min_supplier_rating is not None:
-            mask &= self._supplier_rating >= np.float32(f.min_supplier_rating)
+            shop = np.float32(f.min_supplier_rating)
+            tests.append((self._supplier_rating, lambda v: v >= shop))
         if f.min_product_rating is not None:
-            mask &= m.historical_avg_rating >= np.float32(f.min_product_rating)
+            rating = np.float32(f.min_product_rating)
+            tests.append((m.historical_avg_rating, lambda v: v >= rating))
         if f.max_ship_hours is not None:
-            mask &= view.ship_hours <= f.max_ship_hours
+            ship = f.max_ship_hours
+            tests.append((view.ship_hours, lambda v: v <= ship))
         if f.max_logistics_hours is not None:
-            mask &= m.logistics_hours <= f.max_logistics_hours
+            logistics = f.max_logistics_hours
+            tests.append((m.logistics_hours, lambda v: v <= logistics))
         if f.min_stock is not None:
-            mask &= view.stock >= f.min_stock
+            stock = f.min_stock
+            tests.append((view.stock, lambda v: v >= stock))
         if f.category is not None:
-            if f.category not in self._category_of:
-                known = ", ".join(m.categories)
-                raise ValueError(f"unknown category {f.category!r}; choose from {known}")
-            mask &= m.category == self._category_of[f.category]
-        return mask
+            category = self._category_of[f.category]
+            tests.append((m.category, lambda v: v == category))
+        return tests
 
     def _sort_keys(
         self, sort: str, candidates: np.ndarray, view: CatalogView, scores: np.ndarray
     ) -> np.ndarray:
-        """Ascending keys of the candidates for `sort` (descending orders are negated)."""
+        """Ascending keys of the candidates for `sort` (descending orders are negated);
+        `scores` are the candidates' own BM25 scores."""
         if sort == "relevance":
-            return -scores[candidates]
+            return -scores
         if sort == "price_asc":
             return view.price_fen[candidates]
         if sort == "price_desc":
@@ -326,19 +426,20 @@ class SearchIndex:
         ].astype(np.int64)
 
 
-def _first_k_in_order(candidates: np.ndarray, keys: np.ndarray, k: int) -> np.ndarray:
-    """The k candidates with the smallest keys, in key order, ties by candidate order.
+def _first_k_in_order(keys: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the k smallest keys, in key order, ties by position.
 
-    `candidates` is ascending, so a stable sort breaks ties by product index. When k is small
-    against the candidates, a partition first narrows them to those with key ≤ the k-th key.
+    Candidates are ascending product indices, so a stable sort breaks ties by product index.
+    When k is small against the candidates, a partition first narrows them to those with key ≤
+    the k-th key.
     """
-    if k < len(candidates):
+    if k < len(keys):
         kth = np.partition(keys, k - 1)[k - 1]
         below = keys < kth
         at = np.flatnonzero(keys == kth)[: k - int(below.sum())]
         keep = np.sort(np.concatenate((np.flatnonzero(below), at)))
-        candidates, keys = candidates[keep], keys[keep]
-    return candidates[np.argsort(keys, kind="stable")]
+        return keep[np.argsort(keys[keep], kind="stable")]
+    return np.argsort(keys, kind="stable")
 
 
 def _loads(directory: Path, market: Market) -> bool:

@@ -4,10 +4,13 @@ Supplier events (SPEC §7) make the public catalog time-varying: a price-change 
 the procurement price, a delisting hides the product, a shipment delay adds ship hours. A view is
 a pure function of (market, hour, current stock), computed for all products at once.
 
-Scanning every event of a paper-scale market (millions per channel) would take milliseconds per
-channel, so each channel is bucketed once per market into fixed spans of hours: a bucket lists
-the events that overlap it, and a view only scans the bucket holding its hour. The rules here
-agree with `sim.suppliers.SupplierBook.state`, the per-product look-up of the same facts.
+The events' effect at an hour is a state per channel and product (price, delisted, extra ship
+hours) that changes only when an event starts or ends (`catalog.event_log`). Scanning every
+event of a paper-scale market would take milliseconds, so the state is kept once per market at
+checkpoints `CHECKPOINT_HOURS` apart, and a view starts from the checkpoint before its hour and
+applies the changes since. A `ViewCursor` serves one run, whose hours only move forward: it
+keeps its own state and applies only the changes since its previous view. The rules here agree
+with `sim.suppliers.SupplierBook.state`, the per-product look-up of the same facts.
 """
 
 from __future__ import annotations
@@ -18,87 +21,59 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from merchantbench.catalog.market import CHANNELS, CatalogView, Market, SupplierEvents
+from merchantbench.catalog.event_log import ChannelLog, channel_logs
+from merchantbench.catalog.event_log import event_price_fen as event_price_fen
+from merchantbench.catalog.market import CatalogView, Market
 
-# Hours per bucket. Events last 168–672 h, so a bucket of four weeks holds each event in at most
-# two or three buckets (memory ≈ 2× the events) while one bucket scan stays a small slice.
-BUCKET_HOURS = 672
-
-
-def event_price_fen(base_price_fen: np.ndarray, factor: np.ndarray) -> np.ndarray:
-    """Procurement price during a price-change event: base × factor, rounded half-to-even to fen.
-
-    Computed in float64 so it agrees exactly with `round(base * float(factor))` in Python.
-    """
-    exact = np.asarray(base_price_fen, dtype=np.float64) * np.asarray(factor, dtype=np.float64)
-    return np.rint(exact).astype(np.int64)
+# Hours between kept states: 4 weeks of changes (≈ 2 % of a year's) to apply at most, for ≈ 15
+# kept states of a year (3 arrays over the products each).
+CHECKPOINT_HOURS = 672
 
 
-@dataclass(frozen=True, eq=False)
-class _ChannelBuckets:
-    """One channel's events by bucket: entries offsets[b]:offsets[b+1] overlap bucket b, each
-    with the value it applies (new price in fen, extra ship hours)."""
+@dataclass(eq=False)
+class _EventState:
+    """Every product's state per channel at `hour` (`event_log.channel_logs`)."""
 
-    offsets: np.ndarray  # int64 [n_buckets + 1]
-    product: np.ndarray  # int32, per entry
-    start: np.ndarray  # int32
-    end: np.ndarray  # int32, exclusive
-    value: np.ndarray  # per entry, dtype of the applied value
+    hour: int
+    channels: dict[str, np.ndarray]
 
-    @classmethod
-    def build(cls, events: SupplierEvents, value: np.ndarray) -> _ChannelBuckets:
-        start = events.start.astype(np.int64)
-        end = events.end.astype(np.int64)
-        keep = end > np.maximum(start, 0)  # empty or wholly pre-run events are never active
-        first = np.maximum(start, 0) // BUCKET_HOURS
-        span = np.where(keep, (end - 1) // BUCKET_HOURS - first + 1, 0)
-        event_of_entry = np.repeat(np.arange(len(start)), span)
-        step = np.arange(len(event_of_entry)) - np.repeat(np.cumsum(span) - span, span)
-        bucket = first[event_of_entry] + step
-        # Few buckets: a stable sort of 16-bit numbers is a radix sort, and it keeps each
-        # bucket's entries in event order, so the gathers below read memory in order.
-        small = len(bucket) and bucket.max() < 2**15
-        order = np.argsort(bucket.astype(np.int16) if small else bucket, kind="stable")
-        event_of_entry, bucket = event_of_entry[order], bucket[order]
-        n_buckets = int(bucket[-1]) + 1 if len(bucket) else 0
-        counts = np.bincount(bucket, minlength=n_buckets)
-        return cls(
-            offsets=np.concatenate(([0], np.cumsum(counts))).astype(np.int64),
-            product=events.product[event_of_entry].astype(np.int32),
-            start=events.start[event_of_entry].astype(np.int32),
-            end=events.end[event_of_entry].astype(np.int32),
-            value=value[event_of_entry],
-        )
+    def copy(self) -> _EventState:
+        return _EventState(self.hour, {ch: state.copy() for ch, state in self.channels.items()})
 
-    def active(self, hour: int) -> tuple[np.ndarray, np.ndarray]:
-        """(products, values) of the events active at `hour` (start ≤ hour < end)."""
-        bucket = hour // BUCKET_HOURS
-        if bucket >= len(self.offsets) - 1:
-            return self.product[:0], self.value[:0]
-        lo, hi = self.offsets[bucket], self.offsets[bucket + 1]
-        # Positions then `take`: several times faster than boolean-mask indexing here.
-        on = np.flatnonzero((self.start[lo:hi] <= hour) & (self.end[lo:hi] > hour))
-        return self.product[lo:hi].take(on), self.value[lo:hi].take(on)
+    def advance(self, logs: dict[str, ChannelLog], hour: int) -> None:
+        """Move forward to `hour` (≥ the current hour), in place."""
+        for channel, log in logs.items():
+            log.apply(self.channels[channel], self.hour, hour)
+        self.hour = hour
 
 
-_BUCKETS: weakref.WeakKeyDictionary[Market, dict[str, _ChannelBuckets]] = (
-    weakref.WeakKeyDictionary()
-)
+_CHECKPOINTS: weakref.WeakKeyDictionary[Market, list[_EventState]] = weakref.WeakKeyDictionary()
 
 
-def _buckets_of(market: Market) -> dict[str, _ChannelBuckets]:
-    """The market's bucketed events, built on first use and kept while the market lives."""
-    cached = _BUCKETS.get(market)
+def _checkpoints(market: Market) -> list[_EventState]:
+    """States at hours 0, CHECKPOINT_HOURS, 2 × CHECKPOINT_HOURS, … up to the last change;
+    built on first use by one pass over the logs, kept while the market lives."""
+    cached = _CHECKPOINTS.get(market)
     if cached is None:
-        price, delisting, delay = (market.events[channel] for channel in CHANNELS)
-        new_price = event_price_fen(market.base_price_fen[price.product], price.value)
-        cached = {
-            "price_change": _ChannelBuckets.build(price, new_price),
-            "delisting": _ChannelBuckets.build(delisting, np.zeros(len(delisting.start), bool)),
-            "delay": _ChannelBuckets.build(delay, delay.value.astype(np.int32)),
-        }
-        _BUCKETS[market] = cached
+        logs = channel_logs(market)
+        state = _EventState(-1, {ch: log.neutral.copy() for ch, log in logs.items()})
+        last = max((int(log.hour[-1]) for log in logs.values() if len(log.hour)), default=0)
+        cached = []
+        for hour in range(0, last + 1, CHECKPOINT_HOURS):
+            state.advance(logs, hour)
+            cached.append(state.copy())
+        _CHECKPOINTS[market] = cached
     return cached
+
+
+def _state_at(market: Market, hour: int, known: _EventState | None) -> _EventState:
+    """The event state at `hour`: `known` moved forward (in place) when it is at or after the
+    checkpoint before `hour`, else a copy of that checkpoint moved forward."""
+    checkpoints = _checkpoints(market)
+    before = checkpoints[min(hour // CHECKPOINT_HOURS, len(checkpoints) - 1)]
+    state = known if known is not None and before.hour <= known.hour <= hour else before.copy()
+    state.advance(channel_logs(market), hour)
+    return state
 
 
 def _current_stock(market: Market, stock: np.ndarray | Mapping[int, int] | None) -> np.ndarray:
@@ -115,6 +90,27 @@ def _current_stock(market: Market, stock: np.ndarray | Mapping[int, int] | None)
     if current.shape != (market.n_products,):
         raise ValueError(f"stock has shape {current.shape}, expected ({market.n_products},)")
     return current.copy()
+
+
+def _check_hour(hour: int) -> None:
+    if hour < 0:
+        raise ValueError(f"hour must be >= 0, got {hour}")
+
+
+def _view(
+    market: Market, hour: int, state: _EventState, stock: np.ndarray | Mapping[int, int] | None
+) -> CatalogView:
+    day = hour // 24
+    calendar_day = min(day, market.days - 1)
+    return CatalogView(
+        hour=hour,
+        day=day,
+        visible=(market.launch_day <= day) & state.channels["delisting"],
+        price_fen=state.channels["price_change"].copy(),
+        ship_hours=state.channels["delay"] + np.int32(market.ship_extra_hours[calendar_day]),
+        stock=_current_stock(market, stock),
+        sales_30d=market.sales_30d(min(day, market.days)).astype(np.int64),
+    )
 
 
 def catalog_view_at(
@@ -137,30 +133,23 @@ def catalog_view_at(
         (base + active delay extra hours + the calendar's extra hours of the day), `stock`, and
         `sales_30d` (market orders over the 30 completed days before this day).
     """
-    if hour < 0:
-        raise ValueError(f"hour must be >= 0, got {hour}")
-    day = hour // 24
-    calendar_day = min(day, market.days - 1)
-    buckets = _buckets_of(market)
+    _check_hour(hour)
+    return _view(market, hour, _state_at(market, hour, None), stock)
 
-    visible = market.launch_day <= day
-    delisted, _ = buckets["delisting"].active(hour)
-    visible[delisted] = False
 
-    price = market.base_price_fen.astype(np.int64)
-    changed, new_price = buckets["price_change"].active(hour)
-    price[changed] = new_price
+class ViewCursor:
+    """`catalog_view_at` for one run: views at non-decreasing hours cost only the supplier
+    events that started or ended since the previous one (an earlier hour is answered too,
+    from the market's checkpoints). Not shared between threads."""
 
-    ship = market.ship_hours.astype(np.int32) + np.int32(market.ship_extra_hours[calendar_day])
-    delayed, extra = buckets["delay"].active(hour)
-    ship[delayed] += extra
+    def __init__(self, market: Market) -> None:
+        self.market = market
+        self._state: _EventState | None = None
 
-    return CatalogView(
-        hour=hour,
-        day=day,
-        visible=visible,
-        price_fen=price,
-        ship_hours=ship,
-        stock=_current_stock(market, stock),
-        sales_30d=market.sales_30d(min(day, market.days)).astype(np.int64),
-    )
+    def view_at(
+        self, hour: int, stock: np.ndarray | Mapping[int, int] | None = None
+    ) -> CatalogView:
+        """The view `catalog_view_at(self.market, hour, stock)` returns."""
+        _check_hour(hour)
+        self._state = _state_at(self.market, hour, self._state)
+        return _view(self.market, hour, self._state, stock)

@@ -47,10 +47,15 @@ class SupplierBook:
             for channel in CHANNELS:
                 ev = self.market.events[channel]
                 lo, hi = int(ev.offsets[product]), int(ev.offsets[product + 1])
-                cached[channel] = [
-                    (int(s), int(e), float(v))
-                    for s, e, v in zip(ev.start[lo:hi], ev.end[lo:hi], ev.value[lo:hi], strict=True)
-                ]
+                # tolist() gives the Python ints and floats at once (no numpy scalar per cell).
+                cached[channel] = list(
+                    zip(
+                        ev.start[lo:hi].tolist(),
+                        ev.end[lo:hi].tolist(),
+                        ev.value[lo:hi].tolist(),
+                        strict=True,
+                    )
+                )
             self._events[product] = cached
             self._starts[product] = {ch: [e[0] for e in evs] for ch, evs in cached.items()}
         return cached

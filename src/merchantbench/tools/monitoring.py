@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+import numpy as np
 from pydantic import Field
 
+from merchantbench.catalog.event_log import changes_between
 from merchantbench.tools.context import (
     OPEN_STATUSES,
     Page,
@@ -66,20 +68,23 @@ def order_row(ctx: StoreContext, order: Order) -> list[Any]:
 
 def anomaly_rows(ctx: StoreContext, scope: str) -> list[list[Any]]:
     """Supplier events on the store's active listings: started since the last window (with
-    recoveries) for `new`, or in force now for `now`. Never an end hour still to come."""
-    t, after = ctx.engine.t, ctx.previous_window_t
+    recoveries) for `new`, or in force now for `now`. Never an end hour still to come.
+
+    Rows go by product, then hour; at one hour starts before recoveries, each by channel name
+    (`new`), or channels in their usual order (`now`).
+    """
+    t, listed = ctx.engine.t, sorted(ctx.engine.state.listings)
+    if scope == "new":
+        found = changes_between(
+            ctx.market, np.array(listed, dtype=np.int64), ctx.previous_window_t, t
+        )
+        return [
+            _anomaly_row(ctx, p, channel, hour, int(ended)) for p, channel, hour, ended in found
+        ]
     rows = []
-    for product in sorted(ctx.engine.state.listings):
-        if scope == "new":
-            found = [
-                (ch, s, 0) for ch, s, _ in ctx.engine.suppliers.started_between(product, after, t)
-            ]
-            found += [
-                (ch, e, 1) for ch, _, e in ctx.engine.suppliers.ended_between(product, after, t)
-            ]
-        else:
-            found = [(ch, s, 0) for ch, s, _ in ctx.engine.suppliers.active_events(product, t)]
-        rows += [_anomaly_row(ctx, product, *event) for event in sorted(found, key=lambda e: e[1])]
+    for product in listed:
+        active = sorted(ctx.engine.suppliers.active_events(product, t), key=lambda e: e[1])
+        rows += [_anomaly_row(ctx, product, channel, start, 0) for channel, start, _ in active]
     return rows
 
 

@@ -80,19 +80,30 @@ def _supplier_products(ctx: StoreContext, supplier_id: str) -> tuple[int, np.nda
     raise ToolError("unknown_supplier", f"no supplier with id {supplier_id!r}", "$.supplier_id")
 
 
+def _texts(values: np.ndarray) -> list[str]:
+    return values.tolist() if values.dtype.kind == "U" else [str(v) for v in values]
+
+
 def product_rows(market: Market, view: CatalogView, products: Any) -> list[list[Any]]:
     """Public table rows (PRODUCT_COLUMNS) of products as the view shows them now."""
-    rows = []
-    for i in products:
-        s = int(market.supplier[i])
-        rows.append([
-            str(market.product_ids[i]), str(market.titles[i]),
-            market.categories[int(market.category[i])], rmb(int(view.price_fen[i])),
-            stock_band(int(view.stock[i])), int(view.ship_hours[i]), int(market.logistics_hours[i]),
-            round(float(market.historical_avg_rating[i]), 2), str(market.supplier_ids[s]),
-            round(float(market.shop_rating[s]), 2), int(view.sales_30d[i]),
-        ])  # fmt: skip
-    return rows
+    # Column by column: one gather per column, then plain Python values (tolist), instead of
+    # a numpy scalar look-up per cell.
+    i = np.asarray(products, dtype=np.int64)
+    s = market.supplier[i]
+    columns = (
+        _texts(market.product_ids[i]),
+        _texts(market.titles[i]),
+        [market.categories[c] for c in market.category[i].tolist()],
+        [rmb(fen) for fen in view.price_fen[i].tolist()],
+        [stock_band(units) for units in view.stock[i].tolist()],
+        view.ship_hours[i].tolist(),
+        market.logistics_hours[i].tolist(),
+        [round(r, 2) for r in market.historical_avg_rating[i].astype(np.float64).tolist()],
+        _texts(market.supplier_ids[s]),
+        [round(r, 2) for r in market.shop_rating[s].astype(np.float64).tolist()],
+        view.sales_30d[i].tolist(),
+    )
+    return [list(row) for row in zip(*columns, strict=True)]
 
 
 @tool(kind="read", group="sourcing")

@@ -1,0 +1,162 @@
+"""Supplier events (SPEC §7) as a time-ordered log of changes, one log per channel.
+
+An event of a channel is in force over hours start ≤ t < end; a channel's events of one product
+never overlap (the next is scheduled after recovery). So the channel's state of a product at hour
+t (its price, delisted or not, its extra ship hours) is the value set by the product's last change
+at or before t: an event starting sets the event's value, an event ending sets the neutral one.
+Sorted by hour, the changes let a view move forward from one hour to a later one by applying only
+the changes in between (`catalog.view`), and let the anomaly table find the events that started
+or ended in a window for the few listed products (`tools.monitoring`) without a per-product walk.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from merchantbench.catalog.market import CHANNELS, Market, SupplierEvents
+
+
+def event_price_fen(base_price_fen: np.ndarray, factor: np.ndarray) -> np.ndarray:
+    """Procurement price during a price-change event: base × factor, rounded half-to-even to fen.
+
+    Computed in float64 so it agrees exactly with `round(base * float(factor))` in Python.
+    """
+    exact = np.asarray(base_price_fen, dtype=np.float64) * np.asarray(factor, dtype=np.float64)
+    return np.rint(exact).astype(np.int64)
+
+
+_HOUR_MIN, _HOUR_MAX = -(2**31), 2**31 - 1  # the log's hours are int32
+
+
+@dataclass(frozen=True, eq=False)
+class ChannelLog:
+    """One channel's changes by hour: at `hour[k]`, `product[k]`'s state becomes `value[k]`
+    (an event starts when `starts[k]`, else one ends). At one hour, ends come before starts.
+
+    `neutral` is every product's state outside events; `min_length` the shortest event that
+    starts after hour 0 (events in force at hour 0 count from there and may be shorter).
+    """
+
+    hour: np.ndarray  # int32, non-decreasing
+    product: np.ndarray  # int32
+    value: np.ndarray  # the state from that hour on
+    starts: np.ndarray  # bool
+    neutral: np.ndarray  # [n_products]
+    min_length: int
+
+    @classmethod
+    def build(cls, events: SupplierEvents, applied: np.ndarray, neutral: np.ndarray) -> ChannelLog:
+        """The log of `events`, whose event k sets the state `applied[k]` while in force."""
+        start = np.maximum(events.start.astype(np.int64), 0)  # the run sees hours ≥ 0 only
+        end = events.end.astype(np.int64)
+        keep = end > start
+        start, end, applied = start[keep], end[keep], applied[keep]
+        product = events.product[keep].astype(np.int32)
+        hour = np.concatenate((end, start))
+        starts = np.concatenate((np.zeros(len(end), bool), np.ones(len(start), bool)))
+        key = 2 * hour + starts
+        # Hours fit in 15 bits for any run of about a year: a stable sort of int16 is a radix sort.
+        small = len(key) and key.max() < 2**15
+        order = np.argsort(key.astype(np.int16) if small else key, kind="stable")
+        later = start > 0
+        return cls(
+            hour=hour[order].astype(np.int32),
+            product=np.concatenate((product, product))[order],
+            value=np.concatenate((neutral[product], applied))[order],
+            starts=starts[order],
+            neutral=neutral,
+            min_length=int((end - start)[later].min()) if later.any() else 1 << 30,
+        )
+
+    def span(self, after: int, upto: int) -> slice:
+        """Positions of the changes in hours (after, upto]."""
+        # Bounds in the log's dtype: a Python int would convert the whole log on every call.
+        bounds = np.array([min(max(h, _HOUR_MIN), _HOUR_MAX) for h in (after, upto)], np.int32)
+        lo, hi = self.hour.searchsorted(bounds, side="right").tolist()
+        return slice(lo, max(lo, hi))
+
+    def apply(self, state: np.ndarray, after: int, upto: int) -> None:
+        """Move `state` (the channel's state of every product at hour `after`) to hour `upto`.
+
+        Within a span of at most `min_length` hours a product has at most one end and one
+        start (an end first), so applying the span's ends, then its starts, is exact; longer
+        spans go in such steps. Before hour 0 nothing is in force: from `after` = -1 the state
+        is `neutral`.
+        """
+        while after < upto:
+            # Hour 0 alone first: events in force at hour 0 start there and may end soon after.
+            step = min(upto, after + self.min_length if after >= 0 else 0)
+            span = self.span(after, step)
+            starts = self.starts[span]
+            products, values = self.product[span], self.value[span]
+            state[products[~starts]] = values[~starts]
+            state[products[starts]] = values[starts]
+            after = step
+
+
+_LOGS: weakref.WeakKeyDictionary[Market, dict[str, ChannelLog]] = weakref.WeakKeyDictionary()
+
+
+def channel_logs(market: Market) -> dict[str, ChannelLog]:
+    """The market's change logs by channel (`CHANNELS`), built on first use and kept while the
+    market lives. A channel's state is what a shopper sees of it: the procurement price in fen
+    (price_change), whether the supplier has the product on sale (delisting), and the ship
+    hours before the calendar's extra hours (delay)."""
+    cached = _LOGS.get(market)
+    if cached is None:
+        price, delisting, delay = (market.events[channel] for channel in CHANNELS)
+        base_price = market.base_price_fen.astype(np.int64)
+        base_ship = market.ship_hours.astype(np.int32)
+        delayed_ship = base_ship[delay.product] + delay.value.astype(np.int32)
+        cached = {
+            "price_change": ChannelLog.build(
+                price, event_price_fen(base_price[price.product], price.value), base_price
+            ),
+            "delisting": ChannelLog.build(
+                delisting, np.zeros(len(delisting.start), bool), np.ones(market.n_products, bool)
+            ),
+            "delay": ChannelLog.build(delay, delayed_ship, base_ship),
+        }
+        _LOGS[market] = cached
+    return cached
+
+
+# Channel names in alphabetical order, the order the anomaly table breaks ties in.
+_BY_NAME = sorted(CHANNELS)
+
+
+def changes_between(
+    market: Market, products: np.ndarray, after: int, upto: int
+) -> list[tuple[int, str, int, bool]]:
+    """Events of `products` that started or ended in hours (after, upto].
+
+    Returns:
+        (product, channel, hour, ended) tuples ordered by product, hour, starts before ends,
+        then channel name.
+    """
+    logs, chosen = channel_logs(market), np.zeros(market.n_products, dtype=bool)
+    chosen[np.asarray(products, dtype=np.int64)] = True
+    parts: list[tuple[np.ndarray, ...]] = []
+    for number, channel in enumerate(_BY_NAME):
+        log = logs[channel]
+        span = log.span(after, upto)
+        found = np.flatnonzero(chosen[log.product[span]]) + span.start
+        if len(found):
+            ended = ~log.starts[found]
+            parts.append((log.product[found], log.hour[found], ended, np.full(len(found), number)))
+    if not parts:
+        return []
+    product, hour, ended, rank = (np.concatenate(column) for column in zip(*parts, strict=True))
+    order = np.lexsort((rank, ended, hour, product))
+    return list(
+        zip(
+            product[order].tolist(),
+            [_BY_NAME[r] for r in rank[order].tolist()],
+            hour[order].tolist(),
+            ended[order].tolist(),
+            strict=True,
+        )
+    )
