@@ -15,11 +15,13 @@ from merchantbench.agents.llm.scripted_policy import store_policy
 from merchantbench.agents.llm.scripted_server import ScriptedServer
 from merchantbench.runs import calibrate
 from merchantbench.runs.identity import run_identity, same_identity, write_identity
+from merchantbench.runs.manifest import read_manifest
+from merchantbench.runs.sealed import read_sealed
 from merchantbench.scenario import load_scenario
 from merchantbench.sweeps.driver import run_sweep
 from merchantbench.sweeps.execute import LocalExecutor
 from merchantbench.sweeps.index import read_index
-from merchantbench.sweeps.plan import SweepPlanError, plan_sweep
+from merchantbench.sweeps.plan import plan_sweep
 from merchantbench.sweeps.spec import SweepFileError, parse_sweep_text
 
 SMOKE = 'scenarios: [{name: smoke, set: ["clock.days=3"]}]\n'
@@ -33,7 +35,6 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("agents: [idle]\nseeds: {sealed: 3}\n", "sealed seeds need"),
         ("agents: [idle]\nseed: [1]\n", "seed: unknown key"),
         ("agents: [idle, idle]\n", "labels repeat: idle"),
         ("agents: [nobody]\n", "unknown agent 'nobody'"),
@@ -50,9 +51,28 @@ def test_bad_sweep_files_fail_in_one_line(tmp_path: Path, text: str, message: st
     assert not (tmp_path / "out" / "runs").exists()
 
 
-def test_sealed_seeds_are_refused_before_anything_runs():
-    with pytest.raises(SweepPlanError, match="sealed-seed support"):
-        plan_sweep(parse_sweep_text("agents: [idle]\nseeds: {sealed: 2}\n", ".yaml"), Path("."))
+def test_a_sealed_sweep_draws_a_seed_per_run_and_resumes_without_redrawing(tmp_path: Path):
+    text = SMOKE + "agents: [{agent: rule-based, label: rb}]\nseeds: {sealed: 2}\n"
+    runs = plan_sweep(parse_sweep_text(text, ".yaml"), tmp_path)
+    assert [r.name for r in runs] == ["rb/sealed1", "rb/sealed2"] and all(r.sealed for r in runs)
+    out = tmp_path / "out"
+    first = run_sweep(parse_sweep_text(text, ".yaml"), tmp_path, out, LocalExecutor())
+    assert len(first.finished) == 2 and not first.failed
+    secrets = [read_sealed(out / "runs" / "rb" / f"sealed{n}") for n in (1, 2)]
+    assert secrets[0].seed != secrets[1].seed and min(s.seed for s in secrets) >= 2**64
+    for n, secret in zip((1, 2), secrets, strict=True):
+        meta = read_manifest(out / "runs" / "rb" / f"sealed{n}")
+        assert meta.seed is None and meta.seed_commitment is not None
+        assert meta.seed_commitment.sha256 == secret.commitment.sha256
+    rows = read_index(out)
+    assert {(r["seed"], r["sealed"]) for r in rows} == {(None, True)}
+    assert all(str(s.seed) not in (out / "index.parquet").read_bytes().decode("latin-1")
+               for s in secrets)  # fmt: skip
+    again = run_sweep(parse_sweep_text(text, ".yaml"), tmp_path, out, LocalExecutor())
+    assert not again.finished and not again.failed  # both done: skipped, nothing redrawn
+    assert [read_sealed(out / "runs" / "rb" / f"sealed{n}").seed for n in (1, 2)] == [
+        s.seed for s in secrets
+    ]
     with pytest.raises(SweepFileError, match="seeds"):
         parse_sweep_text("agents: [idle]\nseeds: {sealed: 0}\n", ".yaml")
 

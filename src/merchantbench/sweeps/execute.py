@@ -92,7 +92,8 @@ def warm_markets(todo: Sequence[Todo]) -> None:
     """Build each needed market once (cached on disk per machine) before runs share it."""
     first: dict[tuple[str, int], SweepRun] = {}
     for t in todo:
-        first.setdefault((t.run.scenario.content_hash, t.run.seed), t.run)
+        if not t.run.sealed:  # a sealed run's market is its own, built when it starts
+            first.setdefault((t.run.scenario.content_hash, t.run.seed), t.run)
     for run in first.values():
         get_market(run.scenario, run.seed)
 

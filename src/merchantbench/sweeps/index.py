@@ -79,7 +79,8 @@ def index_row(run: SweepRun, sweep_dir: Path) -> dict[str, Any]:
     run_dir = run.run_dir(sweep_dir)
     row: dict[str, Any] = {
         "label": run.label, "agent": run.agent, "harness": run.harness,
-        "model_entry": run.model_entry, "scenario": run.scenario.name, "seed": run.seed,
+        "model_entry": run.model_entry, "scenario": run.scenario.name,
+        "seed": None if run.sealed else run.seed, "sealed": run.sealed,
         "identity": run.key, "status": state.status, "reason": state.reason,
         "run_dir": str(run_dir.relative_to(sweep_dir)),
     }  # fmt: skip

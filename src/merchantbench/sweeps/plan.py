@@ -16,15 +16,12 @@ from merchantbench.agents.registry import AgentConfigError, agent_entry
 from merchantbench.runs.files import atomic_write_json
 from merchantbench.runs.identity import code_version, identity_key, run_identity
 from merchantbench.runs.runner import RunSpec
+from merchantbench.runs.sealed import SEED_FILE, read_sealed
 from merchantbench.scenario import Scenario, ScenarioError, load_scenario
 from merchantbench.sweeps.spec import HARNESSES, ScenarioAxis, SealedSeeds, SweepFile
 
 PLAN_FILE = "sweep.json"
 RUNS_DIR = "runs"
-SEALED_MISSING = (
-    "sealed seeds need sealed-seed support in the runner (RunSpec), which this version lacks; "
-    "give a list of public seeds"
-)
 
 
 class SweepPlanError(ValueError):
@@ -45,6 +42,8 @@ class SweepRun:
         model_entry: The models-file entry of an LLM run.
         max_concurrency: The entry's cap on runs calling it at once.
         key: Hash of the run's identity (configuration + code version).
+        sealed: A sealed run (SPEC §10): `seed` is then only the slot's number; the real seed
+            is drawn when the run starts and kept in its `sealed/` directory.
     """
 
     label: str
@@ -56,23 +55,39 @@ class SweepRun:
     model_entry: str | None
     max_concurrency: int | None
     key: str
+    sealed: bool = False
 
     @property
     def is_llm(self) -> bool:
         return self.agent in HARNESSES
 
     @property
+    def slot(self) -> str:
+        """The run's directory name under its configuration: `s<seed>` or `sealed<n>`."""
+        return f"sealed{self.seed}" if self.sealed else f"s{self.seed}"
+
+    @property
     def name(self) -> str:
-        return f"{self.label}/s{self.seed}"
+        return f"{self.label}/{self.slot}"
 
     def run_dir(self, sweep_dir: Path) -> Path:
-        return sweep_dir / RUNS_DIR / self.label / f"s{self.seed}"
+        return sweep_dir / RUNS_DIR / self.label / self.slot
 
-    def spec(self) -> RunSpec:
-        return RunSpec(self.agent, self.scenario, self.seed, dict(self.settings))
+    def spec(self, run_dir: Path | None = None) -> RunSpec:
+        """The run's spec. A sealed slot draws its seed on first start and reads it back from
+        `run_dir` afterwards (to resume)."""
+        if not self.sealed:
+            return RunSpec(self.agent, self.scenario, self.seed, dict(self.settings))
+        secret = None
+        if run_dir is not None and (run_dir / SEED_FILE).is_file():
+            secret = read_sealed(run_dir)
+        if secret is None:
+            return RunSpec.sealed_run(self.agent, self.scenario, agent_settings=dict(self.settings))
+        return RunSpec(self.agent, self.scenario, secret.seed, dict(self.settings), sealed=secret)
 
     def identity(self) -> dict[str, Any]:
-        return run_identity(self.agent, self.settings, self.scenario, self.seed)
+        identity = run_identity(self.agent, self.settings, self.scenario, self.seed)
+        return {**identity, "sealed": True} if self.sealed else identity
 
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -135,25 +150,30 @@ def plan_sweep(sweep: SweepFile, base: Path) -> list[SweepRun]:
 
     Raises:
         SweepPlanError: An unknown agent, bad settings, a missing models entry, a bad scenario,
-            repeated labels, or sealed seeds (not supported by this runner).
+            or repeated labels. `seeds: {sealed: N}` plans N sealed slots per configuration.
     """
-    if isinstance(sweep.seeds, SealedSeeds):
-        raise SweepPlanError(SEALED_MISSING)
+    sealed = isinstance(sweep.seeds, SealedSeeds)
+    seeds = (
+        range(1, sweep.seeds.sealed + 1) if isinstance(sweep.seeds, SealedSeeds) else sweep.seeds
+    )
     scenarios = [_scenario(axis, base) for axis in sweep.scenarios]
     runs = []
     for label, agent, settings in _configurations(sweep, base):
         cap = _cap(agent, settings)
         for scenario_label, scenario in scenarios:
             full = label if len(scenarios) == 1 else f"{label}@{scenario_label}"
-            for seed in sweep.seeds:
+            for seed in seeds:
                 try:
-                    key = identity_key(run_identity(agent, settings, scenario, seed))
+                    identity = run_identity(agent, settings, scenario, seed)
+                    key = identity_key({**identity, "sealed": True} if sealed else identity)
                 except (AgentConfigError, ModelConfigError) as exc:
                     raise SweepPlanError(f"{full}: {exc}") from None
                 entry = settings.get("model_entry") if agent in HARNESSES else None
                 harness = agent if agent in HARNESSES else None
                 runs.append(
-                    SweepRun(full, agent, settings, scenario, seed, harness, entry, cap, key)
+                    SweepRun(
+                        full, agent, settings, scenario, seed, harness, entry, cap, key, sealed
+                    )
                 )
     return runs
 

@@ -54,7 +54,8 @@ class ScenarioAxis(_Strict):
 
 
 class SealedSeeds(_Strict):
-    """Seeds drawn by the host and never shown (needs sealed-seed support in the runner)."""
+    """N sealed runs per configuration: each draws its own 128-bit seed when it starts, keeps
+    it in its run directory's `sealed/` and records a commitment (docs/sealed.md)."""
 
     sealed: int = Field(ge=1)
 

@@ -76,7 +76,7 @@ def record_failure(run_dir: Path, error: str) -> None:
 
 
 def progress_path(run: SweepRun, sweep_dir: Path) -> Path:
-    return sweep_dir / PROGRESS_DIR / run.label / f"s{run.seed}.json"
+    return sweep_dir / PROGRESS_DIR / run.label / f"{run.slot}.json"
 
 
 class ProgressWriter:

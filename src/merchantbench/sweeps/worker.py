@@ -51,7 +51,7 @@ def _locked(path: Path, wait: float) -> Iterator[None]:
 
 
 def lock_path(run: SweepRun, sweep_dir: Path) -> Path:
-    return sweep_dir / LOCKS_DIR / run.label / f"s{run.seed}.lock"
+    return sweep_dir / LOCKS_DIR / run.label / f"{run.slot}.lock"
 
 
 async def execute_run_async(run: SweepRun, sweep_dir: Path, resume: bool) -> str | None:
@@ -64,7 +64,7 @@ async def execute_run_async(run: SweepRun, sweep_dir: Path, resume: bool) -> str
             try:
                 with _locked(lock_path(run, sweep_dir), 0.0):
                     hook = ProgressWriter(run_dir, progress_path(run, sweep_dir))
-                    await run_agent_async(run.spec(), run_dir, resume=resume, on_window=hook)
+                    await run_agent_async(run.spec(run_dir), run_dir, resume=resume, on_window=hook)
                 return None
             except RunBusy:
                 if time.monotonic() >= deadline:
