@@ -15,6 +15,7 @@ from script import play_window
 
 from merchantbench.catalog.market import HIDDEN_FIELDS
 from merchantbench.runs.runner import RunSpec, RunWriter
+from merchantbench.runs.sealed import read_sealed
 from merchantbench.scenario import Scenario
 from merchantbench.serve.external import EXTERNAL, ExternalAgent, ExternalSettings
 
@@ -131,11 +132,13 @@ def test_the_http_run_equals_an_in_process_run(played, tmp_path) -> None:
     assert meta["front_end"]["registration"]["model"] == "scripted"
     served = json.loads((run_dir / "metrics.json").read_text())
     scenario = Scenario.model_validate(meta["scenario_config"])
-    local = play_in_process(scenario, meta["seed"], tmp_path / "local")
+    assert meta["seed"] is None and meta["seed_commitment"]  # sealed: only the harness has it
+    local = play_in_process(scenario, read_sealed(run_dir).seed, tmp_path / "local")
     assert served["windows"] == 28 and served["orders"] > 0
     assert served["state_hash"] == local["state_hash"] == meta["state_hash"]
-    assert {k: v for k, v in served.items() if k != "agent"} == {
-        k: v for k, v in local.items() if k != "agent"
+    assert served["seed"] is None  # a sealed run's metrics do not show its seed
+    assert {k: v for k, v in served.items() if k not in ("agent", "seed")} == {
+        k: v for k, v in local.items() if k not in ("agent", "seed")
     }
     summary = client.responses[-1].json()
     assert summary["status"] == "finished" and "seed" not in summary["metrics"]

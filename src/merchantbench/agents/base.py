@@ -73,6 +73,9 @@ class BaseAgent(Generic[SettingsT]):
     name: ClassVar[str] = ""
     Settings: ClassVar[type[AgentSettings]] = AgentSettings
     privileged: ClassVar[bool] = False
+    # Keys of `settings()` that report where a run keeps things, not how it is configured
+    # (e.g. a private home directory); a resume does not pin them.
+    runtime_settings: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, config: SettingsT | None = None) -> None:
         self.config: SettingsT = config if config is not None else self.Settings()  # type: ignore[assignment]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 from pathlib import Path
 from typing import Annotated
 
@@ -59,7 +60,18 @@ def _serve(app, host: str, port: int, registry_hook=None) -> None:
     if registry_hook is not None:
         registry_hook(server)
     signal.signal(signal.SIGTERM, lambda *_: setattr(server, "should_exit", True))
-    server.run()
+    # Bound and listening before the app starts: the addresses announced while it starts up
+    # accept connections at once (they wait in the backlog until uvicorn serves them).
+    try:
+        listener = socket.create_server((host, port), family=_family(host), backlog=128)
+    except OSError as exc:
+        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+    listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    server.run(sockets=[listener])
+
+
+def _family(host: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
 
 
 def serve(

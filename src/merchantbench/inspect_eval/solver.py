@@ -209,7 +209,7 @@ def play_store(
             named = settings.model_copy(update={"model": str(get_model())})
             spec = RunSpec(INSPECT_AGENT, scenario, seed, named.model_dump())
             writer = RunWriter(spec, run_dir)
-            session, agent, meta = writer.open_session(resume=False)
+            session, agent, meta = writer.open_session(False, agent=InspectAgent(named))
             assert isinstance(agent, InspectAgent)
             try:
                 await _play_run(state, writer, session, agent)

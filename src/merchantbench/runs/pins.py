@@ -74,14 +74,15 @@ def pins_of_run(
     )
 
 
-def pins_of_record(run: RunManifest) -> RunPins:
-    """The pins `run.json` states, with the code the run continues with."""
+def pins_of_record(run: RunManifest, runtime: frozenset[str] = frozenset()) -> RunPins:
+    """The pins `run.json` states, with the code the run continues with; `runtime` names
+    reported settings that are not configuration (`BaseAgent.runtime_settings`)."""
     return RunPins(
         scenario_hash=run.scenario.hash,
         seed=run.seed,
         seed_commitment=None if run.seed_commitment is None else run.seed_commitment.sha256,
         agent=run.agent.name,
-        agent_settings=run.agent.settings,
+        agent_settings={k: v for k, v in run.agent.settings.items() if k not in runtime},
         catalog=_catalog(run.market.catalog),
         tool_schema_sha256=run.tool_schema_sha256,
         code=run.code(),

@@ -215,8 +215,9 @@ class RunWriter:
             if entry.front_end is not None:
                 raise RunError(f"agent {spec.agent!r} plays through {entry.front_end}")
             agent = make_agent(spec.agent, spec.agent_settings, hidden_market=hidden)
+        configured = {k: v for k, v in agent.settings().items() if k not in agent.runtime_settings}
         self.pins = pins_of_run(
-            spec.scenario, spec.seed, spec.agent, agent.settings(), spec.catalog,
+            spec.scenario, spec.seed, spec.agent, configured, spec.catalog,
             session.registry.schema_sha256(), _commitment(spec),
         )  # fmt: skip
         if resume:
@@ -241,7 +242,7 @@ class RunWriter:
             found, saved = read_checkpoint_pins(run_dir)
             continued = check_resume(
                 self.pins,
-                pins_of_record(meta),
+                pins_of_record(meta, agent.runtime_settings),
                 pins_of_checkpoint(saved) if found else None,
                 self.allow_code_change,
             )
@@ -382,6 +383,7 @@ async def run_agent_async(
             if session.window % checkpoint_every == 0 and not session.over:
                 writer.checkpoint(session, agent)
     except BaseException as exc:
+        writer.close()  # what was traced before the failure reaches the disk
         meta.fail(exc)
         writer.flush_agent_log(agent)
         _record_agent_outcome(agent, meta)

@@ -21,7 +21,7 @@ from merchantbench.runs.runner import RunSpec, RunWriter
 from merchantbench.runs.sealed import read_sealed
 from merchantbench.scenario import Scenario
 from merchantbench.tools.toolset import END_OF_STEP
-from merchantbench.web.human import HUMAN_ORIGIN
+from merchantbench.web.human import HUMAN_ORIGIN, HumanAgent, HumanSettings
 
 HISTORY_FILE = "web-history.json"  # what the pages drew so far (public numbers only)
 _NET = re.compile(r"Net assets: (-?[\d,]+\.\d\d) RMB")
@@ -59,7 +59,8 @@ class PlayStore:
     def __init__(self, spec: RunSpec, run_dir: Path, resume: bool) -> None:
         self.run_dir = run_dir
         self.writer = RunWriter(spec, run_dir, checkpoint_every=1)
-        self.session, self.agent, self.manifest = self.writer.open_session(resume)
+        human = HumanAgent(HumanSettings.model_validate(spec.agent_settings))
+        self.session, self.agent, self.manifest = self.writer.open_session(resume, agent=human)
         self.session.env_origin = HUMAN_ORIGIN
         self.surface = self.session.surface
         self.lock = threading.Lock()

@@ -106,6 +106,7 @@ class HermesAgentDriver(BaseAgent[HermesAgentSettings]):
 
     name = "hermes-agent"
     Settings = HermesAgentSettings
+    runtime_settings = frozenset({"hermes_home"})  # a private home per run, not a setting
 
     def __init__(self, config: HermesAgentSettings | None = None) -> None:
         super().__init__(config)
