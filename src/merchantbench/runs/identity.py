@@ -15,37 +15,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import merchantbench
 from merchantbench.agents.registry import check_settings
+from merchantbench.runs.code_version import source_sha256
 from merchantbench.runs.files import atomic_write_json
 from merchantbench.scenario import Scenario
 
-_SKIPPED_PARTS = frozenset({"__pycache__"})
-_SKIPPED_SUFFIXES = (".pyc", ".pyo")
-
-
-@cache
-def source_sha256() -> str:
-    """SHA-256 over the package's files (relative path and bytes, in sorted order)."""
-    root = Path(merchantbench.__file__).parent
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
-        relative = path.relative_to(root)
-        if not path.is_file() or _SKIPPED_PARTS & set(relative.parts):
-            continue
-        if path.name.endswith(_SKIPPED_SUFFIXES):
-            continue
-        digest.update(relative.as_posix().encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()
-
 
 def code_version() -> dict[str, str]:
-    """The package version and the hash of its source."""
+    """The package version and the hash of its source (one definition: runs/code_version.py)."""
     return {"package_version": merchantbench.__version__, "source_sha256": source_sha256()}
 
 
