@@ -51,6 +51,10 @@ def _build_agent(out):
     # recorder reads usage from complete answers. (Hermes' own switch for providers that
     # cannot stream; there is no public option for it in this version.)
     agent._disable_streaming = True
+    # Both tokens are in use now (the MCP headers were read from config.yaml at discovery):
+    # Hermes' terminal and code execution, its child processes, need neither.
+    for name in ("MB_MCP_TOKEN", "MB_API_TOKEN"):
+        os.environ.pop(name, None)
     return agent
 
 
