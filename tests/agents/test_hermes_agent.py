@@ -127,6 +127,8 @@ def _snooping_policy(targets: dict[str, str]):
         _reply("skill_view", name=targets["file"]),
         _reply("memory", action="add", target="memory", content="$MB_HIDDEN_MARKER"),
         _reply("terminal", command=f"env; cat {files}; ls {targets['cache_root']}"),
+        # Every process's initial environment (forwarder, worker, shells): no token in any.
+        _reply("terminal", command="cat /proc/[0-9]*/environ | tr '\\0' '\\n' | sort -u"),
         _reply("terminal", command=connect.format(host.replace(":", "/"), "HOST")),
         _reply("terminal", command=connect.format(outside.replace(":", "/"), "EXTERNAL")),
         _reply("read_file", path=targets["run"]),
@@ -205,11 +207,12 @@ def test_hermes_tools_reach_nothing_hidden(tmp_path, monkeypatch, hermes_env):
     assert len(closes) == 2 and not any(e["forced"] for e in closes)
     views = [e for e in trace if e["tool"] == "skill_view"]
     assert len(views) == 4 and not any(e["ok"] for e in views)
-    for tool, count in (("terminal", 6), ("read_file", 2), ("execute_code", 2)):
+    for tool, count in (("terminal", 8), ("read_file", 2), ("execute_code", 2)):
         assert len([e for e in trace if e["tool"] == tool and e["origin"] == "framework"]) == count
     seen = _tool_results(server.requests)
     # The tools ran (inside the sandbox), and found none of it.
-    assert "HERMES_HOME=" in seen and "No such file or directory" in seen
+    assert "HERMES_HOME=" in seen and "MB_MODEL=scripted" in seen
+    assert "No such file or directory" in seen
     assert "HOST-REFUSED" in seen and "EXTERNAL-REFUSED" in seen and "CODE-REFUSED" in seen
     assert "-CONNECTED" not in seen
     assert listener.accepted == 0  # nothing of the sandbox reached the host's network

@@ -216,15 +216,13 @@ class HermesAgentDriver(BaseAgent[HermesAgentSettings]):
             {
                 "MB_MODEL": self.model.model,
                 "MB_BASE_URL": base + MODEL_PREFIX,
-                "MB_API_TOKEN": gateway.token,
                 "MB_TOOLSETS": ",".join([*self.config.toolsets, MCP_TOOLSET]),
                 "MB_MAX_ITERATIONS": str(self.config.max_iterations),
             },
-            gateway.token,
         )
         try:
             argv = command(self.home, env, variables, socket_dir)
-            process = await HermesProcess.start(argv, variables, self.home, 300)
+            process = await HermesProcess.start(argv, variables, self.home, gateway.token, 300)
         except BaseException:
             await gateway.stop()
             _remove(socket_dir)

@@ -3,8 +3,9 @@
 The process runs `worker.py` with the interpreter of Hermes' own environment, in a private
 home (`HERMES_HOME` and `HOME`, holding config.yaml, memory, skills and Hermes' session store)
 and with an environment made from nothing: no variable of ours, no provider key (it talks to
-the driver's recorder with a token). Under bubblewrap its file system is only the system's
-`/usr`, the two interpreter trees read-only, its home writable and a private `/tmp`, so
+the driver's server with a token, sent over stdin). Under bubblewrap its file system is only
+the system's `/usr`, the two interpreter trees read-only, its home writable and a private
+`/tmp`, so
 neither Hermes nor any of its tools (terminal and code execution included: they are its
 child processes) can see the run directory, the market cache or our checkout. Its network
 namespace is its own (loopback only): the one way out is the driver's Unix socket, which
@@ -42,7 +43,8 @@ class HermesProcessError(RuntimeError):
 
 
 def write_config(home: Path, mcp_url: str, tool_timeout: float) -> None:
-    """Hermes' own config.yaml: our MCP server (token from the environment, never on disk)
+    """Hermes' own config.yaml: our MCP server (the token is never on disk: the worker
+    puts it in its environment for the MCP discovery, then removes it)
     with its tools only, and Hermes' own tools set for a sandbox nobody watches."""
     lines = [
         "mcp_servers:",
@@ -71,7 +73,8 @@ def write_config(home: Path, mcp_url: str, tool_timeout: float) -> None:
     (home / "config.yaml").write_text("\n".join(lines) + "\n")
 
 
-def process_env(home: Path, env: HermesEnv, settings: dict[str, str], token: str) -> dict[str, str]:
+def process_env(home: Path, env: HermesEnv, settings: dict[str, str]) -> dict[str, str]:
+    """The process's whole environment: its home, a plain PATH and the driver's `settings`."""
     return {
         "HOME": str(home),
         "HERMES_HOME": str(home),
@@ -79,7 +82,6 @@ def process_env(home: Path, env: HermesEnv, settings: dict[str, str], token: str
         "LANG": "C.UTF-8",
         "PYTHONUNBUFFERED": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
-        _TOKEN_VAR: token,
         **settings,
     }
 
@@ -128,8 +130,10 @@ class HermesProcess:
 
     @classmethod
     async def start(
-        cls, argv: list[str], env: dict[str, str], home: Path, timeout: float
+        cls, argv: list[str], env: dict[str, str], home: Path, token: str, timeout: float
     ) -> HermesProcess:
+        """Start the process, hand it `token` (first line of its stdin) and wait until it
+        is ready, at most `timeout` seconds."""
         # Hermes' own prints, for debugging; the child keeps its copy of the descriptor.
         with open(home / "hermes-driver.log", "ab") as log:
             proc = await asyncio.create_subprocess_exec(
@@ -142,6 +146,9 @@ class HermesProcess:
                 limit=1 << 24,
             )
         process = cls(proc)
+        assert proc.stdin is not None
+        proc.stdin.write((json.dumps({"token": token}) + "\n").encode())
+        await proc.stdin.drain()
         ready = await process._read(timeout)
         if not ready.get("ready"):
             raise HermesProcessError(f"Hermes did not start: {ready}")
