@@ -1,11 +1,12 @@
 """`hermes-agent`: the real Hermes Agent (Nous Research, the published package) on a store.
 
 The driver runs Hermes in its own pinned environment (`env.py`), in a private home, confined
-(`process.py`), talking to this run's surface only through our MCP server and to the model only
-through our recorder (`gateway.py`). One Hermes conversation runs through the year: each window
-the driver sends the observation as a user message; Hermes works with its tools until it calls
-`end_of_step` or stops answering with tools; a window it leaves open is closed and recorded as
-forced. Hermes' own memory, skills, todo list and context compression do the rest.
+(`process.py`: its file system and its network namespace; its terminal, file and code tools
+run inside too), talking to this run's surface only through our MCP server and to the model
+only through our recorder (`gateway.py`). One Hermes conversation runs through the year: each
+window the driver sends the observation as a user message; Hermes works with its tools until
+it calls `end_of_step` or stops answering with tools; a window it leaves open is closed and
+recorded as forced. Hermes' own memory, skills, todo list and context compression do the rest.
 
 Checkpoints pickle the driver without its process and servers. On resume the store continues
 from its checkpoint and Hermes restarts in the same private home: its memory, skills and
