@@ -6,14 +6,17 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from merchantbench.agents.hermes_agent.env import HermesEnvError, ensure_env, hermes_dir
 from merchantbench.agents.llm.scripted_server import ScriptedServer
+from merchantbench.catalog.cache import cache_root, market_path
 from merchantbench.runs.runner import RunSpec, run_agent
 from merchantbench.scenario import load_scenario
 
@@ -103,14 +106,33 @@ def test_full_smoke_run_through_mcp(tmp_path, monkeypatch, hermes_env):
 
 
 def _snooping_policy(targets: dict[str, str]):
-    """Asks Hermes' own tools for what lies outside its home, then ends each window. The
-    tools that are on come first: Hermes ends a turn at the third call of a tool it lacks."""
+    """Asks Hermes' own tools for what lies outside its home (files of the run directory and
+    the market cache, our environment, the host network), then ends each window."""
+    host, outside = targets["listener"], targets["external"]
+    files = " ".join(targets[k] for k in ("file", "run", "cache"))
+    connect = "timeout 5 bash -c 'exec 3<>/dev/tcp/{0}' && echo {1}-CONNECTED || echo {1}-REFUSED"
+    code = (
+        "import socket\n"
+        f"for p in {[targets[k] for k in ('file', 'run', 'cache')]!r}:\n"
+        "    try:\n        print(open(p).read())\n"
+        "    except OSError as e:\n        print('CODE-NOFILE', e.errno)\n"
+        f"for a in [{host!r}, {outside!r}]:\n"
+        "    h, _, port = a.rpartition(':')\n"
+        "    try:\n        socket.create_connection((h, int(port)), 3)\n"
+        "        print('CODE-CONNECTED')\n"
+        "    except OSError as e:\n        print('CODE-REFUSED', e.errno)\n"
+    )
     asks = [
         _reply("skill_view", name="../../../../../../" + targets["file"].lstrip("/")),
         _reply("skill_view", name=targets["file"]),
         _reply("memory", action="add", target="memory", content="$MB_HIDDEN_MARKER"),
-        _reply("terminal", command="env; cat " + targets["file"]),
-        _reply("read_file", path=targets["file"]),
+        _reply("terminal", command=f"env; cat {files}; ls {targets['cache_root']}"),
+        # Every process's initial environment (forwarder, worker, shells): no token in any.
+        _reply("terminal", command="cat /proc/[0-9]*/environ | tr '\\0' '\\n' | sort -u"),
+        _reply("terminal", command=connect.format(host.replace(":", "/"), "HOST")),
+        _reply("terminal", command=connect.format(outside.replace(":", "/"), "EXTERNAL")),
+        _reply("read_file", path=targets["run"]),
+        _reply("execute_code", code=code),
         _reply(MCP + "end_of_step"),
     ]
 
@@ -121,27 +143,82 @@ def _snooping_policy(targets: dict[str, str]):
     return policy
 
 
+class _Listener:
+    """A TCP listener on the host's 127.0.0.1 that counts the connections it accepts."""
+
+    def __init__(self) -> None:
+        self.socket = socket.create_server(("127.0.0.1", 0))
+        self.socket.settimeout(0.2)
+        self.accepted = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.socket.getsockname()[1]}"
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.socket.accept()[0].close()
+                self.accepted += 1
+            except TimeoutError:
+                continue
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self.socket.close()
+
+
+def _tool_results(requests: list[dict]) -> str:
+    """Every tool result Hermes sent to the model (what its tools let it see)."""
+    seen = {m["content"] for r in requests for m in r["messages"] if m["role"] == "tool"}
+    return "\n".join(str(text) for text in sorted(seen, key=str))
+
+
 def test_hermes_tools_reach_nothing_hidden(tmp_path, monkeypatch, hermes_env):
     secret = "hidden-9d2e7b"
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "hidden.txt").write_text(f"{secret}\n")
     monkeypatch.setenv("MB_HIDDEN_MARKER", secret)
-    targets = {"file": str(outside / "hidden.txt"), "dir": str(outside)}
-    metrics, run_dir, server, meta, trace = _run(
-        tmp_path, _snooping_policy(targets), monkeypatch, days=1
-    )
+    scenario = load_scenario("smoke", overrides=["clock.days=1"])
+    market = market_path(scenario, 1)
+    listener = _Listener()
+    targets = {
+        "file": str(outside / "hidden.txt"),
+        "run": str(tmp_path / "run" / "run.json"),
+        "cache": str(market / "meta.json"),
+        "cache_root": str(cache_root()),
+        "listener": listener.address,
+        "external": "1.1.1.1:80",
+    }
+    try:
+        metrics, run_dir, server, meta, trace = _run(
+            tmp_path, _snooping_policy(targets), monkeypatch, days=1
+        )
+    finally:
+        listener.close()
     assert meta["ended"] == "completed"
     # Every ask was made and answered, and the window closed by Hermes' own end_of_step.
     closes = [e for e in trace if e["tool"] == "end_of_step"]
     assert len(closes) == 2 and not any(e["forced"] for e in closes)
     views = [e for e in trace if e["tool"] == "skill_view"]
     assert len(views) == 4 and not any(e["ok"] for e in views)
-    answers = json.dumps(server.requests)
-    assert "Tool 'terminal' does not exist" in answers
-    assert "Tool 'read_file' does not exist" in answers
-    assert secret not in answers and KEY not in answers
-    assert str(run_dir) not in answers
+    for tool, count in (("terminal", 8), ("read_file", 2), ("execute_code", 2)):
+        assert len([e for e in trace if e["tool"] == tool and e["origin"] == "framework"]) == count
+    seen = _tool_results(server.requests)
+    # The tools ran (inside the sandbox), and found none of it.
+    assert "HERMES_HOME=" in seen and "MB_MODEL=scripted" in seen
+    assert "No such file or directory" in seen
+    assert "HOST-REFUSED" in seen and "EXTERNAL-REFUSED" in seen and "CODE-REFUSED" in seen
+    assert "-CONNECTED" not in seen
+    assert listener.accepted == 0  # nothing of the sandbox reached the host's network
+    hidden = [secret, KEY, "MB_MCP_TOKEN", "MB_API_TOKEN", (market / "meta.json").read_text()]
+    hidden += [str(run_dir / "trace.jsonl"), "stock_capacity"]
+    assert [text for text in hidden if text in seen] == []
     # Nothing hidden in what Hermes keeps either (the memory note stayed a literal).
     assert _files_containing(_home(meta), secret) == []
 

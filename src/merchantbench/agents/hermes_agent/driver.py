@@ -1,11 +1,12 @@
 """`hermes-agent`: the real Hermes Agent (Nous Research, the published package) on a store.
 
 The driver runs Hermes in its own pinned environment (`env.py`), in a private home, confined
-(`process.py`), talking to this run's surface only through our MCP server and to the model only
-through our recorder (`gateway.py`). One Hermes conversation runs through the year: each window
-the driver sends the observation as a user message; Hermes works with its tools until it calls
-`end_of_step` or stops answering with tools; a window it leaves open is closed and recorded as
-forced. Hermes' own memory, skills, todo list and context compression do the rest.
+(`process.py`: its file system and its network namespace; its terminal, file and code tools
+run inside too), talking to this run's surface only through our MCP server and to the model
+only through our recorder (`gateway.py`). One Hermes conversation runs through the year: each
+window the driver sends the observation as a user message; Hermes works with its tools until
+it calls `end_of_step` or stops answering with tools; a window it leaves open is closed and
+recorded as forced. Hermes' own memory, skills, todo list and context compression do the rest.
 
 Checkpoints pickle the driver without its process and servers. On resume the store continues
 from its checkpoint and Hermes restarts in the same private home: its memory, skills and
@@ -16,17 +17,21 @@ the conversation itself starts anew from the resumed window's observation.
 from __future__ import annotations
 
 import asyncio
+import shutil
+import tempfile
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from merchantbench.agents.base import AgentOutcome, AgentSettings, BaseAgent
 from merchantbench.agents.hermes_agent.env import HERMES_VERSION, ensure_env, hermes_dir
 from merchantbench.agents.hermes_agent.gateway import MCP_PATH, MODEL_PREFIX, Gateway
 from merchantbench.agents.hermes_agent.process import (
+    SANDBOX_PORT,
+    SOCKET_NAME,
     HermesProcess,
     HermesProcessError,
     command,
@@ -37,8 +42,12 @@ from merchantbench.agents.llm.models import ModelConfig, resolve_model
 from merchantbench.agents.llm.usage import UsageTotals
 from merchantbench.surface import AgentSurface
 
-# Hermes toolsets that touch only Hermes' private home, plus our MCP server's tools.
-CONFINED_TOOLSETS = ("memory", "todo", "skills", "session_search")
+# Hermes toolsets that touch only Hermes' private home.
+HOME_TOOLSETS = ("memory", "todo", "skills", "session_search")
+# Hermes toolsets that run commands and code as Hermes' child processes: confined only
+# under bubblewrap (the same file system and network namespace as Hermes).
+SANDBOXED_TOOLSETS = ("terminal", "file", "code_execution")
+CONFINED_TOOLSETS = HOME_TOOLSETS + SANDBOXED_TOOLSETS
 MCP_TOOLSET = "mcp-merchantbench"
 START_NOTE = (
     "You run this store through the merchantbench MCP tools. Each message is one window's "
@@ -54,11 +63,13 @@ class HermesAgentSettings(AgentSettings):
         model, base_url, api_key_env, models_file, model_entry, params: The model, as for the
             built-in LLM harnesses (the key stays in the driver; Hermes never sees it).
         version: The `hermes-agent` release to install and run.
-        toolsets: Hermes' own toolsets to turn on, among `CONFINED_TOOLSETS`.
+        toolsets: Hermes' own toolsets to turn on, among `CONFINED_TOOLSETS` (those of
+            `SANDBOXED_TOOLSETS` only with `confine`).
         max_iterations: Hermes' tool-calling iterations per window.
         window_timeout_seconds: A window Hermes has not finished by then is closed (forced)
             and Hermes is restarted.
-        confine: Run Hermes under bubblewrap (its file system holds only its home).
+        confine: Run Hermes under bubblewrap (its file system holds only its home; its
+            network only the driver's server).
     """
 
     model: str | None = None
@@ -84,13 +95,25 @@ class HermesAgentSettings(AgentSettings):
             )
         return value
 
+    @model_validator(mode="after")
+    def _sandboxed_need_confine(self) -> HermesAgentSettings:
+        unsandboxed = [t for t in self.toolsets if t in SANDBOXED_TOOLSETS]
+        if unsandboxed and not self.confine:
+            raise ValueError(
+                f"toolsets {unsandboxed} run commands on the host without confine; "
+                f"with confine=false choose toolsets among {', '.join(HOME_TOOLSETS)}"
+            )
+        return self
+
 
 class _Live:
-    """What exists only while the driver runs: the gateway and the Hermes process."""
+    """What exists only while the driver runs: the gateway, the Hermes process, and the
+    directory of the gateway's socket (when confined)."""
 
-    def __init__(self, gateway: Gateway, process: HermesProcess) -> None:
+    def __init__(self, gateway: Gateway, process: HermesProcess, socket_dir: Path | None) -> None:
         self.gateway = gateway
         self.process = process
+        self.socket_dir = socket_dir
         self.turns = 0
 
 
@@ -99,6 +122,11 @@ def _record_framework_call(surface: AgentSurface, call: dict[str, Any]) -> None:
     surface.record_framework_call(
         str(call.get("tool")), call.get("args"), bool(call.get("ok")), str(error) if error else None
     )
+
+
+def _remove(directory: Path | None) -> None:
+    if directory is not None:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 class HermesAgentDriver(BaseAgent[HermesAgentSettings]):
@@ -171,9 +199,17 @@ class HermesAgentDriver(BaseAgent[HermesAgentSettings]):
         env = await asyncio.to_thread(ensure_env, self.config.version)
         self.setup_seconds = env.setup_seconds
         self.home.mkdir(parents=True, exist_ok=True)
-        gateway = Gateway(surface, self.model, self.config.window_timeout_seconds)
-        await gateway.start()
-        base = f"http://127.0.0.1:{gateway.port}"
+        # Short (Unix socket paths are limited to ~108 bytes) and owner-only.
+        socket_dir = Path(tempfile.mkdtemp(prefix="mb-hermes-")) if self.config.confine else None
+        unix_path = None if socket_dir is None else socket_dir / SOCKET_NAME
+        gateway = Gateway(surface, self.model, self.config.window_timeout_seconds, unix_path)
+        try:
+            await gateway.start()
+        except BaseException:
+            _remove(socket_dir)
+            raise
+        port = gateway.port if socket_dir is None else SANDBOX_PORT
+        base = f"http://127.0.0.1:{port}"
         write_config(self.home, base + MCP_PATH, self.config.window_timeout_seconds)
         variables = process_env(
             self.home,
@@ -181,19 +217,18 @@ class HermesAgentDriver(BaseAgent[HermesAgentSettings]):
             {
                 "MB_MODEL": self.model.model,
                 "MB_BASE_URL": base + MODEL_PREFIX,
-                "MB_API_TOKEN": gateway.token,
                 "MB_TOOLSETS": ",".join([*self.config.toolsets, MCP_TOOLSET]),
                 "MB_MAX_ITERATIONS": str(self.config.max_iterations),
             },
-            gateway.token,
         )
-        argv = command(self.home, env, variables, self.config.confine)
         try:
-            process = await HermesProcess.start(argv, variables, self.home, 300)
+            argv = command(self.home, env, variables, socket_dir)
+            process = await HermesProcess.start(argv, variables, self.home, gateway.token, 300)
         except BaseException:
             await gateway.stop()
+            _remove(socket_dir)
             raise
-        self._live = _Live(gateway, process)
+        self._live = _Live(gateway, process, socket_dir)
         return self._live
 
     def _collect(self) -> None:
@@ -213,6 +248,7 @@ class HermesAgentDriver(BaseAgent[HermesAgentSettings]):
             # After the process is gone: calls Hermes made while shutting down are counted.
             self._collect_from(live)
             await live.gateway.stop()
+            _remove(live.socket_dir)
 
     def _collect_from(self, live: _Live) -> None:
         self._live = live

@@ -1,12 +1,14 @@
-"""The driver's loopback server: this run's MCP endpoint and a recorder in front of the model.
+"""The driver's local server: this run's MCP endpoint and a recorder in front of the model.
 
-One uvicorn server on 127.0.0.1 (a free port) serves two things to the Hermes process, each
-behind a token made for this process (never the provider's key):
+One uvicorn server serves two things to the Hermes process, each behind a token made for this
+process (never the provider's key). It listens on a Unix socket when Hermes is confined (the
+socket's directory is the only way out of Hermes' network namespace, `process.py`), else on
+127.0.0.1 (a free port):
 
-- `/mcp`: our MCP tools (`mcp_surface`, streamable HTTP) over *this run's* agent surface,
-  so every environment call lands in the run's own trace. Per window it accepts calls until
-  `end_of_step`; after that it refuses them, so Hermes cannot play into the next window on its
-  own (the driver hands it the next observation).
+- `/mcp`: our MCP server (`merchantbench.serve.mcp_server.McpHttpEndpoint`, streamable HTTP)
+  over *this run's* agent surface, so every environment call lands in the run's own trace.
+  Per window it accepts calls until `end_of_step`; after that it refuses them, so Hermes
+  cannot play into the next window on its own (the driver hands it the next observation).
 - `/v1/...`: forwards Hermes' model requests to the real endpoint, swapping the token for the
   real key (which thus stays in our process only), and records each call with its tokens,
   latency and cost.
@@ -16,17 +18,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import secrets
 import socket
 import time
+from functools import partial
+from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import uvicorn
 
-from merchantbench.agents.hermes_agent.mcp_surface import surface_mcp_app
 from merchantbench.agents.llm.models import ModelConfig
 from merchantbench.agents.llm.usage import CallRecord
+from merchantbench.serve.mcp_server import McpHttpEndpoint
 from merchantbench.session import END_OF_STEP
 from merchantbench.surface import AgentSurface
 from merchantbench.tools.errors import failure
@@ -40,12 +46,13 @@ WINDOW_CLOSED = (
 
 
 class WindowRun:
-    """What the MCP server sees as its run (the part of `HostedRun` it uses): the surface of
-    the open window, closed to calls once the window's `end_of_step` succeeded."""
+    """The run our MCP server serves (a `merchantbench.serve.mcp_server.McpRun`): the surface
+    of the open window, closed to calls once the window's `end_of_step` succeeded."""
 
     def __init__(self, surface: AgentSurface) -> None:
         self.surface = surface
         self.window_closed = True
+        self.lock = anyio.Lock()  # MCP requests apply one at a time
 
     def begin(self, surface: AgentSurface) -> None:
         self.surface = surface
@@ -64,6 +71,14 @@ class WindowRun:
             self.window_closed = True
             result = {**result, "next": WINDOW_CLOSED}
         return result
+
+    async def call_async(
+        self, tool: str, args: dict[str, Any] | None, idempotency_key: str | None
+    ) -> dict[str, Any]:
+        """`call` under the lock; `end_of_step` (a window's simulation) off the event loop."""
+        call = partial(self.call, tool, args, idempotency_key)
+        async with self.lock:
+            return await anyio.to_thread.run_sync(call) if tool == END_OF_STEP else call()
 
 
 class ModelRecorder:
@@ -137,26 +152,41 @@ def _json(answer: httpx.Response) -> dict[str, Any] | None:
 
 
 class Gateway:
-    """The loopback server (see the module docstring); `start()` then `url`, `stop()`."""
+    """The local server (see the module docstring); `start()`, then `port` or the socket at
+    `unix_path`, and `stop()`.
 
-    def __init__(self, surface: AgentSurface, model: ModelConfig, timeout: float) -> None:
+    Args:
+        surface: The run's surface (the MCP run begins each window with `run.begin`).
+        model: The model endpoint the recorder forwards to.
+        timeout: The recorder's timeout for one model request.
+        unix_path: Listen on a Unix socket at this path (owner-only) instead of
+            127.0.0.1.
+    """
+
+    def __init__(
+        self,
+        surface: AgentSurface,
+        model: ModelConfig,
+        timeout: float,
+        unix_path: Path | None = None,
+    ) -> None:
         self.token = secrets.token_urlsafe(24)
         self.run = WindowRun(surface)
-        self.mcp_app = surface_mcp_app(self.run, MCP_PATH)
+        self.mcp_app = McpHttpEndpoint(self.run, path=MCP_PATH).app
         self.recorder = ModelRecorder(model, timeout)
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.unix_path = unix_path
+        family = socket.AF_INET if unix_path is None else socket.AF_UNIX
+        self._socket = socket.socket(family, socket.SOCK_STREAM)
         self._server: uvicorn.Server | None = None
         self._task: asyncio.Task[None] | None = None
 
     @property
     def port(self) -> int:
+        """The TCP port on 127.0.0.1 (when not on a Unix socket)."""
         return int(self._socket.getsockname()[1])
 
     async def start(self) -> None:
-        # uvicorn sets TCP_NODELAY only on sockets it binds itself; without it every request
-        # waits ~40 ms (Nagle against delayed ACKs, docs/performance.md).
-        self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._socket.bind(("127.0.0.1", 0))
+        self._bind()
         config = uvicorn.Config(
             self._app,
             log_level="warning",
@@ -172,12 +202,25 @@ class Gateway:
                 self._task.result()  # raises what stopped it
             await asyncio.sleep(0.01)
 
+    def _bind(self) -> None:
+        if self.unix_path is None:
+            # uvicorn sets TCP_NODELAY only on sockets it binds itself; without it every
+            # request waits ~40 ms (Nagle against delayed ACKs, docs/performance.md).
+            self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._socket.bind(("127.0.0.1", 0))
+            return
+        self.unix_path.unlink(missing_ok=True)
+        self._socket.bind(str(self.unix_path))
+        os.chmod(self.unix_path, 0o600)  # the token guards requests; this guards the door
+
     async def stop(self) -> None:
         if self._server is not None and self._task is not None:
             self._server.should_exit = True
             await asyncio.wait_for(self._task, timeout=10)
         await self.recorder.client.aclose()
         self._socket.close()
+        if self.unix_path is not None:
+            self.unix_path.unlink(missing_ok=True)
 
     async def _app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":

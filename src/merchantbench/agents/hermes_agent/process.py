@@ -3,10 +3,13 @@
 The process runs `worker.py` with the interpreter of Hermes' own environment, in a private
 home (`HERMES_HOME` and `HOME`, holding config.yaml, memory, skills and Hermes' session store)
 and with an environment made from nothing: no variable of ours, no provider key (it talks to
-the driver's recorder with a token). Under bubblewrap its file system is only the system's
-`/usr`, the two interpreter trees read-only and its home writable, so neither Hermes nor any
-of its tools can see the run directory, the market cache or our checkout. The network is
-shared (the model recorder and the MCP endpoint are on loopback); Hermes' network tools are off.
+the driver's server with a token, sent over stdin). Under bubblewrap its file system is only
+the system's `/usr`, the two interpreter trees read-only, its home writable and a private
+`/tmp`, so
+neither Hermes nor any of its tools (terminal and code execution included: they are its
+child processes) can see the run directory, the market cache or our checkout. Its network
+namespace is its own (loopback only): the one way out is the driver's Unix socket, which
+`forwarder.py`, the sandbox's entry command, offers Hermes on `127.0.0.1:SANDBOX_PORT`.
 """
 
 from __future__ import annotations
@@ -26,6 +29,12 @@ from merchantbench.agents.llm.sandbox import find_bwrap
 
 SERVER_NAME = "merchantbench"
 WORKER = Path(__file__).with_name("worker.py")
+FORWARDER = Path(__file__).with_name("forwarder.py")
+# Inside the sandbox: where the driver's socket directory is bound, and the loopback port
+# the forwarder listens on (the namespace is Hermes' own, so any port is free).
+SANDBOX_SOCKET_DIR = "/run/merchantbench"
+SANDBOX_PORT = 8765
+SOCKET_NAME = "gateway.sock"
 _TOKEN_VAR = "MB_MCP_TOKEN"
 
 
@@ -34,7 +43,9 @@ class HermesProcessError(RuntimeError):
 
 
 def write_config(home: Path, mcp_url: str, tool_timeout: float) -> None:
-    """Hermes' own config.yaml: our MCP server (token from the environment, never on disk)."""
+    """Hermes' own config.yaml: our MCP server (the token is never on disk: the worker
+    puts it in its environment for the MCP discovery, then removes it)
+    with its tools only, and Hermes' own tools set for a sandbox nobody watches."""
     lines = [
         "mcp_servers:",
         f"  {SERVER_NAME}:",
@@ -43,11 +54,27 @@ def write_config(home: Path, mcp_url: str, tool_timeout: float) -> None:
         f'      Authorization: "Bearer ${{{_TOKEN_VAR}}}"',
         f"    timeout: {int(tool_timeout)}",
         "    connect_timeout: 30",
+        # The driver hands Hermes the brief and each observation: no prompt/resource tools.
+        "    tools:",
+        "      resources: false",
+        "      prompts: false",
+        "terminal:",
+        "  backend: local",  # Hermes' own child processes: inside the sandbox
+        f'  cwd: "{home}"',
+        "code_execution:",
+        "  mode: strict",  # Hermes' interpreter, a temporary directory of the private /tmp
+        # No one answers approval prompts (the sandbox is the safeguard), and tirith, Hermes'
+        # command scanner, would try to download itself.
+        "approvals:",
+        '  mode: "off"',
+        "security:",
+        "  tirith_enabled: false",
     ]
     (home / "config.yaml").write_text("\n".join(lines) + "\n")
 
 
-def process_env(home: Path, env: HermesEnv, settings: dict[str, str], token: str) -> dict[str, str]:
+def process_env(home: Path, env: HermesEnv, settings: dict[str, str]) -> dict[str, str]:
+    """The process's whole environment: its home, a plain PATH and the driver's `settings`."""
     return {
         "HOME": str(home),
         "HERMES_HOME": str(home),
@@ -55,33 +82,38 @@ def process_env(home: Path, env: HermesEnv, settings: dict[str, str], token: str
         "LANG": "C.UTF-8",
         "PYTHONUNBUFFERED": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
-        _TOKEN_VAR: token,
         **settings,
     }
 
 
-def command(home: Path, env: HermesEnv, variables: dict[str, str], confine: bool) -> list[str]:
-    """The command line: the worker, under bubblewrap when `confine`."""
-    worker = home / ".driver" / "worker.py"
-    worker.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(WORKER, worker)  # the process needs nothing of our checkout
-    python = [str(env.python), "-I", str(worker)]
-    if not confine:
+def command(
+    home: Path, env: HermesEnv, variables: dict[str, str], socket_dir: Path | None
+) -> list[str]:
+    """The command line: the worker, or, when `socket_dir` (the directory of the driver's
+    Unix socket) is given, the forwarder and the worker under bubblewrap."""
+    scripts = home / ".driver"
+    scripts.mkdir(parents=True, exist_ok=True)
+    for script in (WORKER, FORWARDER):
+        shutil.copyfile(script, scripts / script.name)  # nothing of our checkout is needed
+    python = [str(env.python), "-I", str(scripts / WORKER.name)]
+    if socket_dir is None:
         return python
     bwrap = find_bwrap()
     if bwrap is None:
         raise HermesProcessError("bubblewrap (bwrap) is not installed: apt-get install bubblewrap")
-    argv = [bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent"]
+    argv = [bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net"]
     # /tmp first: trees under /tmp (tests) must stay visible over the tmpfs.
-    argv += ["--new-session", "--tmpfs", "/tmp", "--ro-bind", "/usr", "/usr"]
+    argv += ["--die-with-parent", "--new-session", "--tmpfs", "/tmp", "--ro-bind", "/usr", "/usr"]
     for top in ("bin", "lib", "lib64", "sbin"):
         argv += _system_dir(Path("/") / top)
     for tree in {Path(sys.base_prefix).resolve(), env.root}:
         argv += ["--ro-bind", str(tree), str(tree)]
-    argv += ["--bind", str(home), str(home), "--proc", "/proc"]
-    argv += ["--dev", "/dev", "--chdir", str(home), "--clearenv"]
+    argv += ["--bind", str(home), str(home), "--bind", str(socket_dir), SANDBOX_SOCKET_DIR]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--chdir", str(home), "--clearenv"]
     argv += [a for k, v in variables.items() for a in ("--setenv", k, v)]
-    return [*argv, *python]
+    socket_path = f"{SANDBOX_SOCKET_DIR}/{SOCKET_NAME}"
+    forwarder = [str(env.python), "-I", str(scripts / FORWARDER.name), socket_path]
+    return [*argv, *forwarder, str(SANDBOX_PORT), "--", *python]
 
 
 def _system_dir(path: Path) -> list[str]:
@@ -98,8 +130,10 @@ class HermesProcess:
 
     @classmethod
     async def start(
-        cls, argv: list[str], env: dict[str, str], home: Path, timeout: float
+        cls, argv: list[str], env: dict[str, str], home: Path, token: str, timeout: float
     ) -> HermesProcess:
+        """Start the process, hand it `token` (first line of its stdin) and wait until it
+        is ready, at most `timeout` seconds."""
         # Hermes' own prints, for debugging; the child keeps its copy of the descriptor.
         with open(home / "hermes-driver.log", "ab") as log:
             proc = await asyncio.create_subprocess_exec(
@@ -112,6 +146,9 @@ class HermesProcess:
                 limit=1 << 24,
             )
         process = cls(proc)
+        assert proc.stdin is not None
+        proc.stdin.write((json.dumps({"token": token}) + "\n").encode())
+        await proc.stdin.drain()
         ready = await process._read(timeout)
         if not ready.get("ready"):
             raise HermesProcessError(f"Hermes did not start: {ready}")

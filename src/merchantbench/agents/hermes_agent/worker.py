@@ -4,6 +4,7 @@ This file is executed by the interpreter of Hermes' environment (never ours), so
 the standard library and the `hermes-agent` package. It keeps one `run_agent.AIAgent` and one
 conversation for the whole run and speaks JSON lines with the driver:
 
+    driver -> {"token": "<the driver's per-process token>"}   first, once
     driver -> {"turn": "<observation text>"}          one window
     worker -> {"framework_call": {"tool", "args", "ok", "error"}}   as Hermes' own tools finish
     worker -> {"done": true, "final": "...", "error": null}
@@ -11,9 +12,10 @@ conversation for the whole run and speaks JSON lines with the driver:
 
 The protocol runs over the worker's original stdout; Hermes' own prints go to stderr, so they
 can never corrupt a reply. Configuration comes from the environment the driver builds:
-`HERMES_HOME` (the private home with config.yaml), `MB_MODEL`, `MB_BASE_URL`, `MB_API_TOKEN`
-(a per-process token of the driver's model recorder, not a provider key), `MB_TOOLSETS`
-(comma-separated) and `MB_MAX_ITERATIONS`.
+`HERMES_HOME` (the private home with config.yaml), `MB_MODEL`, `MB_BASE_URL`, `MB_TOOLSETS`
+(comma-separated) and `MB_MAX_ITERATIONS`. The token (of the driver's MCP endpoint and model
+recorder, never a provider key) comes over stdin, so it is in no process's initial
+environment (`/proc/PID/environ`, readable by Hermes' terminal) and in no child's.
 """
 
 import json
@@ -30,15 +32,18 @@ def _protocol_stream():
     return out
 
 
-def _build_agent(out):
+def _build_agent(out, token):
     from tools.mcp_tool import discover_mcp_tools
 
+    # config.yaml's MCP headers name the token as ${MB_MCP_TOKEN}; discovery reads it once.
+    os.environ["MB_MCP_TOKEN"] = token
     discover_mcp_tools()  # connects the servers of config.yaml and registers their tools
+    os.environ.pop("MB_MCP_TOKEN")  # Hermes' child processes (terminal, code) never see it
     from run_agent import AIAgent
 
     agent = AIAgent(
         base_url=os.environ["MB_BASE_URL"],
-        api_key=os.environ["MB_API_TOKEN"],
+        api_key=token,
         model=os.environ["MB_MODEL"],
         enabled_toolsets=[t for t in os.environ["MB_TOOLSETS"].split(",") if t],
         max_iterations=int(os.environ["MB_MAX_ITERATIONS"]),
@@ -80,7 +85,8 @@ def _error_of(answer):
 
 def main():
     out = _protocol_stream()
-    agent = _build_agent(out)
+    token = json.loads(sys.stdin.readline())["token"]
+    agent = _build_agent(out, token)
     history = []
     out.write(json.dumps({"ready": True}) + "\n")
     for line in sys.stdin:
