@@ -36,10 +36,12 @@ def _admin_token(no_auth: bool, host: str) -> str | None:
 
 
 def _announce(base_url: str):
+    from merchantbench.serve.dashboard_mount import dashboard_link
     from merchantbench.serve.registry import RunRegistry, run_env
 
     def on_ready(registry: RunRegistry) -> None:
         typer.echo(f"MerchantBench server at {base_url} (OpenAPI: {base_url}/docs)")
+        typer.echo(f"dashboard (operator): {dashboard_link(base_url, registry.admin_token)}")
         for run_id, host in registry.hosts.items():
             typer.echo(f"\n# run {run_id} ({host.status})")
             for key, value in run_env(base_url, host, registry.agent_token(run_id)).items():
@@ -89,14 +91,16 @@ def serve(
     if runs_dir.exists() and not runs_dir.is_dir():
         fail(f"--runs-dir {runs_dir} is not a directory")
     config = ServeConfig(runs_dir, token, on_ready=_announce(f"http://{host}:{port}"))
-    _serve(create_app(config, extensions=[_mcp(host)]), host, port)
+    _serve(create_app(config, extensions=_extensions(host)), host, port)
 
 
-def _mcp(host: str):
-    """Every run also over MCP, at /runs/{run}/mcp (docs/mcp.md)."""
+def _extensions(host: str) -> list:
+    """Every run also over MCP, at /runs/{run}/mcp (docs/mcp.md); the operator's read-only
+    dashboard of the runs directory at / (docs/http.md)."""
+    from merchantbench.serve.dashboard_mount import dashboard_extension
     from merchantbench.serve.mcp_mount import mcp_extension
 
-    return mcp_extension(host)
+    return [mcp_extension(host), dashboard_extension()]
 
 
 def serve_run(spec: RunSpec, run_dir: Path, resume: bool, host: str, port: int) -> None:
@@ -127,7 +131,7 @@ def serve_run(spec: RunSpec, run_dir: Path, resume: bool, host: str, port: int) 
         only_runs=frozenset({run_dir.name}),
         on_ready=_announce(f"http://{host}:{port}"),
     )
-    app = create_app(config, extensions=[_mcp(host)])
+    app = create_app(config, extensions=_extensions(host))
 
     def stop_when_done(server) -> None:
         app.state.registry.on_finish.append(lambda _: setattr(server, "should_exit", True))
