@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from merchantbench.cli.common import ScenarioName, fail, scenario_from_options
+from merchantbench.cli.serve import listen, serve_app
 
 study_app = typer.Typer(help="Human-baseline studies: one private store per participant.")
 HostOption = Annotated[str, typer.Option("--host", help="address to listen on (loopback default)")]
@@ -49,12 +50,6 @@ def _links(directory: Path, host: str, port: int) -> None:
         typer.echo(f"{seat.participant}: {base}/play/{token}")
 
 
-def _serve(app: object, host: str, port: int) -> None:
-    import uvicorn
-
-    uvicorn.run(app, host=host, port=port, log_level="warning")  # type: ignore[arg-type]
-
-
 def _is_loopback(host: str) -> bool:
     try:
         return ipaddress.ip_address(host).is_loopback
@@ -80,9 +75,10 @@ def play(
         _create(directory, scenario, days, _seeds(seed, sealed, 1))
     elif seed is not None or sealed or days is not None:
         fail(f"{directory} already holds stores: drop --seed/--sealed/--days or choose --dir")
+    listener = listen(host, port)  # the printed link answers at once
     _links(directory, host, port)
     typer.echo("Open the link in a browser; Ctrl-C stops the server (your store is saved).")
-    _serve(create_web_app(play_dir=directory), host, port)
+    serve_app(create_web_app(play_dir=directory), host, port, listener=listener)
 
 
 @study_app.command("create")
@@ -120,5 +116,6 @@ def dashboard(
         fail(f"{runs_root} is not a directory")
     if not _is_loopback(host):
         fail(f"the dashboard has no tokens: refusing to listen on {host}; use 127.0.0.1")
+    listener = listen(host, port)
     typer.echo(f"dashboard of {runs_root} at http://{host}:{port}/")
-    _serve(create_web_app(runs_root=runs_root), host, port)
+    serve_app(create_web_app(runs_root=runs_root), host, port, listener=listener)

@@ -51,7 +51,22 @@ def _announce(base_url: str):
     return on_ready
 
 
-def _serve(app, host: str, port: int, registry_hook=None) -> None:
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound and listening on host:port, or a one-line failure. Bound before the app
+    starts, addresses announced before or while it starts up accept connections at once (they
+    wait in the backlog until uvicorn serves them)."""
+    try:
+        listener = socket.create_server((host, port), family=_family(host), backlog=128)
+    except OSError as exc:
+        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+    listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return listener
+
+
+def serve_app(
+    app, host: str, port: int, registry_hook=None, listener: socket.socket | None = None
+) -> None:
+    """Run `app` with uvicorn on `listener` (or a new one on host:port) until Ctrl-C/SIGTERM."""
     import uvicorn
 
     config = uvicorn.Config(
@@ -62,14 +77,7 @@ def _serve(app, host: str, port: int, registry_hook=None) -> None:
     if registry_hook is not None:
         registry_hook(server)
     signal.signal(signal.SIGTERM, lambda *_: setattr(server, "should_exit", True))
-    # Bound and listening before the app starts: the addresses announced while it starts up
-    # accept connections at once (they wait in the backlog until uvicorn serves them).
-    try:
-        listener = socket.create_server((host, port), family=_family(host), backlog=128)
-    except OSError as exc:
-        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
-    listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    server.run(sockets=[listener])
+    server.run(sockets=[listener or listen(host, port)])
 
 
 def _family(host: str) -> socket.AddressFamily:
@@ -91,7 +99,7 @@ def serve(
     if runs_dir.exists() and not runs_dir.is_dir():
         fail(f"--runs-dir {runs_dir} is not a directory")
     config = ServeConfig(runs_dir, token, on_ready=_announce(f"http://{host}:{port}"))
-    _serve(create_app(config, extensions=_extensions(host)), host, port)
+    serve_app(create_app(config, extensions=_extensions(host)), host, port)
 
 
 def _extensions(host: str) -> list:
@@ -136,7 +144,7 @@ def serve_run(spec: RunSpec, run_dir: Path, resume: bool, host: str, port: int) 
     def stop_when_done(server) -> None:
         app.state.registry.on_finish.append(lambda _: setattr(server, "should_exit", True))
 
-    _serve(app, host, port, stop_when_done)
+    serve_app(app, host, port, stop_when_done)
     metrics_file = run_dir / "metrics.json"
     if not metrics_file.is_file():
         fail(f"the server stopped before the run ended; continue it with --resume --out {run_dir}")
