@@ -15,9 +15,8 @@ from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp_play import Transcript, read_everything
+from mcp_play import Transcript, read_everything, run_client
 from platformdirs import user_cache_dir
-from test_mcp_stdio import run_client
 from typer.testing import CliRunner
 
 from frontend_script import SCENARIO, Call, play_in_process, scan

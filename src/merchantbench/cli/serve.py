@@ -11,12 +11,10 @@ from typing import Annotated
 
 import typer
 
-from merchantbench.cli.common import fail
+from merchantbench.cli.common import HostOption, PortOption, fail
 from merchantbench.runs.manifest import ManifestError, read_manifest
 from merchantbench.runs.runner import RunError, RunSpec
 
-HostOption = Annotated[str, typer.Option("--host", help="address to listen on (loopback default)")]
-PortOption = Annotated[int, typer.Option("--port", help="TCP port", min=0, max=65535)]
 ADMIN_ENV = "MERCHANTBENCH_ADMIN_TOKEN"
 GRACE_SECONDS = 5  # on shutdown, open long-polls are cut after this; then runs are checkpointed
 
