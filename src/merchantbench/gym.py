@@ -20,11 +20,19 @@ scenario="smoke")` then builds one. It is a thin adapter over the agent surface:
 - **reset(seed=N)** plays the run of seed N (the same run as `merchantbench run --seed N`);
   `reset()` without a seed draws the run's seed from the env's `np_random`, so a sequence of
   episodes is reproducible from the first seed (Gymnasium's seeding contract).
+- **sealed** (`gymnasium.make(ENV_ID, sealed=True)`): the env draws a secret key from the
+  operating system when it is built and keeps it host side; episode N (`reset(seed=N)`, or N
+  drawn from `np_random`) plays the run of a sealed-range seed derived from (key, N) by keyed
+  BLAKE2b. The same env and N replay the same episode (Gymnasium's contract holds), but N says
+  nothing about the market without the key: another env, or anyone else, gets another market.
+  `env.unwrapped.seed_commitment` and `env.unwrapped.reveal()` are host side (docs/gym.md).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import secrets
 from pathlib import Path
 from typing import Any, SupportsFloat
 
@@ -33,11 +41,20 @@ import numpy as np
 from gymnasium import spaces
 
 from merchantbench.catalog.cache import get_market, get_search_index
+from merchantbench.runs.sealed import SealedSeed
 from merchantbench.scenario import Scenario, load_scenario
+from merchantbench.seeds import SEALED_FLOOR, SEED_LIMIT
 from merchantbench.session import Session
 from merchantbench.tools.toolset import build_registry
 
-__all__ = ["ENV_ID", "TEXT_CHARSET", "MerchantBenchEnv", "make_vector_env", "store_state_space"]
+__all__ = [
+    "ENV_ID",
+    "TEXT_CHARSET",
+    "MerchantBenchEnv",
+    "SealedEpisodes",
+    "make_vector_env",
+    "store_state_space",
+]
 
 ENV_ID = "MerchantBench-v0"
 OBSERVATION_MAX_CHARS = 65_536
@@ -72,6 +89,27 @@ def store_state_space(scenario: Scenario) -> spaces.Dict:
     )
 
 
+class SealedEpisodes:
+    """The secret of a sealed env: a 256-bit key from the OS, and the sealed seed and salt of
+    each episode number derived from it. Its repr never shows the key."""
+
+    def __init__(self) -> None:
+        self._key = secrets.token_bytes(32)
+
+    def __repr__(self) -> str:
+        return "SealedEpisodes(<sealed>)"
+
+    def _digest(self, purpose: bytes, episode: int) -> bytes:
+        data = str(episode).encode("ascii")  # any size of episode number
+        return hashlib.blake2b(data, key=self._key, person=purpose, digest_size=32).digest()
+
+    def episode(self, number: int) -> SealedSeed:
+        """The sealed seed (uniform over [2^64, 2^128)) and commitment salt of episode `number`."""
+        value = int.from_bytes(self._digest(b"gym-episode-seed", number), "big")
+        seed = SEALED_FLOOR + value % (SEED_LIMIT - SEALED_FLOOR)
+        return SealedSeed(seed, self._digest(b"gym-episode-salt", number).hex())
+
+
 class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     """One store run; see the module docstring for the spaces, reward and seeding.
 
@@ -82,6 +120,12 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
             by default the market is the run seed's, as in `merchantbench run`.
         catalog: A real catalog directory instead of the synthetic market.
         render_mode: `None` or `"ansi"` (render returns the observation text).
+        sealed: Play sealed runs: each episode's seed derives from a secret key the env draws
+            from the OS and keeps host side (see the module docstring).
+
+    Raises:
+        ValueError: An unknown render mode, or `market_seed` with `sealed` (a public market
+            would unseal the run).
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 2}  # two windows a simulated day
@@ -93,9 +137,12 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         market_seed: int | None = None,
         catalog: str | Path | None = None,
         render_mode: str | None = None,
+        sealed: bool = False,
     ) -> None:
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', not {render_mode!r}")
+        if sealed and market_seed is not None:
+            raise ValueError("give market_seed or sealed, not both: a public market unseals")
         if isinstance(scenario, str):
             scenario = load_scenario(scenario, overrides=list(overrides))
         self.scenario = scenario
@@ -119,6 +166,13 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         )
         self._session: Session | None = None
         self._net_assets_fen = 0
+        self._sealed = SealedEpisodes() if sealed else None
+        self._episode: SealedSeed | None = None  # the sealed episode being played
+
+    @property
+    def sealed(self) -> bool:
+        """Whether the env plays sealed runs."""
+        return self._sealed is not None
 
     # --- host side ------------------------------------------------------------------------------
     @property
@@ -131,6 +185,33 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     def state_hash(self) -> str:
         """The engine's state hash (host side; e.g. `vector_env.call("state_hash")`)."""
         return self.session.state_hash()
+
+    @property
+    def seed_commitment(self) -> str:
+        """The commitment (`seeds.commitment`, SHA-256 hex) to the sealed episode's seed
+        (host side, as a sealed run's `run.json` records it); reset() first."""
+        return self._sealed_episode().commitment.sha256
+
+    def reveal(self) -> SealedSeed:
+        """The sealed episode's seed and salt (host side, after the episode: a public env's
+        `reset(seed=revealed.seed)` replays it); reset() first."""
+        return self._sealed_episode()
+
+    def _sealed_episode(self) -> SealedSeed:
+        if self._sealed is None:
+            raise RuntimeError("not a sealed env: its seeds are public")
+        if self._episode is None:
+            raise RuntimeError("call reset() before using the environment")
+        return self._episode
+
+    def _run_seed(self, seed: int | None) -> int:
+        """The seed of the run an episode plays: `seed`, or one drawn from `np_random`; in a
+        sealed env, the sealed seed derived from that number."""
+        number = seed if seed is not None else int(self.np_random.integers(_SEED_BOUND))
+        if self._sealed is None:
+            return number
+        self._episode = self._sealed.episode(number)
+        return self._episode.seed
 
     def _open(self, run_seed: int) -> Session:
         market_seed = run_seed if self.market_seed is None else self.market_seed
@@ -170,10 +251,10 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Start a run: of seed `seed`, or of a seed drawn from `np_random`."""
+        """Start a run: of seed `seed`, or of a seed drawn from `np_random` (sealed: of the
+        sealed seed derived from that number)."""
         super().reset(seed=seed)
-        run_seed = seed if seed is not None else int(self.np_random.integers(_SEED_BOUND))
-        self._session = self._open(run_seed)
+        self._session = self._open(self._run_seed(seed))
         self._net_assets_fen = self._net_assets()
         surface = self._session.surface
         info = {"brief": surface.brief(), "tool_schemas": surface.tool_schemas(), **self._clock()}

@@ -4,12 +4,36 @@ shares (tests only)."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import anyio
+from mcp import Client
 
 from frontend_script import Call, InProcessRun
 from merchantbench.serve.mcp_server import BRIEF_PROMPT, OBSERVATION_URI, RULES_URI
 
 ADDED_BY_MCP = ("run_over", "observation", "summary")  # what end_of_step gains over MCP
+CLIENT_TIMEOUT = 120  # seconds a whole client session may take
+T = TypeVar("T")
+
+
+def run_client(
+    server: Any,
+    body: Callable[[Client], Awaitable[T]],
+    mode: str = "auto",
+    timeout: float = CLIENT_TIMEOUT,
+) -> T:
+    """Connect the official SDK client to `server` (`StdioServerParameters`, a streamable HTTP
+    URL, or an in-process server), run `body(client)` within `timeout` seconds, return its
+    result. `mode="legacy"` talks the handshake-era protocol."""
+
+    async def main() -> T:
+        with anyio.fail_after(timeout):
+            async with Client(server, mode=mode) as client:  # type: ignore[arg-type]
+                return await body(client)
+
+    return anyio.run(main)
 
 
 class Transcript:

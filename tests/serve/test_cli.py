@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import httpx
 from conftest import ADMIN
 from protocol_client import ProtocolClient
 from test_restart import free_port, play
@@ -29,6 +30,12 @@ def test_run_external_serve_hosts_one_run_until_it_ends(tmp_path) -> None:
                 break
         printed = dict(line[len("export ") :].split("=", 1) for line in lines if "=" in line)
         assert printed["MERCHANTBENCH_RUN_ID"] == "served"
+        [link] = [line.split(": ", 1)[1] for line in lines if line.startswith("dashboard")]
+        # The printed link opens the dashboard.
+        with httpx.Client(timeout=30, follow_redirects=True) as browser:
+            dashboard = browser.get(link)
+            assert dashboard.status_code == 200 and "served" in dashboard.text
+            assert browser.get(link.split("?")[0]).url.path == "/"  # the cookie, kept
         client = ProtocolClient(
             printed["MERCHANTBENCH_BASE_URL"], "served", printed["MERCHANTBENCH_AGENT_ID"],
             printed["MERCHANTBENCH_AGENT_TOKEN"],

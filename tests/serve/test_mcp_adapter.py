@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import anyio
 import pytest
 from mcp import Client, MCPError
+from mcp_play import run_client
 
 from merchantbench.runs.runner import RunSpec
 from merchantbench.scenario import load_scenario
@@ -20,13 +20,7 @@ from merchantbench.serve.mcp_server import IDEMPOTENCY_META_KEY, build_mcp_serve
 def with_client(tmp_path: Any, body: Any, *overrides: str) -> tuple[Any, HostedRun]:
     spec = RunSpec(MCP_AGENT, load_scenario("smoke", overrides=list(overrides)), 3)
     run = HostedRun(spec, tmp_path / "run")
-
-    async def main() -> Any:
-        with anyio.fail_after(60):
-            async with Client(build_mcp_server(run)) as client:
-                return await body(client)
-
-    return anyio.run(main), run
+    return run_client(build_mcp_server(run), body, timeout=60), run
 
 
 def test_an_idempotency_key_in_meta_makes_a_retry_act_once(tmp_path) -> None:

@@ -25,6 +25,7 @@ from mcp_play import (
     assert_same_as_in_process,
     play,
     read_everything,
+    run_client,
 )
 from starlette.applications import Starlette
 from starlette.routing import Mount
@@ -36,7 +37,6 @@ from merchantbench.serve.mcp_run import MCP_AGENT, HostedRun
 from merchantbench.serve.mcp_server import McpHttpEndpoint
 
 SEED = 918273645
-TIMEOUT = 120
 
 
 @contextmanager
@@ -70,15 +70,6 @@ def hosted_run(tmp_path: Any) -> HostedRun:
         agent_settings={"transport": "streamable-http"},
     )
     return HostedRun(spec, tmp_path / "run")
-
-
-def run_client(url: str, body: Any, mode: str = "auto") -> Any:
-    async def main() -> Any:
-        with anyio.fail_after(TIMEOUT):
-            async with Client(url, mode=mode) as client:
-                return await body(client)
-
-    return anyio.run(main)
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
-import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp_play import (
@@ -19,6 +17,7 @@ from mcp_play import (
     assert_same_as_in_process,
     play,
     read_everything,
+    run_client,
 )
 from platformdirs import user_cache_dir
 from typer.testing import CliRunner
@@ -27,7 +26,6 @@ from frontend_script import SCENARIO, action_script, play_in_process, scan
 from merchantbench.cli import app
 
 SEED = 918273645  # a seed whose digits would stand out in any response
-TIMEOUT = 120
 
 
 def server(out: Path, *extra: str) -> StdioServerParameters:
@@ -35,15 +33,6 @@ def server(out: Path, *extra: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable, args=[*args, "--out", str(out), *extra], env=dict(os.environ)
     )
-
-
-def run_client(params: StdioServerParameters, body: Any, mode: str = "auto") -> Any:
-    async def main() -> Any:
-        with anyio.fail_after(TIMEOUT):
-            async with Client(params, mode=mode) as client:
-                return await body(client)
-
-    return anyio.run(main)
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ from merchantbench.catalog.real_format import CatalogError
 from merchantbench.catalog.stats import market_stats
 from merchantbench.cli.common import (
     CatalogOption,
+    JsonOption,
     ScenarioFile,
     ScenarioName,
     SeedOption,
@@ -58,7 +59,7 @@ def build(
     catalog: CatalogOption = None,
     file: ScenarioFile = None,
     set_: SetOption = None,
-    json_out: bool = typer.Option(False, "--json", help="print one JSON object instead"),
+    json_out: JsonOption = False,
 ) -> None:
     """Build the scenario's synthetic market, or load a real catalog (--catalog), into the cache
     (or load it from there) and print statistics."""

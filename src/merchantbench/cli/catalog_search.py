@@ -17,6 +17,7 @@ from merchantbench.catalog.search import SORT_KEYS, SearchFilters, SearchPage
 from merchantbench.catalog.view import catalog_view_at
 from merchantbench.cli.common import (
     CatalogOption,
+    JsonOption,
     ScenarioFile,
     ScenarioName,
     SeedOption,
@@ -95,7 +96,7 @@ def search(
     page: int = typer.Option(1, "--page", min=1),
     page_size: int = typer.Option(20, "--page-size", min=1),
     day: int = typer.Option(1, "--day", min=1, help="day of the run to look at, from 1"),
-    json_out: bool = typer.Option(False, "--json", help="print one JSON object instead"),
+    json_out: JsonOption = False,
 ) -> None:
     """Search the catalog of a scenario's market on one day, with filters, sort and paging."""
     sc = scenario_from_options(scenario, file, set_)

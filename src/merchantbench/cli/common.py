@@ -32,6 +32,10 @@ SealedOption = Annotated[
         "disclosed by `merchantbench reveal` after the run (docs/sealed.md)",
     ),
 ]
+DaysOption = Annotated[int | None, typer.Option("--days", help="simulate fewer days")]
+HostOption = Annotated[str, typer.Option("--host", help="address to listen on (loopback default)")]
+PortOption = Annotated[int, typer.Option("--port", help="TCP port", min=0, max=65535)]
+JsonOption = Annotated[bool, typer.Option("--json", help="print one JSON object instead")]
 CatalogOption = Annotated[
     Path | None,
     typer.Option("--catalog", help="a real catalog directory (docs/catalog.md) instead of the "
@@ -79,8 +83,13 @@ def run_seed(
         fail(f"--seed: {exc}")
 
 
-def scenario_from_options(name: str, file: str | None, overrides: list[str] | None) -> Scenario:
+def scenario_from_options(
+    name: str, file: str | None, overrides: list[str] | None, days: int | None = None
+) -> Scenario:
+    """The scenario of `--scenario`, `--scenario-file`, `--set` and `--days` (a one-line
+    failure if it is not valid)."""
+    with_days = list(overrides or []) + ([f"clock.days={days}"] if days is not None else [])
     try:
-        return load_scenario(name, overrides=overrides, file=file)
+        return load_scenario(name, overrides=with_days, file=file)
     except ScenarioError as exc:
         fail(str(exc))

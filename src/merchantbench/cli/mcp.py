@@ -11,6 +11,7 @@ import typer
 from merchantbench.catalog.real_format import CatalogError
 from merchantbench.cli.common import (
     CatalogOption,
+    DaysOption,
     RunSeedOption,
     ScenarioFile,
     ScenarioName,
@@ -34,7 +35,7 @@ def mcp(
     seed: RunSeedOption = None,
     sealed: SealedOption = False,
     catalog: CatalogOption = None,
-    days: Annotated[int | None, typer.Option(help="simulate fewer days")] = None,
+    days: DaysOption = None,
     resume: Annotated[bool, typer.Option("--resume", help="continue an interrupted run")] = False,
     http_port: Annotated[
         int | None,
@@ -49,8 +50,7 @@ def mcp(
     """Serve one run as an MCP server; the client's model plays it. Writes a run record."""
     from merchantbench.serve.mcp_run import MCP_AGENT, HostedRun
 
-    overrides = list(set_ or []) + ([f"clock.days={days}"] if days is not None else [])
-    sc = scenario_from_options(scenario, file, overrides)
+    sc = scenario_from_options(scenario, file, set_, days)
     transport = "stdio" if http_port is None else "streamable-http"
     run_seed_, secret = run_seed(seed, sealed, resume, out)
     spec = RunSpec(

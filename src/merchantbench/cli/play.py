@@ -3,20 +3,24 @@ playground and the read-only dashboard of run records (docs/web.md)."""
 
 from __future__ import annotations
 
-import ipaddress
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from merchantbench.cli.common import ScenarioName, fail, scenario_from_options
+from merchantbench.cli.common import (
+    HostOption,
+    PortOption,
+    RunSeedOption,
+    ScenarioName,
+    SealedOption,
+    fail,
+    scenario_from_options,
+)
+from merchantbench.cli.serve import listen, serve_app
 
 study_app = typer.Typer(help="Human-baseline studies: one private store per participant.")
-HostOption = Annotated[str, typer.Option("--host", help="address to listen on (loopback default)")]
-PortOption = Annotated[int, typer.Option("--port", help="TCP port", min=0, max=65535)]
 DirOption = Annotated[Path, typer.Option("--dir", help="the playground directory (stores, links)")]
-SeedOpt = Annotated[int | None, typer.Option("--seed", help="market and outcome seed")]
-SealedOpt = Annotated[bool, typer.Option("--sealed", help="draw a seed nobody is shown")]
 DaysOpt = Annotated[int | None, typer.Option("--days", help="play fewer days", min=1, max=365)]
 
 
@@ -32,8 +36,7 @@ def _seeds(seed: int | None, sealed: bool, count: int) -> list[int | None]:
 def _create(directory: Path, scenario: str, days: int | None, seeds: list[int | None]) -> list[str]:
     from merchantbench.web.room import PlayRoom, RoomError
 
-    overrides = [f"clock.days={days}"] if days is not None else None
-    spec = scenario_from_options(scenario, None, overrides)
+    spec = scenario_from_options(scenario, None, None, days)
     try:
         seats = PlayRoom(directory).create(spec, seeds)
     except RoomError as exc:
@@ -49,23 +52,10 @@ def _links(directory: Path, host: str, port: int) -> None:
         typer.echo(f"{seat.participant}: {base}/play/{token}")
 
 
-def _serve(app: object, host: str, port: int) -> None:
-    import uvicorn
-
-    uvicorn.run(app, host=host, port=port, log_level="warning")  # type: ignore[arg-type]
-
-
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
-
-
 def play(
     scenario: ScenarioName = "smoke",
-    seed: SeedOpt = None,
-    sealed: SealedOpt = False,
+    seed: RunSeedOption = None,
+    sealed: SealedOption = False,
     days: DaysOpt = None,
     directory: DirOption = Path("play"),
     host: HostOption = "127.0.0.1",
@@ -80,17 +70,18 @@ def play(
         _create(directory, scenario, days, _seeds(seed, sealed, 1))
     elif seed is not None or sealed or days is not None:
         fail(f"{directory} already holds stores: drop --seed/--sealed/--days or choose --dir")
+    listener = listen(host, port)  # the printed link answers at once
     _links(directory, host, port)
     typer.echo("Open the link in a browser; Ctrl-C stops the server (your store is saved).")
-    _serve(create_web_app(play_dir=directory), host, port)
+    serve_app(create_web_app(play_dir=directory), host, port, listener=listener)
 
 
 @study_app.command("create")
 def study_create(
     participants: Annotated[int, typer.Option("--participants", min=1, max=200)] = 3,
     scenario: ScenarioName = "paper",
-    seed: SeedOpt = None,
-    sealed: SealedOpt = False,
+    seed: RunSeedOption = None,
+    sealed: SealedOption = False,
     days: DaysOpt = None,
     directory: DirOption = Path("study"),
     host: HostOption = "127.0.0.1",
@@ -114,11 +105,13 @@ def dashboard(
     port: PortOption = 8000,
 ) -> None:
     """Browse run records read-only: Table-1 metrics, charts, traces, sweep leaderboards."""
+    from merchantbench.serve.auth import is_loopback
     from merchantbench.web.app import create_web_app
 
     if not runs_root.is_dir():
         fail(f"{runs_root} is not a directory")
-    if not _is_loopback(host):
+    if not is_loopback(host):
         fail(f"the dashboard has no tokens: refusing to listen on {host}; use 127.0.0.1")
+    listener = listen(host, port)
     typer.echo(f"dashboard of {runs_root} at http://{host}:{port}/")
-    _serve(create_web_app(runs_root=runs_root), host, port)
+    serve_app(create_web_app(runs_root=runs_root), host, port, listener=listener)

@@ -22,6 +22,7 @@ from merchantbench.agents.registry import (
 from merchantbench.catalog.real_format import CatalogError
 from merchantbench.cli.common import (
     CatalogOption,
+    DaysOption,
     RunSeedOption,
     ScenarioFile,
     ScenarioName,
@@ -132,7 +133,7 @@ def run(
     seed: RunSeedOption = None,
     sealed: SealedOption = False,
     catalog: CatalogOption = None,
-    days: Annotated[int | None, typer.Option(help="simulate fewer days")] = None,
+    days: DaysOption = None,
     out: Annotated[Path | None, typer.Option("--out", help="run directory")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="continue a killed run")] = False,
     allow_code_change: Annotated[
@@ -181,16 +182,14 @@ def run(
     if agent == "external" or serve:  # an agent outside this process, over HTTP
         if agent != "external" or not serve:
             fail("--serve goes with --agent external (and --agent external needs --serve)")
-        overrides = list(set_ or []) + ([f"clock.days={days}"] if days is not None else [])
-        sc = scenario_from_options(scenario, file, overrides)
+        sc = scenario_from_options(scenario, file, set_, days)
         run_seed_, secret = run_seed(seed, sealed, resume, out)
         spec = RunSpec(agent, sc, run_seed_, catalog=catalog, sealed=secret)
         _run_external(spec, out, resume, serve_host, serve_port)
         return
     if agent not in agent_names():
         fail(f"unknown agent {agent!r}; choose from {', '.join(agent_names())}")
-    overrides = list(set_ or []) + ([f"clock.days={days}"] if days is not None else [])
-    sc = scenario_from_options(scenario, file, overrides)
+    sc = scenario_from_options(scenario, file, set_, days)
     llm_options = {
         "model": model,
         "base_url": base_url,

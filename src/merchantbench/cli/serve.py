@@ -11,12 +11,10 @@ from typing import Annotated
 
 import typer
 
-from merchantbench.cli.common import fail
+from merchantbench.cli.common import HostOption, PortOption, fail
 from merchantbench.runs.manifest import ManifestError, read_manifest
 from merchantbench.runs.runner import RunError, RunSpec
 
-HostOption = Annotated[str, typer.Option("--host", help="address to listen on (loopback default)")]
-PortOption = Annotated[int, typer.Option("--port", help="TCP port", min=0, max=65535)]
 ADMIN_ENV = "MERCHANTBENCH_ADMIN_TOKEN"
 GRACE_SECONDS = 5  # on shutdown, open long-polls are cut after this; then runs are checkpointed
 
@@ -36,10 +34,12 @@ def _admin_token(no_auth: bool, host: str) -> str | None:
 
 
 def _announce(base_url: str):
+    from merchantbench.serve.dashboard_mount import dashboard_link
     from merchantbench.serve.registry import RunRegistry, run_env
 
     def on_ready(registry: RunRegistry) -> None:
         typer.echo(f"MerchantBench server at {base_url} (OpenAPI: {base_url}/docs)")
+        typer.echo(f"dashboard (operator): {dashboard_link(base_url, registry.admin_token)}")
         for run_id, host in registry.hosts.items():
             typer.echo(f"\n# run {run_id} ({host.status})")
             for key, value in run_env(base_url, host, registry.agent_token(run_id)).items():
@@ -49,7 +49,22 @@ def _announce(base_url: str):
     return on_ready
 
 
-def _serve(app, host: str, port: int, registry_hook=None) -> None:
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound and listening on host:port, or a one-line failure. Bound before the app
+    starts, addresses announced before or while it starts up accept connections at once (they
+    wait in the backlog until uvicorn serves them)."""
+    try:
+        listener = socket.create_server((host, port), family=_family(host), backlog=128)
+    except OSError as exc:
+        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+    listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return listener
+
+
+def serve_app(
+    app, host: str, port: int, registry_hook=None, listener: socket.socket | None = None
+) -> None:
+    """Run `app` with uvicorn on `listener` (or a new one on host:port) until Ctrl-C/SIGTERM."""
     import uvicorn
 
     config = uvicorn.Config(
@@ -60,14 +75,7 @@ def _serve(app, host: str, port: int, registry_hook=None) -> None:
     if registry_hook is not None:
         registry_hook(server)
     signal.signal(signal.SIGTERM, lambda *_: setattr(server, "should_exit", True))
-    # Bound and listening before the app starts: the addresses announced while it starts up
-    # accept connections at once (they wait in the backlog until uvicorn serves them).
-    try:
-        listener = socket.create_server((host, port), family=_family(host), backlog=128)
-    except OSError as exc:
-        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
-    listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    server.run(sockets=[listener])
+    server.run(sockets=[listener or listen(host, port)])
 
 
 def _family(host: str) -> socket.AddressFamily:
@@ -89,14 +97,16 @@ def serve(
     if runs_dir.exists() and not runs_dir.is_dir():
         fail(f"--runs-dir {runs_dir} is not a directory")
     config = ServeConfig(runs_dir, token, on_ready=_announce(f"http://{host}:{port}"))
-    _serve(create_app(config, extensions=[_mcp(host)]), host, port)
+    serve_app(create_app(config, extensions=_extensions(host)), host, port)
 
 
-def _mcp(host: str):
-    """Every run also over MCP, at /runs/{run}/mcp (docs/mcp.md)."""
+def _extensions(host: str) -> list:
+    """Every run also over MCP, at /runs/{run}/mcp (docs/mcp.md); the operator's read-only
+    dashboard of the runs directory at / (docs/http.md)."""
+    from merchantbench.serve.dashboard_mount import dashboard_extension
     from merchantbench.serve.mcp_mount import mcp_extension
 
-    return mcp_extension(host)
+    return [mcp_extension(host), dashboard_extension()]
 
 
 def serve_run(spec: RunSpec, run_dir: Path, resume: bool, host: str, port: int) -> None:
@@ -127,12 +137,12 @@ def serve_run(spec: RunSpec, run_dir: Path, resume: bool, host: str, port: int) 
         only_runs=frozenset({run_dir.name}),
         on_ready=_announce(f"http://{host}:{port}"),
     )
-    app = create_app(config, extensions=[_mcp(host)])
+    app = create_app(config, extensions=_extensions(host))
 
     def stop_when_done(server) -> None:
         app.state.registry.on_finish.append(lambda _: setattr(server, "should_exit", True))
 
-    _serve(app, host, port, stop_when_done)
+    serve_app(app, host, port, stop_when_done)
     metrics_file = run_dir / "metrics.json"
     if not metrics_file.is_file():
         fail(f"the server stopped before the run ended; continue it with --resume --out {run_dir}")

@@ -78,7 +78,17 @@ def _compactor(
 
 
 class _ContextFull(Exception):
-    """The provider refused the prompt as too long: the model cannot act any more."""
+    """The provider refused the prompt as too long, or compaction could not bring it under its
+    threshold: the model cannot act any more."""
+
+
+_INSUFFICIENT = "Compaction insufficient"  # how Inspect's RuntimeError for that begins
+
+
+def _extends(before: list[Any], after: list[Any]) -> bool:
+    """Whether `after` is `before` (the same message objects) with messages appended: what
+    Inspect's compaction handler sends while it has not compacted."""
+    return len(after) >= len(before) and all(a is b for a, b in zip(before, after, strict=False))
 
 
 class _Window:
@@ -93,6 +103,7 @@ class _Window:
         system = ChatMessageSystem(content=surface.brief())
         state.messages = [system]
         self.compact = _compactor(agent.config, [system], self.tools)
+        self.sent: list[Any] = []  # the input of the previous model call
         self.note: str | None = None
 
     async def play(self) -> None:
@@ -132,10 +143,7 @@ class _Window:
         messages = self.state.messages
         sent = messages
         if self.compact is not None:
-            sent, summary = await self.compact.compact_input(messages)
-            if summary is not None:
-                messages.append(summary)
-            self.agent.usage.compactions += len(sent) < len(messages)
+            sent = await self._compacted(messages)
         began = time.monotonic()
         output = await self.model.generate(sent, self.tools)
         if self.compact is not None:
@@ -144,6 +152,24 @@ class _Window:
         self.state.output = output
         self.agent.record_call(self._record(output, time.monotonic() - began))
         return output
+
+    async def _compacted(self, messages: list[Any]) -> list[Any]:
+        """The input Inspect's compaction handler makes of the conversation; a compaction is
+        counted when it no longer extends the previous input (trimmed, edited or summarised)."""
+        assert self.compact is not None
+        try:
+            sent, summary = await self.compact.compact_input(messages)
+        except RuntimeError as exc:
+            if not str(exc).startswith(_INSUFFICIENT):
+                raise
+            first_line = str(exc).splitlines()[0]
+            message = f"compaction could not shrink the conversation: {first_line}"
+            raise _ContextFull(message) from exc
+        if summary is not None:
+            messages.append(summary)
+        self.agent.usage.compactions += not _extends(self.sent, sent)
+        self.sent = sent
+        return sent
 
     def _record(self, output: ModelOutput, latency: float) -> CallRecord:
         usage = output.usage

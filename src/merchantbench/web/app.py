@@ -10,7 +10,7 @@ Static assets are served from the package at `/web-static/`; no page loads anyth
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -28,23 +28,32 @@ from merchantbench.web.room import PlayRoom
 __all__ = ["create_web_app", "web_extension"]
 
 
-def _install(app: FastAPI, play_dir: Path | None, runs_root: Path | None) -> None:
+def _install(
+    app: FastAPI, play_dir: Path | None, runs_root: Path | None, guards: Sequence[Any] = ()
+) -> None:
     app.mount("/web-static", StaticFiles(directory=STATIC_DIR), name="web-static")
     if play_dir is not None:
         app.state.play_room = PlayRoom(play_dir)
-        app.include_router(play.router)
+        app.include_router(play.router, dependencies=guards)
     if runs_root is not None:
         app.state.runs_root = runs_root
-        app.include_router(dashboard.router)
+        app.include_router(dashboard.router, dependencies=guards)
 
 
 def web_extension(
-    play_dir: Path | None = None, runs_root: Path | None = None
+    play_dir: Path | None = None, runs_root: Path | None = None, guards: Sequence[Any] = ()
 ) -> Callable[[FastAPI, Any], None]:
-    """An extension for `merchantbench.serve.create_app`: adds the playground and dashboard."""
+    """An extension for `merchantbench.serve.create_app`: adds the playground and dashboard.
+
+    Args:
+        play_dir: The playground directory, or None for no playground.
+        runs_root: The run records the dashboard shows, or None for no dashboard.
+        guards: FastAPI dependencies (`Depends(...)`) every page and JSON route of the web app
+            runs first, e.g. the serve app's operator check (static assets stay open).
+    """
 
     def extend(app: FastAPI, registry: Any) -> None:
-        _install(app, play_dir, runs_root)
+        _install(app, play_dir, runs_root, guards)
 
     return extend
 
