@@ -22,8 +22,8 @@ from merchantbench.cli import app
 from merchantbench.runs.kill_points import KILL_ENV
 
 COMPARED = (
-    "metrics.json", "trace.jsonl", "timeseries.parquet", "orders.parquet", "daily.parquet",
-    "listings.parquet",
+    "metrics.json", "trace.jsonl", "transcript.jsonl", "timeseries.parquet", "orders.parquet",
+    "daily.parquet", "listings.parquet",
 )  # fmt: skip
 ARGS = ("--agent", "rule-based", "--scenario", "small", "--days", "30")  # 60 windows
 TRACE_KILLS = 8  # one random trace line in each eighth of the run

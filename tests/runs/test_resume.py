@@ -21,8 +21,8 @@ from merchantbench.scenario import load_scenario
 from merchantbench.session import Session
 
 COMPARED = (
-    "metrics.json", "trace.jsonl", "timeseries.parquet", "orders.parquet", "daily.parquet",
-    "listings.parquet",
+    "metrics.json", "trace.jsonl", "transcript.jsonl", "timeseries.parquet", "orders.parquet",
+    "daily.parquet", "listings.parquet",
 )  # fmt: skip
 BASE = ("--agent", "rule-based", "--scenario", "smoke", "--seed", "1")  # smoke: 28 windows
 STOP_AT = 15  # the checkpoint is from window 10; windows 10-14 are traced after it
@@ -129,33 +129,35 @@ def test_a_checkpoint_of_another_run_is_refused(stopped, runs, tmp_path):
     assert _files(stopped) == before
 
 
-def _trace_lines(run_dir: Path) -> list[bytes]:
-    return (run_dir / "trace.jsonl").read_bytes().split(b"\n")
+def _lines(run_dir: Path, name: str = "trace.jsonl") -> list[bytes]:
+    return (run_dir / name).read_bytes().split(b"\n")
 
 
-def _damage_line(run_dir: Path, index: int) -> None:
-    lines = _trace_lines(run_dir)
+def _damage_line(run_dir: Path, index: int, name: str = "trace.jsonl") -> None:
+    lines = _lines(run_dir, name)
     lines[index] = lines[index][: len(lines[index]) // 2] + b"\x00garbage"
-    (run_dir / "trace.jsonl").write_bytes(b"\n".join(lines))
+    (run_dir / name).write_bytes(b"\n".join(lines))
 
 
-def _first_line_of_window(run_dir: Path, window: int) -> int:
-    entries = [json.loads(line) for line in _trace_lines(run_dir) if line]
+def _first_line_of_window(run_dir: Path, window: int, name: str = "trace.jsonl") -> int:
+    entries = [json.loads(line) for line in _lines(run_dir, name) if line]
     return next(i for i, entry in enumerate(entries) if entry["window"] == window)
 
 
-def test_a_damaged_line_the_checkpoint_covers_is_refused_and_nothing_deleted(stopped):
-    _damage_line(stopped, _first_line_of_window(stopped, 4))
+@pytest.mark.parametrize("name", ["trace.jsonl", "transcript.jsonl"])
+def test_a_damaged_line_the_checkpoint_covers_is_refused_and_nothing_deleted(stopped, name):
+    _damage_line(stopped, _first_line_of_window(stopped, 4, name), name)
     before = _files(stopped)
     result = _resume_cli(stopped, *BASE)
-    _refused(result, "trace.jsonl line")
+    _refused(result, f"{name} line")
     assert "damaged" in result.output and "nothing was changed" in result.output
     assert _files(stopped) == before
 
 
-def test_a_damaged_line_after_the_checkpoint_resumes_to_the_same_bytes(stopped, runs):
+@pytest.mark.parametrize("name", ["trace.jsonl", "transcript.jsonl"])
+def test_a_damaged_line_after_the_checkpoint_resumes_to_the_same_bytes(stopped, runs, name):
     # Before: resume cut the trace at the first unparseable line (229 valid lines lost, SWR 0.517).
-    _damage_line(stopped, _first_line_of_window(stopped, 12))
+    _damage_line(stopped, _first_line_of_window(stopped, 12, name), name)
     result = _resume_cli(stopped, *BASE)
     assert result.exit_code == 0, result.output
     _same_as_whole(stopped, runs)

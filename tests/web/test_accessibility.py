@@ -59,7 +59,9 @@ def test_the_dashboard_passes_the_checks(tmp_path: Path, browser) -> None:
     scenario = load_scenario("smoke", overrides=["clock.days=2"])
     writer = RunWriter(RunSpec("idle", scenario, 3), tmp_path / "runs" / "a", 1)
     session, agent, _ = writer.open_session(False)
-    session.surface.call("end_of_step", {})
+    for _ in range(2):  # two windows of calls: the viewer can page
+        session.surface.call("query_balance", {})
+        session.surface.call("end_of_step", {})
     writer.checkpoint(session, agent)
     with LiveServer(create_web_app(runs_root=tmp_path / "runs")) as server:
         page = browser.new_page()
@@ -68,6 +70,19 @@ def test_the_dashboard_passes_the_checks(tmp_path: Path, browser) -> None:
         page.click("a:text('a')")
         page.locator("#trace h3").wait_for()
         assert page.evaluate(CHECKS) == []
+        page.click("#calls-open")  # the answers open
+        assert page.evaluate(CHECKS) == []
+        page.focus("#window-pick")
+        reached = set()
+        for _ in range(8):  # the viewer's controls and its calls, by keyboard
+            page.keyboard.press("Tab")
+            reached.add(
+                page.evaluate("document.activeElement.id || document.activeElement.tagName")
+            )
+            if "BODY" in reached:
+                break  # past the last control
+            assert focus_ring(page).startswith("solid 3px"), reached
+        assert {"window-go", "window-next", "calls-open", "calls-close", "SUMMARY"} <= reached
         page.close()
 
 

@@ -1,12 +1,16 @@
 """Every page and network answer of a playground session, every form of every section
-submitted: no hidden market field, no hidden-state word, and never the seed."""
+submitted: no hidden market field, no hidden-state word, and never the seed. The same for the
+session's transcript and for the dashboard's trace viewer paging through it."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from conftest import LiveServer, assert_clean, collect_answers
 
+from merchantbench.catalog.hidden import hidden_names_in
+from merchantbench.runs.transcript import TRANSCRIPT
 from merchantbench.scenario import load_scenario
 from merchantbench.web.app import create_web_app
 from merchantbench.web.forms import PANELS
@@ -79,4 +83,32 @@ def test_no_answer_of_a_session_carries_hidden_state(tmp_path: Path, browser) ->
         page.close()
     bodies = [body for url, body in answers if "/call/" in url]
     assert len(bodies) >= submitted
+    assert_clean(answers, secret=SEED)
+    browse_the_record(room_dir, browser)
+
+
+def browse_the_record(root: Path, browser) -> None:
+    """The store's transcript, and every window of it in the trace viewer, answers opened."""
+    [run_dir] = [p.parent for p in root.rglob("run.json")]
+    text = (run_dir / TRANSCRIPT).read_text()
+    assert str(SEED) not in text
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert [r["window"] for r in lines if "observation" in r] == list(range(5))
+    for line in lines:
+        assert not hidden_names_in(line), line
+    with LiveServer(create_web_app(runs_root=root)) as server:
+        page = browser.new_page()
+        answers = collect_answers(page)
+        page.goto(server.url + "/")
+        page.click(f"a:text('{run_dir.relative_to(root).as_posix()}')")
+        for window in range(1, 6):
+            page.wait_for_function(
+                "document.querySelector('#window-title')?.textContent"
+                f".startsWith('Window {window}:')"
+            )
+            page.click("#calls-open")
+            assert page.locator("#calls pre.answer").count() >= 1
+            page.keyboard.press("ArrowRight")
+        page.close()
+    assert len([url for url, _ in answers if "/runs/trace" in url]) >= 5
     assert_clean(answers, secret=SEED)

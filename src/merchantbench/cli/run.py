@@ -143,6 +143,10 @@ def run(
             help="--resume: continue even though the code changed (recorded in run.json)",
         ),
     ] = False,
+    transcript: Annotated[
+        bool,
+        typer.Option(help="write transcript.jsonl: each window's observation, each call's answer"),
+    ] = True,
     report: Annotated[bool, typer.Option("--report", help="write the report when done")] = False,
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
     file: ScenarioFile = None,
@@ -209,7 +213,9 @@ def run(
     run_dir = out or default_run_dir(spec)
     console = Console(stderr=True)
     try:
-        metrics = _run_with_progress(spec, run_dir, resume, progress, console, allow_code_change)
+        metrics = _run_with_progress(
+            spec, run_dir, resume, progress, console, allow_code_change, transcript
+        )
     except (RunError, CatalogError) as exc:
         fail(str(exc))
     except ModelCallFailed as exc:
@@ -244,6 +250,7 @@ def _run_with_progress(
     show: bool,
     console: Console,
     allow_code_change: bool = False,
+    transcript: bool = True,
 ) -> dict:
     total = spec.scenario.clock.windows
     with Progress(
@@ -263,5 +270,6 @@ def _run_with_progress(
             bar.update(task, completed=done, description=_progress_line(session))
 
         return run_agent(
-            spec, run_dir, resume=resume, on_window=on_window, allow_code_change=allow_code_change
-        )
+            spec, run_dir, resume=resume, on_window=on_window, allow_code_change=allow_code_change,
+            transcript=transcript,
+        )  # fmt: skip

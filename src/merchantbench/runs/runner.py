@@ -44,6 +44,13 @@ from merchantbench.runs.pins import (
 )
 from merchantbench.runs.record import final_accounts, write_tables
 from merchantbench.runs.sealed import SealedSeed
+from merchantbench.runs.transcript import (
+    TRANSCRIPT,
+    TranscribedSession,
+    TranscriptFile,
+    cut_transcript,
+    write_cut,
+)
 from merchantbench.scenario import Scenario
 from merchantbench.seeds import seed_label
 from merchantbench.session import Session
@@ -137,6 +144,9 @@ class RunWriter:
         checkpoint_every: Windows between checkpoints.
         allow_code_change: Let `--resume` continue with code other than the code that wrote
             the run (recorded in `run.json` as `code_changes`); refused otherwise.
+        transcript: Write `transcript.jsonl` (observations and answers) for a new run. On
+            resume the record decides: a transcript it has is continued, one it lacks is not
+            started part-way.
     """
 
     def __init__(
@@ -145,14 +155,18 @@ class RunWriter:
         run_dir: Path,
         checkpoint_every: int = 10,
         allow_code_change: bool = False,
+        transcript: bool = True,
     ) -> None:
         self.spec = spec
         self.run_dir = run_dir
         self.checkpoint_every = checkpoint_every
         self.allow_code_change = allow_code_change
+        self.transcribe = transcript
         self._trace: TextIO | None = None
+        self._transcript: TranscriptFile | None = None
         self._kill = KillPoints.from_env()  # test-only (runs/kill_points.py)
         self.manifest: RunManifest  # set by open_session
+        self._session: TranscribedSession  # set by open_session
         self.pins: RunPins  # set by open_session; saved with every checkpoint
 
     def _sink(self, entry: dict[str, Any]) -> None:
@@ -207,7 +221,7 @@ class RunWriter:
             raise RunError(f"{run_dir} exists; use --resume to continue it or choose another --out")
         market = get_market(spec.scenario, spec.seed, catalog=spec.catalog)
         index = get_search_index(spec.scenario, spec.seed, market, spec.catalog)
-        session = Session(spec.scenario, market, spec.seed, index, self._sink)
+        session = TranscribedSession(spec.scenario, market, spec.seed, index, self._sink)
         # A privileged agent (the oracle) is handed the hidden market here, in the open.
         entry = agent_entry(spec.agent)
         hidden = market if entry.privileged else None
@@ -220,23 +234,57 @@ class RunWriter:
             spec.scenario, spec.seed, spec.agent, configured, spec.catalog,
             session.registry.schema_sha256(), _commitment(spec),
         )  # fmt: skip
+        noted: int | None = None  # the last window whose observation the transcript holds
         if resume:
-            agent = self._restore(meta, session, agent, hidden)
+            agent, noted = self._restore(meta, session, agent, hidden)
         else:
             meta = _start_manifest(spec, agent, session)
             run_dir.mkdir(parents=True, exist_ok=True)  # only now: nothing before inputs passed
             if spec.sealed is not None:  # the secret first: a record never lacks its seed
                 spec.sealed.write(run_dir)
             meta.write(run_dir)
-        self._trace = open(run_dir / "trace.jsonl", "a")  # noqa: SIM115 (closed in finish)
+        self._session = session
+        self._open_records(session, noted)
         self.manifest = meta
         return session, agent, meta
 
+    def _open_records(self, session: TranscribedSession, noted: int | None) -> None:
+        """Open the trace and the transcript for appending; the transcript notes the open
+        window's observation unless it holds it already."""
+        self._trace = open(self.run_dir / "trace.jsonl", "a")  # noqa: SIM115 (closed in close)
+        if self.transcribe:
+            self._transcript = TranscriptFile(self.run_dir / TRANSCRIPT)
+            session.transcript = self._transcript
+            if noted != session.window:
+                session.note_window()
+
+    def _cut_records(self, session: Session, agent: BaseAgent | None) -> int | None:
+        """Cut the trace, the model-call log and the transcript back to what `session` (and
+        `agent`) hold; every file is checked before any is changed. Returns the last window
+        whose observation the transcript keeps; a record without a transcript that is
+        already under way goes on without one.
+
+        Raises:
+            CheckpointError: a record is damaged within what the session covers.
+        """
+        path, seq = self.run_dir / TRANSCRIPT, session.memory.seq
+        kept, noted = cut_transcript(path, seq) if path.is_file() else (None, None)
+        truncate_trace(self.run_dir / "trace.jsonl", seq)
+        if agent is not None:  # LLM agents log their model calls; keep the checkpointed ones
+            truncate_trace(self.run_dir / MODEL_CALLS, agent.model_calls_seq)
+        if kept is not None:
+            write_cut(path, kept)
+            self.transcribe = True
+        elif seq:
+            self.transcribe = False
+        return noted
+
     def _restore(
         self, meta: RunManifest, session: Session, agent: BaseAgent, hidden: Any
-    ) -> BaseAgent:
+    ) -> tuple[BaseAgent, int | None]:
         """Continue the recorded run: check every pin (runs/pins.py) against `run.json` and the
-        checkpoint, restore the checkpoint, and cut the records back to what it covers."""
+        checkpoint, restore the checkpoint, and cut the records back to what it covers. Returns
+        the agent and the last window the transcript has the observation of."""
         run_dir = self.run_dir
         try:
             found, saved = read_checkpoint_pins(run_dir)
@@ -256,15 +304,13 @@ class RunWriter:
             if hidden is not None:
                 restored.attach_hidden_market(hidden)  # type: ignore[attr-defined]
         try:
-            truncate_trace(run_dir / "trace.jsonl", session.memory.seq)
-            # LLM agents log their model calls; keep those the checkpointed agent had made.
-            truncate_trace(run_dir / MODEL_CALLS, agent.model_calls_seq)
+            noted = self._cut_records(session, agent)
         except CheckpointError as exc:
             raise RunError(f"cannot resume: {exc}") from None
         if continued is not None:
             meta.record_code_change(continued, self.pins.code, session.memory.windows_closed)
             meta.write(run_dir)
-        return agent
+        return agent, noted
 
     def flush_agent_log(self, agent: BaseAgent) -> None:
         """Append the model calls an LLM agent made since the last flush to model_calls.jsonl.
@@ -280,6 +326,8 @@ class RunWriter:
     def checkpoint(self, session: Session, agent: BaseAgent) -> None:
         assert self._trace is not None
         self._trace.flush()
+        if self._transcript is not None:
+            self._transcript.flush()
         self.flush_agent_log(agent)
         save_checkpoint(self.run_dir, session.snapshot(), agent, self.pins.model_dump(mode="json"))
         self._kill.passed("checkpoint")
@@ -298,18 +346,24 @@ class RunWriter:
 
     def rewind(self, session: Session, meta: RunManifest) -> None:
         """The session was restored to an earlier snapshot (a host-side operation, e.g. the
-        conformance check's): cut the trace back to it and make a finished record live again."""
+        conformance check's): cut the trace and the transcript back to it and make a finished
+        record live again."""
+        if session is not self._session:
+            raise RunError(f"{self.run_dir}: rewind is for the session this writer opened")
         self.close()
-        truncate_trace(self.run_dir / "trace.jsonl", session.memory.seq)
-        self._trace = open(self.run_dir / "trace.jsonl", "a")  # noqa: SIM115 (closed in close)
+        self._open_records(self._session, self._cut_records(session, None))
         meta.reopen()
         meta.write(self.run_dir)
 
     def close(self) -> None:
-        """Close the trace (idempotent); later trace entries are refused with `RunError`."""
+        """Close the trace and the transcript (idempotent); later trace entries are refused
+        with `RunError`."""
         if self._trace is not None:
             self._trace.close()
             self._trace = None
+        if self._transcript is not None:
+            self._transcript.close()
+            self._transcript = None
 
     def finish(self, session: Session, agent: BaseAgent, meta: RunManifest) -> dict[str, Any]:
         """Write the tables and `metrics.json`, and only then `run.json` saying the run ended:
@@ -352,10 +406,13 @@ def run_agent(
     on_window: ProgressHook | None = None,
     checkpoint_every: int = 10,
     allow_code_change: bool = False,
+    transcript: bool = True,
 ) -> dict[str, Any]:
     """Run (or resume) a whole run and return its metrics (blocking)."""
     return asyncio.run(
-        run_agent_async(spec, run_dir, resume, on_window, checkpoint_every, allow_code_change)
+        run_agent_async(
+            spec, run_dir, resume, on_window, checkpoint_every, allow_code_change, transcript
+        )
     )
 
 
@@ -366,11 +423,12 @@ async def run_agent_async(
     on_window: ProgressHook | None = None,
     checkpoint_every: int = 10,
     allow_code_change: bool = False,
+    transcript: bool = True,
 ) -> dict[str, Any]:
     """Run (or resume) a whole run and return its metrics. Agents are awaited window by window
-    (`act_async`), so many LLM runs can share one event loop. `allow_code_change`: see
-    `RunWriter`."""
-    writer = RunWriter(spec, run_dir, checkpoint_every, allow_code_change)
+    (`act_async`), so many LLM runs can share one event loop. `allow_code_change` and
+    `transcript`: see `RunWriter`."""
+    writer = RunWriter(spec, run_dir, checkpoint_every, allow_code_change, transcript)
     session, agent, meta = writer.open_session(resume)
     try:
         while not session.over:

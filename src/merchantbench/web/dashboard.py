@@ -3,7 +3,8 @@ run's charts and trace by window, a sweep's leaderboard, live progress of runnin
 
     GET /                        every run under the runs root (a sweep: its leaderboard too)
     GET /runs/view?path=REL      one run: metrics, charts, trace viewer
-    GET /runs/trace?path=REL&window=W   one window's trace (JSON, for the viewer)
+    GET /runs/trace?path=REL&window=W   one window: observation, calls and their answers,
+                                        model calls (JSON, for the viewer; web/windows.py)
     GET /runs/progress           progress of every run (JSON, polled by the pages)
 
 It only reads files; nothing is re-run. The seed is not shown (a sealed run's stays sealed).
@@ -25,12 +26,11 @@ from merchantbench.web.records import (
     is_sweep,
     leaderboard,
     list_runs,
-    model_calls_of_window,
     read_json_or_empty,
     run_row,
-    trace_by_window,
     window_series,
 )
+from merchantbench.web.windows import window_view, windows_recorded
 
 router = APIRouter(include_in_schema=False)
 LABELS = {
@@ -89,6 +89,7 @@ def run_page(request: Request, path: str = Query(max_length=1000)) -> HTMLRespon
         "labels": LABELS,
         "series": window_series(run_dir, row.windows_done or row.windows_total, hours),
         "settings": (meta.get("agent") or {}).get("settings", {}),
+        "windows": max(windows_recorded(run_dir), 1),
     }
     return templates.TemplateResponse(request, "run.html", context)
 
@@ -97,12 +98,7 @@ def run_page(request: Request, path: str = Query(max_length=1000)) -> HTMLRespon
 def run_trace(
     request: Request, path: str = Query(max_length=1000), window: int = Query(ge=0, le=100_000)
 ) -> dict[str, Any]:
-    run_dir = _run_dir(request, path)
-    return {
-        "window": window,
-        "trace": trace_by_window(run_dir, window),
-        "model_calls": model_calls_of_window(run_dir, window),
-    }
+    return window_view(_run_dir(request, path), window)
 
 
 @router.get("/runs/progress")

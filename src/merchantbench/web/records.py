@@ -1,5 +1,6 @@
 """Run records on disk, read for the dashboard (never written): which run directories a root
-holds, their Table-1 metrics, progress of running ones, their charts and traces.
+holds, their Table-1 metrics, progress of running ones, their charts (a window's trace and
+transcript: web/windows.py).
 
 A run directory is any directory with a `run.json`. A *sweep* is a directory whose run
 directories sit deeper than one level (`SWEEP/runs/<config>/s<seed>/`); its runs are grouped by
@@ -142,40 +143,3 @@ def window_series(run_dir: Path, windows: int, hours: int) -> dict[str, list[flo
         series["rating"].append(float(ts["rating"][t]))
         series["orders"].append(int(np.searchsorted(placed, (w + 1) * hours, side="left")))
     return series
-
-
-def trace_by_window(run_dir: Path, window: int, limit: int = 500) -> list[dict[str, Any]]:
-    """The trace entries of one window (what the agent called and what became of it)."""
-    entries = []
-    try:
-        with open(run_dir / "trace.jsonl") as trace:
-            for line in trace:
-                entry = json.loads(line)
-                if entry.get("window") == window:
-                    entries.append(entry)
-                    if len(entries) >= limit:
-                        break
-                elif entry.get("window", -1) > window:
-                    break
-    except (OSError, ValueError):
-        return entries
-    return entries
-
-
-def model_calls_of_window(run_dir: Path, window: int, limit: int = 50) -> list[dict[str, Any]]:
-    """An LLM agent's model calls in one window (what it saw and answered), if it logged any."""
-    path = run_dir / "model_calls.jsonl"
-    calls: list[dict[str, Any]] = []
-    if not path.is_file():
-        return calls
-    with open(path) as log:
-        for line in log:
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue
-            if entry.get("window") == window:
-                calls.append(entry)
-                if len(calls) >= limit:
-                    break
-    return calls

@@ -49,7 +49,35 @@ function render(result, box, tool) {
   box.replaceChildren();
   const head = el("h3", {}, tool.replaceAll("_", " "));
   box.appendChild(head);
+  const pages = pager(result, tool, box.id.replace("results-", ""));
+  if (pages) box.appendChild(pages);
   box.appendChild(renderValue(result, box.id === "results-listings"));
+}
+
+// A paged answer (search, listings, orders, ...): page P of N, previous and next. They re-send
+// the tool's form with its page field moved, so every other filter stays as it was typed.
+function pager(result, tool, panel) {
+  const form = document.querySelector(`form[data-tool="${tool}"]`);
+  const field = form && form.querySelector('input[name="page"]');
+  if (!field || !result || typeof result.page !== "number" || typeof result.pages !== "number") return null;
+  const last = Math.max(result.pages, 1);
+  const nav = el("nav", {class: "pages", "aria-label": `${tool.replaceAll("_", " ")} pages`});
+  const go = (page) => { field.value = page; call(tool, formArgs(form), panel); };
+  const prev = el("button", {type: "button", class: "page-prev", title: "Previous page ([)"}, "← Previous page");
+  const next = el("button", {type: "button", class: "page-next", title: "Next page (])"}, "Next page →");
+  prev.disabled = result.page <= 1;
+  next.disabled = result.page >= last;
+  prev.addEventListener("click", () => go(result.page - 1));
+  next.addEventListener("click", () => go(result.page + 1));
+  const total = typeof result.total === "number" ? ` (${result.total} results)` : "";
+  nav.append(prev, el("span", {class: "page-of"}, `Page ${result.page} of ${last}${total}`), next);
+  return nav;
+}
+
+function turnPage(which) {
+  const panel = document.querySelector('[role="tabpanel"]:not([hidden])');
+  const button = panel && panel.querySelector(`.pages .page-${which}`);
+  if (button && !button.disabled) button.click();
 }
 
 function renderValue(value, mine) {
@@ -286,6 +314,8 @@ function onKey(ev) {
   else if (ev.key === "e" || ev.key === "E") endWindow();
   else if (ev.key === "p" || ev.key === "P") pause();
   else if (ev.key === "?") openHelp(true);
+  else if (ev.key === "[") turnPage("prev");
+  else if (ev.key === "]") turnPage("next");
 }
 
 async function pause() {

@@ -1,0 +1,153 @@
+"""The transcript of a run: what the agent was shown and what its calls answered.
+
+`transcript.jsonl` is written next to `trace.jsonl`, by the same writer, flushed at the same
+points and cut back by the same sequence numbers on resume. Two kinds of line, strict JSON:
+
+    {"seq":0,"window":0,"observation":"Day 1, 00:00 ..."}     a window opened (after call `seq`)
+    {"seq":1,"window":0,"answer":{"ok":true,...}}             the answer to trace entry `seq`
+
+Every trace entry has exactly one answer line, in order (`answer` is null for a framework
+tool's call: its answer stays in the harness). A window's observation line follows the answer
+of the call that opened it (`seq` 0 for the first window). It holds only what the surface
+handed the agent: the observation text as the window opened and each tool's own answer.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, TextIO
+
+from merchantbench.runs.checkpoint import CheckpointError
+from merchantbench.runs.files import atomic_write_bytes
+from merchantbench.session import Session
+
+TRANSCRIPT = "transcript.jsonl"
+
+
+def _line(record: dict[str, Any]) -> str:
+    return json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n"
+
+
+def answer_line(seq: int, window: int, answer: dict[str, Any] | None) -> str:
+    """The line of one call's answer; an answer that is not strict JSON (a tool's bug) is
+    kept as a note rather than ending the run."""
+    try:
+        return _line({"seq": seq, "window": window, "answer": answer})
+    except (TypeError, ValueError) as exc:
+        note = {"unrecorded": f"the answer is not strict JSON: {type(exc).__name__}"}
+        return _line({"seq": seq, "window": window, "answer": note})
+
+
+class TranscriptFile:
+    """The open transcript of a running run (buffered: flushed by the writer with the trace)."""
+
+    def __init__(self, path: Path) -> None:
+        self._file: TextIO = open(path, "a")  # noqa: SIM115 (see close)
+
+    def observation(self, seq: int, window: int, text: str) -> None:
+        self._file.write(_line({"seq": seq, "window": window, "observation": text}))
+
+    def answer(self, seq: int, window: int, answer: dict[str, Any] | None) -> None:
+        self._file.write(answer_line(seq, window, answer))
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class TranscribedSession(Session):
+    """A session whose calls' answers, and each new window's observation, go to a transcript.
+
+    `transcript` is set by the run writer (None: nothing is transcribed). Only the two doors
+    through which trace entries are made are wrapped, so the transcript and the trace never
+    disagree on a sequence number.
+    """
+
+    transcript: TranscriptFile | None = None
+
+    def call(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        window = self.window
+        result = super().call(*args, **kwargs)
+        if self.transcript is not None:
+            self.transcript.answer(self.memory.seq, window, result)
+            if self.window != window:
+                self.note_window()
+        return result
+
+    def record_framework_call(self, tool: str, args: Any, ok: bool, error: str | None) -> None:
+        super().record_framework_call(tool, args, ok, error)
+        if self.transcript is not None:
+            self.transcript.answer(self.memory.seq, self.window, None)
+
+    def note_window(self) -> None:
+        """Transcribe the open window's observation, as the surface hands it out now."""
+        if self.transcript is not None and not self.over:
+            self.transcript.observation(self.memory.seq, self.window, self.observation())
+
+
+def _seq_and_window(line: bytes) -> tuple[int, int, bool]:
+    """(seq, window, is an observation) of one line; ValueError if it is damaged."""
+    try:
+        record = json.loads(line)
+        seq, window = record["seq"], record["window"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError("damaged") from exc
+    if not isinstance(seq, int) or not isinstance(window, int):
+        raise ValueError("damaged")
+    if "observation" in record:
+        return seq, window, True
+    if "answer" not in record:
+        raise ValueError("damaged")
+    return seq, window, False
+
+
+def cut_transcript(path: Path, keep_seq: int) -> tuple[bytes, int | None]:
+    """What a transcript keeps when it is cut back to a checkpoint at trace entry `keep_seq`:
+    the answers 1 … `keep_seq` and the observations of the windows they opened. Lines after
+    (a torn last one included) are dropped; the resumed run writes them again, identically.
+    Nothing is written here: `write_cut` does, once every other record is cut too.
+
+    Returns:
+        The bytes to keep, and the window of the last observation kept (None if none is).
+
+    Raises:
+        CheckpointError: a line the checkpoint covers is missing, out of order or damaged.
+    """
+    kept: list[bytes] = []
+    answered, last_window = 0, None
+    lines = path.read_bytes().split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()  # what follows the last newline: nothing, or a torn line
+    for number, line in enumerate(lines, start=1):
+        try:
+            seq, window, is_observation = _seq_and_window(line)
+        except ValueError:
+            seq, window, is_observation = -1, -1, False
+        if is_observation and seq == answered:
+            kept.append(line)
+            last_window = window
+            continue
+        if answered == keep_seq:
+            break  # the rest is later than the checkpoint (or torn): made again on resume
+        if seq != answered + 1 or is_observation:
+            raise CheckpointError(
+                f"{path.name} line {number} is damaged or out of order, within what the "
+                f"checkpoint covers (entries 1-{keep_seq}); nothing was changed"
+            )
+        kept.append(line)
+        answered = seq
+    if answered < keep_seq:
+        raise CheckpointError(
+            f"{path.name} has {answered} answers; the checkpoint covers {keep_seq}"
+        )
+    return b"".join(line + b"\n" for line in kept), last_window
+
+
+def write_cut(path: Path, kept: bytes) -> None:
+    """Replace the transcript by what `cut_transcript` kept (atomically; a prefix of the same
+    size is the same file, left alone)."""
+    if path.stat().st_size != len(kept):
+        atomic_write_bytes(path, kept)
