@@ -98,7 +98,8 @@ def test_live_progress_and_the_finished_runs_numbers(tmp_path: Path) -> None:
         rows = {r["path"]: r for r in client.get("/runs/progress", headers=ADMIN_HEADERS).json()}
         assert (rows[run_id]["status"], rows[run_id]["windows_done"]) == ("completed", 6)
         trace = client.get(f"/runs/trace?path={run_id}&window=2", headers=ADMIN_HEADERS).json()
-        assert [e["tool"] for e in trace["trace"]] == ["end_of_step"]
+        assert [e["tool"] for e in trace["calls"]] == ["end_of_step"]
+        assert trace["transcript"] and trace["observation"]  # what the agent saw, served too
 
 
 def test_no_dashboard_answer_carries_a_token_a_sealed_seed_or_hidden_state(
