@@ -162,3 +162,14 @@ def test_calibration_reuses_only_a_record_of_the_same_identity(tmp_path: Path, m
     write_identity(run_dir, other)
     assert calibrate._finished(run_dir, scenario, run) is None
     assert same_identity(run_dir, other)
+
+
+def test_transcripts_are_written_unless_the_sweep_turns_them_off(tmp_path: Path):
+    for flag, expected in (("", True), ("transcript: false\n", False)):
+        text = SMOKE + "agents: [{agent: rule-based, label: rb}]\n" + flag
+        out = tmp_path / f"out-{expected}"
+        done = run_sweep(parse_sweep_text(text, ".yaml"), tmp_path, out, LocalExecutor())
+        assert len(done.finished) == 1 and not done.failed
+        run_dir = out / "runs" / "rb" / "s1"
+        assert (run_dir / "trace.jsonl").stat().st_size > 0
+        assert (run_dir / "transcript.jsonl").is_file() is expected

@@ -44,6 +44,8 @@ class SweepRun:
         key: Hash of the run's identity (configuration + code version).
         sealed: A sealed run (SPEC §10): `seed` is then only the slot's number; the real seed
             is drawn when the run starts and kept in its `sealed/` directory.
+        transcript: Write the run's `transcript.jsonl` (a recording choice, not part of the
+            run's identity).
     """
 
     label: str
@@ -56,6 +58,7 @@ class SweepRun:
     max_concurrency: int | None
     key: str
     sealed: bool = False
+    transcript: bool = True
 
     @property
     def is_llm(self) -> bool:
@@ -171,9 +174,8 @@ def plan_sweep(sweep: SweepFile, base: Path) -> list[SweepRun]:
                 entry = settings.get("model_entry") if agent in HARNESSES else None
                 harness = agent if agent in HARNESSES else None
                 runs.append(
-                    SweepRun(
-                        full, agent, settings, scenario, seed, harness, entry, cap, key, sealed
-                    )
+                    SweepRun(full, agent, settings, scenario, seed, harness, entry, cap, key,
+                             sealed, sweep.transcript)  # fmt: skip
                 )
     return runs
 

@@ -10,6 +10,7 @@
     harness_settings: {hermes: {review_every: 20}}
     max_concurrency: 32               # LLM runs in flight at once, over the whole sweep
     budget: {max_cost: 5.0, max_tokens: 20000000}
+    transcript: true                  # false: no transcript.jsonl per run (saves disk)
 
 Every agent entry is one configuration; so is every model × harness pair (label
 `<harness>-<model>`); each is crossed with every scenario and seed.
@@ -82,6 +83,7 @@ class SweepFile(_Strict):
     harness_settings: dict[Literal["react", "hermes"], dict[str, Any]] = Field(default_factory=dict)
     max_concurrency: int = Field(default=64, ge=1)
     budget: Budget = Field(default_factory=Budget)
+    transcript: bool = True
 
     @field_validator("scenarios", mode="before")
     @classmethod

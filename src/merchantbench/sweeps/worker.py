@@ -64,7 +64,9 @@ async def execute_run_async(run: SweepRun, sweep_dir: Path, resume: bool) -> str
             try:
                 with _locked(lock_path(run, sweep_dir), 0.0):
                     hook = ProgressWriter(run_dir, progress_path(run, sweep_dir))
-                    await run_agent_async(run.spec(run_dir), run_dir, resume=resume, on_window=hook)
+                    await run_agent_async(
+                        run.spec(run_dir), run_dir, resume, hook, transcript=run.transcript
+                    )
                 return None
             except RunBusy:
                 if time.monotonic() >= deadline:
