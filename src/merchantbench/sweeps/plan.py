@@ -173,10 +173,8 @@ def plan_sweep(sweep: SweepFile, base: Path) -> list[SweepRun]:
                     raise SweepPlanError(f"{full}: {exc}") from None
                 entry = settings.get("model_entry") if agent in HARNESSES else None
                 harness = agent if agent in HARNESSES else None
-                runs.append(
-                    SweepRun(full, agent, settings, scenario, seed, harness, entry, cap, key,
-                             sealed, sweep.transcript)  # fmt: skip
-                )
+                config = (full, agent, settings, scenario, seed, harness, entry, cap, key)
+                runs.append(SweepRun(*config, sealed, sweep.transcript))
     return runs
 
 
