@@ -368,42 +368,54 @@ class SearchIndex:
         """Positions in `products` (every product when None, so positions are product
         indices) of the visible ones that pass every filter, ascending; the category is known
         (checked by `search`). Each filter reads only the survivors of the previous ones."""
-        kept = np.flatnonzero(view.visible if products is None else view.visible[products])
-        for values, passes in self._tests(view, filters):
+        if products is None:
+            kept = np.flatnonzero(view.visible)
+        else:
+            kept = np.flatnonzero(view.take("visible", products))
+        for values_at, passes in self._tests(view, filters):
             rows = kept if products is None else products[kept]
-            kept = kept[passes(values[rows])]
+            kept = kept[passes(values_at(rows))]
         return kept
 
     def _tests(
         self, view: CatalogView, filters: SearchFilters
-    ) -> list[tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]]:
-        """(per-product values, test) of each filter set; bounds are inclusive."""
+    ) -> list[tuple[Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray], np.ndarray]]]:
+        """(values of some products, test) of each filter set; bounds are inclusive."""
         m, f = self.market, filters
-        tests: list[tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]] = []
+        tests: list[
+            tuple[Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray], np.ndarray]]
+        ] = []
+
+        def of_view(name: str) -> Callable[[np.ndarray], np.ndarray]:
+            return lambda rows: view.take(name, rows)
+
+        def of_array(values: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+            return lambda rows: values[rows]
+
         if f.min_price is not None:
             low_fen = _rmb_to_fen(f.min_price)
-            tests.append((view.price_fen, lambda v: v >= low_fen))
+            tests.append((of_view("price_fen"), lambda v: v >= low_fen))
         if f.max_price is not None:
             high_fen = _rmb_to_fen(f.max_price)
-            tests.append((view.price_fen, lambda v: v <= high_fen))
+            tests.append((of_view("price_fen"), lambda v: v <= high_fen))
         if f.min_supplier_rating is not None:
             shop = np.float32(f.min_supplier_rating)
-            tests.append((self._supplier_rating, lambda v: v >= shop))
+            tests.append((of_array(self._supplier_rating), lambda v: v >= shop))
         if f.min_product_rating is not None:
             rating = np.float32(f.min_product_rating)
-            tests.append((m.historical_avg_rating, lambda v: v >= rating))
+            tests.append((of_array(m.historical_avg_rating), lambda v: v >= rating))
         if f.max_ship_hours is not None:
             ship = f.max_ship_hours
-            tests.append((view.ship_hours, lambda v: v <= ship))
+            tests.append((of_view("ship_hours"), lambda v: v <= ship))
         if f.max_logistics_hours is not None:
             logistics = f.max_logistics_hours
-            tests.append((m.logistics_hours, lambda v: v <= logistics))
+            tests.append((of_array(m.logistics_hours), lambda v: v <= logistics))
         if f.min_stock is not None:
             stock = f.min_stock
-            tests.append((view.stock, lambda v: v >= stock))
+            tests.append((of_view("stock"), lambda v: v >= stock))
         if f.category is not None:
             category = self._category_of[f.category]
-            tests.append((m.category, lambda v: v == category))
+            tests.append((of_array(m.category), lambda v: v == category))
         return tests
 
     def _sort_keys(
@@ -414,14 +426,14 @@ class SearchIndex:
         if sort == "relevance":
             return -scores
         if sort == "price_asc":
-            return view.price_fen[candidates]
+            return view.take("price_fen", candidates)
         if sort == "price_desc":
-            return -view.price_fen[candidates]
+            return -view.take("price_fen", candidates)
         if sort == "rating":
             return -self.market.historical_avg_rating[candidates]
         if sort == "sales_30d":
-            return -view.sales_30d[candidates]
-        return view.ship_hours[candidates].astype(np.int64) + self.market.logistics_hours[
+            return -view.take("sales_30d", candidates)
+        return view.take("ship_hours", candidates).astype(np.int64) + self.market.logistics_hours[
             candidates
         ].astype(np.int64)
 

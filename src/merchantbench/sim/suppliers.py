@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from merchantbench.catalog.market import CHANNELS, Market
+from merchantbench.catalog.view import StockOverrides
 
 # One channel's events of one product: (start, end, value) tuples sorted by start.
 EventList = list[tuple[int, int, float]]
@@ -182,6 +183,18 @@ def stock_levels(market: Market, stock: dict[int, tuple[int, int]], hour: int) -
         refilled = known[:, 0] + market.stock_refill[products] * (hour - known[:, 1])
         levels[products] = np.minimum(levels[products], refilled)
     return levels
+
+
+def stock_overrides(market: Market, stock: dict[int, tuple[int, int]], hour: int) -> StockOverrides:
+    """Current supplier stock of the products the store has bought from (the others are at
+    capacity), as a catalog view takes it: `stock_levels` at those products only."""
+    products = np.fromiter(stock, dtype=np.int64, count=len(stock))
+    known = np.array(list(stock.values()), dtype=np.int64).reshape(-1, 2)
+    order = np.argsort(products, kind="stable")
+    products, known = products[order], known[order]
+    refilled = known[:, 0] + market.stock_refill[products] * (hour - known[:, 1])
+    levels = np.minimum(market.stock_capacity[products].astype(np.int64), refilled)
+    return StockOverrides(products, levels)
 
 
 def stock_now(market: Market, product: int, stock: dict[int, tuple[int, int]], hour: int) -> int:

@@ -5,7 +5,7 @@ supplier pages. Everything shown is public: what a wholesale site shows any shop
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import numpy as np
@@ -94,14 +94,14 @@ def product_rows(market: Market, view: CatalogView, products: Any) -> list[list[
         _texts(market.product_ids[i]),
         _texts(market.titles[i]),
         [market.categories[c] for c in market.category[i].tolist()],
-        [rmb(fen) for fen in view.price_fen[i].tolist()],
-        [stock_band(units) for units in view.stock[i].tolist()],
-        view.ship_hours[i].tolist(),
+        [rmb(fen) for fen in view.take("price_fen", i).tolist()],
+        [stock_band(units) for units in view.take("stock", i).tolist()],
+        view.take("ship_hours", i).tolist(),
         market.logistics_hours[i].tolist(),
         [round(r, 2) for r in market.historical_avg_rating[i].astype(np.float64).tolist()],
         _texts(market.supplier_ids[s]),
         [round(r, 2) for r in market.shop_rating[s].astype(np.float64).tolist()],
-        view.sales_30d[i].tolist(),
+        view.take("sales_30d", i).tolist(),
     )
     return [list(row) for row in zip(*columns, strict=True)]
 
@@ -287,7 +287,7 @@ def list_supplier_products(
     # Browsing a view that shows only this supplier's products reuses the search's sort orders.
     owned = np.zeros(ctx.market.n_products, dtype=bool)
     owned[products] = True
-    shop_view = replace(view, visible=view.visible & owned)
+    shop_view = view.restricted(owned)
     found = ctx.search_index.search("", shop_view, SearchFilters(), sort, page, page_size)
     rows = product_rows(ctx.market, view, found.products)
     return {"supplier_id": supplier_id, **table(PRODUCT_COLUMNS, rows), **_page_fields(found)}
