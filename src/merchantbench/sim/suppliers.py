@@ -88,7 +88,6 @@ class SupplierBook:
     def _compute_state(self, product: int, hour: int) -> tuple[int, int, SupplierState]:
         """The state at `hour` and the hours [since, until) it holds over unchanged."""
         m = self.market
-        self.events(product)
         day = min(hour // 24, m.days - 1)
         since, until = self._extra_run(hour)
         found = []
@@ -121,14 +120,18 @@ class SupplierBook:
     ) -> tuple[tuple[int, int, float] | None, int, int]:
         """The channel's event in force at `hour` (or None) and the hours [lo, hi) over which
         that stays so: events of a channel never overlap, so it can only be the last one
-        started by then, and nothing changes before the next one starts."""
-        starts = self._starts[product][channel]
-        k = bisect_right(starts, hour) - 1
-        events = self._events[product][channel]
-        if k >= 0 and hour < events[k][1]:
-            return events[k], events[k][0], events[k][1]
-        lo = events[k][1] if k >= 0 else _NEVER_BEFORE
-        hi = starts[k + 1] if k + 1 < len(starts) else _NEVER_AFTER
+        started by then, and nothing changes before the next one starts. Read from the
+        market's arrays directly: most products are looked up once or twice a run."""
+        ev = self.market.events[channel]
+        first, stop = int(ev.offsets[product]), int(ev.offsets[product + 1])
+        k = first + int(ev.start[first:stop].searchsorted(hour, side="right")) - 1
+        lo = _NEVER_BEFORE
+        if k >= first:
+            start, end = int(ev.start[k]), int(ev.end[k])
+            if hour < end:
+                return (start, end, float(ev.value[k])), start, end
+            lo = end
+        hi = int(ev.start[k + 1]) if k + 1 < stop else _NEVER_AFTER
         return None, lo, hi
 
     def _extra_run(self, hour: int) -> tuple[int, int]:
