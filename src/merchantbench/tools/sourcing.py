@@ -13,7 +13,7 @@ from pydantic import Field
 
 from merchantbench.catalog.daily_report import daily_report
 from merchantbench.catalog.search import SearchFilters, SearchPage, SortKey
-from merchantbench.catalog.stock_band import AvailableBand, band_floor, stock_band
+from merchantbench.catalog.stock_band import AvailableBand, band_floor, stock_band, stock_bands
 from merchantbench.catalog.view import catalog_view_at
 from merchantbench.sim.suppliers import stock_now
 from merchantbench.tools.context import (
@@ -84,23 +84,35 @@ def _texts(values: np.ndarray) -> list[str]:
     return values.tolist() if values.dtype.kind == "U" else [str(v) for v in values]
 
 
+def shown_rating(ratings: np.ndarray) -> list[float]:
+    """Ratings as tools show them, `round(r, 2)` of each, in one pass.
+
+    For a float32 rating r, r × 100 is exact in float64 (24 + 7 significant bits), so rint of
+    it is the correctly rounded half-to-even count of hundredths that `round` finds, and the
+    division by 100 gives the same nearest double."""
+    if ratings.dtype != np.float32:
+        return [round(r, 2) for r in ratings.astype(np.float64).tolist()]
+    return (np.rint(ratings.astype(np.float64) * 100.0) / 100.0).tolist()
+
+
 def product_rows(market: Market, view: CatalogView, products: Any) -> list[list[Any]]:
     """Public table rows (PRODUCT_COLUMNS) of products as the view shows them now."""
     # Column by column: one gather per column, then plain Python values (tolist), instead of
-    # a numpy scalar look-up per cell.
+    # a numpy scalar look-up per cell. Prices are rmb() of each: fen / 100 is already the
+    # two-decimal RMB value.
     i = np.asarray(products, dtype=np.int64)
     s = market.supplier[i]
     columns = (
         _texts(market.product_ids[i]),
         _texts(market.titles[i]),
         [market.categories[c] for c in market.category[i].tolist()],
-        [rmb(fen) for fen in view.take("price_fen", i).tolist()],
-        [stock_band(units) for units in view.take("stock", i).tolist()],
+        rmb(view.take("price_fen", i)).tolist(),
+        stock_bands(view.take("stock", i)),
         view.take("ship_hours", i).tolist(),
         market.logistics_hours[i].tolist(),
-        [round(r, 2) for r in market.historical_avg_rating[i].astype(np.float64).tolist()],
+        shown_rating(market.historical_avg_rating[i]),
         _texts(market.supplier_ids[s]),
-        [round(r, 2) for r in market.shop_rating[s].astype(np.float64).tolist()],
+        shown_rating(market.shop_rating[s]),
         view.take("sales_30d", i).tolist(),
     )
     return [list(row) for row in zip(*columns, strict=True)]
