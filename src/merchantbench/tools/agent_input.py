@@ -55,6 +55,8 @@ class AgentInput:
 
 def is_valid_text(text: str) -> bool:
     """True unless `text` holds a lone surrogate (it then cannot be encoded as UTF-8)."""
+    if text.isascii():
+        return True
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -179,31 +181,49 @@ def json_depth(text: str) -> int:
     return deepest
 
 
+# A value met in the walk: (value, the node it is in, its key or index there, depth).
+_Node = tuple[Any, "_Node | None", "str | int | None", int]
+
+
+def _path(node: _Node) -> str:
+    """The JSON path of a node ("$.items[3].sale_price"), built only for a refusal."""
+    steps: list[str] = []
+    while node[1] is not None:
+        key = node[2]
+        steps.append(f"[{key}]" if type(key) is int else f".{key}")
+        node = node[1]
+    return "$" + "".join(reversed(steps))
+
+
 def _check_value(root: dict[str, Any]) -> dict[str, Any]:
     """Walk decoded arguments without recursion; refuse what JSON cannot carry."""
-    stack: list[tuple[Any, str, int]] = [(root, "$", 1)]
+    stack: list[_Node] = [(root, None, None, 1)]
     nodes = 0
     while stack:
-        value, path, depth = stack.pop()
+        node = stack.pop()
+        value, _, _, depth = node
         nodes += 1
         if nodes > MAX_NODES:
             raise HostileInput(failure(INVALID_ARGUMENT, f"more than {MAX_NODES} values", "$"))
         if depth > MAX_DEPTH:
-            raise HostileInput(failure(INVALID_ARGUMENT, f"nested deeper than {MAX_DEPTH}", path))
+            message = f"nested deeper than {MAX_DEPTH}"
+            raise HostileInput(failure(INVALID_ARGUMENT, message, _path(node)))
         kind = type(value)
         if kind is dict:
             for key, item in value.items():
                 if type(key) is not str or not is_valid_text(key):
                     message = f"object keys must be strings of valid text, got {safe_text(key)!r}"
-                    raise HostileInput(failure(INVALID_ARGUMENT, message, path))
-                stack.append((item, f"{path}.{key}", depth + 1))
+                    raise HostileInput(failure(INVALID_ARGUMENT, message, _path(node)))
+                stack.append((item, node, key, depth + 1))
         elif kind is list or kind is tuple:
-            stack.extend((item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value))
+            stack.extend((item, node, i, depth + 1) for i, item in enumerate(value))
         elif kind not in _SCALARS:
             message = f"{kind.__module__}.{kind.__name__} is not a JSON value"
-            raise HostileInput(failure(INVALID_ARGUMENT, message, path))
+            raise HostileInput(failure(INVALID_ARGUMENT, message, _path(node)))
         elif kind is str and not is_valid_text(value):
-            raise HostileInput(failure(INVALID_ARGUMENT, "text holds a lone surrogate", path))
+            message = "text holds a lone surrogate"
+            raise HostileInput(failure(INVALID_ARGUMENT, message, _path(node)))
         elif kind is float and not math.isfinite(value):
-            raise HostileInput(failure(INVALID_ARGUMENT, f"{value} is not a JSON number", path))
+            message = f"{value} is not a JSON number"
+            raise HostileInput(failure(INVALID_ARGUMENT, message, _path(node)))
     return root
