@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+import numpy as np
 from pydantic import Field
 
 from merchantbench.money import fen as to_fen
@@ -22,6 +23,7 @@ from merchantbench.tools.context import (
     ensure_open,
     paged,
     product_of,
+    public_ids,
     refusal,
     table,
 )
@@ -49,11 +51,19 @@ def _item_path(exc: ActionRejected) -> str:
     return f"$.items[{exc.index}].{field}"
 
 
-def _margin_row(ctx: StoreContext, product: int) -> list[Any]:
-    listing = ctx.engine.state.listings[product]
-    cost = ctx.engine.suppliers.state(product, ctx.engine.t).price_fen
-    pid = str(ctx.market.product_ids[product])
-    return [pid, rmb(listing.price), rmb(cost), rmb(listing.price - cost)]
+def _margin_rows(ctx: StoreContext, products: list[int]) -> list[list[Any]]:
+    """[product_id, sale price, procurement price now, unit margin] of listed products, RMB
+    (each rmb() of its fen, a column at a time)."""
+    t, book, listings = ctx.engine.t, ctx.engine.suppliers, ctx.engine.state.listings
+    prices = np.array([listings[p].price for p in products], dtype=np.int64)
+    costs = np.array([book.state(p, t).price_fen for p in products], dtype=np.int64)
+    columns = (
+        public_ids(ctx.market, products),
+        rmb(prices).tolist(),
+        rmb(costs).tolist(),
+        rmb(prices - costs).tolist(),
+    )
+    return [list(row) for row in zip(*columns, strict=True)]
 
 
 def _slots(ctx: StoreContext) -> dict[str, int]:
@@ -94,7 +104,7 @@ def list_product(
     except ActionRejected as exc:
         raise refusal(exc, _item_path(exc)) from None
     columns = ("product_id", "sale_price", "procurement_price", "unit_margin")
-    listed = table(columns, [_margin_row(ctx, product) for product, _ in pairs])
+    listed = table(columns, _margin_rows(ctx, [product for product, _ in pairs]))
     return {"listed": listed, **_slots(ctx)}
 
 
@@ -144,7 +154,7 @@ def adjust_price(ctx: StoreContext, product_id: ProductId, sale_price: Price) ->
     except ActionRejected as exc:
         path = "$.sale_price" if exc.code == "price_out_of_range" else "$.product_id"
         raise refusal(exc, path) from None
-    _, price, cost, margin = _margin_row(ctx, product)
+    [(_, price, cost, margin)] = _margin_rows(ctx, [product])
     return {
         "product_id": product_id,
         "previous_price": old,
@@ -185,8 +195,9 @@ def review_my_listings(ctx: StoreContext) -> dict[str, Any]:
     """
     t = ctx.engine.t
     rows = []
-    for product, listing in _by_listing_time(ctx):
-        pid, price, cost, margin = _margin_row(ctx, product)
+    listed = _by_listing_time(ctx)
+    margins = _margin_rows(ctx, [product for product, _ in listed])
+    for (product, listing), (pid, price, cost, margin) in zip(listed, margins, strict=True):
         last = clock_text(listing.last_order_t) if listing.last_order_t >= 0 else None
         rows.append([
             pid, str(ctx.market.titles[product]), price, cost, margin, listing.orders,
@@ -215,9 +226,11 @@ def query_my_listings(
         page: Page number, from 1.
         page_size: Rows per page (at most {tools.page_size_max}).
     """
+    listed = _by_listing_time(ctx)
+    margins = _margin_rows(ctx, [product for product, _ in listed])
     rows = [
-        [*_margin_row(ctx, product), listing.orders, clock_text(listing.listed_t)]
-        for product, listing in _by_listing_time(ctx)
+        [*margin, listing.orders, clock_text(listing.listed_t)]
+        for (_, listing), margin in zip(listed, margins, strict=True)
     ]
     if sort == "orders":
         rows.sort(key=lambda row: -row[4])
