@@ -19,6 +19,18 @@ def rows_of(result: dict[str, Any], key: str | None = None) -> list[dict[str, An
     return [dict(zip(columns, row, strict=True)) for row in block["rows"]]
 
 
+def columns_of(result: dict[str, Any], *names: str) -> list[tuple[Any, ...]]:
+    """The named columns of each row of a tool's table, as tuples; [] on error or when the
+    table lacks one of them. Cheaper than `rows_of` for an agent reading a few columns."""
+    if not result.get("ok", True) or not isinstance(result.get("columns"), list):
+        return []
+    columns = result["columns"]
+    if any(name not in columns for name in names):
+        return []
+    at = [columns.index(name) for name in names]
+    return [tuple(row[k] for k in at) for row in result["rows"]]
+
+
 def open_store_hour(snapshot: dict[str, Any]) -> int | None:
     """The hour a `get_store_snapshot` answer was taken at, or None when the call was refused,
     the store is closed or its time does not read as "Day N HH:00"."""
