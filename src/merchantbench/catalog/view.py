@@ -185,7 +185,8 @@ class _EventColumns:
         if name == "stock":
             return self.stock.take(m, products)
         if name == "sales_30d":
-            cum, end = m.market_sales_cum, self.sales_end
+            # A plain view of the memory map: its subclass costs more than the gather itself.
+            cum, end = np.asarray(m.market_sales_cum), self.sales_end
             return (cum[end, products] - cum[max(end - 30, 0), products]).astype(np.int64)
         raise KeyError(name)
 

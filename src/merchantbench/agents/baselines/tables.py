@@ -3,6 +3,7 @@ as dicts, and the store's state in a snapshot."""
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 from merchantbench.tools.context import parse_clock_text
@@ -27,8 +28,11 @@ def columns_of(result: dict[str, Any], *names: str) -> list[tuple[Any, ...]]:
     columns = result["columns"]
     if any(name not in columns for name in names):
         return []
-    at = [columns.index(name) for name in names]
-    return [tuple(row[k] for k in at) for row in result["rows"]]
+    if len(names) == 1:
+        k = columns.index(names[0])
+        return [(row[k],) for row in result["rows"]]
+    pick = itemgetter(*(columns.index(name) for name in names))
+    return [pick(row) for row in result["rows"]]
 
 
 def open_store_hour(snapshot: dict[str, Any]) -> int | None:
