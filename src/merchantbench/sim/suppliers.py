@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -192,7 +193,9 @@ def stock_overrides(market: Market, stock: dict[int, tuple[int, int]], hour: int
     """Current supplier stock of the products the store has bought from (the others are at
     capacity), as a catalog view takes it: `stock_levels` at those products only."""
     products = np.fromiter(stock, dtype=np.int64, count=len(stock))
-    known = np.array(list(stock.values()), dtype=np.int64).reshape(-1, 2)
+    # (level, hour) pairs flattened: numpy reads a flat run of ints far faster than tuples.
+    flat = chain.from_iterable(stock.values())
+    known = np.fromiter(flat, dtype=np.int64, count=2 * len(stock)).reshape(-1, 2)
     order = np.argsort(products, kind="stable")
     products, known = products[order], known[order]
     refilled = known[:, 0] + market.stock_refill[products] * (hour - known[:, 1])
