@@ -4,6 +4,7 @@ supplier pages. Everything shown is public: what a wholesale site shows any shop
 
 from __future__ import annotations
 
+import threading
 import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -95,27 +96,58 @@ def shown_rating(ratings: np.ndarray) -> list[float]:
     return (np.rint(ratings.astype(np.float64) * 100.0) / 100.0).tolist()
 
 
+# Per market, the cells of a product's row that never change (id, title, category, logistics
+# hours, rating, supplier, supplier rating), made on a product's first showing: agents page
+# through the same products day after day.
+_FIXED_CELLS: weakref.WeakKeyDictionary[Market, dict[int, tuple[Any, ...]]] = (
+    weakref.WeakKeyDictionary()
+)
+_FIXED_LOCK = threading.Lock()
+
+
+def _fixed_cells(market: Market, products: list[int]) -> list[tuple[Any, ...]]:
+    with _FIXED_LOCK:
+        known = _FIXED_CELLS.setdefault(market, {})
+    missing = [p for p in dict.fromkeys(products) if p not in known]
+    if missing:
+        i = np.asarray(missing, dtype=np.int64)
+        s = market.supplier[i]
+        columns = (
+            _texts(market.product_ids[i]),
+            _texts(market.titles[i]),
+            [market.categories[c] for c in market.category[i].tolist()],
+            market.logistics_hours[i].tolist(),
+            shown_rating(market.historical_avg_rating[i]),
+            _texts(market.supplier_ids[s]),
+            shown_rating(market.shop_rating[s]),
+        )
+        known.update(zip(missing, zip(*columns, strict=True), strict=True))
+    return [known[p] for p in products]
+
+
 def product_rows(market: Market, view: CatalogView, products: Any) -> list[list[Any]]:
     """Public table rows (PRODUCT_COLUMNS) of products as the view shows them now."""
     # Column by column: one gather per column, then plain Python values (tolist), instead of
     # a numpy scalar look-up per cell. Prices are rmb() of each: fen / 100 is already the
     # two-decimal RMB value.
     i = np.asarray(products, dtype=np.int64)
-    s = market.supplier[i]
-    columns = (
-        _texts(market.product_ids[i]),
-        _texts(market.titles[i]),
-        [market.categories[c] for c in market.category[i].tolist()],
+    fixed = _fixed_cells(market, i.tolist())
+    now = zip(
         rmb(view.take("price_fen", i)).tolist(),
         stock_bands(view.take("stock", i)),
         view.take("ship_hours", i).tolist(),
-        market.logistics_hours[i].tolist(),
-        shown_rating(market.historical_avg_rating[i]),
-        _texts(market.supplier_ids[s]),
-        shown_rating(market.shop_rating[s]),
         view.take("sales_30d", i).tolist(),
+        strict=True,
     )
-    return [list(row) for row in zip(*columns, strict=True)]
+    return [
+        [pid, title, category, price, stock, ship, logistics, rating, supplier, shop, sales]
+        for (pid, title, category, logistics, rating, supplier, shop), (
+            price,
+            stock,
+            ship,
+            sales,
+        ) in zip(fixed, now, strict=True)
+    ]
 
 
 @tool(kind="read", group="sourcing")
