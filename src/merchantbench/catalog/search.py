@@ -157,6 +157,7 @@ class SearchIndex:
         self._score_dtype = np.dtype(bm25.dtype)
         self._posting_memo: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._match_memo: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
+        self._term_memo: dict[str, tuple[int, ...]] = {}  # query → term ids, () browse
         self._fixed_memo: dict[tuple[tuple[int, ...], _FixedFilters], np.ndarray] = {}
         self._memo_lock = threading.Lock()
 
@@ -248,13 +249,21 @@ class SearchIndex:
     def _query_terms(self, query: str) -> list[int] | None:
         """Vocabulary ids of the query's distinct terms, in query order; None when the query
         has no terms (browse), [] when some term occurs nowhere (nothing can match)."""
-        terms = list(dict.fromkeys(tokenize(query)))
-        if not terms:
+        found = self._term_memo.get(query)
+        if found is None:
+            terms = list(dict.fromkeys(tokenize(query)))
+            vocab = self._bm25.vocab_dict
+            if not terms:
+                found = ()
+            elif any(term not in vocab for term in terms):
+                found = (-1,)  # some term occurs nowhere
+            else:
+                found = tuple(vocab[term] for term in terms)
+            with self._memo_lock:
+                _remember(self._term_memo, query, found, MATCH_MEMO)
+        if not found:
             return None
-        vocab = self._bm25.vocab_dict
-        if any(term not in vocab for term in terms):
-            return []
-        return [vocab[term] for term in terms]
+        return [] if found == (-1,) else list(found)
 
     def matches(self, query: str) -> tuple[np.ndarray, np.ndarray] | None:
         """Products containing every query term (ascending) and their BM25 scores, as
@@ -367,9 +376,12 @@ class SearchIndex:
             key = tuple(term_ids)
             products, product_scores = self._matches_of(key)
             kept = self._fixed_passing(key, products, filters)
-            kept = kept[view.take("visible", products[kept])]
+            # Few products are left: every test of what the view shows reads all of them.
+            rows = products[kept]
+            shown = view.take("visible", rows)
             for values_at, passes in self._view_tests(view, filters):
-                kept = kept[passes(values_at(products[kept]))]
+                shown &= passes(values_at(rows))
+            kept = kept[shown]
             candidates, scores = products[kept], product_scores[kept]
         keys = self._sort_keys(sort, candidates, view, scores)
         chosen = _first_k_in_order(keys, page * page_size)[(page - 1) * page_size :]
