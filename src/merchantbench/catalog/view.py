@@ -101,14 +101,6 @@ class StockOverrides:
         current[self.products] = self.units
         return current
 
-    def take(self, market: Market, products: np.ndarray) -> np.ndarray:
-        current = market.stock_capacity[products].astype(np.int64)
-        if len(self.products):
-            at = np.minimum(np.searchsorted(self.products, products), len(self.products) - 1)
-            hit = self.products[at] == products
-            current[hit] = self.units[at[hit]]
-        return current
-
 
 @dataclass(frozen=True, eq=False)
 class _AllStock:
@@ -118,9 +110,6 @@ class _AllStock:
 
     def column(self, market: Market) -> np.ndarray:
         return self.units.copy()
-
-    def take(self, market: Market, products: np.ndarray) -> np.ndarray:
-        return self.units[products]
 
 
 Stock = np.ndarray | Mapping[int, int] | StockOverrides | None
@@ -159,6 +148,7 @@ class _EventColumns:
         self.channels = dict(channels)
         self.extra_ship = np.int32(market.ship_extra_hours[min(day, market.days - 1)])
         self.sales_end = min(day, market.days) + market.history_days  # as Market.sales_30d
+        self._stock: np.ndarray | None = None  # every product's, once a take asks for some
 
     def column(self, name: str) -> np.ndarray:
         m, channels = self.market, self.channels
@@ -183,7 +173,10 @@ class _EventColumns:
         if name == "ship_hours":
             return channels["delay"][products] + self.extra_ship
         if name == "stock":
-            return self.stock.take(m, products)
+            # Searches read stock several times a view: one dense column beats look-ups.
+            if self._stock is None:
+                self._stock = self.stock.column(m)
+            return self._stock[products]
         if name == "sales_30d":
             # A plain view of the memory map: its subclass costs more than the gather itself.
             cum, end = np.asarray(m.market_sales_cum), self.sales_end

@@ -29,6 +29,7 @@ MAX_ARGUMENT_CHARS = 1 << 20  # raw JSON arguments; the largest legitimate (a me
 MAX_DEPTH = 32  # the deepest legitimate arguments (items of a list of objects) are 3 deep
 MAX_NODES = 20_000
 MAX_NAME_CHARS = 64
+_PLAIN_KEYS = 64  # a flat object this small cannot exceed MAX_NODES
 TRACE_RAW_CHARS = 200  # of refused raw input, what the trace keeps
 
 _SCALARS = (str, int, float, bool, type(None))
@@ -195,8 +196,30 @@ def _path(node: _Node) -> str:
     return "$" + "".join(reversed(steps))
 
 
+def _plain(root: dict[str, Any]) -> bool:
+    """Whether `root` is a small flat object of ASCII keys and plain, valid scalars (what
+    most calls send): it then passes every check without the walk."""
+    if len(root) > _PLAIN_KEYS:
+        return False
+    for key, value in root.items():
+        kind = type(value)
+        if type(key) is not str or not key.isascii():
+            return False
+        if kind is str:
+            if not value.isascii():
+                return False
+        elif kind is float:
+            if not math.isfinite(value):
+                return False
+        elif kind is not int and kind is not bool and value is not None:
+            return False
+    return True
+
+
 def _check_value(root: dict[str, Any]) -> dict[str, Any]:
     """Walk decoded arguments without recursion; refuse what JSON cannot carry."""
+    if _plain(root):
+        return root
     stack: list[_Node] = [(root, None, None, 1)]
     nodes = 0
     while stack:

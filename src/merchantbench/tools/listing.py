@@ -32,6 +32,7 @@ from merchantbench.tools.render import Limit
 
 if TYPE_CHECKING:
     from merchantbench.sim.state import Listing
+    from merchantbench.sim.suppliers import SupplierState
     from merchantbench.tools.context import StoreContext
 
 NO_SALES_HOURS = 7 * 24
@@ -51,12 +52,16 @@ def _item_path(exc: ActionRejected) -> str:
     return f"$.items[{exc.index}].{field}"
 
 
-def _margin_rows(ctx: StoreContext, products: list[int]) -> list[list[Any]]:
+def _margin_rows(
+    ctx: StoreContext, products: list[int], suppliers: list[SupplierState] | None = None
+) -> list[list[Any]]:
     """[product_id, sale price, procurement price now, unit margin] of listed products, RMB
-    (each rmb() of its fen, a column at a time)."""
+    (each rmb() of its fen, a column at a time); `suppliers` their supplier states if known."""
     t, book, listings = ctx.engine.t, ctx.engine.suppliers, ctx.engine.state.listings
+    if suppliers is None:
+        suppliers = [book.state(p, t) for p in products]
     prices = np.array([listings[p].price for p in products], dtype=np.int64)
-    costs = np.array([book.state(p, t).price_fen for p in products], dtype=np.int64)
+    costs = np.array([supplier.price_fen for supplier in suppliers], dtype=np.int64)
     columns = (
         public_ids(ctx.market, products),
         rmb(prices).tolist(),
@@ -164,9 +169,7 @@ def adjust_price(ctx: StoreContext, product_id: ProductId, sale_price: Price) ->
     }
 
 
-def _alerts(ctx: StoreContext, product: int, listing: Listing) -> list[str]:
-    t = ctx.engine.t
-    supplier = ctx.engine.suppliers.state(product, t)
+def _alerts(t: int, supplier: SupplierState, listing: Listing) -> list[str]:
     flags = [
         ("supplier_delisted", not supplier.available),
         ("shipment_delayed", supplier.delayed),
@@ -196,12 +199,17 @@ def review_my_listings(ctx: StoreContext) -> dict[str, Any]:
     t = ctx.engine.t
     rows = []
     listed = _by_listing_time(ctx)
-    margins = _margin_rows(ctx, [product for product, _ in listed])
-    for (product, listing), (pid, price, cost, margin) in zip(listed, margins, strict=True):
+    products = [product for product, _ in listed]
+    suppliers = [ctx.engine.suppliers.state(product, t) for product in products]
+    margins = _margin_rows(ctx, products, suppliers)
+    titles = ctx.market.titles[np.asarray(products, dtype=np.int64)].tolist()
+    for (_, listing), supplier, title, (pid, price, cost, margin) in zip(
+        listed, suppliers, titles, margins, strict=True
+    ):
         last = clock_text(listing.last_order_t) if listing.last_order_t >= 0 else None
         rows.append([
-            pid, str(ctx.market.titles[product]), price, cost, margin, listing.orders,
-            (t - listing.listed_t) // 24, last, _alerts(ctx, product, listing),
+            pid, str(title), price, cost, margin, listing.orders,
+            (t - listing.listed_t) // 24, last, _alerts(t, supplier, listing),
         ])  # fmt: skip
     columns = (
         "product_id", "title", "sale_price", "procurement_price", "unit_margin", "orders",
