@@ -86,19 +86,26 @@ def _u64(x: object) -> np.ndarray:
 def uniform(seed: int, stream: int, product: object, hour: object, index: object = 0) -> np.ndarray:
     """Uniforms in [0, 1) for broadcast arrays of counters; equal to `uniform1` elementwise."""
     low, high = stream_key(seed)
+    # The combination is an XOR of wrapping products: scalar counters fold into one word.
+    word = ((low * _K_SEED) ^ (int(stream) * _K_STREAM)) & _MASK
+    z: np.ndarray | None = None
     with np.errstate(over="ignore"):
-        z = (
-            np.uint64((low * _K_SEED) & _MASK)
-            ^ np.uint64((int(stream) * _K_STREAM) & _MASK)
-            ^ (_u64(product) * np.uint64(_K_PRODUCT))
-            ^ (_u64(hour) * np.uint64(_K_HOUR))
-            ^ (_u64(index) * np.uint64(_K_INDEX))
-        )
+        for counter, factor in ((product, _K_PRODUCT), (hour, _K_HOUR), (index, _K_INDEX)):
+            values = np.asarray(counter)
+            if values.ndim == 0:
+                word ^= (int(values.astype(np.int64)) * factor) & _MASK
+                continue
+            term = _u64(values) * np.uint64(factor)
+            z = term if z is None else z ^ term
+        z = np.asarray(np.uint64(word)) if z is None else z ^ np.uint64(word)
         for mixed_in in (0, high):  # the high key word goes in between the two rounds
-            z = z ^ np.uint64(mixed_in)
-            z = (z ^ (z >> np.uint64(30))) * np.uint64(_K_STREAM)
-            z = (z ^ (z >> np.uint64(27))) * np.uint64(_K_PRODUCT)
-            z = z ^ (z >> np.uint64(31))
+            if mixed_in:
+                z ^= np.uint64(mixed_in)
+            z ^= z >> np.uint64(30)
+            z *= np.uint64(_K_STREAM)
+            z ^= z >> np.uint64(27)
+            z *= np.uint64(_K_PRODUCT)
+            z ^= z >> np.uint64(31)
     return (z >> np.uint64(11)).astype(np.float64) * _INV_2_53
 
 

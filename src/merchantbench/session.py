@@ -37,7 +37,7 @@ from merchantbench.catalog.search import SearchIndex
 from merchantbench.catalog.view import ViewCursor
 from merchantbench.scenario import Scenario
 from merchantbench.sim.engine import Engine
-from merchantbench.sim.suppliers import stock_levels
+from merchantbench.sim.suppliers import stock_overrides
 from merchantbench.surface import AgentSurface
 from merchantbench.tools.agent_input import (
     MAX_NAME_CHARS,
@@ -114,8 +114,10 @@ class Session:
         """The catalog at the current hour, with this store's purchases in the stock."""
         t = self.engine.t
         if self._view is None or self._view.hour != t:
+            # Drop the old view first: the cursor then moves its state on without a copy.
+            self._view = None
             # The engine keeps (level, hour of last purchase); the view wants units now.
-            units = stock_levels(self.market, self.engine.state.stock, t)
+            units = stock_overrides(self.market, self.engine.state.stock, t)
             self._view = self._views.view_at(t, units)
         return self._view
 

@@ -93,3 +93,16 @@ def test_a_bit_flipped_checkpoint_is_refused(tmp_path):
     path.write_bytes(b"not a checkpoint")
     with pytest.raises(CheckpointError, match="not a checkpoint"):
         load_checkpoint(tmp_path)
+
+
+def test_runs_holding_a_market_share_it_until_its_cache_changes(private_cache, capsys):
+    market = get_market(SMOKE, 1)
+    index = get_search_index(SMOKE, 1, market)
+    assert get_market(SMOKE, 1) is market  # a second run while the first holds it
+    assert get_search_index(SMOKE, 1, market) is index
+    path = market_path(SMOKE, 1) / "p_ref_fen.npy"
+    np.save(path, np.load(path) * 3)
+    rebuilt = get_market(SMOKE, 1)  # the damage is seen, not served from memory
+    assert rebuilt is not market and np.array_equal(rebuilt.p_ref_fen, market.p_ref_fen)
+    assert "does not match its content hash" in capsys.readouterr().err
+    assert get_search_index(SMOKE, 1, rebuilt) is not index  # an index of this market only

@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 from handmade_market import ITEMS, Events, handmade_market
 
-from merchantbench.catalog.view import CHECKPOINT_HOURS, catalog_view_at, event_price_fen
+from merchantbench.catalog.market import VIEW_COLUMNS
+from merchantbench.catalog.view import (
+    CHECKPOINT_HOURS,
+    StockOverrides,
+    ViewCursor,
+    catalog_view_at,
+    event_price_fen,
+)
 from merchantbench.sim.suppliers import SupplierBook
 
 LATE_LAUNCH = next(i for i, item in enumerate(ITEMS) if item.launch_day == 5)
@@ -111,3 +118,72 @@ def test_view_agrees_with_the_supplier_book_at_every_probe():
         assert view.visible.tolist() == [s.available for s in states]
         assert view.price_fen.tolist() == [s.price_fen for s in states]
         assert view.ship_hours.tolist() == [s.ship_hours for s in states]
+
+
+def _eventful_market():
+    rng = np.random.default_rng(5)
+    n, horizon = len(ITEMS), 14 * 24 * 6
+    events = Events(
+        price_change=_random_events(rng, n, horizon),
+        delisting=_random_events(rng, n, horizon),
+        delay=_random_events(rng, n, horizon),
+    )
+    return handmade_market(events=events, days=14 * 6), rng
+
+
+COLUMNS = ("visible", "price_fen", "ship_hours", "stock", "sales_30d")
+
+
+def test_take_reads_what_the_whole_column_holds():
+    market, rng = _eventful_market()
+    stock = {3: 0, 7: 12, 20: 49, 1: 50}
+    for hour in (0, 5 * 24 + 3, CHECKPOINT_HOURS + 30, 70 * 24):
+        for given in (None, stock, StockOverrides.of(stock), np.arange(market.n_products)):
+            # A fresh view per read, so that `take` cannot fall back on a built column.
+            picks = rng.integers(0, market.n_products, 9)
+            for name in COLUMNS:
+                taken = catalog_view_at(market, hour, given).take(name, picks)
+                whole = catalog_view_at(market, hour, given).column(name)
+                assert taken.dtype == whole.dtype == VIEW_COLUMNS[name]
+                assert taken.tolist() == whole[picks].tolist()
+
+
+def test_a_cursor_never_changes_a_view_it_gave_out():
+    market, _ = _eventful_market()
+    cursor = ViewCursor(market)
+    hours = list(range(0, 14 * 24 * 6, 17))
+    kept = []
+    for hour in hours:
+        view = cursor.view_at(hour, {2: 5})
+        if hour % 2:
+            kept.append(view)  # held while the cursor moves on
+        else:
+            assert all(
+                view.column(n).tolist() == catalog_view_at(market, hour, {2: 5}).column(n).tolist()
+                for n in COLUMNS
+            )
+        del view
+    for view in kept:
+        fresh = catalog_view_at(market, view.hour, {2: 5})
+        for name in COLUMNS:
+            assert (
+                view.take(name, np.arange(market.n_products)).tolist()
+                == fresh.column(name).tolist()
+            )
+
+
+def test_view_columns_are_read_only_and_a_restricted_view_hides_the_rest():
+    market, _ = _eventful_market()
+    view = catalog_view_at(market, 40)
+    with pytest.raises(ValueError):
+        view.price_fen[0] = 1
+    shown = np.zeros(market.n_products, dtype=bool)
+    shown[[0, 4, 9]] = True
+    narrow = view.restricted(shown)
+    assert narrow.visible.tolist() == (view.visible & shown).tolist()
+    assert narrow.take("visible", np.array([0, 1, 4])).tolist() == [
+        bool(view.visible[0]),
+        False,
+        bool(view.visible[4]),
+    ]
+    assert narrow.price_fen.tolist() == view.price_fen.tolist()

@@ -21,7 +21,9 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import time
+import weakref
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -182,8 +184,17 @@ def _load_array(path: Path) -> np.ndarray:
 def get_search_index(
     scenario: Scenario, seed: int, market: Market, catalog: Path | None = None
 ) -> SearchIndex:
-    """The keyword index of a cached market, built once and kept beside it."""
-    return SearchIndex.load_or_build(market_path(scenario, seed, catalog) / "search", market)
+    """The keyword index of a cached market, built once and kept beside it (and shared with
+    the process's other runs on the same market object while one holds it)."""
+    directory = market_path(scenario, seed, catalog) / "search"
+    with _OPEN_LOCK:
+        known = _OPEN_INDEXES.get(directory)
+    if known is not None and known.market is market and _still_sound(directory):
+        return known
+    index = SearchIndex.load_or_build(directory, market)
+    with _OPEN_LOCK:
+        _OPEN_INDEXES[directory] = index
+    return index
 
 
 def _sweep_stale_temps(root: Path) -> None:
@@ -208,6 +219,25 @@ def _publish(built: Path, final: Path) -> None:
         shutil.rmtree(built, ignore_errors=True)
 
 
+# Markets and search indexes open in this process, by cache directory, while some run holds
+# them: concurrent runs on one (scenario, seed), as in a sweep, then share one Market object and
+# with it every per-market memo (catalog checkpoints, report totals, search memos) instead of
+# loading and warming their own. A hit is re-checked against the directory's content stamp
+# (`verified.check`: a few stat calls), so a damaged or rebuilt cache is never served from
+# memory.
+_OPEN_MARKETS: weakref.WeakValueDictionary[Path, Market] = weakref.WeakValueDictionary()
+_OPEN_INDEXES: weakref.WeakValueDictionary[Path, SearchIndex] = weakref.WeakValueDictionary()
+_OPEN_LOCK = threading.Lock()
+
+
+def _still_sound(directory: Path) -> bool:
+    try:
+        verified.check(directory)
+    except (verified.DamagedCache, OSError):
+        return False
+    return True
+
+
 def get_market(
     scenario: Scenario, seed: int, progress: Progress | None = None, catalog: Path | None = None
 ) -> Market:
@@ -226,11 +256,18 @@ def get_market(
         CatalogError: the real catalog is not valid; the message names table, column and row.
     """
     final = market_path(scenario, seed, catalog)
+    with _OPEN_LOCK:
+        known = _OPEN_MARKETS.get(final)
+    if known is not None and _still_sound(final):
+        return known
     for attempt in range(2):
         if not (final / "meta.json").exists():
             _build(scenario, seed, progress, catalog, final)
         try:
-            return load_market(final)
+            market = load_market(final)
+            with _OPEN_LOCK:
+                _OPEN_MARKETS[final] = market
+            return market
         except (ValueError, OSError, EOFError, KeyError) as exc:  # damaged, truncated, tampered
             if attempt:
                 raise

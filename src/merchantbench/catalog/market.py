@@ -15,6 +15,7 @@ Public fields may be shown to an agent. Hidden fields (marked below) never may.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from typing import Protocol
 
 import numpy as np
 
@@ -148,19 +149,103 @@ _NOT_PER_PRODUCT = {
 }
 
 
-@dataclass(frozen=True, eq=False)
+# The per-product columns of a catalog view, with their dtypes.
+VIEW_COLUMNS: dict[str, np.dtype] = {
+    "visible": np.dtype(bool),  # launched by this day and not delisted by its supplier now
+    "price_fen": np.dtype(np.int64),  # current procurement price
+    "ship_hours": np.dtype(np.int32),  # current supplier ship hours (delay events included)
+    "stock": np.dtype(np.int64),  # the supplier's current stock (our own purchases drain it)
+    "sales_30d": np.dtype(np.int64),  # market orders over the 30 completed days before today
+}
+
+
+class ViewColumns(Protocol):
+    """Where a view's columns come from: a whole column, or a few products of it."""
+
+    def column(self, name: str) -> np.ndarray:
+        """The column `name` over every product, as a new array the caller owns."""
+        ...
+
+    def take(self, name: str, products: np.ndarray) -> np.ndarray:
+        """`column(name)[products]`, without building the whole column."""
+        ...
+
+
 class CatalogView:
     """The catalog as any shopper sees it at one hour: public, time-varying vectors over all
-    products. Made by `catalog.view.catalog_view_at`, read by search and the tools.
+    products (`VIEW_COLUMNS`). Made by `catalog.view.catalog_view_at`, read by search and the
+    tools.
 
-    `visible` is False for products not yet launched or currently delisted by their supplier.
-    `stock` is the supplier's current stock (our own purchases drain it).
+    Each column is a read-only array, built on first use; `take(name, products)` reads some
+    products of a column without building it, since search and the tools mostly read a few
+    hundred products of the ≈ 100,000 (both give the same values).
     """
 
-    hour: int
-    day: int
-    visible: np.ndarray  # bool [n]
-    price_fen: np.ndarray  # int64 [n], current procurement price
-    ship_hours: np.ndarray  # int32 [n], current supplier ship hours (delay events included)
-    stock: np.ndarray  # int64 [n]
-    sales_30d: np.ndarray  # int64 [n]
+    __slots__ = ("__weakref__", "_built", "_source", "day", "hour")
+
+    def __init__(self, hour: int, day: int, source: ViewColumns) -> None:
+        self.hour = hour
+        self.day = day
+        self._source = source
+        self._built: dict[str, np.ndarray] = {}
+
+    def column(self, name: str) -> np.ndarray:
+        """The column `name` (a key of `VIEW_COLUMNS`) over every product, read-only."""
+        found = self._built.get(name)
+        if found is None:
+            found = self._built[name] = self._source.column(name)
+            found.setflags(write=False)
+        return found
+
+    def take(self, name: str, products: np.ndarray) -> np.ndarray:
+        """The column `name` at `products` (indices), as `column(name)[products]`."""
+        found = self._built.get(name)
+        if found is not None:
+            return found[products]
+        return self._source.take(name, np.asarray(products, dtype=np.int64))
+
+    def restricted(self, shown: np.ndarray) -> CatalogView:
+        """The same view with only the products where `shown` is True visible."""
+        return CatalogView(self.hour, self.day, _Restricted(self, shown))
+
+    @property
+    def visible(self) -> np.ndarray:
+        """bool [n]: False for products not yet launched or currently delisted."""
+        return self.column("visible")
+
+    @property
+    def price_fen(self) -> np.ndarray:
+        """int64 [n]: the current procurement price."""
+        return self.column("price_fen")
+
+    @property
+    def ship_hours(self) -> np.ndarray:
+        """int32 [n]: the current supplier ship hours (delay events included)."""
+        return self.column("ship_hours")
+
+    @property
+    def stock(self) -> np.ndarray:
+        """int64 [n]: the supplier's current stock (our own purchases drain it)."""
+        return self.column("stock")
+
+    @property
+    def sales_30d(self) -> np.ndarray:
+        """int64 [n]: market orders over the 30 completed days before this day."""
+        return self.column("sales_30d")
+
+
+@dataclass(frozen=True, eq=False)
+class _Restricted:
+    """The columns of `view`, with visibility narrowed to `shown`."""
+
+    view: CatalogView
+    shown: np.ndarray
+
+    def column(self, name: str) -> np.ndarray:
+        if name == "visible":
+            return self.view.visible & self.shown
+        return self.view.column(name).copy()
+
+    def take(self, name: str, products: np.ndarray) -> np.ndarray:
+        found = self.view.take(name, products)
+        return found & self.shown[products] if name == "visible" else found

@@ -157,6 +157,8 @@ class SearchIndex:
         self._score_dtype = np.dtype(bm25.dtype)
         self._posting_memo: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._match_memo: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
+        self._term_memo: dict[str, tuple[int, ...]] = {}  # query → term ids, () browse
+        self._fixed_memo: dict[tuple[tuple[int, ...], _FixedFilters], np.ndarray] = {}
         self._memo_lock = threading.Lock()
 
     @classmethod
@@ -247,13 +249,21 @@ class SearchIndex:
     def _query_terms(self, query: str) -> list[int] | None:
         """Vocabulary ids of the query's distinct terms, in query order; None when the query
         has no terms (browse), [] when some term occurs nowhere (nothing can match)."""
-        terms = list(dict.fromkeys(tokenize(query)))
-        if not terms:
+        found = self._term_memo.get(query)
+        if found is None:
+            terms = list(dict.fromkeys(tokenize(query)))
+            vocab = self._bm25.vocab_dict
+            if not terms:
+                found = ()
+            elif any(term not in vocab for term in terms):
+                found = (-1,)  # some term occurs nowhere
+            else:
+                found = tuple(vocab[term] for term in terms)
+            with self._memo_lock:
+                _remember(self._term_memo, query, found, MATCH_MEMO)
+        if not found:
             return None
-        vocab = self._bm25.vocab_dict
-        if any(term not in vocab for term in terms):
-            return []
-        return [vocab[term] for term in terms]
+        return [] if found == (-1,) else list(found)
 
     def matches(self, query: str) -> tuple[np.ndarray, np.ndarray] | None:
         """Products containing every query term (ascending) and their BM25 scores, as
@@ -265,19 +275,35 @@ class SearchIndex:
         the last `MATCH_MEMO` distinct term lists are kept.
         """
         term_ids = self._query_terms(query)
-        if term_ids is None:
-            return None
-        key = tuple(term_ids)
+        return None if term_ids is None else self._matches_of(tuple(term_ids))
+
+    def _matches_of(self, key: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         found = self._match_memo.get(key)
         if found is None:
-            found = self._intersect(term_ids)
+            found = self._intersect(list(key))
             for array in found:
                 array.setflags(write=False)
             with self._memo_lock:
-                if len(self._match_memo) >= MATCH_MEMO:
-                    self._match_memo.pop(next(iter(self._match_memo)))  # the oldest
-                self._match_memo[key] = found
+                _remember(self._match_memo, key, found, MATCH_MEMO)
         return found
+
+    def _fixed_passing(
+        self, key: tuple[int, ...], products: np.ndarray, filters: SearchFilters
+    ) -> np.ndarray:
+        """Positions in `products` (the matches of term list `key`) passing the filters on
+        fixed product facts (ratings, logistics hours, category), ascending; memoised with
+        the matches, since agents repeat their filters with their keywords."""
+        fixed = _fixed_filters(filters)
+        memo_key = (key, fixed)
+        kept = self._fixed_memo.get(memo_key)
+        if kept is None:
+            kept = np.arange(len(products))
+            for values, passes in self._fixed_tests(fixed):
+                kept = kept[passes(values[products[kept]])]
+            kept.setflags(write=False)
+            with self._memo_lock:
+                _remember(self._fixed_memo, memo_key, kept, 4 * MATCH_MEMO)
+        return kept
 
     def _intersect(self, term_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
         if not term_ids:
@@ -340,16 +366,23 @@ class SearchIndex:
         if filters.category is not None and filters.category not in self._category_of:
             known = ", ".join(self.market.categories)
             raise ValueError(f"unknown category {filters.category!r}; choose from {known}")
-        matched = self.matches(query)
-        if matched is None:
-            candidates = self._passing(view, filters, None)
+        term_ids = self._query_terms(query)
+        if term_ids is None:
+            candidates = self._passing(view, filters)
             scores = np.zeros(len(candidates), dtype=self._score_dtype)
             sort = "sales_30d" if sort == "relevance" else sort
         else:
             # Filters read only the matching products' rows: a keyword matches few of them.
-            products, product_scores = matched
-            shown = self._passing(view, filters, products)
-            candidates, scores = products[shown], product_scores[shown]
+            key = tuple(term_ids)
+            products, product_scores = self._matches_of(key)
+            kept = self._fixed_passing(key, products, filters)
+            # Few products are left: every test of what the view shows reads all of them.
+            rows = products[kept]
+            shown = view.take("visible", rows)
+            for values_at, passes in self._view_tests(view, filters):
+                shown &= passes(values_at(rows))
+            kept = kept[shown]
+            candidates, scores = products[kept], product_scores[kept]
         keys = self._sort_keys(sort, candidates, view, scores)
         chosen = _first_k_in_order(keys, page * page_size)[(page - 1) * page_size :]
         total = len(candidates)
@@ -362,48 +395,58 @@ class SearchIndex:
             pages=math.ceil(total / page_size),
         )
 
-    def _passing(
-        self, view: CatalogView, filters: SearchFilters, products: np.ndarray | None
-    ) -> np.ndarray:
-        """Positions in `products` (every product when None, so positions are product
-        indices) of the visible ones that pass every filter, ascending; the category is known
+    def _passing(self, view: CatalogView, filters: SearchFilters) -> np.ndarray:
+        """The visible products that pass every filter, ascending; the category is known
         (checked by `search`). Each filter reads only the survivors of the previous ones."""
-        kept = np.flatnonzero(view.visible if products is None else view.visible[products])
-        for values, passes in self._tests(view, filters):
-            rows = kept if products is None else products[kept]
-            kept = kept[passes(values[rows])]
+        kept = np.flatnonzero(view.visible)
+        for values, passes in self._fixed_tests(_fixed_filters(filters)):
+            kept = kept[passes(values[kept])]
+        for values_at, passes in self._view_tests(view, filters):
+            kept = kept[passes(values_at(kept))]
         return kept
 
-    def _tests(
+    def _fixed_tests(self, fixed: _FixedFilters) -> list[tuple[np.ndarray, _Test]]:
+        """(per-product values, test) of each filter set on fixed product facts."""
+        m = self.market
+        min_supplier_rating, min_product_rating, max_logistics_hours, category = fixed
+        tests: list[tuple[np.ndarray, _Test]] = []
+        if min_supplier_rating is not None:
+            shop = np.float32(min_supplier_rating)
+            tests.append((self._supplier_rating, lambda v: v >= shop))
+        if min_product_rating is not None:
+            rating = np.float32(min_product_rating)
+            tests.append((m.historical_avg_rating, lambda v: v >= rating))
+        if max_logistics_hours is not None:
+            logistics = max_logistics_hours
+            tests.append((m.logistics_hours, lambda v: v <= logistics))
+        if category is not None:
+            number = self._category_of[category]
+            tests.append((m.category, lambda v: v == number))
+        return tests
+
+    def _view_tests(
         self, view: CatalogView, filters: SearchFilters
-    ) -> list[tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]]:
-        """(per-product values, test) of each filter set; bounds are inclusive."""
-        m, f = self.market, filters
-        tests: list[tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]] = []
+    ) -> list[tuple[Callable[[np.ndarray], np.ndarray], _Test]]:
+        """(values of some products, test) of each filter set on what the view shows now;
+        bounds are inclusive."""
+        f = filters
+        tests: list[tuple[Callable[[np.ndarray], np.ndarray], _Test]] = []
+
+        def of_view(name: str) -> Callable[[np.ndarray], np.ndarray]:
+            return lambda rows: view.take(name, rows)
+
         if f.min_price is not None:
             low_fen = _rmb_to_fen(f.min_price)
-            tests.append((view.price_fen, lambda v: v >= low_fen))
+            tests.append((of_view("price_fen"), lambda v: v >= low_fen))
         if f.max_price is not None:
             high_fen = _rmb_to_fen(f.max_price)
-            tests.append((view.price_fen, lambda v: v <= high_fen))
-        if f.min_supplier_rating is not None:
-            shop = np.float32(f.min_supplier_rating)
-            tests.append((self._supplier_rating, lambda v: v >= shop))
-        if f.min_product_rating is not None:
-            rating = np.float32(f.min_product_rating)
-            tests.append((m.historical_avg_rating, lambda v: v >= rating))
+            tests.append((of_view("price_fen"), lambda v: v <= high_fen))
         if f.max_ship_hours is not None:
             ship = f.max_ship_hours
-            tests.append((view.ship_hours, lambda v: v <= ship))
-        if f.max_logistics_hours is not None:
-            logistics = f.max_logistics_hours
-            tests.append((m.logistics_hours, lambda v: v <= logistics))
+            tests.append((of_view("ship_hours"), lambda v: v <= ship))
         if f.min_stock is not None:
             stock = f.min_stock
-            tests.append((view.stock, lambda v: v >= stock))
-        if f.category is not None:
-            category = self._category_of[f.category]
-            tests.append((m.category, lambda v: v == category))
+            tests.append((of_view("stock"), lambda v: v >= stock))
         return tests
 
     def _sort_keys(
@@ -414,16 +457,34 @@ class SearchIndex:
         if sort == "relevance":
             return -scores
         if sort == "price_asc":
-            return view.price_fen[candidates]
+            return view.take("price_fen", candidates)
         if sort == "price_desc":
-            return -view.price_fen[candidates]
+            return -view.take("price_fen", candidates)
         if sort == "rating":
             return -self.market.historical_avg_rating[candidates]
         if sort == "sales_30d":
-            return -view.sales_30d[candidates]
-        return view.ship_hours[candidates].astype(np.int64) + self.market.logistics_hours[
+            return -view.take("sales_30d", candidates)
+        return view.take("ship_hours", candidates).astype(np.int64) + self.market.logistics_hours[
             candidates
         ].astype(np.int64)
+
+
+_Test = Callable[[np.ndarray], np.ndarray]
+_SORT_ALL_UP_TO = 512  # candidates a plain stable sort ranks faster than a partition first
+# (min_supplier_rating, min_product_rating, max_logistics_hours, category) of a SearchFilters.
+_FixedFilters = tuple[float | None, float | None, int | None, str | None]
+
+
+def _fixed_filters(filters: SearchFilters) -> _FixedFilters:
+    f = filters
+    return (f.min_supplier_rating, f.min_product_rating, f.max_logistics_hours, f.category)
+
+
+def _remember(memo: dict, key: object, value: object, size: int) -> None:
+    """Keep `value` under `key`, dropping the oldest entry when `memo` holds `size`."""
+    if len(memo) >= size:
+        memo.pop(next(iter(memo)))
+    memo[key] = value
 
 
 def _first_k_in_order(keys: np.ndarray, k: int) -> np.ndarray:
@@ -433,6 +494,8 @@ def _first_k_in_order(keys: np.ndarray, k: int) -> np.ndarray:
     When k is small against the candidates, a partition first narrows them to those with key ≤
     the k-th key.
     """
+    if len(keys) <= _SORT_ALL_UP_TO:
+        return np.argsort(keys, kind="stable")[:k]  # the stable order, cut: the same positions
     if k < len(keys):
         kth = np.partition(keys, k - 1)[k - 1]
         below = keys < kth

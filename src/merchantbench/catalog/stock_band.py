@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+import numpy as np
+
 StockBand = Literal["in_stock", "low", "out_of_stock"]
 AvailableBand = Literal["in_stock", "low"]
 LOW_STOCK_UNITS = 50
@@ -32,6 +34,12 @@ def stock_band(units: int) -> StockBand:
     if units >= LOW_STOCK_UNITS:
         return "in_stock"
     return "low" if units > 0 else "out_of_stock"
+
+
+def stock_bands(units: np.ndarray) -> list[StockBand]:
+    """`stock_band` of each of `units`, in one pass."""
+    level = (np.asarray(units) >= LOW_STOCK_UNITS).astype(np.intp) + (np.asarray(units) > 0)
+    return [STOCK_BANDS[k] for k in level.tolist()]
 
 
 def band_floor(band: str) -> int:

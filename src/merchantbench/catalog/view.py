@@ -11,6 +11,11 @@ checkpoints `CHECKPOINT_HOURS` apart, and a view starts from the checkpoint befo
 applies the changes since. A `ViewCursor` serves one run, whose hours only move forward: it
 keeps its own state and applies only the changes since its previous view. The rules here agree
 with `sim.suppliers.SupplierBook.state`, the per-product look-up of the same facts.
+
+A view's columns are built from that state only when asked for (`CatalogView.column`), and a
+few products of a column are read without building it (`CatalogView.take`): a run reads a few
+hundred products of each day's view, so its daily cost is the changes applied, not five passes
+over ≈ 100,000 products.
 """
 
 from __future__ import annotations
@@ -76,20 +81,107 @@ def _state_at(market: Market, hour: int, known: _EventState | None) -> _EventSta
     return state
 
 
-def _current_stock(market: Market, stock: np.ndarray | Mapping[int, int] | None) -> np.ndarray:
-    if stock is None:
-        return market.stock_capacity.astype(np.int64)
-    if isinstance(stock, Mapping):
+@dataclass(frozen=True, eq=False)
+class StockOverrides:
+    """The current stock of some products (`products` ascending, each once); every other
+    product is at its stock capacity. What a run passes: it has bought from a few products."""
+
+    products: np.ndarray  # int64
+    units: np.ndarray  # int64
+
+    @classmethod
+    def of(cls, stock: Mapping[int, int]) -> StockOverrides:
+        products = np.fromiter(stock.keys(), dtype=np.int64, count=len(stock))
+        units = np.fromiter(stock.values(), dtype=np.int64, count=len(stock))
+        order = np.argsort(products, kind="stable")
+        return cls(products[order], units[order])
+
+    def column(self, market: Market) -> np.ndarray:
         current = market.stock_capacity.astype(np.int64)
-        if stock:
-            current[np.fromiter(stock.keys(), dtype=np.int64, count=len(stock))] = np.fromiter(
-                stock.values(), dtype=np.int64, count=len(stock)
-            )
+        current[self.products] = self.units
         return current
+
+
+@dataclass(frozen=True, eq=False)
+class _AllStock:
+    """The current stock of every product."""
+
+    units: np.ndarray  # int64 [n]
+
+    def column(self, market: Market) -> np.ndarray:
+        return self.units.copy()
+
+
+Stock = np.ndarray | Mapping[int, int] | StockOverrides | None
+
+
+def _stock_of(market: Market, stock: Stock) -> StockOverrides | _AllStock:
+    if stock is None:
+        return StockOverrides(np.zeros(0, np.int64), np.zeros(0, np.int64))
+    if isinstance(stock, StockOverrides):
+        return stock
+    if isinstance(stock, Mapping):
+        return StockOverrides.of(stock)
     current = np.asarray(stock, dtype=np.int64)
     if current.shape != (market.n_products,):
         raise ValueError(f"stock has shape {current.shape}, expected ({market.n_products},)")
-    return current.copy()
+    return _AllStock(current.copy())
+
+
+class _EventColumns:
+    """A view's columns at one hour, read from the event state of that hour (`channels`).
+
+    A `ViewCursor` moves its state forward in place, so while a view built on that state
+    lives, the cursor copies the state before moving (see `ViewCursor.view_at`); whole
+    columns handed out are always new arrays, so nothing outside reads the state itself.
+    """
+
+    def __init__(
+        self,
+        market: Market,
+        hour: int,
+        channels: dict[str, np.ndarray],
+        stock: StockOverrides | _AllStock,
+    ) -> None:
+        day = hour // 24
+        self.market, self.day, self.stock = market, day, stock
+        self.channels = dict(channels)
+        self.extra_ship = np.int32(market.ship_extra_hours[min(day, market.days - 1)])
+        self.sales_end = min(day, market.days) + market.history_days  # as Market.sales_30d
+        self._stock: np.ndarray | None = None  # every product's, once a take asks for some
+
+    def column(self, name: str) -> np.ndarray:
+        m, channels = self.market, self.channels
+        if name == "visible":
+            return (m.launch_day <= self.day) & channels["delisting"]
+        if name == "price_fen":
+            return channels["price_change"].copy()
+        if name == "ship_hours":
+            return channels["delay"] + self.extra_ship
+        if name == "stock":
+            return self.stock.column(m)
+        if name == "sales_30d":
+            return m.sales_30d(self.sales_end - m.history_days).astype(np.int64)
+        raise KeyError(name)
+
+    def take(self, name: str, products: np.ndarray) -> np.ndarray:
+        m, channels = self.market, self.channels
+        if name == "visible":
+            return (m.launch_day[products] <= self.day) & channels["delisting"][products]
+        if name == "price_fen":
+            return channels["price_change"][products]
+        if name == "ship_hours":
+            return channels["delay"][products] + self.extra_ship
+        if name == "stock":
+            # Searches read stock several times a view: one dense column beats look-ups.
+            if self._stock is None:
+                self._stock = self.stock.column(m)
+            return self._stock[products]
+        if name == "sales_30d":
+            # A plain view of the memory map: its subclass costs more than the gather itself.
+            cum, end = np.asarray(m.market_sales_cum), self.sales_end
+            return (cum[end, products] - cum[max(end - 30, 0), products]).astype(np.int64)
+        raise KeyError(name)
 
 
 def _check_hour(hour: int) -> None:
@@ -97,25 +189,7 @@ def _check_hour(hour: int) -> None:
         raise ValueError(f"hour must be >= 0, got {hour}")
 
 
-def _view(
-    market: Market, hour: int, state: _EventState, stock: np.ndarray | Mapping[int, int] | None
-) -> CatalogView:
-    day = hour // 24
-    calendar_day = min(day, market.days - 1)
-    return CatalogView(
-        hour=hour,
-        day=day,
-        visible=(market.launch_day <= day) & state.channels["delisting"],
-        price_fen=state.channels["price_change"].copy(),
-        ship_hours=state.channels["delay"] + np.int32(market.ship_extra_hours[calendar_day]),
-        stock=_current_stock(market, stock),
-        sales_30d=market.sales_30d(min(day, market.days)).astype(np.int64),
-    )
-
-
-def catalog_view_at(
-    market: Market, hour: int, stock: np.ndarray | Mapping[int, int] | None = None
-) -> CatalogView:
+def catalog_view_at(market: Market, hour: int, stock: Stock = None) -> CatalogView:
     """The public catalog at the start of `hour`, with every supplier event active then applied.
 
     Args:
@@ -123,9 +197,9 @@ def catalog_view_at(
         hour: simulation hour `t` ≥ 0. Hours past the horizon (draining) use the last day's
             calendar, as the supplier book does.
         stock: current supplier stock, either for every product (array of length n_products) or
-            for some products (mapping product index → units); products not given are at their
-            stock capacity. The store's purchases are the only thing that drains stock, so the
-            engine passes what it tracks.
+            for some products (mapping product index → units, or `StockOverrides`); products
+            not given are at their stock capacity. The store's purchases are the only thing
+            that drains stock, so the engine passes what it tracks.
 
     Returns:
         The view: `visible` (launched by this day and not delisted by an active event),
@@ -134,22 +208,39 @@ def catalog_view_at(
         `sales_30d` (market orders over the 30 completed days before this day).
     """
     _check_hour(hour)
-    return _view(market, hour, _state_at(market, hour, None), stock)
+    columns = _stock_of(market, stock)
+    state = _state_at(market, hour, None)
+    return CatalogView(hour, hour // 24, _EventColumns(market, hour, state.channels, columns))
 
 
 class ViewCursor:
     """`catalog_view_at` for one run: views at non-decreasing hours cost only the supplier
     events that started or ended since the previous one (an earlier hour is answered too,
-    from the market's checkpoints). Not shared between threads."""
+    from the market's checkpoints). Not shared between threads.
+
+    The cursor moves one event state forward in place and its latest view reads that state;
+    if that view is still alive when the next one is asked for, the state is copied first,
+    so a view never changes. A caller that drops its previous view before asking for the
+    next (as the session does) saves the copy.
+    """
 
     def __init__(self, market: Market) -> None:
         self.market = market
         self._state: _EventState | None = None
+        self._lent: weakref.ref[CatalogView] | None = None  # the latest view on `_state`
 
-    def view_at(
-        self, hour: int, stock: np.ndarray | Mapping[int, int] | None = None
-    ) -> CatalogView:
+    def view_at(self, hour: int, stock: Stock = None) -> CatalogView:
         """The view `catalog_view_at(self.market, hour, stock)` returns."""
         _check_hour(hour)
-        self._state = _state_at(self.market, hour, self._state)
-        return _view(self.market, hour, self._state, stock)
+        columns = _stock_of(self.market, stock)
+        state = self._state
+        lent = self._lent() if self._lent is not None else None
+        if state is not None and state.hour != hour and lent is not None:
+            state = state.copy()  # the latest view still reads these arrays
+        del lent
+        self._state = state = _state_at(self.market, hour, state)
+        view = CatalogView(
+            hour, hour // 24, _EventColumns(self.market, hour, state.channels, columns)
+        )
+        self._lent = weakref.ref(view)
+        return view

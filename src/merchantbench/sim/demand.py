@@ -9,7 +9,12 @@ from __future__ import annotations
 import numpy as np
 
 from merchantbench.catalog.market import Market
-from merchantbench.random_streams import Stream, poisson_from_uniform, uniform
+from merchantbench.random_streams import (
+    SUM_FROM_ZERO_UP_TO,
+    Stream,
+    poisson_from_uniform,
+    uniform,
+)
 from merchantbench.scenario import DemandConfig
 
 
@@ -45,7 +50,8 @@ def window_intensity(
     """λ[listing, hour] for hours t0 … t0+hours−1, all within one day."""
     day = t0 // 24
     hour_of_day = np.arange(t0 % 24, t0 % 24 + hours)
-    base = market.demand_row(day)[products].astype(np.float64)
+    # The matrix is a memory map: index a plain array view of it (the subclass costs per call).
+    base = np.asarray(market.demand)[day + market.history_days, products].astype(np.float64)
     weights = market.hourly_weights[market.category[products]][:, hour_of_day]
     price = price_term(
         prices_fen, market.p_ref_fen[products], market.elasticity[products], config.price_term_cap
@@ -59,4 +65,14 @@ def window_arrivals(seed: int, products: np.ndarray, t0: int, lam: np.ndarray) -
     """Order counts[listing, hour] from λ, with uniforms keyed by (seed, product, hour)."""
     hours = t0 + np.arange(lam.shape[1])
     u = uniform(seed, Stream.ARRIVALS, products[:, None], hours[None, :])
-    return poisson_from_uniform(lam, u)
+    # Below SUM_FROM_ZERO_UP_TO the inverse CDF gives 0 where u ≤ P(X = 0) = e^(−λ). A
+    # listing-hour rarely sees an order, so only the cells that may are drawn; the margin
+    # keeps every cell within rounding of the boundary among them, where the draw decides.
+    maybe = np.exp(-lam) * (1.0 - 1e-9) < u
+    drawn = np.flatnonzero((lam > SUM_FROM_ZERO_UP_TO) | maybe)
+    counts = np.zeros(lam.shape, dtype=np.int64)
+    if drawn.size:
+        counts.reshape(-1)[drawn] = poisson_from_uniform(
+            lam.reshape(-1)[drawn], u.reshape(-1)[drawn]
+        )
+    return counts

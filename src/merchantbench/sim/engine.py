@@ -78,12 +78,13 @@ class Engine(StoreActions, Lifecycle):
             raise RuntimeError("the run is over: call finish()")
         t0 = self.state.t
         products = sorted(self.state.listings)
-        counts = self._window_counts(t0, products)
+        arrivals = self._arrivals_by_hour(t0, products)
         for k in range(self.window_hours):
             t = t0 + k
-            if counts is not None and not self.state.closed:
-                for j in np.flatnonzero(counts[:, k]):
-                    self._arrivals(products[j], t, int(counts[j, k]))
+            for j, count in arrivals.get(k, ()):
+                if self.state.closed:
+                    break
+                self._arrivals(products[j], t, count)
             self._transitions_due(t)
             if t % 24 == 23:
                 self._end_of_day(t)
@@ -111,6 +112,20 @@ class Engine(StoreActions, Lifecycle):
         while not self.done:
             self.advance()
         self.finish()
+
+    def _arrivals_by_hour(self, t0: int, order: list[int]) -> dict[int, list[tuple[int, int]]]:
+        """The window's arrivals: hour k → (position in `order`, count) in position order."""
+        counts = self._window_counts(t0, order)
+        by_hour: dict[int, list[tuple[int, int]]] = {}
+        if counts is None:
+            return by_hour
+        # Most windows have a few arrivals among hundreds of (listing, hour) cells.
+        hours, listings = np.nonzero(counts.T)
+        for k, j, count in zip(
+            hours.tolist(), listings.tolist(), counts.T[hours, listings].tolist(), strict=True
+        ):
+            by_hour.setdefault(k, []).append((j, count))
+        return by_hour
 
     def _window_counts(self, t0: int, order: list[int]) -> np.ndarray | None:
         """Arrival counts[listing, hour] of the window, listings in `order` (by product)."""

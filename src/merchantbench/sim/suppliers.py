@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
 from merchantbench.catalog.market import CHANNELS, Market
+from merchantbench.catalog.view import StockOverrides
 
 # One channel's events of one product: (start, end, value) tuples sorted by start.
 EventList = list[tuple[int, int, float]]
+_NEVER_BEFORE, _NEVER_AFTER = -(1 << 62), 1 << 62  # open ends of a span of hours
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,15 +33,20 @@ class SupplierState:
 
 
 class SupplierBook:
-    """Event look-ups for the products a store touches. Immutable facts, so never snapshotted."""
+    """Event look-ups for the products a store touches. Immutable facts, so never snapshotted.
+
+    A product's state changes only when one of its events starts or ends, when it launches and
+    when the calendar's extra ship hours change, so each computed state is kept with the span
+    of hours over which it holds: tools ask about the same listed products window after window,
+    and most answers come from that memo.
+    """
 
     def __init__(self, market: Market) -> None:
         self.market = market
         self._events: dict[int, dict[str, EventList]] = {}
         self._starts: dict[int, dict[str, list[int]]] = {}
-        # Many tools ask about the same products at the same hour: remember the last hour's.
-        self._hour = -1
-        self._states: dict[int, SupplierState] = {}
+        self._known: dict[int, tuple[int, int, SupplierState]] = {}  # product → (from, to, state)
+        self._extra_runs: list[int] | None = None
 
     def events(self, product: int) -> dict[str, EventList]:
         cached = self._events.get(product)
@@ -70,29 +78,74 @@ class SupplierBook:
         return event if hour < event[1] else None
 
     def state(self, product: int, hour: int) -> SupplierState:
-        if hour != self._hour:
-            self._hour, self._states = hour, {}
-        known = self._states.get(product)
-        if known is None:
-            known = self._states[product] = self._compute_state(product, hour)
-        return known
+        """The supplier's state of `product` at `hour` (≥ 0)."""
+        known = self._known.get(product)
+        if known is not None and known[0] <= hour < known[1]:
+            return known[2]
+        since, until, state = self._compute_state(product, hour)
+        self._known[product] = (since, until, state)
+        return state
 
-    def _compute_state(self, product: int, hour: int) -> SupplierState:
+    def _compute_state(self, product: int, hour: int) -> tuple[int, int, SupplierState]:
+        """The state at `hour` and the hours [since, until) it holds over unchanged."""
         m = self.market
-        self.events(product)
         day = min(hour // 24, m.days - 1)
-        price_event = self._active(product, "price_change", hour)
-        delay_event = self._active(product, "delay", hour)
-        launched = int(m.launch_day[product]) <= hour // 24
-        available = launched and self._active(product, "delisting", hour) is None
+        since, until = self._extra_run(hour)
+        found = []
+        for channel in CHANNELS:
+            event, lo, hi = self._channel_span(product, channel, hour)
+            since, until = max(since, lo), min(until, hi)
+            found.append(event)
+        price_event, delisting_event, delay_event = found
+        launch_hour = int(m.launch_day[product]) * 24
+        launched = launch_hour <= hour
+        since, until = (
+            (max(since, launch_hour), until) if launched else (since, min(until, launch_hour))
+        )
         base = int(m.base_price_fen[product])
         price = base if price_event is None else round(base * price_event[2])
         ship = int(m.ship_hours[product]) + int(m.ship_extra_hours[day])
         if delay_event is not None:
             ship += int(delay_event[2])
-        return SupplierState(
-            available, price, ship, delay_event is not None, price_event is not None
+        state = SupplierState(
+            launched and delisting_event is None,
+            price,
+            ship,
+            delay_event is not None,
+            price_event is not None,
         )
+        return since, until, state
+
+    def _channel_span(
+        self, product: int, channel: str, hour: int
+    ) -> tuple[tuple[int, int, float] | None, int, int]:
+        """The channel's event in force at `hour` (or None) and the hours [lo, hi) over which
+        that stays so: events of a channel never overlap, so it can only be the last one
+        started by then, and nothing changes before the next one starts. Read from the
+        market's arrays directly: most products are looked up once or twice a run."""
+        ev = self.market.events[channel]
+        first, stop = int(ev.offsets[product]), int(ev.offsets[product + 1])
+        k = first + int(ev.start[first:stop].searchsorted(hour, side="right")) - 1
+        lo = _NEVER_BEFORE
+        if k >= first:
+            start, end = int(ev.start[k]), int(ev.end[k])
+            if hour < end:
+                return (start, end, float(ev.value[k])), start, end
+            lo = end
+        hi = int(ev.start[k + 1]) if k + 1 < stop else _NEVER_AFTER
+        return None, lo, hi
+
+    def _extra_run(self, hour: int) -> tuple[int, int]:
+        """The hours [lo, hi) around `hour` over which the calendar's extra ship hours stay
+        the same (hours past the horizon use the last day, as the state does)."""
+        if self._extra_runs is None:
+            extra = np.asarray(self.market.ship_extra_hours)
+            self._extra_runs = (np.flatnonzero(extra[1:] != extra[:-1]) + 1).tolist()
+        runs = self._extra_runs
+        k = bisect_right(runs, hour // 24)
+        lo = runs[k - 1] * 24 if k > 0 else _NEVER_BEFORE
+        hi = runs[k] * 24 if k < len(runs) else _NEVER_AFTER
+        return lo, hi
 
     def active_events(self, product: int, hour: int) -> list[tuple[str, int, int]]:
         """Events of a product in force at `hour`: (channel, start, end)."""
@@ -134,6 +187,20 @@ def stock_levels(market: Market, stock: dict[int, tuple[int, int]], hour: int) -
         refilled = known[:, 0] + market.stock_refill[products] * (hour - known[:, 1])
         levels[products] = np.minimum(levels[products], refilled)
     return levels
+
+
+def stock_overrides(market: Market, stock: dict[int, tuple[int, int]], hour: int) -> StockOverrides:
+    """Current supplier stock of the products the store has bought from (the others are at
+    capacity), as a catalog view takes it: `stock_levels` at those products only."""
+    products = np.fromiter(stock, dtype=np.int64, count=len(stock))
+    # (level, hour) pairs flattened: numpy reads a flat run of ints far faster than tuples.
+    flat = chain.from_iterable(stock.values())
+    known = np.fromiter(flat, dtype=np.int64, count=2 * len(stock)).reshape(-1, 2)
+    order = np.argsort(products, kind="stable")
+    products, known = products[order], known[order]
+    refilled = known[:, 0] + market.stock_refill[products] * (hour - known[:, 1])
+    levels = np.minimum(market.stock_capacity[products].astype(np.int64), refilled)
+    return StockOverrides(products, levels)
 
 
 def stock_now(market: Market, product: int, stock: dict[int, tuple[int, int]], hour: int) -> int:

@@ -29,6 +29,7 @@ MAX_ARGUMENT_CHARS = 1 << 20  # raw JSON arguments; the largest legitimate (a me
 MAX_DEPTH = 32  # the deepest legitimate arguments (items of a list of objects) are 3 deep
 MAX_NODES = 20_000
 MAX_NAME_CHARS = 64
+_PLAIN_KEYS = 64  # a flat object this small cannot exceed MAX_NODES
 TRACE_RAW_CHARS = 200  # of refused raw input, what the trace keeps
 
 _SCALARS = (str, int, float, bool, type(None))
@@ -55,6 +56,8 @@ class AgentInput:
 
 def is_valid_text(text: str) -> bool:
     """True unless `text` holds a lone surrogate (it then cannot be encoded as UTF-8)."""
+    if text.isascii():
+        return True
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -179,31 +182,71 @@ def json_depth(text: str) -> int:
     return deepest
 
 
+# A value met in the walk: (value, the node it is in, its key or index there, depth).
+_Node = tuple[Any, "_Node | None", "str | int | None", int]
+
+
+def _path(node: _Node) -> str:
+    """The JSON path of a node ("$.items[3].sale_price"), built only for a refusal."""
+    steps: list[str] = []
+    while node[1] is not None:
+        key = node[2]
+        steps.append(f"[{key}]" if type(key) is int else f".{key}")
+        node = node[1]
+    return "$" + "".join(reversed(steps))
+
+
+def _plain(root: dict[str, Any]) -> bool:
+    """Whether `root` is a small flat object of ASCII keys and plain, valid scalars (what
+    most calls send): it then passes every check without the walk."""
+    if len(root) > _PLAIN_KEYS:
+        return False
+    for key, value in root.items():
+        kind = type(value)
+        if type(key) is not str or not key.isascii():
+            return False
+        if kind is str:
+            if not value.isascii():
+                return False
+        elif kind is float:
+            if not math.isfinite(value):
+                return False
+        elif kind is not int and kind is not bool and value is not None:
+            return False
+    return True
+
+
 def _check_value(root: dict[str, Any]) -> dict[str, Any]:
     """Walk decoded arguments without recursion; refuse what JSON cannot carry."""
-    stack: list[tuple[Any, str, int]] = [(root, "$", 1)]
+    if _plain(root):
+        return root
+    stack: list[_Node] = [(root, None, None, 1)]
     nodes = 0
     while stack:
-        value, path, depth = stack.pop()
+        node = stack.pop()
+        value, _, _, depth = node
         nodes += 1
         if nodes > MAX_NODES:
             raise HostileInput(failure(INVALID_ARGUMENT, f"more than {MAX_NODES} values", "$"))
         if depth > MAX_DEPTH:
-            raise HostileInput(failure(INVALID_ARGUMENT, f"nested deeper than {MAX_DEPTH}", path))
+            message = f"nested deeper than {MAX_DEPTH}"
+            raise HostileInput(failure(INVALID_ARGUMENT, message, _path(node)))
         kind = type(value)
         if kind is dict:
             for key, item in value.items():
                 if type(key) is not str or not is_valid_text(key):
                     message = f"object keys must be strings of valid text, got {safe_text(key)!r}"
-                    raise HostileInput(failure(INVALID_ARGUMENT, message, path))
-                stack.append((item, f"{path}.{key}", depth + 1))
+                    raise HostileInput(failure(INVALID_ARGUMENT, message, _path(node)))
+                stack.append((item, node, key, depth + 1))
         elif kind is list or kind is tuple:
-            stack.extend((item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value))
+            stack.extend((item, node, i, depth + 1) for i, item in enumerate(value))
         elif kind not in _SCALARS:
             message = f"{kind.__module__}.{kind.__name__} is not a JSON value"
-            raise HostileInput(failure(INVALID_ARGUMENT, message, path))
+            raise HostileInput(failure(INVALID_ARGUMENT, message, _path(node)))
         elif kind is str and not is_valid_text(value):
-            raise HostileInput(failure(INVALID_ARGUMENT, "text holds a lone surrogate", path))
+            message = "text holds a lone surrogate"
+            raise HostileInput(failure(INVALID_ARGUMENT, message, _path(node)))
         elif kind is float and not math.isfinite(value):
-            raise HostileInput(failure(INVALID_ARGUMENT, f"{value} is not a JSON number", path))
+            message = f"{value} is not a JSON number"
+            raise HostileInput(failure(INVALID_ARGUMENT, message, _path(node)))
     return root

@@ -20,6 +20,7 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
+import numpy as np
 from pydantic import Field
 
 from merchantbench.money import rmb as rmb
@@ -136,6 +137,12 @@ def product_of(ctx: StoreContext, product_id: str, path: str) -> int:
         return ctx.engine.product_index(product_id)
     except ActionRejected as exc:
         raise refusal(exc, path) from None
+
+
+def public_ids(market: Market, products: Sequence[int] | np.ndarray) -> list[str]:
+    """The public product_id of each product index, as plain strings."""
+    ids = market.product_ids[np.asarray(products, dtype=np.int64)]
+    return ids.tolist() if ids.dtype.kind == "U" else [str(v) for v in ids]
 
 
 def table(columns: Sequence[str], rows: list[list[Any]]) -> dict[str, Any]:

@@ -33,7 +33,7 @@ import inspect
 import re
 from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, Literal, Protocol, TypedDict, get_args
 
 from pydantic import BaseModel, ConfigDict, create_model
@@ -140,9 +140,10 @@ class Tool:
         """Environment write tools take an optional idempotency key; framework tools do not."""
         return _accepts_key(self.kind, self.role)
 
-    @property
+    @cached_property
     def is_async(self) -> bool:
-        """Whether the function is `async def` (then call it through `call_async`)."""
+        """Whether the function is `async def` (then call it through `call_async`); asked on
+        every call, so found once."""
         return inspect.iscoroutinefunction(self.fn)
 
     def render(self, settings: object) -> Tool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+import numpy as np
 from pydantic import Field
 
 from merchantbench.money import fen as to_fen
@@ -22,6 +23,7 @@ from merchantbench.tools.context import (
     ensure_open,
     paged,
     product_of,
+    public_ids,
     refusal,
     table,
 )
@@ -30,6 +32,7 @@ from merchantbench.tools.render import Limit
 
 if TYPE_CHECKING:
     from merchantbench.sim.state import Listing
+    from merchantbench.sim.suppliers import SupplierState
     from merchantbench.tools.context import StoreContext
 
 NO_SALES_HOURS = 7 * 24
@@ -49,11 +52,23 @@ def _item_path(exc: ActionRejected) -> str:
     return f"$.items[{exc.index}].{field}"
 
 
-def _margin_row(ctx: StoreContext, product: int) -> list[Any]:
-    listing = ctx.engine.state.listings[product]
-    cost = ctx.engine.suppliers.state(product, ctx.engine.t).price_fen
-    pid = str(ctx.market.product_ids[product])
-    return [pid, rmb(listing.price), rmb(cost), rmb(listing.price - cost)]
+def _margin_rows(
+    ctx: StoreContext, products: list[int], suppliers: list[SupplierState] | None = None
+) -> list[list[Any]]:
+    """[product_id, sale price, procurement price now, unit margin] of listed products, RMB
+    (each rmb() of its fen, a column at a time); `suppliers` their supplier states if known."""
+    t, book, listings = ctx.engine.t, ctx.engine.suppliers, ctx.engine.state.listings
+    if suppliers is None:
+        suppliers = [book.state(p, t) for p in products]
+    prices = np.array([listings[p].price for p in products], dtype=np.int64)
+    costs = np.array([supplier.price_fen for supplier in suppliers], dtype=np.int64)
+    columns = (
+        public_ids(ctx.market, products),
+        rmb(prices).tolist(),
+        rmb(costs).tolist(),
+        rmb(prices - costs).tolist(),
+    )
+    return [list(row) for row in zip(*columns, strict=True)]
 
 
 def _slots(ctx: StoreContext) -> dict[str, int]:
@@ -94,7 +109,7 @@ def list_product(
     except ActionRejected as exc:
         raise refusal(exc, _item_path(exc)) from None
     columns = ("product_id", "sale_price", "procurement_price", "unit_margin")
-    listed = table(columns, [_margin_row(ctx, product) for product, _ in pairs])
+    listed = table(columns, _margin_rows(ctx, [product for product, _ in pairs]))
     return {"listed": listed, **_slots(ctx)}
 
 
@@ -144,7 +159,7 @@ def adjust_price(ctx: StoreContext, product_id: ProductId, sale_price: Price) ->
     except ActionRejected as exc:
         path = "$.sale_price" if exc.code == "price_out_of_range" else "$.product_id"
         raise refusal(exc, path) from None
-    _, price, cost, margin = _margin_row(ctx, product)
+    [(_, price, cost, margin)] = _margin_rows(ctx, [product])
     return {
         "product_id": product_id,
         "previous_price": old,
@@ -154,9 +169,7 @@ def adjust_price(ctx: StoreContext, product_id: ProductId, sale_price: Price) ->
     }
 
 
-def _alerts(ctx: StoreContext, product: int, listing: Listing) -> list[str]:
-    t = ctx.engine.t
-    supplier = ctx.engine.suppliers.state(product, t)
+def _alerts(t: int, supplier: SupplierState, listing: Listing) -> list[str]:
     flags = [
         ("supplier_delisted", not supplier.available),
         ("shipment_delayed", supplier.delayed),
@@ -185,12 +198,18 @@ def review_my_listings(ctx: StoreContext) -> dict[str, Any]:
     """
     t = ctx.engine.t
     rows = []
-    for product, listing in _by_listing_time(ctx):
-        pid, price, cost, margin = _margin_row(ctx, product)
+    listed = _by_listing_time(ctx)
+    products = [product for product, _ in listed]
+    suppliers = [ctx.engine.suppliers.state(product, t) for product in products]
+    margins = _margin_rows(ctx, products, suppliers)
+    titles = ctx.market.titles[np.asarray(products, dtype=np.int64)].tolist()
+    for (_, listing), supplier, title, (pid, price, cost, margin) in zip(
+        listed, suppliers, titles, margins, strict=True
+    ):
         last = clock_text(listing.last_order_t) if listing.last_order_t >= 0 else None
         rows.append([
-            pid, str(ctx.market.titles[product]), price, cost, margin, listing.orders,
-            (t - listing.listed_t) // 24, last, _alerts(ctx, product, listing),
+            pid, str(title), price, cost, margin, listing.orders,
+            (t - listing.listed_t) // 24, last, _alerts(t, supplier, listing),
         ])  # fmt: skip
     columns = (
         "product_id", "title", "sale_price", "procurement_price", "unit_margin", "orders",
@@ -215,9 +234,11 @@ def query_my_listings(
         page: Page number, from 1.
         page_size: Rows per page (at most {tools.page_size_max}).
     """
+    listed = _by_listing_time(ctx)
+    margins = _margin_rows(ctx, [product for product, _ in listed])
     rows = [
-        [*_margin_row(ctx, product), listing.orders, clock_text(listing.listed_t)]
-        for product, listing in _by_listing_time(ctx)
+        [*margin, listing.orders, clock_text(listing.listed_t)]
+        for (_, listing), margin in zip(listed, margins, strict=True)
     ]
     if sort == "orders":
         rows.sort(key=lambda row: -row[4])

@@ -4,8 +4,9 @@ supplier pages. Everything shown is public: what a wholesale site shows any shop
 
 from __future__ import annotations
 
+import threading
 import weakref
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import numpy as np
@@ -13,7 +14,7 @@ from pydantic import Field
 
 from merchantbench.catalog.daily_report import daily_report
 from merchantbench.catalog.search import SearchFilters, SearchPage, SortKey
-from merchantbench.catalog.stock_band import AvailableBand, band_floor, stock_band
+from merchantbench.catalog.stock_band import AvailableBand, band_floor, stock_band, stock_bands
 from merchantbench.catalog.view import catalog_view_at
 from merchantbench.sim.suppliers import stock_now
 from merchantbench.tools.context import (
@@ -84,26 +85,69 @@ def _texts(values: np.ndarray) -> list[str]:
     return values.tolist() if values.dtype.kind == "U" else [str(v) for v in values]
 
 
+def shown_rating(ratings: np.ndarray) -> list[float]:
+    """Ratings as tools show them, `round(r, 2)` of each, in one pass.
+
+    For a float32 rating r, r × 100 is exact in float64 (24 + 7 significant bits), so rint of
+    it is the correctly rounded half-to-even count of hundredths that `round` finds, and the
+    division by 100 gives the same nearest double."""
+    if ratings.dtype != np.float32:
+        return [round(r, 2) for r in ratings.astype(np.float64).tolist()]
+    return (np.rint(ratings.astype(np.float64) * 100.0) / 100.0).tolist()
+
+
+# Per market, the cells of a product's row that never change (id, title, category, logistics
+# hours, rating, supplier, supplier rating), made on a product's first showing: agents page
+# through the same products day after day.
+_FIXED_CELLS: weakref.WeakKeyDictionary[Market, dict[int, tuple[Any, ...]]] = (
+    weakref.WeakKeyDictionary()
+)
+_FIXED_LOCK = threading.Lock()
+
+
+def _fixed_cells(market: Market, products: list[int]) -> list[tuple[Any, ...]]:
+    with _FIXED_LOCK:
+        known = _FIXED_CELLS.setdefault(market, {})
+    missing = [p for p in dict.fromkeys(products) if p not in known]
+    if missing:
+        i = np.asarray(missing, dtype=np.int64)
+        s = market.supplier[i]
+        columns = (
+            _texts(market.product_ids[i]),
+            _texts(market.titles[i]),
+            [market.categories[c] for c in market.category[i].tolist()],
+            market.logistics_hours[i].tolist(),
+            shown_rating(market.historical_avg_rating[i]),
+            _texts(market.supplier_ids[s]),
+            shown_rating(market.shop_rating[s]),
+        )
+        known.update(zip(missing, zip(*columns, strict=True), strict=True))
+    return [known[p] for p in products]
+
+
 def product_rows(market: Market, view: CatalogView, products: Any) -> list[list[Any]]:
     """Public table rows (PRODUCT_COLUMNS) of products as the view shows them now."""
     # Column by column: one gather per column, then plain Python values (tolist), instead of
-    # a numpy scalar look-up per cell.
+    # a numpy scalar look-up per cell. Prices are rmb() of each: fen / 100 is already the
+    # two-decimal RMB value.
     i = np.asarray(products, dtype=np.int64)
-    s = market.supplier[i]
-    columns = (
-        _texts(market.product_ids[i]),
-        _texts(market.titles[i]),
-        [market.categories[c] for c in market.category[i].tolist()],
-        [rmb(fen) for fen in view.price_fen[i].tolist()],
-        [stock_band(units) for units in view.stock[i].tolist()],
-        view.ship_hours[i].tolist(),
-        market.logistics_hours[i].tolist(),
-        [round(r, 2) for r in market.historical_avg_rating[i].astype(np.float64).tolist()],
-        _texts(market.supplier_ids[s]),
-        [round(r, 2) for r in market.shop_rating[s].astype(np.float64).tolist()],
-        view.sales_30d[i].tolist(),
+    fixed = _fixed_cells(market, i.tolist())
+    now = zip(
+        rmb(view.take("price_fen", i)).tolist(),
+        stock_bands(view.take("stock", i)),
+        view.take("ship_hours", i).tolist(),
+        view.take("sales_30d", i).tolist(),
+        strict=True,
     )
-    return [list(row) for row in zip(*columns, strict=True)]
+    return [
+        [pid, title, category, price, stock, ship, logistics, rating, supplier, shop, sales]
+        for (pid, title, category, logistics, rating, supplier, shop), (
+            price,
+            stock,
+            ship,
+            sales,
+        ) in zip(fixed, now, strict=True)
+    ]
 
 
 @tool(kind="read", group="sourcing")
@@ -287,7 +331,7 @@ def list_supplier_products(
     # Browsing a view that shows only this supplier's products reuses the search's sort orders.
     owned = np.zeros(ctx.market.n_products, dtype=bool)
     owned[products] = True
-    shop_view = replace(view, visible=view.visible & owned)
+    shop_view = view.restricted(owned)
     found = ctx.search_index.search("", shop_view, SearchFilters(), sort, page, page_size)
     rows = product_rows(ctx.market, view, found.products)
     return {"supplier_id": supplier_id, **table(PRODUCT_COLUMNS, rows), **_page_fields(found)}

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from merchantbench.agents.base import AgentSettings, BaseAgent
-from merchantbench.agents.baselines.tables import rows_of
+from merchantbench.agents.baselines.tables import columns_of
 from merchantbench.surface import AgentSurface
 
 
@@ -55,29 +55,28 @@ class RuleBasedAgent(BaseAgent[RuleBasedSettings]):
             self.dropped.update(product_ids)
 
     def _delist_all(self, surface: AgentSurface) -> None:
-        listed = rows_of(surface.call("query_my_listings", {}))
-        self._delist(surface, [row["product_id"] for row in listed])
+        listed = columns_of(surface.call("query_my_listings", {}), "product_id")
+        self._delist(surface, [pid for (pid,) in listed])
 
     def _handle_anomalies(self, surface: AgentSurface) -> None:
-        anomalies = rows_of(surface.call("query_supply_chain_anomalies", {"scope": "new"}))
+        found = surface.call("query_supply_chain_anomalies", {"scope": "new"})
+        anomalies = columns_of(found, "product_id", "anomaly", "ship_hours", "procurement_price")
         doomed = [
-            a["product_id"]
-            for a in anomalies
-            if a["anomaly"] == "supplier_delisted"
-            or (a["anomaly"] == "shipment_delayed" and a["ship_hours"] > self.config.max_ship_hours)
+            pid
+            for pid, anomaly, ship_hours, _ in anomalies
+            if anomaly == "supplier_delisted"
+            or (anomaly == "shipment_delayed" and ship_hours > self.config.max_ship_hours)
         ]
         self._delist(surface, doomed)
-        for a in anomalies:
-            if (
-                a["anomaly"] in ("price_changed", "price_restored")
-                and a["product_id"] not in doomed
-            ):
-                price = self._price(a["procurement_price"])
-                surface.call("adjust_price", {"product_id": a["product_id"], "sale_price": price})
+        for pid, anomaly, _, procurement_price in anomalies:
+            if anomaly in ("price_changed", "price_restored") and pid not in doomed:
+                price = self._price(procurement_price)
+                surface.call("adjust_price", {"product_id": pid, "sale_price": price})
 
     def _daily(self, surface: AgentSurface) -> None:
         review = surface.call("review_my_listings", {})
-        stale = [row["product_id"] for row in rows_of(review) if "no_sales_7d" in row["alerts"]]
+        listed = columns_of(review, "product_id", "alerts")
+        stale = [pid for pid, alerts in listed if "no_sales_7d" in alerts]
         self._delist(surface, stale)
         free = (
             review["listing_cap"] - review["active_listings"] + len(stale)
@@ -85,25 +84,25 @@ class RuleBasedAgent(BaseAgent[RuleBasedSettings]):
             else 0
         )
         if free > 0:
-            self._refill(surface, free, {row["product_id"] for row in rows_of(review)})
+            self._refill(surface, free, {pid for pid, _ in listed})
 
     def _refill(self, surface: AgentSurface, free: int, listed: set[str]) -> None:
         report = surface.call("get_daily_report", {})
         keywords = [k["keyword"] for k in report.get("hot_keywords", [])]
         chosen: list[dict[str, Any]] = []
         for keyword in keywords[: self.config.keywords_per_day]:
-            for row in self._candidates(surface, keyword):
-                pid = row["product_id"]
+            for pid, cost in self._candidates(surface, keyword):
                 if pid in listed or pid in self.dropped or len(chosen) >= free:
                     continue
-                chosen.append({"product_id": pid, "sale_price": self._price(row["price"])})
+                chosen.append({"product_id": pid, "sale_price": self._price(cost)})
                 listed.add(pid)
             if len(chosen) >= free:
                 break
         if chosen:
             surface.call("list_product", {"items": chosen})
 
-    def _candidates(self, surface: AgentSurface, keyword: str) -> list[dict[str, Any]]:
+    def _candidates(self, surface: AgentSurface, keyword: str) -> list[tuple[Any, ...]]:
+        """(product_id, price) of the products of a keyword that pass the rules."""
         s = self.config
         found = surface.call(
             "search_products",
@@ -118,4 +117,4 @@ class RuleBasedAgent(BaseAgent[RuleBasedSettings]):
                 "page_size": 20,
             },
         )
-        return rows_of(found)
+        return columns_of(found, "product_id", "price")
