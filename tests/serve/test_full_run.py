@@ -13,25 +13,11 @@ from conftest import LiveServer, start_server
 from protocol_client import ProtocolClient, assistant, tool_call
 from script import play_window
 
-from merchantbench.catalog.market import HIDDEN_FIELDS
+from merchantbench.catalog.hidden import hidden_names_in
 from merchantbench.runs.runner import RunSpec, RunWriter
 from merchantbench.runs.sealed import read_sealed
 from merchantbench.scenario import Scenario
 from merchantbench.serve.external import EXTERNAL, ExternalAgent, ExternalSettings
-
-HIDDEN_WORDS = ("p_ref", "elasticity", "hazard", "fate", "seed")
-HIDDEN_KEY_PARTS = (*HIDDEN_FIELDS, *HIDDEN_WORDS, "risk", "trap", "capacity", "refill")
-HIDDEN_TEXT = (*HIDDEN_WORDS, "type_id", "is_trap", "stock_capacity", "stock_refill",
-               "event_start", "event_end", "reference price")  # fmt: skip
-CATALOG_SEED_WORDS = "seed starter tray"  # a product of the catalog, not the run's seed
-
-
-def keys(value: Any) -> list[str]:
-    if isinstance(value, dict):
-        return [k for key, item in value.items() for k in (key, *keys(item))]
-    if isinstance(value, list):
-        return [k for item in value for k in keys(item)]
-    return []
 
 
 def decoded(body: Any) -> Any:
@@ -48,10 +34,8 @@ def decoded(body: Any) -> Any:
 
 def leaks(body: Any, seed: int, paths: list[str]) -> list[str]:
     """What in one answer is hidden: keys, words, the seed, a path of the server."""
-    found = [k for k in keys(body) if any(part in k.lower() for part in HIDDEN_KEY_PARTS)]
+    found = hidden_names_in(body)
     text = json.dumps(body, ensure_ascii=False)
-    prose = text.lower().replace(CATALOG_SEED_WORDS, "")
-    found += [w for w in HIDDEN_TEXT if w in prose]
     found += [str(seed)] if str(seed) in text else []
     return found + [p for p in paths if p in text]
 

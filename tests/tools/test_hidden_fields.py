@@ -145,3 +145,18 @@ def test_no_output_shows_a_hidden_name_or_value(
 def test_the_scan_catches_planted_leaks(leak: Any) -> None:
     with pytest.raises(AssertionError):
         scan(leak, {"Day 9 05:00"})
+
+
+@pytest.mark.parametrize(
+    ("output", "flagged"),
+    [
+        ({"title": "Seed Starter Tray, 72 cells"}, False),  # a catalog noun, not the run's seed
+        ("New order: Seed Starter Tray x2", False),
+        ("the market seed: 42", True),
+        ({"note": "seed=7"}, True),
+        ({"note": "rng_seed 7"}, True),
+        ({"market_seed": 7}, True),  # as a key, the word is enough
+    ],
+)
+def test_the_word_seed_counts_where_it_names_a_value(output, flagged: bool):
+    assert bool(hidden_names_in(output)) is flagged
