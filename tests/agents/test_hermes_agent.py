@@ -82,13 +82,26 @@ def _files_containing(root: Path, text: str) -> list[Path]:
     return [p for p in root.rglob("*") if p.is_file() and needle in p.read_bytes()]
 
 
+def _forced_report(trace: list[dict]) -> str:
+    """The windows the driver closed, each with the failed calls that window recorded
+    (Hermes' own tools and the driver's `hermes` entries: a timeout, an exit, a turn error)."""
+    forced = [e["window"] for e in trace if e["tool"] == "end_of_step" and e["forced"]]
+    lines = [f"windows closed by the driver (forced): {forced}"]
+    for window in forced:
+        failed = [e for e in trace if e["window"] == window and not e["ok"]]
+        why = [f"{e['origin']}:{e['tool']}: {e['error']}" for e in failed if not e["forced"]]
+        lines.append(f"window {window}: {'; '.join(why) or 'no failed call recorded'}")
+    return "\n".join(lines)
+
+
 def test_full_smoke_run_through_mcp(tmp_path, monkeypatch, hermes_env):
     metrics, run_dir, server, meta, trace = _run(tmp_path, store_policy, monkeypatch)
     windows = load_scenario("smoke").clock.windows
     assert meta["ended"] == "completed" and metrics["windows"] == windows
     closes = [e for e in trace if e["tool"] == "end_of_step"]
     assert [e["window"] for e in closes] == list(range(windows))
-    assert not any(e["forced"] for e in closes)  # Hermes closed every window itself
+    # Hermes closed every window itself; if not, say which and why.
+    assert not any(e["forced"] for e in closes), _forced_report(trace)
     searches = [e for e in trace if e["tool"] == "search_products"]
     assert len(searches) == windows and all(e["origin"] == "env" and e["ok"] for e in searches)
     memory = [e for e in trace if e["tool"] == "memory"]
@@ -98,6 +111,9 @@ def test_full_smoke_run_through_mcp(tmp_path, monkeypatch, hermes_env):
     # Every request is recorded: the 4 per window of the policy, and Hermes' own auxiliary
     # calls (title, background memory/skill review) through the same endpoint.
     assert len(records) == len(server.requests) == meta["llm_usage"]["calls"] >= 4 * windows
+    # Whole answers only, the review forks' included: a streamed request would find the
+    # scripted server's JSON an empty stream (each review then failed after retries).
+    assert [r for r in server.requests if r.get("stream")] == []
     assert meta["llm_usage"]["input_tokens"] == sum(r["input_tokens"] for r in records) > 0
     # The provider got the key; Hermes, its home and the run record never did.
     assert set(server.authorizations) == {f"Bearer {KEY}"}

@@ -40,11 +40,18 @@ def _handler(socket_path):
         except OSError:
             client_writer.close()
             return
-        await asyncio.gather(
-            _pipe(client_reader, server_writer), _pipe(server_reader, client_writer)
-        )
-        client_writer.close()
-        server_writer.close()
+        try:
+            await asyncio.gather(
+                _pipe(client_reader, server_writer), _pipe(server_reader, client_writer)
+            )
+        except asyncio.CancelledError:
+            # The worker exited with connections still open (Hermes' pooled keep-alive
+            # ones): the loop is shutting down. Ending quietly keeps asyncio from printing
+            # a traceback per connection into Hermes' log.
+            pass
+        finally:
+            client_writer.close()
+            server_writer.close()
 
     return connect
 

@@ -41,6 +41,13 @@ def _build_agent(out, token):
     os.environ.pop("MB_MCP_TOKEN")  # Hermes' child processes (terminal, code) never see it
     from run_agent import AIAgent
 
+    # Whole responses, not token streams, for every agent of this process: the main one and
+    # the forks Hermes makes itself (its background memory/skill review builds a fresh
+    # AIAgent after each turn, which would otherwise stream). Nothing watches tokens live,
+    # and the driver's recorder reads usage from complete answers. `_disable_streaming` is
+    # Hermes' own switch for providers that cannot stream (read with getattr, never reset;
+    # there is no public option for it in this version), set here on the class.
+    AIAgent._disable_streaming = True
     agent = AIAgent(
         base_url=os.environ["MB_BASE_URL"],
         api_key=token,
@@ -52,10 +59,6 @@ def _build_agent(out, token):
         tool_delay=0.0,
         tool_complete_callback=_reporter(out),
     )
-    # Whole responses, not token streams: nothing watches tokens live, and the driver's
-    # recorder reads usage from complete answers. (Hermes' own switch for providers that
-    # cannot stream; there is no public option for it in this version.)
-    agent._disable_streaming = True
     return agent
 
 
