@@ -63,7 +63,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--harnesses", default="react, hermes")
     args = parser.parse_args()
-    with ScriptedServer(store_policy, latency=args.latency) as server, \
+    with ScriptedServer(store_policy, latency=args.latency, keep_requests=False) as server, \
             tempfile.TemporaryDirectory() as tmp:  # fmt: skip
         single_root, grid_root = Path(tmp) / "one", Path(tmp) / "grid"
         single_root.mkdir()

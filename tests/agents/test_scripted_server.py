@@ -42,6 +42,13 @@ def test_chat_completion_has_tool_calls_usage_and_finish_reason():
     assert [r["messages"] for r in server.requests] == [ASK, history]
 
 
+def test_a_server_that_keeps_no_requests_still_counts_them():
+    with ScriptedServer(script_responder([SEARCH]), keep_requests=False) as server:
+        for _ in range(3):
+            _client(server).chat.completions.create(model="m", messages=ASK)
+    assert server.request_count == 3 and server.requests == [] == server.authorizations
+
+
 def test_models_endpoint_lists_the_scripted_model():
     with ScriptedServer(script_responder([])) as server:
         models = _client(server).models.list()

@@ -67,7 +67,7 @@ def scripted_server(
     responder = script_responder(_load_script(script)) if script else POLICIES[policy or ""]
     try:
         plan = FaultPlan(rate=fault_rate, kinds=tuple(fault or FAULT_KINDS), seed=seed)
-        server = ScriptedServer(responder, plan, port=port, latency=latency)
+        server = ScriptedServer(responder, plan, port=port, latency=latency, keep_requests=False)
     except (ValueError, OSError) as exc:
         fail(str(exc))
     signal.signal(signal.SIGTERM, _stop)
@@ -78,4 +78,4 @@ def scripted_server(
                 time.sleep(3600)
         except KeyboardInterrupt:
             pass
-    typer.echo(f"served {len(server.requests)} requests; faults {server.faults_injected}", err=True)
+    typer.echo(f"served {server.request_count} requests; faults {server.faults_injected}", err=True)

@@ -12,7 +12,8 @@ built from a script (`script_responder`) or a policy (`scripted_policy.POLICIES`
 estimated like the harness does, and everything before the newest turn counts as cached, so
 usage and cost are deterministic. Faults are drawn per request from a seeded stream; every
 request body is kept in `requests`, and its `authorization` header in `authorizations`, for
-tests to inspect.
+tests to inspect, unless `keep_requests` is off (a long-lived server, a benchmark: each body
+holds the whole conversation, so keeping them all grows with the square of a run's length).
 """
 
 from __future__ import annotations
@@ -134,6 +135,8 @@ class ScriptedServer:
         faults: Faults to inject; none by default.
         port: Port to bind; 0 picks a free one.
         latency: Seconds every answer waits, like a model thinking (0: answer at once).
+        keep_requests: Keep every request body and authorization header (for tests); off,
+            only `request_count` counts them.
     """
 
     def __init__(
@@ -142,10 +145,13 @@ class ScriptedServer:
         faults: FaultPlan | None = None,
         port: int = 0,
         latency: float = 0.0,
+        keep_requests: bool = True,
     ) -> None:
         self.responder = responder
         self.faults = faults or FaultPlan()
         self.latency = latency
+        self.keep_requests = keep_requests
+        self.request_count = 0
         self.requests: list[dict[str, Any]] = []
         self.authorizations: list[str] = []
         self.faults_injected: dict[str, int] = dict.fromkeys(FAULT_KINDS, 0)
@@ -176,13 +182,15 @@ class ScriptedServer:
     def draw(self, body: dict[str, Any], authorization: str) -> tuple[int, str | None]:
         """Record a request; its number and the fault it meets, if any."""
         with self._lock:
-            self.requests.append(body)
-            self.authorizations.append(authorization)
+            self.request_count += 1
+            if self.keep_requests:
+                self.requests.append(body)
+                self.authorizations.append(authorization)
             fault = None
             if self._rng.random() < self.faults.rate:
                 fault = self._rng.choice(self.faults.kinds)
                 self.faults_injected[fault] += 1
-            return len(self.requests), fault
+            return self.request_count, fault
 
 
 class _QuietHTTPServer(ThreadingHTTPServer):
