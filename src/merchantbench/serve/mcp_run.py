@@ -12,7 +12,6 @@ the record says which front end and transport served it; the runner never drives
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,6 +21,7 @@ from merchantbench.agents.base import AgentSettings, BaseAgent
 from merchantbench.agents.registry import make_agent
 from merchantbench.runs.manifest import RunManifest
 from merchantbench.runs.runner import RunSpec, RunWriter
+from merchantbench.serve.mcp_server import call_locked
 from merchantbench.session import END_OF_STEP
 from merchantbench.surface import AgentSurface
 from merchantbench.tools.errors import failure
@@ -116,9 +116,7 @@ class HostedRun:
         self, tool: str, args: dict[str, Any] | None, idempotency_key: str | None
     ) -> dict[str, Any]:
         """`call` under the run's lock; `end_of_step` (a window's simulation) in a thread."""
-        call = partial(self.call, tool, args, idempotency_key)
-        async with self.lock:
-            return await anyio.to_thread.run_sync(call) if tool == END_OF_STEP else call()
+        return await call_locked(self.lock, self.call, tool, args, idempotency_key)
 
     def _after_window(self) -> dict[str, Any]:
         surface = self.surface

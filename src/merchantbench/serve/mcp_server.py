@@ -26,7 +26,9 @@ over stdin/stdout, and `McpHttpEndpoint(run)` for streamable HTTP.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
+from functools import partial
 from typing import Any, Protocol
 
 import anyio
@@ -38,6 +40,7 @@ from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
 
 import merchantbench
+from merchantbench.session import END_OF_STEP
 from merchantbench.surface import AgentSurface
 from merchantbench.tools.errors import failure
 
@@ -79,6 +82,20 @@ class McpRun(Protocol):
     async def call_async(
         self, tool: str, args: dict[str, Any] | None, idempotency_key: str | None
     ) -> dict[str, Any]: ...
+
+
+async def call_locked(
+    lock: AbstractAsyncContextManager[Any],
+    call: Callable[[str, dict[str, Any] | None, str | None], dict[str, Any]],
+    tool: str,
+    args: dict[str, Any] | None,
+    idempotency_key: str | None,
+) -> dict[str, Any]:
+    """`call` under `lock`, as an `McpRun.call_async` does it: `end_of_step` (a window's
+    simulation) in a worker thread, so the event loop keeps serving while it runs."""
+    bound = partial(call, tool, args, idempotency_key)
+    async with lock:
+        return await anyio.to_thread.run_sync(bound) if tool == END_OF_STEP else bound()
 
 
 def mcp_tools(surface_schemas: list[dict[str, Any]]) -> list[types.Tool]:

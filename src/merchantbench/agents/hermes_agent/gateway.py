@@ -22,7 +22,6 @@ import os
 import secrets
 import socket
 import time
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,7 @@ import uvicorn
 
 from merchantbench.agents.llm.models import ModelConfig
 from merchantbench.agents.llm.usage import CallRecord
-from merchantbench.serve.mcp_server import McpHttpEndpoint
+from merchantbench.serve.mcp_server import McpHttpEndpoint, call_locked
 from merchantbench.session import END_OF_STEP
 from merchantbench.surface import AgentSurface
 from merchantbench.tools.errors import failure
@@ -76,9 +75,7 @@ class WindowRun:
         self, tool: str, args: dict[str, Any] | None, idempotency_key: str | None
     ) -> dict[str, Any]:
         """`call` under the lock; `end_of_step` (a window's simulation) off the event loop."""
-        call = partial(self.call, tool, args, idempotency_key)
-        async with self.lock:
-            return await anyio.to_thread.run_sync(call) if tool == END_OF_STEP else call()
+        return await call_locked(self.lock, self.call, tool, args, idempotency_key)
 
 
 class ModelRecorder:
