@@ -32,18 +32,45 @@ _HOUR_MIN, _HOUR_MAX = -(2**31), 2**31 - 1  # the log's hours are int32
 
 
 @dataclass(frozen=True, eq=False)
+class Changes:
+    """Changes of one kind (event starts, or event ends) by hour: at `hour[k]`, `product[k]`'s
+    state becomes `value[k]`."""
+
+    hour: np.ndarray  # int32, non-decreasing
+    product: np.ndarray  # int32
+    value: np.ndarray  # the state from that hour on
+
+    @classmethod
+    def of(cls, hour: np.ndarray, product: np.ndarray, value: np.ndarray) -> Changes:
+        # Hours fit in 15 bits for any run of about a year: a stable sort of int16 is a radix sort.
+        small = len(hour) and hour.max() < 2**15
+        order = np.argsort(hour.astype(np.int16) if small else hour, kind="stable")
+        return cls(hour[order].astype(np.int32), product[order], value[order])
+
+    def span(self, after: int, upto: int) -> slice:
+        """Positions of the changes in hours (after, upto]."""
+        # Bounds in the log's dtype: a Python int would convert the whole log on every call.
+        bounds = np.array([min(max(h, _HOUR_MIN), _HOUR_MAX) for h in (after, upto)], np.int32)
+        lo, hi = self.hour.searchsorted(bounds, side="right").tolist()
+        return slice(lo, max(lo, hi))
+
+    def apply(self, state: np.ndarray, after: int, upto: int) -> None:
+        """Set the state of the changes in hours (after, upto] (each product at most once)."""
+        span = self.span(after, upto)
+        state[self.product[span]] = self.value[span]
+
+
+@dataclass(frozen=True, eq=False)
 class ChannelLog:
-    """One channel's changes by hour: at `hour[k]`, `product[k]`'s state becomes `value[k]`
-    (an event starts when `starts[k]`, else one ends). At one hour, ends come before starts.
+    """One channel's changes by hour, kept as two logs: event `ends` and event `starts`. At one
+    hour, ends come before starts.
 
     `neutral` is every product's state outside events; `min_length` the shortest event that
     starts after hour 0 (events in force at hour 0 count from there and may be shorter).
     """
 
-    hour: np.ndarray  # int32, non-decreasing
-    product: np.ndarray  # int32
-    value: np.ndarray  # the state from that hour on
-    starts: np.ndarray  # bool
+    ends: Changes  # to the neutral state
+    starts: Changes  # to the event's state
     neutral: np.ndarray  # [n_products]
     min_length: int
 
@@ -55,28 +82,20 @@ class ChannelLog:
         keep = end > start
         start, end, applied = start[keep], end[keep], applied[keep]
         product = events.product[keep].astype(np.int32)
-        hour = np.concatenate((end, start))
-        starts = np.concatenate((np.zeros(len(end), bool), np.ones(len(start), bool)))
-        key = 2 * hour + starts
-        # Hours fit in 15 bits for any run of about a year: a stable sort of int16 is a radix sort.
-        small = len(key) and key.max() < 2**15
-        order = np.argsort(key.astype(np.int16) if small else key, kind="stable")
         later = start > 0
         return cls(
-            hour=hour[order].astype(np.int32),
-            product=np.concatenate((product, product))[order],
-            value=np.concatenate((neutral[product], applied))[order],
-            starts=starts[order],
+            ends=Changes.of(end, product, neutral[product]),
+            starts=Changes.of(start, product, applied),
             neutral=neutral,
             min_length=int((end - start)[later].min()) if later.any() else 1 << 30,
         )
 
-    def span(self, after: int, upto: int) -> slice:
-        """Positions of the changes in hours (after, upto]."""
-        # Bounds in the log's dtype: a Python int would convert the whole log on every call.
-        bounds = np.array([min(max(h, _HOUR_MIN), _HOUR_MAX) for h in (after, upto)], np.int32)
-        lo, hi = self.hour.searchsorted(bounds, side="right").tolist()
-        return slice(lo, max(lo, hi))
+    @property
+    def last_hour(self) -> int:
+        """The hour of the last change (0 without changes)."""
+        return max(
+            (int(log.hour[-1]) for log in (self.ends, self.starts) if len(log.hour)), default=0
+        )
 
     def apply(self, state: np.ndarray, after: int, upto: int) -> None:
         """Move `state` (the channel's state of every product at hour `after`) to hour `upto`.
@@ -89,11 +108,8 @@ class ChannelLog:
         while after < upto:
             # Hour 0 alone first: events in force at hour 0 start there and may end soon after.
             step = min(upto, after + self.min_length if after >= 0 else 0)
-            span = self.span(after, step)
-            starts = self.starts[span]
-            products, values = self.product[span], self.value[span]
-            state[products[~starts]] = values[~starts]
-            state[products[starts]] = values[starts]
+            self.ends.apply(state, after, step)
+            self.starts.apply(state, after, step)
             after = step
 
 
@@ -141,12 +157,18 @@ def changes_between(
     chosen[np.asarray(products, dtype=np.int64)] = True
     parts: list[tuple[np.ndarray, ...]] = []
     for number, channel in enumerate(_BY_NAME):
-        log = logs[channel]
-        span = log.span(after, upto)
-        found = np.flatnonzero(chosen[log.product[span]]) + span.start
-        if len(found):
-            ended = ~log.starts[found]
-            parts.append((log.product[found], log.hour[found], ended, np.full(len(found), number)))
+        for changes, ended in ((logs[channel].starts, False), (logs[channel].ends, True)):
+            span = changes.span(after, upto)
+            found = np.flatnonzero(chosen[changes.product[span]]) + span.start
+            if len(found):
+                parts.append(
+                    (
+                        changes.product[found],
+                        changes.hour[found],
+                        np.full(len(found), ended),
+                        np.full(len(found), number),
+                    )
+                )
     if not parts:
         return []
     product, hour, ended, rank = (np.concatenate(column) for column in zip(*parts, strict=True))

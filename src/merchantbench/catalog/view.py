@@ -62,7 +62,7 @@ def _checkpoints(market: Market) -> list[_EventState]:
     if cached is None:
         logs = channel_logs(market)
         state = _EventState(-1, {ch: log.neutral.copy() for ch, log in logs.items()})
-        last = max((int(log.hour[-1]) for log in logs.values() if len(log.hour)), default=0)
+        last = max((log.last_hour for log in logs.values()), default=0)
         cached = []
         for hour in range(0, last + 1, CHECKPOINT_HOURS):
             state.advance(logs, hour)
