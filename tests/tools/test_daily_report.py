@@ -80,3 +80,26 @@ def test_reports_are_memoised_and_returned_as_copies() -> None:
     again = report_of(market)
     assert again["categories"] and again == report_of(market)
     assert report_of(market, DAY + 1)["day"] == DAY + 2
+
+
+def containers(node: object) -> list[object]:
+    """Every list and dict in a JSON-shaped tree."""
+    if isinstance(node, dict):
+        return [node, *(c for value in node.values() for c in containers(value))]
+    if isinstance(node, list):
+        return [node, *(c for value in node for c in containers(value))]
+    return []
+
+
+def test_answers_share_no_container_and_changes_do_not_leak() -> None:
+    market = store_market()
+    first, second = report_of(market), report_of(market)
+    assert first == second
+    assert not {id(c) for c in containers(first)} & {id(c) for c in containers(second)}
+    pristine = report_of(market)
+    for node in containers(first):  # vandalise every container of one answer
+        if isinstance(node, dict):
+            node["vandal"] = 1
+        else:
+            node.append("vandal")
+    assert report_of(market) == pristine
