@@ -197,3 +197,30 @@ def test_every_tool_answers_on_the_generated_market() -> None:
     for declared in session.registry.tools():
         ok(session.call(declared.name, args.get(declared.name, {})))
     assert session.window == 11  # end_of_step came last
+
+
+def test_the_stock_mirror_follows_purchases_and_restores() -> None:
+    """The session's catalog stock, mirrored from new orders, is what the whole stock dict
+    says after every window, across a snapshot restored to an earlier window."""
+    from merchantbench.sim.suppliers import StockMirror, stock_overrides
+
+    session = session_for()
+    ok(session.call("list_product", {"items": best_sellers(session, 10)}))
+    mirror, saved = StockMirror(session.market), None
+    while not session.over:
+        state, t = session.engine.state, session.engine.t
+        expected = stock_overrides(session.market, state.stock, t)
+        mirrored = mirror.overrides(state.stock, state.orders, t)
+        assert mirrored.products.tolist() == expected.products.tolist()
+        assert mirrored.units.tolist() == expected.units.tolist()
+        shown = session.catalog_view().column("stock")
+        assert shown.tolist() == expected.column(session.market).tolist()
+        if session.window == 20:
+            saved = session.snapshot()
+        if session.window == 40 and saved is not None:
+            session.restore(saved)
+            saved = None
+            continue
+        session.force_end_of_step()
+    state = session.engine.state  # some products were bought from again: updates, not inserts
+    assert len(state.stock) >= 2 and len(state.orders) > len(state.stock)

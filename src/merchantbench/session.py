@@ -37,7 +37,7 @@ from merchantbench.catalog.search import SearchIndex
 from merchantbench.catalog.view import ViewCursor
 from merchantbench.scenario import Scenario
 from merchantbench.sim.engine import Engine
-from merchantbench.sim.suppliers import stock_overrides
+from merchantbench.sim.suppliers import StockMirror
 from merchantbench.surface import AgentSurface
 from merchantbench.tools.agent_input import (
     MAX_NAME_CHARS,
@@ -84,6 +84,7 @@ class Session:
         self._sink = trace_sink or self.trace.append
         self._view: CatalogView | None = None
         self._views = ViewCursor(market)  # the run's hours move forward: views build on the last
+        self._stock = StockMirror(market)
         self._end_requested = False
         self._surface: AgentSurface | None = None
         # Who makes the environment calls, as the trace records it (metrics count both).
@@ -117,7 +118,8 @@ class Session:
             # Drop the old view first: the cursor then moves its state on without a copy.
             self._view = None
             # The engine keeps (level, hour of last purchase); the view wants units now.
-            units = stock_overrides(self.market, self.engine.state.stock, t)
+            state = self.engine.state
+            units = self._stock.overrides(state.stock, state.orders, t)
             self._view = self._views.view_at(t, units)
         return self._view
 

@@ -108,3 +108,35 @@ def test_stock_levels_agree_with_stock_now():
     for hour in (70, 71, 75, 200):
         levels = stock_levels(market, stock, hour)
         assert list(levels) == [stock_now(market, p, stock, hour) for p in range(4)]
+
+
+def test_the_stock_mirror_is_the_stock_dict_after_inserts_updates_and_restores():
+    from types import SimpleNamespace
+
+    from merchantbench.sim.suppliers import StockMirror, stock_overrides
+
+    market = make_market(n=6, stock_capacity=50, stock_refill=2)
+    mirror, stock, orders = StockMirror(market), {}, []
+
+    def buy(product: int, level: int, hour: int) -> None:
+        stock[product] = (level, hour)
+        orders.append(SimpleNamespace(product=product))
+
+    def agrees(current: dict, placed: list, hour: int) -> None:
+        got, expected = (
+            mirror.overrides(current, placed, hour),
+            stock_overrides(market, current, hour),
+        )
+        assert got.products.tolist() == expected.products.tolist()
+        assert got.units.tolist() == expected.units.tolist()
+
+    agrees(stock, orders, 0)
+    for hour, product, level in [(1, 4, 10), (2, 1, 3), (3, 4, 2), (3, 5, 0), (9, 1, 1), (9, 0, 7)]:
+        buy(product, level, hour)
+        orders.append(SimpleNamespace(product=2))  # an order that bought nothing (a stockout)
+        agrees(stock, orders, hour + 1)
+    assert mirror.overrides(stock, orders, 10).units.tolist() == [9, 3, 16, 14]  # +2 an hour
+    restored = {3: (0, 5)}  # a snapshot restored: another dict, with as many orders
+    agrees(restored, orders, 12)
+    restored[2] = (4, 12)  # the same dict but fewer orders than seen: starts over
+    agrees(restored, orders[:1], 13)

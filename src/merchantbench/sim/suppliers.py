@@ -10,13 +10,18 @@ lazily (`refill` units an hour up to capacity) when next looked at.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from merchantbench.catalog.market import CHANNELS, Market
 from merchantbench.catalog.view import StockOverrides
+
+if TYPE_CHECKING:
+    from merchantbench.sim.orders import Order
 
 # One channel's events of one product: (start, end, value) tuples sorted by start.
 EventList = list[tuple[int, int, float]]
@@ -205,15 +210,66 @@ def stock_levels(market: Market, stock: dict[int, tuple[int, int]], hour: int) -
 def stock_overrides(market: Market, stock: dict[int, tuple[int, int]], hour: int) -> StockOverrides:
     """Current supplier stock of the products the store has bought from (the others are at
     capacity), as a catalog view takes it: `stock_levels` at those products only."""
+    return _levels(market, *_entries(stock), hour)
+
+
+def _entries(stock: dict[int, tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """The products of `stock` ascending, and their (level, hour of last purchase) rows."""
     products = np.fromiter(stock, dtype=np.int64, count=len(stock))
     # (level, hour) pairs flattened: numpy reads a flat run of ints far faster than tuples.
     flat = chain.from_iterable(stock.values())
     known = np.fromiter(flat, dtype=np.int64, count=2 * len(stock)).reshape(-1, 2)
     order = np.argsort(products, kind="stable")
-    products, known = products[order], known[order]
+    return products[order], known[order]
+
+
+def _levels(market: Market, products: np.ndarray, known: np.ndarray, hour: int) -> StockOverrides:
     refilled = known[:, 0] + market.stock_refill[products] * (hour - known[:, 1])
     levels = np.minimum(market.stock_capacity[products].astype(np.int64), refilled)
     return StockOverrides(products, levels)
+
+
+class StockMirror:
+    """`stock_overrides` of one run, kept up to date from the orders placed since the last call
+    rather than read from the whole stock dict each time (which grows to hundreds of products
+    over a year). Only a placed order draws on a supplier's stock (`Lifecycle._procure`), so
+    only the products of new orders can have changed; another stock dict (a restored
+    snapshot) or fewer orders than already seen starts over from the dict."""
+
+    def __init__(self, market: Market) -> None:
+        self.market = market
+        self._stock: dict[int, tuple[int, int]] | None = None  # the dict mirrored
+        self._seen = 0  # orders already looked at
+        # Replaced, never changed in place: views keep the products array they were given.
+        self._products = np.zeros(0, np.int64)
+        self._known = np.zeros((0, 2), np.int64)  # (level, hour) per product; private
+
+    def overrides(
+        self, stock: dict[int, tuple[int, int]], orders: Sequence[Order], hour: int
+    ) -> StockOverrides:
+        """`stock_overrides(market, stock, hour)`, given the run's orders so far."""
+        if stock is not self._stock or len(orders) < self._seen:
+            self._products, self._known = _entries(stock)
+        else:
+            changed = sorted({order.product for order in orders[self._seen :]} & stock.keys())
+            if changed:
+                self._update(np.array(changed, np.int64), [stock[p] for p in changed])
+        self._stock, self._seen = stock, len(orders)
+        return _levels(self.market, self._products, self._known, hour)
+
+    def _update(self, products: np.ndarray, entries: list[tuple[int, int]]) -> None:
+        """Set the entries of `products` (ascending), inserting those not mirrored yet."""
+        rows = np.array(entries, np.int64).reshape(-1, 2)
+        at = self._products.searchsorted(products)
+        known = at < len(self._products)
+        known[known] = self._products[at[known]] == products[known]
+        self._known[at[known]] = rows[known]
+        if not known.all():  # (np.insert costs several times this)
+            new = ~known
+            merged = np.concatenate((self._products, products[new]))
+            order = np.argsort(merged, kind="stable")
+            self._products = merged[order]
+            self._known = np.concatenate((self._known, rows[new]))[order]
 
 
 def stock_now(market: Market, product: int, stock: dict[int, tuple[int, int]], hour: int) -> int:
