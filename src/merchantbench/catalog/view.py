@@ -178,9 +178,10 @@ class _EventColumns:
                 self._stock = self.stock.column(m)
             return self._stock[products]
         if name == "sales_30d":
-            # A plain view of the memory map: its subclass costs more than the gather itself.
+            # Rows of a plain view of the memory map (its subclass costs more than the gather
+            # itself), then 1-D gathers: cheaper than gathers from the 2-D array.
             cum, end = np.asarray(m.market_sales_cum), self.sales_end
-            return (cum[end, products] - cum[max(end - 30, 0), products]).astype(np.int64)
+            return (cum[end][products] - cum[max(end - 30, 0)][products]).astype(np.int64)
         raise KeyError(name)
 
 
