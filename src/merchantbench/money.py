@@ -9,6 +9,7 @@ from typing import overload
 import numpy as np
 
 FEN_PER_RMB = 100
+_INTEGERS = (int, np.integer)  # built once: `int | np.integer` makes a new union per call
 
 
 @overload
@@ -25,7 +26,9 @@ def rmb(fen: int | np.integer | np.ndarray | list[int]) -> float | np.ndarray:
         The same amounts in RMB. A scalar is rounded to two decimals (exact for any
         integer below 2**53 fen); an array is divided elementwise.
     """
-    if isinstance(fen, int | np.integer):
+    if type(fen) is int:  # the common case first: a plain int needs no conversion
+        return round(fen / FEN_PER_RMB, 2)
+    if isinstance(fen, _INTEGERS):
         return round(int(fen) / FEN_PER_RMB, 2)
     return np.asarray(fen, dtype=np.int64) / float(FEN_PER_RMB)
 

@@ -56,6 +56,8 @@ _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 
 def decode_arguments(args: Mapping[str, Any] | str | None) -> dict[str, Any]:
     """The arguments as a dict; an empty string or `null` means no arguments."""
+    if type(args) is dict:  # the usual case (the session has decoded them): nothing to do
+        return args
     if isinstance(args, str):
         if not args.strip():
             return {}
@@ -140,7 +142,9 @@ def remember(ctx: ToolContext, tool: Tool, key: str, digest: str, result: dict[s
 
 def success(tool: Tool, output: Any) -> dict[str, Any]:
     """Wrap what a tool body returned as `{"ok": true, ...}`; anything else is a bug."""
-    if isinstance(output, BaseModel):
+    if type(output) is dict:  # what tools return; spares the isinstance checks below
+        pass
+    elif isinstance(output, BaseModel):
         output = output.model_dump(mode="json")
     elif output is None:
         output = {}

@@ -170,15 +170,20 @@ def adjust_price(ctx: StoreContext, product_id: ProductId, sale_price: Price) ->
 
 
 def _alerts(t: int, supplier: SupplierState, listing: Listing) -> list[str]:
-    flags = [
-        ("supplier_delisted", not supplier.available),
-        ("shipment_delayed", supplier.delayed),
-        ("price_changed", supplier.price_changed),
-        ("selling_below_cost", listing.price <= supplier.price_fen),
-        ("no_sales_7d", t - listing.listed_t >= NO_SALES_HOURS
-         and listing.last_order_t < t - NO_SALES_HOURS),
-    ]  # fmt: skip
-    return [name for name, on in flags if on]
+    # One test after another rather than a table of (name, flag) pairs: asked per listing on
+    # every review, and the table cost more than the tests.
+    alerts = []
+    if not supplier.available:
+        alerts.append("supplier_delisted")
+    if supplier.delayed:
+        alerts.append("shipment_delayed")
+    if supplier.price_changed:
+        alerts.append("price_changed")
+    if listing.price <= supplier.price_fen:
+        alerts.append("selling_below_cost")
+    if t - listing.listed_t >= NO_SALES_HOURS and listing.last_order_t < t - NO_SALES_HOURS:
+        alerts.append("no_sales_7d")
+    return alerts
 
 
 def _by_listing_time(ctx: StoreContext) -> list[tuple[int, Listing]]:
