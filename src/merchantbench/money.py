@@ -30,7 +30,9 @@ def rmb(fen: int | np.integer | np.ndarray | list[int]) -> float | np.ndarray:
         return round(fen / FEN_PER_RMB, 2)
     if isinstance(fen, _INTEGERS):
         return round(int(fen) / FEN_PER_RMB, 2)
-    return np.asarray(fen, dtype=np.int64) / float(FEN_PER_RMB)
+    if type(fen) is not np.ndarray or fen.dtype != np.int64:
+        fen = np.asarray(fen, dtype=np.int64)
+    return fen / float(FEN_PER_RMB)
 
 
 def rmb_text(fen: int | np.integer) -> str:

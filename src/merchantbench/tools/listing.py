@@ -68,7 +68,7 @@ def _margin_rows(
         rmb(costs).tolist(),
         rmb(prices - costs).tolist(),
     )
-    return [list(row) for row in zip(*columns, strict=True)]
+    return list(map(list, zip(*columns, strict=True)))
 
 
 def _slots(ctx: StoreContext) -> dict[str, int]:
