@@ -86,6 +86,8 @@ def take_idempotency_key(
     beside its arguments is ignored; one given *inside* them is an unknown argument, as its
     schema says.
     """
+    if idempotency_key is None and IDEMPOTENCY_KEY not in arguments:
+        return arguments, None  # no key anywhere (most calls): nothing to take out or check
     if not tool.accepts_idempotency_key:
         return arguments, None
     if IDEMPOTENCY_KEY in arguments:
@@ -107,9 +109,11 @@ def take_idempotency_key(
 def validate_arguments(tool: Tool, arguments: dict[str, Any]) -> BaseModel:
     """The arguments checked against the tool's model, or a refusal naming the first problem."""
     try:
-        return tool.args_model.model_validate(arguments)
+        # What `model_validate` does with its default options, without its wrapper frame.
+        validated: BaseModel = tool.args_model.__pydantic_validator__.validate_python(arguments)
     except ValidationError as exc:
         raise Refused(invalid_arguments(exc, arguments, tool.parameter_names)) from None
+    return validated
 
 
 def arguments_digest(validated: BaseModel) -> str:
