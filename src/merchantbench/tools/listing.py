@@ -12,7 +12,7 @@ import numpy as np
 from pydantic import Field
 
 from merchantbench.money import fen as to_fen
-from merchantbench.money import rmb
+from merchantbench.money import rmb, rmb_list
 from merchantbench.sim.actions import ActionRejected
 from merchantbench.tools.context import (
     Page,
@@ -56,17 +56,18 @@ def _margin_rows(
     ctx: StoreContext, products: list[int], suppliers: list[SupplierState] | None = None
 ) -> list[list[Any]]:
     """[product_id, sale price, procurement price now, unit margin] of listed products, RMB
-    (each rmb() of its fen, a column at a time); `suppliers` their supplier states if known."""
+    (each rmb_list() of its fen, a column at a time); `suppliers` their supplier states if
+    known."""
     t, book, listings = ctx.engine.t, ctx.engine.suppliers, ctx.engine.state.listings
     if suppliers is None:
         suppliers = [book.state(p, t) for p in products]
-    prices = np.array([listings[p].price for p in products], dtype=np.int64)
-    costs = np.array([supplier.price_fen for supplier in suppliers], dtype=np.int64)
+    prices = [listings[p].price for p in products]
+    costs = [supplier.price_fen for supplier in suppliers]
     columns = (
         public_ids(ctx.market, products),
-        rmb(prices).tolist(),
-        rmb(costs).tolist(),
-        rmb(prices - costs).tolist(),
+        rmb_list(prices),
+        rmb_list(costs),
+        rmb_list([price - cost for price, cost in zip(prices, costs, strict=True)]),
     )
     return list(map(list, zip(*columns, strict=True)))
 

@@ -16,6 +16,7 @@ from merchantbench.catalog.daily_report import daily_report
 from merchantbench.catalog.search import SearchFilters, SearchPage, SortKey
 from merchantbench.catalog.stock_band import AvailableBand, band_floor, stock_band, stock_bands
 from merchantbench.catalog.view import catalog_view_at
+from merchantbench.money import rmb_list
 from merchantbench.sim.suppliers import stock_now
 from merchantbench.tools.context import (
     Page,
@@ -133,8 +134,8 @@ def _fixed_cells(market: Market, products: list[int]) -> list[tuple[Any, ...]]:
 def product_rows(market: Market, view: CatalogView, products: Any) -> list[list[Any]]:
     """Public table rows (PRODUCT_COLUMNS) of products as the view shows them now."""
     # Column by column: one gather per column, then plain Python values (tolist), instead of
-    # a numpy scalar look-up per cell. Prices are rmb() of each: fen / 100 is already the
-    # two-decimal RMB value.
+    # a numpy scalar look-up per cell. Prices are rmb_list() of each: fen / 100 is already
+    # the two-decimal RMB value.
     i = np.asarray(products, dtype=np.int64)
     return [
         [pid, title, category, price, stock, ship, logistics, rating, supplier, shop, sales]
@@ -148,7 +149,7 @@ def product_rows(market: Market, view: CatalogView, products: Any) -> list[list[
             shop,
         ), price, stock, ship, sales in zip(
             _fixed_cells(market, i.tolist()),
-            rmb(view.take("price_fen", i)).tolist(),
+            rmb_list(view.take("price_fen", i).tolist()),
             stock_bands(view.take("stock", i)),
             view.take("ship_hours", i).tolist(),
             view.take("sales_30d", i).tolist(),
