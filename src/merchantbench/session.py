@@ -218,7 +218,8 @@ class Session:
             name, args = checked.tool, checked.args
         else:
             name, args = safe_text(tool, MAX_NAME_CHARS), {"_raw": safe_text(raw_args)}
-        error = None if result.get("ok") else (result.get("error") or {}).get("code")
+        ok = bool(result.get("ok"))
+        error = None if ok else (result.get("error") or {}).get("code")
         self.memory.seq += 1
         self._sink(
             {
@@ -227,7 +228,7 @@ class Session:
                 "t": self.engine.t,
                 "tool": name,
                 "args": args,
-                "ok": bool(result.get("ok")),
+                "ok": ok,
                 "error": error,
                 "origin": origin,
                 "forced": forced,

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from merchantbench.catalog.stock_band import stock_band, stock_bands
-from merchantbench.money import rmb
+from merchantbench.money import rmb, rmb_list
 from merchantbench.tools.sourcing import shown_rating
 
 
@@ -25,6 +25,15 @@ def test_shown_rating_is_round_to_two_decimals_for_every_kind_of_float32():
 @given(st.lists(st.integers(-(2**53) + 1, 2**53 - 1), max_size=50))
 def test_a_column_of_fen_is_the_rmb_of_each(amounts):
     assert rmb(np.array(amounts, dtype=np.int64)).tolist() == [rmb(a) for a in amounts]
+
+
+@given(st.lists(st.integers(-(2**53) + 1, 2**53 - 1), max_size=50))
+def test_rmb_list_is_the_rmb_of_the_array_bit_for_bit(amounts):
+    column = rmb(np.array(amounts, dtype=np.int64)).tolist()
+    assert [value.hex() for value in rmb_list(amounts)] == [value.hex() for value in column]
+    assert [value.hex() for value in rmb_list(np.array(amounts, dtype=np.int64))] == [
+        value.hex() for value in column
+    ]
 
 
 @given(st.lists(st.integers(-5, 10_000), max_size=50))

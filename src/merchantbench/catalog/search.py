@@ -158,7 +158,9 @@ class SearchIndex:
         self._posting_memo: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._match_memo: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
         self._term_memo: dict[str, tuple[int, ...]] = {}  # query → term ids, () browse
-        self._fixed_memo: dict[tuple[tuple[int, ...], _FixedFilters], np.ndarray] = {}
+        self._fixed_memo: dict[
+            tuple[tuple[int, ...], _FixedFilters], tuple[np.ndarray, np.ndarray]
+        ] = {}
         self._memo_lock = threading.Lock()
 
     @classmethod
@@ -249,6 +251,11 @@ class SearchIndex:
     def _query_terms(self, query: str) -> list[int] | None:
         """Vocabulary ids of the query's distinct terms, in query order; None when the query
         has no terms (browse), [] when some term occurs nowhere (nothing can match)."""
+        key = self._term_key(query)
+        return None if key is None else list(key)
+
+    def _term_key(self, query: str) -> tuple[int, ...] | None:
+        """`_query_terms` as the (memoised, immutable) tuple that keys the match memos."""
         found = self._term_memo.get(query)
         if found is None:
             terms = list(dict.fromkeys(tokenize(query)))
@@ -263,7 +270,7 @@ class SearchIndex:
                 _remember(self._term_memo, query, found, MATCH_MEMO)
         if not found:
             return None
-        return [] if found == (-1,) else list(found)
+        return () if found == (-1,) else found
 
     def matches(self, query: str) -> tuple[np.ndarray, np.ndarray] | None:
         """Products containing every query term (ascending) and their BM25 scores, as
@@ -274,8 +281,8 @@ class SearchIndex:
         keywords (a rule-based year asks 37 distinct ones 1,854 times), so the answers of
         the last `MATCH_MEMO` distinct term lists are kept.
         """
-        term_ids = self._query_terms(query)
-        return None if term_ids is None else self._matches_of(tuple(term_ids))
+        key = self._term_key(query)
+        return None if key is None else self._matches_of(key)
 
     def _matches_of(self, key: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         found = self._match_memo.get(key)
@@ -288,22 +295,26 @@ class SearchIndex:
         return found
 
     def _fixed_passing(
-        self, key: tuple[int, ...], products: np.ndarray, filters: SearchFilters
-    ) -> np.ndarray:
-        """Positions in `products` (the matches of term list `key`) passing the filters on
-        fixed product facts (ratings, logistics hours, category), ascending; memoised with
-        the matches, since agents repeat their filters with their keywords."""
+        self, key: tuple[int, ...], filters: SearchFilters
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The matches of term list `key` that pass the filters on fixed product facts
+        (ratings, logistics hours, category), ascending, and their BM25 scores, as read-only
+        arrays; memoised with the matches, since agents repeat their filters with their
+        keywords."""
         fixed = _fixed_filters(filters)
         memo_key = (key, fixed)
-        kept = self._fixed_memo.get(memo_key)
-        if kept is None:
+        found = self._fixed_memo.get(memo_key)
+        if found is None:
+            products, scores = self._matches_of(key)
             kept = np.arange(len(products))
             for values, passes in self._fixed_tests(fixed):
                 kept = kept[passes(values[products[kept]])]
-            kept.setflags(write=False)
+            found = (products[kept], scores[kept])
+            for array in found:
+                array.setflags(write=False)
             with self._memo_lock:
-                _remember(self._fixed_memo, memo_key, kept, 4 * MATCH_MEMO)
-        return kept
+                _remember(self._fixed_memo, memo_key, found, 4 * MATCH_MEMO)
+        return found
 
     def _intersect(self, term_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
         if not term_ids:
@@ -366,23 +377,19 @@ class SearchIndex:
         if filters.category is not None and filters.category not in self._category_of:
             known = ", ".join(self.market.categories)
             raise ValueError(f"unknown category {filters.category!r}; choose from {known}")
-        term_ids = self._query_terms(query)
-        if term_ids is None:
+        key = self._term_key(query)
+        if key is None:
             candidates = self._passing(view, filters)
             scores = np.zeros(len(candidates), dtype=self._score_dtype)
             sort = "sales_30d" if sort == "relevance" else sort
         else:
             # Filters read only the matching products' rows: a keyword matches few of them.
-            key = tuple(term_ids)
-            products, product_scores = self._matches_of(key)
-            kept = self._fixed_passing(key, products, filters)
+            rows, row_scores = self._fixed_passing(key, filters)
             # Few products are left: every test of what the view shows reads all of them.
-            rows = products[kept]
             shown = view.take("visible", rows)
-            for values_at, passes in self._view_tests(view, filters):
-                shown &= passes(values_at(rows))
-            kept = kept[shown]
-            candidates, scores = products[kept], product_scores[kept]
+            for column, compare, bound in _view_tests(filters):
+                shown &= compare(view.take(column, rows), bound)
+            candidates, scores = rows[shown], row_scores[shown]
         keys = self._sort_keys(sort, candidates, view, scores)
         chosen = _first_k_in_order(keys, page * page_size)[(page - 1) * page_size :]
         total = len(candidates)
@@ -401,8 +408,8 @@ class SearchIndex:
         kept = np.flatnonzero(view.visible)
         for values, passes in self._fixed_tests(_fixed_filters(filters)):
             kept = kept[passes(values[kept])]
-        for values_at, passes in self._view_tests(view, filters):
-            kept = kept[passes(values_at(kept))]
+        for column, compare, bound in _view_tests(filters):
+            kept = kept[compare(view.take(column, kept), bound)]
         return kept
 
     def _fixed_tests(self, fixed: _FixedFilters) -> list[tuple[np.ndarray, _Test]]:
@@ -422,31 +429,6 @@ class SearchIndex:
         if category is not None:
             number = self._category_of[category]
             tests.append((m.category, lambda v: v == number))
-        return tests
-
-    def _view_tests(
-        self, view: CatalogView, filters: SearchFilters
-    ) -> list[tuple[Callable[[np.ndarray], np.ndarray], _Test]]:
-        """(values of some products, test) of each filter set on what the view shows now;
-        bounds are inclusive."""
-        f = filters
-        tests: list[tuple[Callable[[np.ndarray], np.ndarray], _Test]] = []
-
-        def of_view(name: str) -> Callable[[np.ndarray], np.ndarray]:
-            return lambda rows: view.take(name, rows)
-
-        if f.min_price is not None:
-            low_fen = _rmb_to_fen(f.min_price)
-            tests.append((of_view("price_fen"), lambda v: v >= low_fen))
-        if f.max_price is not None:
-            high_fen = _rmb_to_fen(f.max_price)
-            tests.append((of_view("price_fen"), lambda v: v <= high_fen))
-        if f.max_ship_hours is not None:
-            ship = f.max_ship_hours
-            tests.append((of_view("ship_hours"), lambda v: v <= ship))
-        if f.min_stock is not None:
-            stock = f.min_stock
-            tests.append((of_view("stock"), lambda v: v >= stock))
         return tests
 
     def _sort_keys(
@@ -470,6 +452,7 @@ class SearchIndex:
 
 
 _Test = Callable[[np.ndarray], np.ndarray]
+_ViewTest = tuple[str, np.ufunc, int]  # (view column, comparison, bound): passes where true
 _SORT_ALL_UP_TO = 512  # candidates a plain stable sort ranks faster than a partition first
 # (min_supplier_rating, min_product_rating, max_logistics_hours, category) of a SearchFilters.
 _FixedFilters = tuple[float | None, float | None, int | None, str | None]
@@ -478,6 +461,22 @@ _FixedFilters = tuple[float | None, float | None, int | None, str | None]
 def _fixed_filters(filters: SearchFilters) -> _FixedFilters:
     f = filters
     return (f.min_supplier_rating, f.min_product_rating, f.max_logistics_hours, f.category)
+
+
+def _view_tests(filters: SearchFilters) -> list[_ViewTest]:
+    """(view column, comparison, bound) of each filter set on what the view shows now;
+    bounds are inclusive. Plain tuples, not closures: a search builds them on every call."""
+    f = filters
+    tests: list[_ViewTest] = []
+    if f.min_price is not None:
+        tests.append(("price_fen", np.greater_equal, _rmb_to_fen(f.min_price)))
+    if f.max_price is not None:
+        tests.append(("price_fen", np.less_equal, _rmb_to_fen(f.max_price)))
+    if f.max_ship_hours is not None:
+        tests.append(("ship_hours", np.less_equal, f.max_ship_hours))
+    if f.min_stock is not None:
+        tests.append(("stock", np.greater_equal, f.min_stock))
+    return tests
 
 
 def _remember(memo: dict, key: object, value: object, size: int) -> None:
@@ -495,7 +494,7 @@ def _first_k_in_order(keys: np.ndarray, k: int) -> np.ndarray:
     the k-th key.
     """
     if len(keys) <= _SORT_ALL_UP_TO:
-        return np.argsort(keys, kind="stable")[:k]  # the stable order, cut: the same positions
+        return keys.argsort(kind="stable")[:k]  # the stable order, cut: the same positions
     if k < len(keys):
         kth = np.partition(keys, k - 1)[k - 1]
         below = keys < kth

@@ -37,9 +37,9 @@ def stock_band(units: int) -> StockBand:
 
 
 def stock_bands(units: np.ndarray) -> list[StockBand]:
-    """`stock_band` of each of `units`, in one pass."""
-    level = (np.asarray(units) >= LOW_STOCK_UNITS).astype(np.intp) + (np.asarray(units) > 0)
-    return [STOCK_BANDS[k] for k in level.tolist()]
+    """`stock_band` of each of `units`. Tools show a page of products at a time: a loop over
+    plain ints costs less than the numpy operations a whole-array version needs for so few."""
+    return [stock_band(n) for n in np.asarray(units).tolist()]
 
 
 def band_floor(band: str) -> int:

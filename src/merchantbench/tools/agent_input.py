@@ -20,8 +20,7 @@ import json
 import math
 import reprlib
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from merchantbench.tools.errors import INVALID_ARGUMENT, INVALID_JSON, UNKNOWN_TOOL, failure
 
@@ -45,9 +44,11 @@ class HostileInput(Exception):
         self.result = result
 
 
-@dataclass(frozen=True)
-class AgentInput:
-    """A call's input after the checks: arguments decoded to a dict of plain JSON values."""
+class AgentInput(NamedTuple):
+    """A call's input after the checks: arguments decoded to a dict of plain JSON values.
+
+    Immutable; a named tuple rather than a frozen dataclass, since one is made per call and a
+    frozen dataclass sets each field through `object.__setattr__`."""
 
     tool: str
     args: dict[str, Any]
@@ -123,6 +124,8 @@ def decode_arguments(args: Any) -> dict[str, Any]:
     """Arguments as a checked dict: from raw JSON text, a mapping, or nothing."""
     if args is None:
         return {}
+    if type(args) is dict:  # what Python agents send: no need for the Mapping ABC's check
+        return _check_value(dict(args))
     if isinstance(args, str):
         return _decode_text(args)
     if isinstance(args, Mapping):

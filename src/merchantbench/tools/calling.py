@@ -56,6 +56,8 @@ _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 
 def decode_arguments(args: Mapping[str, Any] | str | None) -> dict[str, Any]:
     """The arguments as a dict; an empty string or `null` means no arguments."""
+    if type(args) is dict:  # the usual case (the session has decoded them): nothing to do
+        return args
     if isinstance(args, str):
         if not args.strip():
             return {}
@@ -84,6 +86,8 @@ def take_idempotency_key(
     beside its arguments is ignored; one given *inside* them is an unknown argument, as its
     schema says.
     """
+    if idempotency_key is None and IDEMPOTENCY_KEY not in arguments:
+        return arguments, None  # no key anywhere (most calls): nothing to take out or check
     if not tool.accepts_idempotency_key:
         return arguments, None
     if IDEMPOTENCY_KEY in arguments:
@@ -105,9 +109,11 @@ def take_idempotency_key(
 def validate_arguments(tool: Tool, arguments: dict[str, Any]) -> BaseModel:
     """The arguments checked against the tool's model, or a refusal naming the first problem."""
     try:
-        return tool.args_model.model_validate(arguments)
+        # What `model_validate` does with its default options, without its wrapper frame.
+        validated: BaseModel = tool.args_model.__pydantic_validator__.validate_python(arguments)
     except ValidationError as exc:
         raise Refused(invalid_arguments(exc, arguments, tool.parameter_names)) from None
+    return validated
 
 
 def arguments_digest(validated: BaseModel) -> str:
@@ -140,7 +146,9 @@ def remember(ctx: ToolContext, tool: Tool, key: str, digest: str, result: dict[s
 
 def success(tool: Tool, output: Any) -> dict[str, Any]:
     """Wrap what a tool body returned as `{"ok": true, ...}`; anything else is a bug."""
-    if isinstance(output, BaseModel):
+    if type(output) is dict:  # what tools return; spares the isinstance checks below
+        pass
+    elif isinstance(output, BaseModel):
         output = output.model_dump(mode="json")
     elif output is None:
         output = {}

@@ -14,6 +14,7 @@ hours or the hidden fate.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 import re
 from bisect import bisect_left
@@ -88,6 +89,7 @@ RMB_LIMIT = 1_000_000.0  # far above 100 × the dearest procurement price
 Price = Annotated[float, Field(ge=0.01, le=RMB_LIMIT)]
 
 
+@functools.lru_cache(maxsize=1 << 14)  # a run has 8,760 hours; tools render them again and again
 def clock_text(t: int) -> str:
     """Hour `t` as the agent reads it: "Day 1 08:00"."""
     return f"Day {t // 24 + 1} {t % 24:02d}:00"

@@ -12,7 +12,7 @@ import numpy as np
 from pydantic import Field
 
 from merchantbench.money import fen as to_fen
-from merchantbench.money import rmb
+from merchantbench.money import rmb, rmb_list
 from merchantbench.sim.actions import ActionRejected
 from merchantbench.tools.context import (
     Page,
@@ -56,19 +56,20 @@ def _margin_rows(
     ctx: StoreContext, products: list[int], suppliers: list[SupplierState] | None = None
 ) -> list[list[Any]]:
     """[product_id, sale price, procurement price now, unit margin] of listed products, RMB
-    (each rmb() of its fen, a column at a time); `suppliers` their supplier states if known."""
+    (each rmb_list() of its fen, a column at a time); `suppliers` their supplier states if
+    known."""
     t, book, listings = ctx.engine.t, ctx.engine.suppliers, ctx.engine.state.listings
     if suppliers is None:
         suppliers = [book.state(p, t) for p in products]
-    prices = np.array([listings[p].price for p in products], dtype=np.int64)
-    costs = np.array([supplier.price_fen for supplier in suppliers], dtype=np.int64)
+    prices = [listings[p].price for p in products]
+    costs = [supplier.price_fen for supplier in suppliers]
     columns = (
         public_ids(ctx.market, products),
-        rmb(prices).tolist(),
-        rmb(costs).tolist(),
-        rmb(prices - costs).tolist(),
+        rmb_list(prices),
+        rmb_list(costs),
+        rmb_list([price - cost for price, cost in zip(prices, costs, strict=True)]),
     )
-    return [list(row) for row in zip(*columns, strict=True)]
+    return list(map(list, zip(*columns, strict=True)))
 
 
 def _slots(ctx: StoreContext) -> dict[str, int]:
@@ -170,15 +171,20 @@ def adjust_price(ctx: StoreContext, product_id: ProductId, sale_price: Price) ->
 
 
 def _alerts(t: int, supplier: SupplierState, listing: Listing) -> list[str]:
-    flags = [
-        ("supplier_delisted", not supplier.available),
-        ("shipment_delayed", supplier.delayed),
-        ("price_changed", supplier.price_changed),
-        ("selling_below_cost", listing.price <= supplier.price_fen),
-        ("no_sales_7d", t - listing.listed_t >= NO_SALES_HOURS
-         and listing.last_order_t < t - NO_SALES_HOURS),
-    ]  # fmt: skip
-    return [name for name, on in flags if on]
+    # One test after another rather than a table of (name, flag) pairs: asked per listing on
+    # every review, and the table cost more than the tests.
+    alerts = []
+    if not supplier.available:
+        alerts.append("supplier_delisted")
+    if supplier.delayed:
+        alerts.append("shipment_delayed")
+    if supplier.price_changed:
+        alerts.append("price_changed")
+    if listing.price <= supplier.price_fen:
+        alerts.append("selling_below_cost")
+    if t - listing.listed_t >= NO_SALES_HOURS and listing.last_order_t < t - NO_SALES_HOURS:
+        alerts.append("no_sales_7d")
+    return alerts
 
 
 def _by_listing_time(ctx: StoreContext) -> list[tuple[int, Listing]]:

@@ -201,7 +201,8 @@ class ToolRegistry:
             Exception: Whatever a tool body raises other than `ToolError`: that is a bug.
         """
         declared = self._declared.get(name) if isinstance(name, str) else None
-        if declared is None or not self.is_active(declared.name):
+        # `is_active`, inlined: asked on every call, and the tool is already looked up.
+        if declared is None or (declared.optional and name not in self._enabled):
             return self._unknown_tool(name)
         return run(ctx, declared, args, idempotency_key)
 

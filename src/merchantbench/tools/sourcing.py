@@ -16,6 +16,7 @@ from merchantbench.catalog.daily_report import daily_report
 from merchantbench.catalog.search import SearchFilters, SearchPage, SortKey
 from merchantbench.catalog.stock_band import AvailableBand, band_floor, stock_band, stock_bands
 from merchantbench.catalog.view import catalog_view_at
+from merchantbench.money import rmb_list
 from merchantbench.sim.suppliers import stock_now
 from merchantbench.tools.context import (
     Page,
@@ -106,47 +107,54 @@ _FIXED_LOCK = threading.Lock()
 
 
 def _fixed_cells(market: Market, products: list[int]) -> list[tuple[Any, ...]]:
-    with _FIXED_LOCK:
-        known = _FIXED_CELLS.setdefault(market, {})
+    known = _FIXED_CELLS.get(market)
+    if known is None:
+        with _FIXED_LOCK:
+            known = _FIXED_CELLS.setdefault(market, {})
+    try:
+        return [known[p] for p in products]  # the usual case: every product shown before
+    except KeyError:
+        pass
     missing = [p for p in dict.fromkeys(products) if p not in known]
-    if missing:
-        i = np.asarray(missing, dtype=np.int64)
-        s = market.supplier[i]
-        columns = (
-            _texts(market.product_ids[i]),
-            _texts(market.titles[i]),
-            [market.categories[c] for c in market.category[i].tolist()],
-            market.logistics_hours[i].tolist(),
-            shown_rating(market.historical_avg_rating[i]),
-            _texts(market.supplier_ids[s]),
-            shown_rating(market.shop_rating[s]),
-        )
-        known.update(zip(missing, zip(*columns, strict=True), strict=True))
+    i = np.asarray(missing, dtype=np.int64)
+    s = market.supplier[i]
+    columns = (
+        _texts(market.product_ids[i]),
+        _texts(market.titles[i]),
+        [market.categories[c] for c in market.category[i].tolist()],
+        market.logistics_hours[i].tolist(),
+        shown_rating(market.historical_avg_rating[i]),
+        _texts(market.supplier_ids[s]),
+        shown_rating(market.shop_rating[s]),
+    )
+    known.update(zip(missing, zip(*columns, strict=True), strict=True))
     return [known[p] for p in products]
 
 
 def product_rows(market: Market, view: CatalogView, products: Any) -> list[list[Any]]:
     """Public table rows (PRODUCT_COLUMNS) of products as the view shows them now."""
     # Column by column: one gather per column, then plain Python values (tolist), instead of
-    # a numpy scalar look-up per cell. Prices are rmb() of each: fen / 100 is already the
-    # two-decimal RMB value.
+    # a numpy scalar look-up per cell. Prices are rmb_list() of each: fen / 100 is already
+    # the two-decimal RMB value.
     i = np.asarray(products, dtype=np.int64)
-    fixed = _fixed_cells(market, i.tolist())
-    now = zip(
-        rmb(view.take("price_fen", i)).tolist(),
-        stock_bands(view.take("stock", i)),
-        view.take("ship_hours", i).tolist(),
-        view.take("sales_30d", i).tolist(),
-        strict=True,
-    )
     return [
         [pid, title, category, price, stock, ship, logistics, rating, supplier, shop, sales]
-        for (pid, title, category, logistics, rating, supplier, shop), (
-            price,
-            stock,
-            ship,
-            sales,
-        ) in zip(fixed, now, strict=True)
+        for (
+            pid,
+            title,
+            category,
+            logistics,
+            rating,
+            supplier,
+            shop,
+        ), price, stock, ship, sales in zip(
+            _fixed_cells(market, i.tolist()),
+            rmb_list(view.take("price_fen", i).tolist()),
+            stock_bands(view.take("stock", i)),
+            view.take("ship_hours", i).tolist(),
+            view.take("sales_30d", i).tolist(),
+            strict=True,
+        )
     ]
 
 
