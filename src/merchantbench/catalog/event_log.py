@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from merchantbench.catalog.market import CHANNELS, Market, SupplierEvents
+from merchantbench.catalog.number_view import number_view
 
 
 def event_price_fen(base_price_fen: np.ndarray, factor: np.ndarray) -> np.ndarray:
@@ -50,7 +51,7 @@ class Changes:
         hour = hour[order].astype(np.int32)
         last = int(hour[-1]) if len(hour) else -1
         through = hour.searchsorted(np.arange(last + 1, dtype=np.int32), side="right")
-        return cls(hour, product[order].astype(np.intp), value[order], memoryview(through))
+        return cls(hour, product[order].astype(np.intp), value[order], number_view(through))
 
     def _count_through(self, hour: int) -> int:
         if hour < 0:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from merchantbench.catalog.market import CHANNELS, Market
+from merchantbench.catalog.number_view import number_view
 from merchantbench.catalog.view import StockOverrides
 
 if TYPE_CHECKING:
@@ -52,15 +53,14 @@ class SupplierBook:
         self._starts: dict[int, dict[str, list[int]]] = {}
         self._known: dict[int, tuple[int, int, SupplierState]] = {}  # product → (from, to, state)
         self._extra_runs: list[int] | None = None
-        # Memory views of the market's columns: indexing one gives a Python number directly,
-        # several times faster than a numpy scalar, and `bisect` searches one in place.
+        # Python-number views of the market's columns (bisect searches them in place).
         self._columns = {
-            name: memoryview(np.ascontiguousarray(getattr(market, name)))
+            name: number_view(getattr(market, name))
             for name in ("launch_day", "base_price_fen", "ship_hours", "ship_extra_hours")
         }
         self._channels = {
             channel: tuple(
-                memoryview(np.ascontiguousarray(getattr(market.events[channel], name)))
+                number_view(getattr(market.events[channel], name))
                 for name in ("start", "end", "value", "offsets")
             )
             for channel in CHANNELS
