@@ -80,7 +80,8 @@ def uniform1(seed: int, stream: int, product: int, hour: int, index: int = 0) ->
 
 
 def _u64(x: object) -> np.ndarray:
-    return np.asarray(x).astype(np.int64).astype(np.uint64)
+    """The counters as int64, their bits read as uint64 (a view, no copy, for int64 input)."""
+    return np.asarray(x, dtype=np.int64).view(np.uint64)
 
 
 _SHIFTS = (np.uint64(30), np.uint64(27), np.uint64(31))
