@@ -59,3 +59,36 @@ def test_shape_zero_rates_and_extreme_uniforms():
 def test_monotone_for_any_uniform_and_rates(u: float, lam: float, factor: float):
     low, high = poisson_from_uniform(np.array([lam, lam * factor]), np.array([u, u]))
     assert low <= high
+
+
+def vectorised_counts(lam: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """The general path alone: padded past the few-rates size, then cut back."""
+    pad = 17
+    padded = poisson_from_uniform(np.concatenate([lam, np.zeros(pad)]), np.append(u, [0.5] * pad))
+    return padded[: lam.size]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.floats(0.0, 10.0), st.floats(0.0, 1.0, exclude_max=True)),
+        min_size=1,
+        max_size=16,
+    )
+)
+def test_few_small_rates_count_as_the_vectorised_search(cells: list[tuple[float, float]]):
+    """Up to 16 rates ≤ 10 take the Python path: it must give the vectorised path's counts."""
+    lam, u = (np.array(column) for column in zip(*cells, strict=True))
+    assert (poisson_from_uniform(lam, u) == vectorised_counts(lam, u)).all()
+
+
+def test_few_rates_at_the_edges():
+    lam = np.array([0.0, 1e-12, 10.0, 10.0, 3.0, 1e-3])
+    u = np.array([0.9, 1 - 2**-53, 1 - 2**-53, 0.0, 0.95, 1 - 1e-4])
+    assert (poisson_from_uniform(lam, u) == vectorised_counts(lam, u)).all()
+    far, half = np.array([0.5, 12.0]), np.array([0.7, 0.7])  # above 10: the general path
+    assert (poisson_from_uniform(far, half) == vectorised_counts(far, half)).all()
+    assert poisson_from_uniform(np.array([[0.5], [3.0]]), np.array([[0.99], [0.99]])).shape == (
+        2,
+        1,
+    )

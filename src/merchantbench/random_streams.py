@@ -80,33 +80,48 @@ def uniform1(seed: int, stream: int, product: int, hour: int, index: int = 0) ->
 
 
 def _u64(x: object) -> np.ndarray:
-    return np.asarray(x).astype(np.int64).astype(np.uint64)
+    """The counters as int64, their bits read as uint64 (a view, no copy, for int64 input)."""
+    return np.asarray(x, dtype=np.int64).view(np.uint64)
+
+
+_SHIFTS = (np.uint64(30), np.uint64(27), np.uint64(31))
+_ROUND_FACTORS = (np.uint64(_K_STREAM), np.uint64(_K_PRODUCT))
+_MANTISSA_SHIFT = np.uint64(11)
+
+
+def _mix_in_place(z: np.ndarray, high: int) -> None:
+    """The two finaliser rounds of `uniform1` on an array, in place (arrays of counters are a
+    few hundred cells: numpy's cost per call, not per element, is what counts)."""
+    first, second, third = _SHIFTS
+    times_a, times_b = _ROUND_FACTORS
+    for mixed_in in (0, high):  # the high key word goes in between the two rounds
+        if mixed_in:
+            z ^= np.uint64(mixed_in)
+        z ^= z >> first
+        z *= times_a
+        z ^= z >> second
+        z *= times_b
+        z ^= z >> third
 
 
 def uniform(seed: int, stream: int, product: object, hour: object, index: object = 0) -> np.ndarray:
     """Uniforms in [0, 1) for broadcast arrays of counters; equal to `uniform1` elementwise."""
     low, high = stream_key(seed)
     # The combination is an XOR of wrapping products: scalar counters fold into one word.
+    # (Array integer arithmetic wraps silently; only numpy scalars would warn.)
     word = ((low * _K_SEED) ^ (int(stream) * _K_STREAM)) & _MASK
     z: np.ndarray | None = None
-    with np.errstate(over="ignore"):
-        for counter, factor in ((product, _K_PRODUCT), (hour, _K_HOUR), (index, _K_INDEX)):
-            values = np.asarray(counter)
-            if values.ndim == 0:
-                word ^= (int(values.astype(np.int64)) * factor) & _MASK
-                continue
-            term = _u64(values) * np.uint64(factor)
-            z = term if z is None else z ^ term
-        z = np.asarray(np.uint64(word)) if z is None else z ^ np.uint64(word)
-        for mixed_in in (0, high):  # the high key word goes in between the two rounds
-            if mixed_in:
-                z ^= np.uint64(mixed_in)
-            z ^= z >> np.uint64(30)
-            z *= np.uint64(_K_STREAM)
-            z ^= z >> np.uint64(27)
-            z *= np.uint64(_K_PRODUCT)
-            z ^= z >> np.uint64(31)
-    return (z >> np.uint64(11)).astype(np.float64) * _INV_2_53
+    for counter, factor in ((product, _K_PRODUCT), (hour, _K_HOUR), (index, _K_INDEX)):
+        values = np.asarray(counter)
+        if values.ndim == 0:
+            word ^= (int(values.astype(np.int64)) * factor) & _MASK
+            continue
+        term = _u64(values) * np.uint64(factor)
+        z = term if z is None else z ^ term
+    z = np.asarray(np.uint64(word)) if z is None else z ^ np.uint64(word)
+    _mix_in_place(z, high)
+    # The top 53 bits, exact in a float64, scaled to [0, 1).
+    return np.multiply(z >> _MANTISSA_SHIFT, _INV_2_53, dtype=np.float64)
 
 
 SUM_FROM_ZERO_UP_TO = 10.0  # λ up to which the search starts at k = 0 (cheaper than the gamma)
@@ -124,6 +139,10 @@ def poisson_from_uniform(lam: np.ndarray, u: np.ndarray) -> np.ndarray:
     so best sellers with thousands of orders cost no more than the rest.
     """
     lam = np.asarray(lam, dtype=np.float64)
+    if lam.size <= _FEW and np.shape(u) == lam.shape:
+        few = _few_counts(lam.reshape(-1), np.asarray(u, dtype=np.float64).reshape(-1))
+        if few is not None:
+            return np.array(few, dtype=np.int64).reshape(lam.shape)
     u = np.broadcast_to(np.asarray(u, dtype=np.float64), lam.shape)
     counts = np.zeros(lam.shape, dtype=np.int64)
     flat_lam, flat_counts = lam.reshape(-1), counts.reshape(-1)  # counts is contiguous: a view
@@ -131,6 +150,38 @@ def poisson_from_uniform(lam: np.ndarray, u: np.ndarray) -> np.ndarray:
     if todo.size:
         flat_counts[todo] = _inverse_cdf(flat_lam[todo], u.reshape(-1)[todo])
     return counts
+
+
+_FEW = 16  # up to this many draws, all below SUM_FROM_ZERO_UP_TO, the search runs in Python
+
+
+def _few_counts(rate: np.ndarray, u: np.ndarray) -> list[int] | None:
+    """`_inverse_cdf` of a handful of small rates as plain floats: the same operations in the
+    same order, element by element (None if a rate needs the quantile start). The start
+    e^(−λ) still comes from numpy, whose exp may differ from `math.exp` in the last bit."""
+    rates = rate.tolist()
+    if any(r > SUM_FROM_ZERO_UP_TO for r in rates):
+        return None
+    starts = np.exp(-rate).tolist()
+    return [
+        _count_from_zero(r, cdf, x) if r > 0 else 0
+        for r, cdf, x in zip(rates, starts, u.tolist(), strict=True)
+    ]
+
+
+def _count_from_zero(rate: float, cdf: float, u: float) -> int:
+    """The least k with P(X ≤ k) ≥ u, stepping up from P(X ≤ 0) = `cdf` (`_inverse_cdf`'s up
+    loop for one element)."""
+    k, pmf = 0.0, cdf
+    for _ in range(_MAX_STEPS):
+        if not cdf < u:
+            break
+        k += 1.0
+        pmf *= rate / k
+        before, cdf = cdf, cdf + pmf
+        if not cdf > before:  # a u within rounding of 1 is never reached
+            break
+    return int(k)
 
 
 def _inverse_cdf(rate: np.ndarray, u: np.ndarray) -> np.ndarray:

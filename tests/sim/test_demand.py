@@ -6,9 +6,16 @@ import numpy as np
 import pytest
 from conftest import make_market
 
-from merchantbench.random_streams import poisson_from_uniform, uniform, uniform1
+from merchantbench.random_streams import Stream, poisson_from_uniform, uniform, uniform1
 from merchantbench.scenario import DemandConfig
-from merchantbench.sim.demand import exposure, price_term, window_arrivals, window_intensity
+from merchantbench.sim.demand import (
+    WindowDemand,
+    arrival_cells,
+    exposure,
+    price_term,
+    window_arrivals,
+    window_intensity,
+)
 
 CFG = DemandConfig()
 
@@ -69,3 +76,31 @@ def test_arrivals_depend_only_on_product_and_hour():
     a = window_arrivals(5, np.array([3, 9]), 24, lam)
     b = window_arrivals(5, np.array([9, 3]), 24, lam)
     assert np.array_equal(a, b[::-1])
+
+
+def test_arrival_cells_are_the_nonzero_counts_in_cell_order():
+    lam = np.array([[0.0, 0.2, 3.0, 0.9], [12.0, 0.01, 0.5, 2.0]])
+    products, t0 = np.array([4, 1]), 36
+    u = uniform(5, Stream.ARRIVALS, products[:, None], (t0 + np.arange(4))[None, :])
+    counts = poisson_from_uniform(lam, u)
+    expected = [(cell, int(n)) for cell, n in enumerate(counts.reshape(-1)) if n]
+    assert arrival_cells(5, products, t0, lam) == expected
+    assert expected and all(n > 0 for _, n in expected)
+
+
+def test_window_demand_gives_the_formula_bit_for_bit():
+    """The cached terms and the exposure table change how λ is gathered, not its floats."""
+    market = make_market(n=5, days=3, demand=30.0, p_ref_fen=1700, elasticity=2.5)
+    products = np.array([0, 2, 4])
+    prices, listed = np.array([1500, 1700, 2600]), np.array([0, 5, 11])
+    for t0 in (12, 24, 36):
+        hours = np.arange(t0 % 24, t0 % 24 + 12)
+        base = np.asarray(market.demand)[t0 // 24 + market.history_days, products]
+        ratio = prices.astype(np.float64) / market.p_ref_fen[products].astype(np.float64)
+        price = np.minimum(ratio ** -market.elasticity[products].astype(np.float64), 6.0)
+        ages = (t0 + np.arange(12)[None, :] - listed[:, None]) / 24.0
+        weights = market.hourly_weights[market.category[products]][:, hours]
+        per_listing = base.astype(np.float64) * price * 0.9
+        expected = per_listing[:, None] * weights * exposure(ages, CFG)
+        demand = WindowDemand(market, CFG, 12, 3 * 24)
+        assert np.array_equal(demand.intensity(products, prices, listed, t0, 0.9), expected)

@@ -2,9 +2,18 @@
 store and the hours of one window, with counter-based Poisson draws (common random numbers).
 
     λ = D[i, d(t)] · w[c(i), h(t)] · r(t) · ℓ(age) · min((p / p_ref)^(−ε), cap)
+
+A window has a few dozen listings × 12 hours, so numpy's cost per call, not per element,
+dominates: `WindowDemand` keeps what does not change between windows (float64 copies of the
+market's per-product terms, the category weights of each window's hours, ℓ tabulated by age in
+hours) and computes the rest with as few calls as the formula allows, in the formula's order of
+operations (the same floats, hence the same draws).
 """
 
 from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -37,6 +46,84 @@ def price_term(
     return np.minimum(ratio ** (-np.asarray(elasticity, dtype=np.float64)), cap)
 
 
+@dataclass(frozen=True, eq=False)
+class _MarketTerms:
+    """The market's per-product demand terms in the dtypes the formula computes in."""
+
+    demand: np.ndarray  # a plain view of the memory map (the subclass costs per call)
+    p_ref_fen: np.ndarray  # float64
+    elasticity: np.ndarray  # float64
+    # (first hour of day, hours) → weights[category, hour] of a window's hours
+    weights: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
+
+    def window_weights(self, market: Market, first_hour: int, hours: int) -> np.ndarray:
+        key = (first_hour, hours)
+        cached = self.weights.get(key)
+        if cached is None:
+            span = market.hourly_weights[:, first_hour : first_hour + hours]
+            cached = self.weights[key] = np.ascontiguousarray(span)
+        return cached
+
+
+_TERMS: weakref.WeakKeyDictionary[Market, _MarketTerms] = weakref.WeakKeyDictionary()
+
+
+def _market_terms(market: Market) -> _MarketTerms:
+    terms = _TERMS.get(market)
+    if terms is None:
+        terms = _MarketTerms(
+            np.asarray(market.demand),
+            market.p_ref_fen.astype(np.float64),
+            market.elasticity.astype(np.float64),
+        )
+        _TERMS[market] = terms
+    return terms
+
+
+class WindowDemand:
+    """λ[listing, hour] of one store's windows on one market (`window_intensity`, per run).
+
+    Args:
+        market: The market.
+        config: The scenario's demand parameters.
+        hours: Hours per window; a window lies within one day.
+        max_age_hours: The oldest listing age (hours, at the window's last hour) asked for.
+    """
+
+    def __init__(
+        self, market: Market, config: DemandConfig, hours: int, max_age_hours: int
+    ) -> None:
+        self.market = market
+        self.config = config
+        self.hours = hours
+        self._terms = _market_terms(market)
+        # ℓ at every whole-hour age, exactly as `exposure` gives it for age / 24 days; row a of
+        # the sliding view holds the ages a … a + hours − 1 of a listing a hours old at t0.
+        table = exposure(np.arange(max_age_hours + 1) / 24.0, config)
+        self._exposure_rows = np.lib.stride_tricks.sliding_window_view(table, hours)
+
+    def intensity(
+        self,
+        products: np.ndarray,
+        prices_fen: np.ndarray,
+        listed_t: np.ndarray,
+        t0: int,
+        rating_multiplier: float,
+    ) -> np.ndarray:
+        """λ[listing, hour] for hours t0 … t0+hours−1; `listed_t` ≤ t0 (listings so far)."""
+        market, terms = self.market, self._terms
+        base = terms.demand[t0 // 24 + market.history_days][products].astype(np.float64)
+        price = price_term(
+            prices_fen,
+            terms.p_ref_fen[products],
+            terms.elasticity[products],
+            self.config.price_term_cap,
+        )
+        weights = terms.window_weights(market, t0 % 24, self.hours)[market.category[products]]
+        per_listing = base * price * rating_multiplier
+        return per_listing[:, None] * weights * self._exposure_rows[t0 - listed_t]
+
+
 def window_intensity(
     market: Market,
     products: np.ndarray,
@@ -47,22 +134,19 @@ def window_intensity(
     rating_multiplier: float,
     config: DemandConfig,
 ) -> np.ndarray:
-    """λ[listing, hour] for hours t0 … t0+hours−1, all within one day."""
-    day = t0 // 24
-    hour_of_day = np.arange(t0 % 24, t0 % 24 + hours)
-    # The matrix is a memory map: index a plain array view of it (the subclass costs per call).
-    base = np.asarray(market.demand)[day + market.history_days, products].astype(np.float64)
-    weights = market.hourly_weights[market.category[products]][:, hour_of_day]
-    price = price_term(
-        prices_fen, market.p_ref_fen[products], market.elasticity[products], config.price_term_cap
-    )
-    ages = (t0 + np.arange(hours)[None, :] - listed_t[:, None]) / 24.0
-    per_listing = base * price * rating_multiplier
-    return per_listing[:, None] * weights * exposure(ages, config)
+    """λ[listing, hour] for hours t0 … t0+hours−1, all within one day (one-off; a run keeps a
+    `WindowDemand`)."""
+    listed_t = np.asarray(listed_t, dtype=np.int64)
+    oldest = int(t0 - listed_t.min()) + hours if listed_t.size else hours
+    demand = WindowDemand(market, config, hours, oldest)
+    return demand.intensity(products, prices_fen, listed_t, t0, rating_multiplier)
 
 
-def window_arrivals(seed: int, products: np.ndarray, t0: int, lam: np.ndarray) -> np.ndarray:
-    """Order counts[listing, hour] from λ, with uniforms keyed by (seed, product, hour)."""
+def arrival_cells(
+    seed: int, products: np.ndarray, t0: int, lam: np.ndarray
+) -> list[tuple[int, int]]:
+    """The window's orders as (cell, count > 0) in cell order, where cell = listing · hours +
+    hour of λ[listing, hour]; the uniforms are keyed by (seed, product, hour)."""
     hours = t0 + np.arange(lam.shape[1])
     u = uniform(seed, Stream.ARRIVALS, products[:, None], hours[None, :])
     # Below SUM_FROM_ZERO_UP_TO the inverse CDF gives 0 where u ≤ P(X = 0) = e^(−λ). A
@@ -70,9 +154,15 @@ def window_arrivals(seed: int, products: np.ndarray, t0: int, lam: np.ndarray) -
     # keeps every cell within rounding of the boundary among them, where the draw decides.
     maybe = np.exp(-lam) * (1.0 - 1e-9) < u
     drawn = np.flatnonzero((lam > SUM_FROM_ZERO_UP_TO) | maybe)
+    if not drawn.size:
+        return []
+    counts = poisson_from_uniform(lam.reshape(-1)[drawn], u.reshape(-1)[drawn])
+    return [(cell, n) for cell, n in zip(drawn.tolist(), counts.tolist(), strict=True) if n]
+
+
+def window_arrivals(seed: int, products: np.ndarray, t0: int, lam: np.ndarray) -> np.ndarray:
+    """Order counts[listing, hour] from λ (`arrival_cells` as a dense array)."""
     counts = np.zeros(lam.shape, dtype=np.int64)
-    if drawn.size:
-        counts.reshape(-1)[drawn] = poisson_from_uniform(
-            lam.reshape(-1)[drawn], u.reshape(-1)[drawn]
-        )
+    for cell, n in arrival_cells(seed, products, t0, lam):
+        counts.reshape(-1)[cell] = n
     return counts

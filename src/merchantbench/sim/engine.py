@@ -26,7 +26,7 @@ import numpy as np
 from merchantbench.catalog.market import Market
 from merchantbench.scenario import Scenario
 from merchantbench.sim.actions import ActionRejected, StoreActions
-from merchantbench.sim.demand import window_arrivals, window_intensity
+from merchantbench.sim.demand import WindowDemand, arrival_cells
 from merchantbench.sim.ledger import Ledger
 from merchantbench.sim.lifecycle import Lifecycle
 from merchantbench.sim.rating import RatingState
@@ -44,6 +44,8 @@ class Engine(StoreActions, Lifecycle):
         self.suppliers = SupplierBook(market)
         self.window_hours = scenario.clock.hours_per_window
         self.horizon = scenario.clock.hours
+        # A listing is at most `horizon` hours old while there is demand (listed at t ≥ 0).
+        self.demand = WindowDemand(market, scenario.demand, self.window_hours, self.horizon)
         money = scenario.money
         self.state = StoreState(
             t=0,
@@ -115,37 +117,19 @@ class Engine(StoreActions, Lifecycle):
 
     def _arrivals_by_hour(self, t0: int, order: list[int]) -> dict[int, list[tuple[int, int]]]:
         """The window's arrivals: hour k → (position in `order`, count) in position order."""
-        counts = self._window_counts(t0, order)
         by_hour: dict[int, list[tuple[int, int]]] = {}
-        if counts is None:
-            return by_hour
-        # Most windows have a few arrivals among hundreds of (listing, hour) cells.
-        hours, listings = np.nonzero(counts.T)
-        for k, j, count in zip(
-            hours.tolist(), listings.tolist(), counts.T[hours, listings].tolist(), strict=True
-        ):
-            by_hour.setdefault(k, []).append((j, count))
-        return by_hour
-
-    def _window_counts(self, t0: int, order: list[int]) -> np.ndarray | None:
-        """Arrival counts[listing, hour] of the window, listings in `order` (by product)."""
         listings = self.state.listings
         if not order or self.state.closed:
-            return None
+            return by_hour
         products = np.array(order, dtype=np.int64)
         prices = np.array([listings[p].price for p in order], dtype=np.int64)
         listed = np.array([listings[p].listed_t for p in order], dtype=np.int64)
-        lam = window_intensity(
-            self.market,
-            products,
-            prices,
-            listed,
-            t0,
-            self.window_hours,
-            self.state.rating.multiplier,
-            self.scenario.demand,
-        )
-        return window_arrivals(self.seed, products, t0, lam)
+        lam = self.demand.intensity(products, prices, listed, t0, self.state.rating.multiplier)
+        # Cells run listing-major, so each hour's list comes out in position order.
+        for cell, count in arrival_cells(self.seed, products, t0, lam):
+            j, k = divmod(cell, self.window_hours)
+            by_hour.setdefault(k, []).append((j, count))
+        return by_hour
 
     def _transitions_due(self, t: int) -> None:
         pending = self.state.pending

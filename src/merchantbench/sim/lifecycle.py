@@ -8,9 +8,23 @@ import heapq
 
 from merchantbench.catalog.market import Market
 from merchantbench.scenario import Scenario
-from merchantbench.sim.orders import Fate, Order, Outcome, Step, plan_lifecycle
+from merchantbench.sim.orders import (
+    FATE_BAD_REVIEW,
+    FATE_RETURN_REFUND,
+    FATE_RETURNLESS_REFUND,
+    OUTCOME_NAMES,
+    STEP_CANCEL,
+    STEP_DELIVER,
+    STEP_LATE,
+    STEP_SHIP,
+    Order,
+    Outcome,
+    plan_lifecycle,
+)
 from merchantbench.sim.state import StoreState
 from merchantbench.sim.suppliers import SupplierBook, stock_now
+
+_NOT_PROCURED = frozenset((Outcome.STOCKOUT, Outcome.INSUFFICIENT_BALANCE))
 
 
 class Lifecycle:
@@ -59,10 +73,8 @@ class Lifecycle:
     def _terminal(self, order: Order, t: int, outcome: Outcome, fine: int) -> None:
         order.outcome = outcome
         order.resolved_t = t
-        order.cost = (
-            0 if outcome in (Outcome.STOCKOUT, Outcome.INSUFFICIENT_BALANCE) else order.cost
-        )
-        self.state.updates.append((t, order.order_id, outcome.name.lower()))
+        order.cost = 0 if outcome in _NOT_PROCURED else order.cost
+        self.state.updates.append((t, order.order_id, OUTCOME_NAMES[outcome]))
         if fine:
             self._fine(order, t, fine)
 
@@ -85,15 +97,15 @@ class Lifecycle:
     def _step(self, t: int, order_id: int, step: int) -> None:
         order = self.state.orders[order_id - 1]
         ledger = self.state.ledger
-        if step == Step.LATE:
+        if step == STEP_LATE:
             self.state.updates.append((t, order_id, "late"))
             self._fine(order, t, self.scenario.orders.fines.late_fen)
-        elif step == Step.CANCEL:
+        elif step == STEP_CANCEL:
             ledger.cancel(t, order.cost, order_id)
             self._terminal(order, t, Outcome.CANCELLED, self.scenario.orders.fines.cancel_fen)
-        elif step == Step.SHIP:
+        elif step == STEP_SHIP:
             self.state.updates.append((t, order_id, "shipped"))
-        elif step == Step.DELIVER:
+        elif step == STEP_DELIVER:
             ledger.deliver(t, order.cost, order.price, order_id)
             self.state.updates.append((t, order_id, "delivered"))
         else:
@@ -102,16 +114,16 @@ class Lifecycle:
     def _resolve(self, order: Order, t: int) -> None:
         ledger, fines, rating = self.state.ledger, self.scenario.orders.fines, self.scenario.rating
         oid = order.order_id
-        if order.fate == Fate.RETURN_REFUND:
+        if order.fate == FATE_RETURN_REFUND:
             ledger.return_refund(t, order.price, order.cost, oid)
             outcome, fine, ev = Outcome.RETURN_REFUND, fines.return_refund_fen, rating.return_refund
-        elif order.fate == Fate.RETURNLESS_REFUND:
+        elif order.fate == FATE_RETURNLESS_REFUND:
             ledger.returnless_refund(t, order.price, oid)
             outcome, fine = Outcome.RETURNLESS_REFUND, fines.returnless_refund_fen
             ev = rating.returnless_refund
         else:
             ledger.settle(t, order.price, self._commission(order), oid)
-            if order.fate == Fate.BAD_REVIEW:
+            if order.fate == FATE_BAD_REVIEW:
                 outcome, fine, ev = Outcome.BAD_REVIEW, fines.bad_review_fen, rating.bad_review
             else:
                 outcome, fine = Outcome.NORMAL, 0
