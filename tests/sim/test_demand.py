@@ -104,3 +104,10 @@ def test_window_demand_gives_the_formula_bit_for_bit():
         expected = per_listing[:, None] * weights * exposure(ages, CFG)
         demand = WindowDemand(market, CFG, 12, 3 * 24)
         assert np.array_equal(demand.intensity(products, prices, listed, t0, 0.9), expected)
+
+
+def test_window_demand_refuses_a_listing_from_the_future():
+    """A listing after the window's start would index the exposure table from its end."""
+    demand = WindowDemand(make_market(n=2, days=3), CFG, 12, 3 * 24)
+    with pytest.raises(ValueError, match="after hour 24"):
+        demand.intensity(np.array([0, 1]), np.array([1500, 1500]), np.array([0, 30]), 24, 1.0)

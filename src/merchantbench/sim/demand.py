@@ -112,6 +112,9 @@ class WindowDemand:
     ) -> np.ndarray:
         """λ[listing, hour] for hours t0 … t0+hours−1; `listed_t` ≤ t0 (listings so far)."""
         market, terms = self.market, self._terms
+        ages = t0 - listed_t
+        if len(ages) and ages.min() < 0:  # a negative row would silently read the table's end
+            raise ValueError(f"a listing is from after hour {t0}")
         base = terms.demand[t0 // 24 + market.history_days][products].astype(np.float64)
         price = price_term(
             prices_fen,
@@ -121,7 +124,7 @@ class WindowDemand:
         )
         weights = terms.window_weights(market, t0 % 24, self.hours)[market.category[products]]
         per_listing = base * price * rating_multiplier
-        return per_listing[:, None] * weights * self._exposure_rows[t0 - listed_t]
+        return per_listing[:, None] * weights * self._exposure_rows[ages]
 
 
 def window_intensity(
