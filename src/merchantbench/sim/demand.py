@@ -161,11 +161,3 @@ def arrival_cells(
         return []
     counts = poisson_from_uniform(lam.reshape(-1)[drawn], u.reshape(-1)[drawn])
     return [(cell, n) for cell, n in zip(drawn.tolist(), counts.tolist(), strict=True) if n]
-
-
-def window_arrivals(seed: int, products: np.ndarray, t0: int, lam: np.ndarray) -> np.ndarray:
-    """Order counts[listing, hour] from λ (`arrival_cells` as a dense array)."""
-    counts = np.zeros(lam.shape, dtype=np.int64)
-    for cell, n in arrival_cells(seed, products, t0, lam):
-        counts.reshape(-1)[cell] = n
-    return counts
