@@ -141,10 +141,14 @@ def product_of(ctx: StoreContext, product_id: str, path: str) -> int:
         raise refusal(exc, path) from None
 
 
+def plain_texts(values: np.ndarray) -> list[str]:
+    """A column of text (numpy strings, or objects) as plain Python strings."""
+    return values.tolist() if values.dtype.kind == "U" else [str(v) for v in values]
+
+
 def public_ids(market: Market, products: Sequence[int] | np.ndarray) -> list[str]:
     """The public product_id of each product index, as plain strings."""
-    ids = market.product_ids[np.asarray(products, dtype=np.int64)]
-    return ids.tolist() if ids.dtype.kind == "U" else [str(v) for v in ids]
+    return plain_texts(market.product_ids[np.asarray(products, dtype=np.int64)])
 
 
 def table(columns: Sequence[str], rows: list[list[Any]]) -> dict[str, Any]:

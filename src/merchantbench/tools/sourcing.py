@@ -25,6 +25,7 @@ from merchantbench.tools.context import (
     clock_text,
     date_of,
     paged,
+    plain_texts,
     product_of,
     rmb,
     table,
@@ -82,10 +83,6 @@ def _supplier_products(ctx: StoreContext, supplier_id: str) -> tuple[int, np.nda
     raise ToolError("unknown_supplier", f"no supplier with id {supplier_id!r}", "$.supplier_id")
 
 
-def _texts(values: np.ndarray) -> list[str]:
-    return values.tolist() if values.dtype.kind == "U" else [str(v) for v in values]
-
-
 def shown_rating(ratings: np.ndarray) -> list[float]:
     """Ratings as tools show them, `round(r, 2)` of each, in one pass.
 
@@ -119,12 +116,12 @@ def _fixed_cells(market: Market, products: list[int]) -> list[tuple[Any, ...]]:
     i = np.asarray(missing, dtype=np.int64)
     s = market.supplier[i]
     columns = (
-        _texts(market.product_ids[i]),
-        _texts(market.titles[i]),
+        plain_texts(market.product_ids[i]),
+        plain_texts(market.titles[i]),
         [market.categories[c] for c in market.category[i].tolist()],
         market.logistics_hours[i].tolist(),
         shown_rating(market.historical_avg_rating[i]),
-        _texts(market.supplier_ids[s]),
+        plain_texts(market.supplier_ids[s]),
         shown_rating(market.shop_rating[s]),
     )
     known.update(zip(missing, zip(*columns, strict=True), strict=True))
