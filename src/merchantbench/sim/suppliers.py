@@ -86,15 +86,6 @@ class SupplierBook:
             self._starts[product] = {ch: [e[0] for e in evs] for ch, evs in cached.items()}
         return cached
 
-    def _active(self, product: int, channel: str, hour: int) -> tuple[int, int, float] | None:
-        """The channel's event in force at `hour`: events of a channel never overlap (the next
-        is scheduled after recovery), so it can only be the last one started by then."""
-        k = bisect_right(self._starts[product][channel], hour) - 1
-        if k < 0:
-            return None
-        event = self._events[product][channel][k]
-        return event if hour < event[1] else None
-
     def state(self, product: int, hour: int) -> SupplierState:
         """The supplier's state of `product` at `hour` (≥ 0)."""
         known = self._known.get(product)
@@ -167,10 +158,9 @@ class SupplierBook:
 
     def active_events(self, product: int, hour: int) -> list[tuple[str, int, int]]:
         """Events of a product in force at `hour`: (channel, start, end)."""
-        self.events(product)
         found = []
         for channel in CHANNELS:
-            event = self._active(product, channel, hour)
+            event = self._channel_span(product, channel, hour)[0]
             if event is not None:
                 found.append((channel, event[0], event[1]))
         return found
