@@ -14,15 +14,17 @@ from merchantbench.agents.registry import make_agent
 from merchantbench.catalog.hidden import hidden_names_in
 from merchantbench.cli import app
 from merchantbench.runs.checkpoint import CheckpointError
+from merchantbench.runs.files import write_cut
 from merchantbench.runs.runner import RunSpec, RunWriter, run_agent
-from merchantbench.runs.transcript import TRANSCRIPT, cut_transcript, write_cut
+from merchantbench.runs.schema import TRANSCRIPT_FILE
+from merchantbench.runs.transcript import cut_transcript
 from merchantbench.scenario import load_scenario
 
 SCENARIO = load_scenario("smoke", overrides=["clock.days=2"])  # 4 windows
 SEED = 3_141_592_653  # long enough that its digits in the transcript would mean a leak
 
 
-def lines_of(run_dir: Path, name: str = TRANSCRIPT) -> list[dict[str, Any]]:
+def lines_of(run_dir: Path, name: str = TRANSCRIPT_FILE) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (run_dir / name).read_text().splitlines()]
 
 
@@ -79,7 +81,7 @@ def test_every_answer_and_every_observation_is_the_one_the_agent_got(tmp_path) -
 
 def test_the_transcript_holds_no_hidden_state(tmp_path) -> None:
     play(tmp_path / "run")
-    text = (tmp_path / "run" / TRANSCRIPT).read_text()
+    text = (tmp_path / "run" / TRANSCRIPT_FILE).read_text()
     assert str(SEED) not in text
     for line in lines_of(tmp_path / "run"):
         assert not hidden_names_in(line), line
@@ -107,7 +109,7 @@ RECORDS = [
 def test_the_cut_keeps_the_answers_the_checkpoint_covers_and_the_windows_they_opened(
     tmp_path, keep, kept, window
 ) -> None:
-    path = tmp_path / TRANSCRIPT
+    path = tmp_path / TRANSCRIPT_FILE
     _write(path, RECORDS, tail=b'{"seq":5,"window":1,"ans')  # torn by a kill
     data, last = cut_transcript(path, keep)
     assert data == b"".join(json.dumps(r).encode() + b"\n" for r in RECORDS[:kept])
@@ -117,7 +119,7 @@ def test_the_cut_keeps_the_answers_the_checkpoint_covers_and_the_windows_they_op
 
 
 def test_the_cut_of_an_empty_transcript_keeps_nothing(tmp_path) -> None:
-    path = tmp_path / TRANSCRIPT
+    path = tmp_path / TRANSCRIPT_FILE
     path.write_bytes(b"")
     assert cut_transcript(path, 0) == (b"", None)
 
@@ -136,7 +138,7 @@ def test_the_cut_of_an_empty_transcript_keeps_nothing(tmp_path) -> None:
 def test_a_damaged_transcript_within_the_checkpoint_is_refused_unchanged(
     tmp_path, records, keep, message
 ) -> None:
-    path = tmp_path / TRANSCRIPT
+    path = tmp_path / TRANSCRIPT_FILE
     data = _write(path, records)
     with pytest.raises(CheckpointError, match=message):
         cut_transcript(path, keep)
@@ -159,7 +161,7 @@ def test_a_suspended_run_resumes_to_the_transcript_of_an_uninterrupted_one(tmp_p
     drive(tmp_path / "whole", None)
     for at in (1, 2, 5):  # mid-window, at a window's start, later
         drive(tmp_path / f"s{at}", at)
-        for name in ("trace.jsonl", TRANSCRIPT):
+        for name in ("trace.jsonl", TRANSCRIPT_FILE):
             assert (tmp_path / f"s{at}" / name).read_bytes() == (
                 tmp_path / "whole" / name
             ).read_bytes(), (at, name)
@@ -185,7 +187,7 @@ def test_rewind_cuts_the_transcript_with_the_trace(tmp_path) -> None:
 def test_without_a_transcript_none_is_written_and_none_is_started_on_resume(tmp_path) -> None:
     spec = RunSpec("rule-based", SCENARIO, 1)
     run_agent(spec, tmp_path / "off", transcript=False, checkpoint_every=2)
-    assert not (tmp_path / "off" / TRANSCRIPT).exists()
+    assert not (tmp_path / "off" / TRANSCRIPT_FILE).exists()
     stopped = tmp_path / "old"  # a record made before transcripts, killed after window 2
 
     def stop(session) -> None:
@@ -194,9 +196,9 @@ def test_without_a_transcript_none_is_written_and_none_is_started_on_resume(tmp_
 
     with pytest.raises(KeyboardInterrupt):
         run_agent(spec, stopped, checkpoint_every=2, on_window=stop)
-    (stopped / TRANSCRIPT).unlink()
+    (stopped / TRANSCRIPT_FILE).unlink()
     run_agent(spec, stopped, resume=True, checkpoint_every=2)
-    assert not (stopped / TRANSCRIPT).exists()
+    assert not (stopped / TRANSCRIPT_FILE).exists()
     assert (stopped / "trace.jsonl").read_bytes() == (tmp_path / "off" / "trace.jsonl").read_bytes()
 
 
@@ -204,7 +206,7 @@ def test_the_cli_turns_the_transcript_off(tmp_path) -> None:
     args = ["run", "--no-progress", "--agent", "idle", "--scenario", "smoke", "--days", "1"]
     result = CliRunner().invoke(app, [*args, "--no-transcript", "--out", str(tmp_path / "a")])
     assert result.exit_code == 0, result.output
-    assert not (tmp_path / "a" / TRANSCRIPT).exists()
+    assert not (tmp_path / "a" / TRANSCRIPT_FILE).exists()
     result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "b")])
     assert result.exit_code == 0, result.output
     lines, trace = lines_of(tmp_path / "b"), lines_of(tmp_path / "b", "trace.jsonl")

@@ -10,7 +10,7 @@ from pathlib import Path
 from conftest import LiveServer, assert_clean, collect_answers
 
 from merchantbench.catalog.hidden import hidden_names_in
-from merchantbench.runs.transcript import TRANSCRIPT
+from merchantbench.runs.schema import TRANSCRIPT_FILE
 from merchantbench.scenario import load_scenario
 from merchantbench.web.app import create_web_app
 from merchantbench.web.forms import PANELS
@@ -90,7 +90,7 @@ def test_no_answer_of_a_session_carries_hidden_state(tmp_path: Path, browser) ->
 def browse_the_record(root: Path, browser) -> None:
     """The store's transcript, and every window of it in the trace viewer, answers opened."""
     [run_dir] = [p.parent for p in root.rglob("run.json")]
-    text = (run_dir / TRANSCRIPT).read_text()
+    text = (run_dir / TRANSCRIPT_FILE).read_text()
     assert str(SEED) not in text
     lines = [json.loads(line) for line in text.splitlines()]
     assert [r["window"] for r in lines if "observation" in r] == list(range(5))

@@ -21,7 +21,7 @@ from conftest import LiveServer, assert_clean, collect_answers
 from merchantbench.agents.llm.scripted_policy import silent_policy, store_policy
 from merchantbench.agents.llm.scripted_server import ScriptedServer
 from merchantbench.runs.runner import RunSpec, RunWriter, run_agent
-from merchantbench.runs.transcript import TRANSCRIPT
+from merchantbench.runs.schema import TRANSCRIPT_FILE
 from merchantbench.scenario import load_scenario
 from merchantbench.web.app import create_web_app
 
@@ -91,7 +91,7 @@ def records(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Handed]:
         pool.submit(llm_run, root / "llm", store_policy).result()
         pool.submit(llm_run, root / "silent", silent_policy).result()
     shutil.copytree(root / "rule", root / "old")
-    (root / "old" / TRANSCRIPT).unlink()  # as a record made before transcripts
+    (root / "old" / TRANSCRIPT_FILE).unlink()  # as a record made before transcripts
     return root, handed
 
 
@@ -116,7 +116,7 @@ def at_window(page, window: int) -> None:
 def check_window(page, run_dir: Path, handed: Handed, window: int) -> None:
     """Observation and every answer on screen equal the transcript's and the session's."""
     at_window(page, window)
-    lines = [r for r in jsonl(run_dir / TRANSCRIPT) if r["window"] == window - 1]
+    lines = [r for r in jsonl(run_dir / TRANSCRIPT_FILE) if r["window"] == window - 1]
     [seen] = [r["observation"] for r in lines if "observation" in r]
     assert page.locator("#observation").inner_text() == seen == handed.observations[window - 1]
     trace = [e for e in jsonl(run_dir / "trace.jsonl") if e["window"] == window - 1]

@@ -84,20 +84,21 @@ def load_checkpoint(run_dir: Path) -> dict[str, Any] | None:
     return loaded
 
 
-def truncate_trace(trace_path: Path, keep_seq: int) -> None:
-    """Cut a record back to what the checkpoint covers: entries with seq 1 … `keep_seq`.
+def cut_trace(trace_path: Path, keep_seq: int) -> bytes | None:
+    """What a record of `seq`-numbered lines keeps when cut back to what the checkpoint covers:
+    entries with seq 1 … `keep_seq` (None: there is no file, and nothing to keep). Nothing is
+    written here (`runs.files.write_cut` does, once every record is checked).
 
     Entries after the checkpoint (and a torn last line) are dropped: the resumed run makes them
     again, identically. Cutting goes by sequence number, never by "first unparseable line".
 
     Raises:
-        CheckpointError: an entry the checkpoint covers is missing, out of order or damaged;
-            the file is then left exactly as it was.
+        CheckpointError: an entry the checkpoint covers is missing, out of order or damaged.
     """
     if not trace_path.exists():
         if keep_seq:
             raise CheckpointError(f"{trace_path.name} is missing; the checkpoint covers {keep_seq}")
-        return
+        return None
     kept: list[bytes] = []
     for number, line in enumerate(trace_path.read_bytes().split(b"\n"), start=1):
         if len(kept) == keep_seq:
@@ -116,4 +117,4 @@ def truncate_trace(trace_path: Path, keep_seq: int) -> None:
         raise CheckpointError(
             f"{trace_path.name} has {len(kept)} entries; the checkpoint covers {keep_seq}"
         )
-    atomic_write_bytes(trace_path, b"".join(line + b"\n" for line in kept))
+    return b"".join(line + b"\n" for line in kept)

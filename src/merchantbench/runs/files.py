@@ -29,3 +29,10 @@ def atomic_write_json(path: Path, obj: Any) -> None:
 
 def read_json(path: Path) -> Any:
     return json.loads(path.read_text())
+
+
+def write_cut(path: Path, kept: bytes) -> None:
+    """Replace a record file by `kept`, a prefix of it cut back to a checkpoint (atomically; a
+    prefix of the same size is the same file, left alone)."""
+    if path.stat().st_size != len(kept):
+        atomic_write_bytes(path, kept)

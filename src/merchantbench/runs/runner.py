@@ -19,11 +19,12 @@ from merchantbench.agents.registry import agent_entry, make_agent
 from merchantbench.catalog.cache import get_market, get_search_index
 from merchantbench.runs.checkpoint import (
     CheckpointError,
+    cut_trace,
     load_checkpoint,
     read_checkpoint_pins,
     save_checkpoint,
-    truncate_trace,
 )
+from merchantbench.runs.files import write_cut
 from merchantbench.runs.kill_points import KillPoints
 from merchantbench.runs.manifest import (
     AgentRef,
@@ -43,13 +44,12 @@ from merchantbench.runs.pins import (
     request_difference,
 )
 from merchantbench.runs.record import final_accounts, write_tables
+from merchantbench.runs.schema import MODEL_CALLS_FILE, TRACE_FILE, TRANSCRIPT_FILE
 from merchantbench.runs.sealed import SealedSeed
 from merchantbench.runs.transcript import (
-    TRANSCRIPT,
     TranscribedSession,
     TranscriptFile,
     cut_transcript,
-    write_cut,
 )
 from merchantbench.scenario import Scenario
 from merchantbench.seeds import seed_label
@@ -57,7 +57,6 @@ from merchantbench.session import Session
 from merchantbench.tools.agent_input import scrub
 
 ProgressHook = Callable[[Session], None]
-MODEL_CALLS = "model_calls.jsonl"  # one line per model call of an LLM agent
 
 
 class RunError(Exception):
@@ -251,9 +250,9 @@ class RunWriter:
     def _open_records(self, session: TranscribedSession, noted: int | None) -> None:
         """Open the trace and the transcript for appending; the transcript notes the open
         window's observation unless it holds it already."""
-        self._trace = open(self.run_dir / "trace.jsonl", "a")  # noqa: SIM115 (closed in close)
+        self._trace = open(self.run_dir / TRACE_FILE, "a")  # noqa: SIM115 (closed in close)
         if self.transcribe:
-            self._transcript = TranscriptFile(self.run_dir / TRANSCRIPT)
+            self._transcript = TranscriptFile(self.run_dir / TRANSCRIPT_FILE)
             session.transcript = self._transcript
             if noted != session.window:
                 session.note_window()
@@ -267,13 +266,16 @@ class RunWriter:
         Raises:
             CheckpointError: a record is damaged within what the session covers.
         """
-        path, seq = self.run_dir / TRANSCRIPT, session.memory.seq
+        path, seq = self.run_dir / TRANSCRIPT_FILE, session.memory.seq
         kept, noted = cut_transcript(path, seq) if path.is_file() else (None, None)
-        truncate_trace(self.run_dir / "trace.jsonl", seq)
+        cuts = [(self.run_dir / TRACE_FILE, cut_trace(self.run_dir / TRACE_FILE, seq))]
         if agent is not None:  # LLM agents log their model calls; keep the checkpointed ones
-            truncate_trace(self.run_dir / MODEL_CALLS, agent.model_calls_seq)
+            calls = self.run_dir / MODEL_CALLS_FILE
+            cuts.append((calls, cut_trace(calls, agent.model_calls_seq)))
+        for record, data in [*cuts, (path, kept)]:
+            if data is not None:
+                write_cut(record, data)
         if kept is not None:
-            write_cut(path, kept)
             self.transcribe = True
         elif seq:
             self.transcribe = False
@@ -317,7 +319,7 @@ class RunWriter:
         Flushed before each checkpoint, so a checkpointed agent never holds unwritten calls."""
         records = agent.drain_model_calls()
         if records:
-            with open(self.run_dir / MODEL_CALLS, "a") as log:
+            with open(self.run_dir / MODEL_CALLS_FILE, "a") as log:
                 log.writelines(
                     json.dumps(scrub(r), separators=(",", ":"), allow_nan=False) + "\n"
                     for r in records

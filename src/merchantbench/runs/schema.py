@@ -10,6 +10,8 @@ import pyarrow as pa
 
 RUN_FILE = "run.json"
 TRACE_FILE = "trace.jsonl"
+TRANSCRIPT_FILE = "transcript.jsonl"  # what each window showed and each call answered
+MODEL_CALLS_FILE = "model_calls.jsonl"  # one line per model call of an LLM agent
 
 # Column kinds: "int" (hours, ids, counts), "money" (integer fen), "float", "bool", "str".
 PARQUET_SCHEMAS: dict[str, dict[str, str]] = {

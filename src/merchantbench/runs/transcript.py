@@ -19,10 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from merchantbench.runs.checkpoint import CheckpointError
-from merchantbench.runs.files import atomic_write_bytes
 from merchantbench.session import Session
-
-TRANSCRIPT = "transcript.jsonl"
 
 
 def _line(record: dict[str, Any]) -> str:
@@ -144,10 +141,3 @@ def cut_transcript(path: Path, keep_seq: int) -> tuple[bytes, int | None]:
             f"{path.name} has {answered} answers; the checkpoint covers {keep_seq}"
         )
     return b"".join(line + b"\n" for line in kept), last_window
-
-
-def write_cut(path: Path, kept: bytes) -> None:
-    """Replace the transcript by what `cut_transcript` kept (atomically; a prefix of the same
-    size is the same file, left alone)."""
-    if path.stat().st_size != len(kept):
-        atomic_write_bytes(path, kept)

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 from merchantbench.metrics.table1 import TABLE1_KEYS
 from merchantbench.runs.files import atomic_write_bytes
 from merchantbench.runs.manifest import ManifestError, read_manifest
+from merchantbench.runs.schema import TRACE_FILE
 from merchantbench.sweeps.plan import SweepRun
 from merchantbench.sweeps.state import run_state
 
@@ -48,7 +49,7 @@ def framework_counts(run_dir: Path) -> dict[str, int]:
     """Successful framework calls of a run's trace (the Hermes harness's code, memory, skills)."""
     counts = dict.fromkeys(FRAMEWORK_COUNTS, 0)
     tool_to_key = {tool: key for key, tools in FRAMEWORK_COUNTS.items() for tool in tools}
-    with open(run_dir / "trace.jsonl", "rb") as trace:
+    with open(run_dir / TRACE_FILE, "rb") as trace:
         for line in trace:
             if b'"framework"' not in line:
                 continue  # environment calls: skipped without parsing

@@ -14,9 +14,8 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from merchantbench.runs.transcript import TRANSCRIPT
+from merchantbench.runs.schema import MODEL_CALLS_FILE, TRACE_FILE, TRANSCRIPT_FILE
 
-TRACE, MODEL_CALLS = "trace.jsonl", "model_calls.jsonl"
 MAX_CALLS = 500  # a window's calls the viewer shows (the cap per window is far lower)
 _HEAD = re.compile(rb'^\{"seq":-?\d+,"window":(-?\d+)')  # how the writers start every line
 _CACHED = 16  # files whose window index is kept
@@ -94,7 +93,7 @@ def _records(run_dir: Path, name: str, window: int, limit: int) -> list[dict[str
 
 def windows_recorded(run_dir: Path) -> int:
     """How many windows the trace has entries for (the viewer's last page)."""
-    index = index_of(run_dir / TRACE)
+    index = index_of(run_dir / TRACE_FILE)
     return max(index.spans, default=-1) + 1 if index is not None else 0
 
 
@@ -107,9 +106,9 @@ def window_view(run_dir: Path, window: int) -> dict[str, Any]:
         (trace entries in order, each with its `answer` when the transcript has it) and
         `model_calls` (an LLM agent's, from `model_calls.jsonl`).
     """
-    has_transcript = (run_dir / TRANSCRIPT).is_file()
-    calls = _records(run_dir, TRACE, window, MAX_CALLS)
-    lines = _records(run_dir, TRANSCRIPT, window, 2 * MAX_CALLS + 1) if has_transcript else []
+    has_transcript = (run_dir / TRANSCRIPT_FILE).is_file()
+    calls = _records(run_dir, TRACE_FILE, window, MAX_CALLS)
+    lines = _records(run_dir, TRANSCRIPT_FILE, window, 2 * MAX_CALLS + 1) if has_transcript else []
     answers = {line["seq"]: line["answer"] for line in lines if "answer" in line}
     observation = next((line["observation"] for line in lines if "observation" in line), None)
     for call in calls:
@@ -121,5 +120,5 @@ def window_view(run_dir: Path, window: int) -> dict[str, Any]:
         "transcript": has_transcript,
         "observation": observation,
         "calls": calls,
-        "model_calls": _records(run_dir, MODEL_CALLS, window, MAX_CALLS),
+        "model_calls": _records(run_dir, MODEL_CALLS_FILE, window, MAX_CALLS),
     }

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-MODEL_CALLS_FILE = "model_calls.jsonl"
+from merchantbench.runs.schema import MODEL_CALLS_FILE as MODEL_CALLS_FILE
 
 
 @dataclass(frozen=True)
