@@ -3,6 +3,7 @@ refused; a refused request changes nothing; no public bind without tokens."""
 
 from __future__ import annotations
 
+import httpx
 import pytest
 from conftest import LiveServer
 from protocol_client import assistant, tool_call
@@ -83,6 +84,18 @@ def test_the_own_token_works_and_no_or_wrong_tokens_are_refused(live: LiveServer
     assert fingerprint(host_a) == before
     with live.client(None) as anyone:
         assert anyone.get("/api/health").status_code == 200
+
+
+def test_a_token_of_non_ascii_bytes_is_refused_not_a_crash(live: LiveServer, two_runs) -> None:
+    """A header may carry any Latin-1 byte; comparing such a token is a refusal, not a 500."""
+    a, _, (host_a, _) = two_runs
+    before = fingerprint(host_a)
+    for token in ("é", f"{a['agent_token']}\xff", "\x80" * 40):
+        headers = {"Authorization": f"Bearer {token}".encode("latin-1")}
+        with httpx.Client(base_url=live.base_url, headers=headers, timeout=30) as odd:
+            for method, path, body in agent_routes(a["run_id"]) + admin_routes(a["run_id"]):
+                assert odd.request(method, path, json=body).status_code == 403, (token, path)
+    assert fingerprint(host_a) == before
 
 
 def test_a_public_bind_without_tokens_is_refused() -> None:

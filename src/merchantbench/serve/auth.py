@@ -48,8 +48,10 @@ def _denied(status: int, error: str) -> HTTPException:
     return HTTPException(status, {"ok": False, "error": error})
 
 
-def _same(a: str | None, b: str | None) -> bool:
-    return a is not None and b is not None and secrets.compare_digest(a, b)
+def same_secret(a: str | None, b: str | None) -> bool:
+    """Constant-time equality of two secrets. Compared as UTF-8 bytes: a header may carry any
+    Latin-1 text, and `compare_digest` refuses non-ASCII strings with an exception."""
+    return a is not None and b is not None and secrets.compare_digest(a.encode(), b.encode())
 
 
 async def require_admin(request: Request) -> None:
@@ -61,7 +63,7 @@ async def require_admin(request: Request) -> None:
     token = bearer_token(request)
     if token is None:
         raise _denied(401, "auth_required")
-    if not _same(token, registry.admin_token):
+    if not same_secret(token, registry.admin_token):
         raise _denied(403, "admin_token_required")
 
 
@@ -75,8 +77,8 @@ async def require_run(run_id: str, request: Request) -> Hosted:
         token = bearer_token(request)
         if token is None:
             raise _denied(401, "auth_required")
-        admin = _same(token, registry.admin_token)
-        if not admin and (host is None or not _same(token, registry.agent_token(run_id))):
+        admin = same_secret(token, registry.admin_token)
+        if not admin and (host is None or not same_secret(token, registry.agent_token(run_id))):
             raise _denied(403, "forbidden")
     if host is None:
         raise _denied(404, "unknown_run")

@@ -26,7 +26,7 @@ from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.responses import RedirectResponse
 
 from merchantbench.serve.app import AppExtension
-from merchantbench.serve.auth import bearer_token
+from merchantbench.serve.auth import bearer_token, same_secret
 from merchantbench.serve.registry import RunRegistry
 
 __all__ = ["DASHBOARD_COOKIE", "LOGIN_PATH", "dashboard_extension", "dashboard_link"]
@@ -38,10 +38,6 @@ _COOKIE_PURPOSE = b"merchantbench-dashboard-v1"
 
 def _cookie_value(admin_token: str) -> str:
     return hmac.new(admin_token.encode(), _COOKIE_PURPOSE, hashlib.sha256).hexdigest()
-
-
-def _same(a: str | None, b: str) -> bool:
-    return a is not None and hmac.compare_digest(a.encode(), b.encode())
 
 
 def dashboard_link(base_url: str, admin_token: str | None) -> str:
@@ -63,7 +59,7 @@ async def require_operator(request: Request) -> None:
     if admin is None:
         return
     token, cookie = bearer_token(request), request.cookies.get(DASHBOARD_COOKIE)
-    if _same(token, admin) or _same(cookie, _cookie_value(admin)):
+    if same_secret(token, admin) or same_secret(cookie, _cookie_value(admin)):
         return
     raise _denied(401 if token is None and cookie is None else 403, "operator_only")
 
@@ -74,7 +70,7 @@ async def login(
     """`GET /dashboard?token=ADMIN`: set the dashboard cookie, then show the dashboard (without
     a token: only for a browser that has the cookie already)."""
     admin = request.app.state.registry.admin_token
-    if admin is not None and token is not None and not _same(token, admin):
+    if admin is not None and token is not None and not same_secret(token, admin):
         raise _denied(403, "operator_only")
     if token is None:
         await require_operator(request)  # no token: a browser that has the cookie already
