@@ -1,5 +1,5 @@
 """Writing hand-built run records from plain rows, with the contract's column types (tests only:
-real records are written by `merchantbench.runs.record` from an engine)."""
+real records are written by `merchantbench.record.tables` from an engine)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from merchantbench.runs.manifest import AgentRef, MarketRef, RunManifest
-from merchantbench.runs.schema import PARQUET_SCHEMAS, TRACE_FILE, arrow_table
+from merchantbench.record.manifest import AgentRef, MarketRef, RunManifest
+from merchantbench.record.schema import PARQUET_SCHEMAS, TRACE_FILE, arrow_table
 from merchantbench.scenario import Scenario
 
 

@@ -41,7 +41,7 @@ import numpy as np
 from gymnasium import spaces
 
 from merchantbench.catalog.cache import get_market, get_search_index
-from merchantbench.runs.sealed import SealedSeed
+from merchantbench.record.sealed import SealedSeed
 from merchantbench.scenario import Scenario, load_scenario
 from merchantbench.seeds import SEALED_FLOOR, SEED_LIMIT
 from merchantbench.session import Session

@@ -19,8 +19,8 @@ import pytest
 from merchantbench.agents.llm import sandbox
 from merchantbench.agents.llm.sandbox import CodeRunner, Execution, SandboxLimits
 from merchantbench.catalog.cache import get_market
+from merchantbench.record.sealed import SEED_FILE, read_sealed
 from merchantbench.runs.runner import RunSpec, RunWriter
-from merchantbench.runs.sealed import SEED_FILE, read_sealed
 from merchantbench.scenario import load_scenario
 
 needs_bwrap = pytest.mark.skipif(sandbox.find_bwrap() is None, reason="bubblewrap not installed")

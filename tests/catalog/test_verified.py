@@ -8,7 +8,7 @@ import pytest
 
 from merchantbench.catalog import cache, verified
 from merchantbench.catalog.cache import get_market, get_search_index, market_path
-from merchantbench.runs.checkpoint import (
+from merchantbench.record.checkpoint import (
     CHECKPOINT,
     CheckpointError,
     load_checkpoint,

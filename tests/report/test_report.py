@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from merchantbench.metrics import compute_metrics
+from merchantbench.record.manifest import AgentRef
 from merchantbench.report import PAPER_LABEL, load_paper_table, table1_line, write_report
-from merchantbench.runs.manifest import AgentRef
 from record_rows import fen, run_manifest, write_run_record
 
 DAYS = 60

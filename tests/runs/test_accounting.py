@@ -9,7 +9,7 @@ import pytest
 
 from merchantbench.agents.llm.scripted_policy import store_policy
 from merchantbench.agents.llm.scripted_server import ScriptedServer
-from merchantbench.runs.manifest import read_manifest
+from merchantbench.record.manifest import read_manifest
 from merchantbench.runs.runner import RunSpec, run_agent
 from merchantbench.scenario import load_scenario
 

@@ -11,14 +11,14 @@ from typer.testing import CliRunner
 
 from merchantbench.cli import app
 from merchantbench.metrics import RunRecordError, load_run_record
-from merchantbench.runs.manifest import (
+from merchantbench.record.manifest import (
     FORMAT,
     FinalAccounts,
     ManifestError,
     read_manifest,
 )
+from merchantbench.record.schema import RUN_FILE
 from merchantbench.runs.runner import RunError, RunSpec, run_agent
-from merchantbench.runs.schema import RUN_FILE
 from merchantbench.scenario import load_scenario
 from record_rows import run_manifest, write_run_record
 

@@ -10,9 +10,9 @@ from typer.testing import CliRunner
 
 from merchantbench.check import run_check
 from merchantbench.cli import app
-from merchantbench.runs.manifest import read_manifest
+from merchantbench.record.manifest import read_manifest
+from merchantbench.record.sealed import SEED_FILE, SealedError, read_sealed, reveal
 from merchantbench.runs.runner import RunSpec, RunWriter
-from merchantbench.runs.sealed import SEED_FILE, SealedError, read_sealed, reveal
 from merchantbench.scenario import load_scenario
 from merchantbench.seeds import commitment, draw_sealed_seed, is_sealed_range
 

@@ -13,10 +13,10 @@ from typer.testing import CliRunner
 from merchantbench.agents.registry import make_agent
 from merchantbench.catalog.hidden import hidden_names_in
 from merchantbench.cli import app
-from merchantbench.runs.checkpoint import CheckpointError
-from merchantbench.runs.files import write_cut
+from merchantbench.record.checkpoint import CheckpointError
+from merchantbench.record.files import write_cut
+from merchantbench.record.schema import TRANSCRIPT_FILE
 from merchantbench.runs.runner import RunSpec, RunWriter, run_agent
-from merchantbench.runs.schema import TRANSCRIPT_FILE
 from merchantbench.runs.transcript import cut_transcript
 from merchantbench.scenario import load_scenario
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from merchantbench.agents.registry import make_agent
-from merchantbench.runs.checkpoint import load_checkpoint
-from merchantbench.runs.manifest import read_manifest
+from merchantbench.record.checkpoint import load_checkpoint
+from merchantbench.record.manifest import read_manifest
 from merchantbench.runs.runner import RunError, RunSpec, RunWriter, run_agent
 from merchantbench.scenario import load_scenario
 

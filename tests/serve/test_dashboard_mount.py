@@ -13,7 +13,7 @@ from conftest import ADMIN
 from fastapi.testclient import TestClient
 
 from frontend_script import scan
-from merchantbench.runs.sealed import read_sealed
+from merchantbench.record.sealed import read_sealed
 from merchantbench.serve import ServeConfig, create_app
 from merchantbench.serve.dashboard_mount import DASHBOARD_COOKIE, dashboard_extension
 from merchantbench.serve.mcp_mount import mcp_extension

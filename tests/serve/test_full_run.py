@@ -14,8 +14,8 @@ from protocol_client import ProtocolClient, assistant, tool_call
 from script import play_window
 
 from merchantbench.catalog.hidden import hidden_names_in
+from merchantbench.record.sealed import read_sealed
 from merchantbench.runs.runner import RunSpec, RunWriter
-from merchantbench.runs.sealed import read_sealed
 from merchantbench.scenario import Scenario
 from merchantbench.serve.external import EXTERNAL, ExternalAgent, ExternalSettings
 

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from frontend_script import SCENARIO, Call, play_in_process, scan
 from merchantbench.cli import app
-from merchantbench.runs.sealed import SEED_FILE
+from merchantbench.record.sealed import SEED_FILE
 from merchantbench.seeds import is_sealed_range, verify_commitment
 
 FIRST_WINDOWS = 10  # windows played before the client leaves; the rest after --resume

@@ -13,10 +13,10 @@ import pytest
 
 from merchantbench.agents.llm.scripted_policy import store_policy
 from merchantbench.agents.llm.scripted_server import ScriptedServer
+from merchantbench.record.manifest import read_manifest
+from merchantbench.record.sealed import read_sealed
 from merchantbench.runs import calibrate
 from merchantbench.runs.identity import run_identity, same_identity, write_identity
-from merchantbench.runs.manifest import read_manifest
-from merchantbench.runs.sealed import read_sealed
 from merchantbench.scenario import load_scenario
 from merchantbench.sweeps.driver import run_sweep
 from merchantbench.sweeps.execute import LocalExecutor

@@ -16,9 +16,9 @@ from store_market import ITEMS, scenario, shared_market
 
 from merchantbench.metrics import compute_metrics, load_run_record
 from merchantbench.metrics.table1 import order_money
-from merchantbench.runs.manifest import FinalAccounts
-from merchantbench.runs.record import final_accounts, write_tables
-from merchantbench.runs.schema import TRACE_FILE
+from merchantbench.record.manifest import FinalAccounts
+from merchantbench.record.schema import TRACE_FILE
+from merchantbench.record.tables import final_accounts, write_tables
 from merchantbench.session import Session
 from record_rows import run_manifest
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from conftest import LiveServer, assert_clean, collect_answers
 
 from merchantbench.catalog.hidden import hidden_names_in
-from merchantbench.runs.schema import TRANSCRIPT_FILE
+from merchantbench.record.schema import TRANSCRIPT_FILE
 from merchantbench.scenario import load_scenario
 from merchantbench.web.app import create_web_app
 from merchantbench.web.forms import PANELS

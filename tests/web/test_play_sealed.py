@@ -19,7 +19,7 @@ from test_hidden import submit_every_form
 from typer.testing import CliRunner
 
 from merchantbench.cli import app
-from merchantbench.runs.sealed import SEED_FILE
+from merchantbench.record.sealed import SEED_FILE
 from merchantbench.seeds import is_sealed_range, verify_commitment
 
 DAYS = 2  # four windows

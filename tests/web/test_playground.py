@@ -12,7 +12,7 @@ from pathlib import Path
 from conftest import LiveServer, assert_clean, collect_answers
 
 from merchantbench.money import rmb
-from merchantbench.runs.manifest import read_manifest
+from merchantbench.record.manifest import read_manifest
 from merchantbench.scenario import load_scenario
 from merchantbench.web.app import create_web_app
 from merchantbench.web.room import PlayRoom

@@ -20,8 +20,8 @@ from conftest import LiveServer, assert_clean, collect_answers
 
 from merchantbench.agents.llm.scripted_policy import silent_policy, store_policy
 from merchantbench.agents.llm.scripted_server import ScriptedServer
+from merchantbench.record.schema import TRANSCRIPT_FILE
 from merchantbench.runs.runner import RunSpec, RunWriter, run_agent
-from merchantbench.runs.schema import TRANSCRIPT_FILE
 from merchantbench.scenario import load_scenario
 from merchantbench.web.app import create_web_app
 

@@ -7,8 +7,8 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from merchantbench.runs.manifest import ManifestError, read_manifest
-from merchantbench.runs.sealed import SealedError, SealedSeed, read_sealed
+from merchantbench.record.manifest import ManifestError, read_manifest
+from merchantbench.record.sealed import SealedError, SealedSeed, read_sealed
 from merchantbench.scenario import Scenario, ScenarioError, load_scenario
 from merchantbench.seeds import SeedError, check_seed
 

@@ -10,10 +10,10 @@ from typing import Annotated
 import typer
 
 from merchantbench.cli.common import fail
-from merchantbench.runs.manifest import ManifestError, RunManifest, read_manifest
+from merchantbench.record.manifest import ManifestError, RunManifest, read_manifest
+from merchantbench.record.sealed import SealedError, SealedSeed
+from merchantbench.record.sealed import reveal as reveal_seed
 from merchantbench.runs.runner import RunError, RunSpec, run_agent
-from merchantbench.runs.sealed import SealedError, SealedSeed
-from merchantbench.runs.sealed import reveal as reveal_seed
 from merchantbench.scenario import ScenarioError, load_scenario
 
 

@@ -33,7 +33,7 @@ from merchantbench.cli.common import (
     scenario_from_options,
 )
 from merchantbench.money import rmb
-from merchantbench.runs.manifest import read_manifest
+from merchantbench.record.manifest import read_manifest
 from merchantbench.runs.runner import RunError, RunSpec, default_run_dir, run_agent
 from merchantbench.session import Session
 

@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from merchantbench.cli.common import HostOption, PortOption, fail
-from merchantbench.runs.manifest import ManifestError, read_manifest
+from merchantbench.record.manifest import ManifestError, read_manifest
 from merchantbench.runs.runner import RunError, RunSpec
 
 ADMIN_ENV = "MERCHANTBENCH_ADMIN_TOKEN"

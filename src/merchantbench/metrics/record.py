@@ -19,8 +19,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from merchantbench.runs.manifest import ManifestError, RunManifest, read_manifest
-from merchantbench.runs.schema import (
+from merchantbench.record.manifest import ManifestError, RunManifest, read_manifest
+from merchantbench.record.schema import (
     PARQUET_SCHEMAS,
     RUN_FILE,
     TRACE_FILE,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from merchantbench.metrics.calendar import RunCalendar
 from merchantbench.metrics.record import RunRecord
-from merchantbench.runs.manifest import RunManifest
+from merchantbench.record.manifest import RunManifest
 from merchantbench.scenario import Scenario
 
 ACCOUNTS = ("balance", "deposit", "in_transit", "receivable", "net_assets")

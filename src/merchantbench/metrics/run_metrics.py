@@ -14,7 +14,7 @@ from merchantbench.metrics.record import RunRecord, load_run_record
 from merchantbench.metrics.run_info import run_info
 from merchantbench.metrics.table1 import call_metrics, order_metrics, store_metrics
 from merchantbench.metrics.windows import window_activity
-from merchantbench.runs.files import atomic_write_bytes
+from merchantbench.record.files import atomic_write_bytes
 
 METRICS_FILE = "metrics.json"
 

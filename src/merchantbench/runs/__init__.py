@@ -1,1 +1,2 @@
-"""Run records, checkpoints and the loop that drives an agent through a session."""
+"""The driver of runs: the loop that takes an agent through a session and writes its record
+(merchantbench.record), resume, calibration and sweep identities."""

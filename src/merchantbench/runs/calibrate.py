@@ -30,8 +30,8 @@ from merchantbench.metrics.aggregate import MetricSummary, aggregate_runs
 from merchantbench.metrics.record import RunRecord, is_one_of
 from merchantbench.metrics.table1 import TABLE1_KEYS
 from merchantbench.money import rmb
+from merchantbench.record.manifest import read_manifest
 from merchantbench.runs.identity import run_identity, same_identity, write_identity
-from merchantbench.runs.manifest import read_manifest
 from merchantbench.runs.runner import RunSpec, run_agent
 from merchantbench.scenario import Scenario
 from merchantbench.sim.demand import exposure

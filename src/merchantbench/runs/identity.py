@@ -20,13 +20,13 @@ from typing import Any
 
 import merchantbench
 from merchantbench.agents.registry import check_settings
-from merchantbench.runs.code_version import source_sha256
-from merchantbench.runs.files import atomic_write_json
+from merchantbench.record.code_version import source_sha256
+from merchantbench.record.files import atomic_write_json
 from merchantbench.scenario import Scenario
 
 
 def code_version() -> dict[str, str]:
-    """The package version and the hash of its source (one definition: runs/code_version.py)."""
+    """The package version and the hash of its source (one definition: record/code_version.py)."""
     return {"package_version": merchantbench.__version__, "source_sha256": source_sha256()}
 
 

@@ -17,16 +17,15 @@ import merchantbench
 from merchantbench.agents.base import BaseAgent
 from merchantbench.agents.registry import agent_entry, make_agent
 from merchantbench.catalog.cache import get_market, get_search_index
-from merchantbench.runs.checkpoint import (
+from merchantbench.record.checkpoint import (
     CheckpointError,
     cut_trace,
     load_checkpoint,
     read_checkpoint_pins,
     save_checkpoint,
 )
-from merchantbench.runs.files import write_cut
-from merchantbench.runs.kill_points import KillPoints
-from merchantbench.runs.manifest import (
+from merchantbench.record.files import write_cut
+from merchantbench.record.manifest import (
     AgentRef,
     FinalAccounts,
     ManifestError,
@@ -34,7 +33,7 @@ from merchantbench.runs.manifest import (
     RunManifest,
     read_manifest,
 )
-from merchantbench.runs.pins import (
+from merchantbench.record.pins import (
     PinMismatch,
     RunPins,
     check_resume,
@@ -43,9 +42,10 @@ from merchantbench.runs.pins import (
     pins_of_run,
     request_difference,
 )
-from merchantbench.runs.record import final_accounts, write_tables
-from merchantbench.runs.schema import MODEL_CALLS_FILE, TRACE_FILE, TRANSCRIPT_FILE
-from merchantbench.runs.sealed import SealedSeed
+from merchantbench.record.schema import MODEL_CALLS_FILE, TRACE_FILE, TRANSCRIPT_FILE
+from merchantbench.record.sealed import SealedSeed
+from merchantbench.record.tables import final_accounts, write_tables
+from merchantbench.runs.kill_points import KillPoints
 from merchantbench.runs.transcript import (
     TranscribedSession,
     TranscriptFile,
@@ -284,7 +284,7 @@ class RunWriter:
     def _restore(
         self, meta: RunManifest, session: Session, agent: BaseAgent, hidden: Any
     ) -> tuple[BaseAgent, int | None]:
-        """Continue the recorded run: check every pin (runs/pins.py) against `run.json` and the
+        """Continue the recorded run: check every pin (record/pins.py) against `run.json` and the
         checkpoint, restore the checkpoint, and cut the records back to what it covers. Returns
         the agent and the last window the transcript has the observation of."""
         run_dir = self.run_dir

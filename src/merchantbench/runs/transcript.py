@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
-from merchantbench.runs.checkpoint import CheckpointError
+from merchantbench.record.checkpoint import CheckpointError
 from merchantbench.session import Session
 
 

@@ -10,7 +10,7 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from merchantbench.runs.manifest import RunManifest
+from merchantbench.record.manifest import RunManifest
 from merchantbench.runs.runner import RunWriter
 from merchantbench.serve.act import (
     END_OF_STEP,

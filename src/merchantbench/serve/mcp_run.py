@@ -19,7 +19,7 @@ import anyio
 
 from merchantbench.agents.base import AgentSettings, BaseAgent
 from merchantbench.agents.registry import make_agent
-from merchantbench.runs.manifest import RunManifest
+from merchantbench.record.manifest import RunManifest
 from merchantbench.runs.runner import RunSpec, RunWriter
 from merchantbench.serve.mcp_server import call_locked
 from merchantbench.session import END_OF_STEP

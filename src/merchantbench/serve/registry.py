@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from merchantbench.agents.registry import make_agent
-from merchantbench.runs.files import atomic_write_bytes, read_json
-from merchantbench.runs.manifest import ManifestError, RunManifest, read_manifest
+from merchantbench.record.files import atomic_write_bytes, read_json
+from merchantbench.record.manifest import ManifestError, RunManifest, read_manifest
+from merchantbench.record.schema import RUN_FILE
+from merchantbench.record.sealed import SealedSeed, read_sealed
 from merchantbench.runs.runner import RunSpec, RunWriter
-from merchantbench.runs.schema import RUN_FILE
-from merchantbench.runs.sealed import SealedSeed, read_sealed
 from merchantbench.scenario import Scenario
 from merchantbench.serve.auth import new_token
 from merchantbench.serve.external import EXTERNAL, ExternalAgent

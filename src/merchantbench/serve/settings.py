@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from merchantbench.runs.manifest import RunManifest
+from merchantbench.record.manifest import RunManifest
 from merchantbench.serve.act import ProtocolError
 
 __all__ = ["FRONT_END", "HostSettings", "gone", "hosted_settings"]

@@ -18,9 +18,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from merchantbench.metrics.table1 import TABLE1_KEYS
-from merchantbench.runs.files import atomic_write_bytes
-from merchantbench.runs.manifest import ManifestError, read_manifest
-from merchantbench.runs.schema import TRACE_FILE
+from merchantbench.record.files import atomic_write_bytes
+from merchantbench.record.manifest import ManifestError, read_manifest
+from merchantbench.record.schema import TRACE_FILE
 from merchantbench.sweeps.plan import SweepRun
 from merchantbench.sweeps.state import run_state
 

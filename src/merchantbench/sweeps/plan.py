@@ -13,10 +13,10 @@ from typing import Any
 
 from merchantbench.agents.llm.models import ModelConfigError, entry_max_concurrency
 from merchantbench.agents.registry import AgentConfigError, agent_entry
-from merchantbench.runs.files import atomic_write_json
+from merchantbench.record.files import atomic_write_json
+from merchantbench.record.sealed import SEED_FILE, read_sealed
 from merchantbench.runs.identity import code_version, identity_key, run_identity
 from merchantbench.runs.runner import RunSpec
-from merchantbench.runs.sealed import SEED_FILE, read_sealed
 from merchantbench.scenario import Scenario, ScenarioError, load_scenario
 from merchantbench.sweeps.spec import HARNESSES, ScenarioAxis, SealedSeeds, SweepFile
 

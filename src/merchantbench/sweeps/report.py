@@ -18,9 +18,9 @@ from typing import Any
 
 import markdown_it
 
+from merchantbench.record.files import atomic_write_bytes
 from merchantbench.report.markdown import markdown_table
 from merchantbench.report.paper import PAPER_LABEL, TABLE1_COLUMNS
-from merchantbench.runs.files import atomic_write_bytes
 from merchantbench.sweeps.analysis import sweep_analysis
 from merchantbench.sweeps.plan import read_plan
 

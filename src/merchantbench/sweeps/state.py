@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from merchantbench.money import rmb
-from merchantbench.runs.files import atomic_write_json
+from merchantbench.record.files import atomic_write_json
+from merchantbench.record.manifest import ManifestError, read_manifest
+from merchantbench.record.schema import MODEL_CALLS_FILE
 from merchantbench.runs.identity import identity_path, same_identity
-from merchantbench.runs.manifest import ManifestError, read_manifest
-from merchantbench.runs.schema import MODEL_CALLS_FILE
 from merchantbench.session import Session
 from merchantbench.sweeps.plan import SweepRun
 

@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from merchantbench.runs.files import atomic_write_bytes
+from merchantbench.record.files import atomic_write_bytes
 from merchantbench.scenario import Scenario
 from merchantbench.web.store import PlayStore
 

@@ -15,10 +15,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from merchantbench.runs.files import atomic_write_json, read_json
-from merchantbench.runs.manifest import read_manifest
+from merchantbench.record.files import atomic_write_json, read_json
+from merchantbench.record.manifest import read_manifest
+from merchantbench.record.sealed import read_sealed
 from merchantbench.runs.runner import RunSpec, RunWriter
-from merchantbench.runs.sealed import read_sealed
 from merchantbench.scenario import Scenario
 from merchantbench.tools.toolset import END_OF_STEP
 from merchantbench.web.human import HUMAN_ORIGIN, HumanAgent, HumanSettings
@@ -79,7 +79,7 @@ class PlayStore:
     def create(
         cls, scenario: Scenario, seed: int | None, run_dir: Path, participant: str
     ) -> PlayStore:
-        """A new store; `seed` None makes it a sealed run (merchantbench.runs.sealed)."""
+        """A new store; `seed` None makes it a sealed run (merchantbench.record.sealed)."""
         settings = {"participant": participant}
         if seed is None:
             spec = RunSpec.sealed_run("human", scenario, agent_settings=settings)

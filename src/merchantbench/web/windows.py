@@ -14,7 +14,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from merchantbench.runs.schema import MODEL_CALLS_FILE, TRACE_FILE, TRANSCRIPT_FILE
+from merchantbench.record.schema import MODEL_CALLS_FILE, TRACE_FILE, TRANSCRIPT_FILE
 
 MAX_CALLS = 500  # a window's calls the viewer shows (the cap per window is far lower)
 _HEAD = re.compile(rb'^\{"seq":-?\d+,"window":(-?\d+)')  # how the writers start every line

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from merchantbench.runs.schema import MODEL_CALLS_FILE as MODEL_CALLS_FILE
+from merchantbench.record.schema import MODEL_CALLS_FILE as MODEL_CALLS_FILE
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from merchantbench.runs.manifest import ManifestError, RunManifest, SeedCommitment, read_manifest
+from merchantbench.record.manifest import ManifestError, RunManifest, SeedCommitment, read_manifest
 from merchantbench.seeds import (
     SeedError,
     check_seed,

@@ -1,5 +1,5 @@
 """Writing a run record's data files from a finished engine (format: docs/run-record.md; column
-types: `runs.schema`). Money columns hold integer fen, exactly as the engine keeps it."""
+types: `record.schema`). Money columns hold integer fen, exactly as the engine keeps it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 
 from merchantbench.catalog.market import Market
 from merchantbench.money import rmb
-from merchantbench.runs.schema import arrow_table
+from merchantbench.record.schema import arrow_table
 from merchantbench.sim.engine import Engine
 from merchantbench.sim.ledger import Reason
 from merchantbench.sim.orders import OUTCOME_NAMES

@@ -1,5 +1,5 @@
 """The run record's file names and column types (docs/run-record.md): one definition, used by
-the run writer (`runs.record`) and by everything that reads records (`metrics.record`)."""
+the run writer (`record.tables`) and by everything that reads records (`metrics.record`)."""
 
 from __future__ import annotations
 

@@ -18,9 +18,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 
 import merchantbench
 from merchantbench.money import rmb
-from merchantbench.runs.code_version import CodeVersion, current_code
-from merchantbench.runs.files import atomic_write_json
-from merchantbench.runs.schema import RUN_FILE
+from merchantbench.record.code_version import CodeVersion, current_code
+from merchantbench.record.files import atomic_write_json
+from merchantbench.record.schema import RUN_FILE
 from merchantbench.scenario import Scenario
 from merchantbench.seeds import COMMITMENT_SCHEME
 
@@ -123,7 +123,7 @@ class RunManifest(BaseModel):
     tool_schema_sha256: str
     package_version: str
     git_commit: str | None
-    source_sha256: str | None = None  # of the package's files (runs/code_version.py)
+    source_sha256: str | None = None  # of the package's files (record/code_version.py)
     code_changes: list[CodeChange] = []
     python: str
     initial_net_assets: float

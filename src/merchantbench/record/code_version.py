@@ -2,7 +2,7 @@
 
 Git may be absent (an installed wheel, a copied tree), so the code is identified by its content:
 every file of the `merchantbench` package except byte-code caches, hashed with its relative path.
-Any edit to the package changes the hash, which is what `--resume` compares (runs/pins.py).
+Any edit to the package changes the hash, which is what `--resume` compares (record/pins.py).
 """
 
 from __future__ import annotations

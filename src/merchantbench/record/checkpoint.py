@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from merchantbench.runs.files import atomic_write_bytes
+from merchantbench.record.files import atomic_write_bytes
 
 CHECKPOINT = Path("checkpoint") / "state.pkl"
 FORMAT = 3  # 2: a header line with the payload's SHA-256; 3: and a line pinning the run
@@ -25,7 +25,7 @@ def save_checkpoint(
     run_dir: Path, session_blob: bytes, agent: Any, pins: Mapping[str, Any] | None = None
 ) -> None:
     """Write the checkpoint: a header line (magic, format, SHA-256 of the rest), one JSON line
-    with the run's pins (runs/pins.py), then the pickled session and agent.
+    with the run's pins (record/pins.py), then the pickled session and agent.
 
     The pins sit outside the pickle so that `read_checkpoint_pins` can compare them before
     anything is unpickled (code that changed may no longer unpickle an old agent).
@@ -87,7 +87,7 @@ def load_checkpoint(run_dir: Path) -> dict[str, Any] | None:
 def cut_trace(trace_path: Path, keep_seq: int) -> bytes | None:
     """What a record of `seq`-numbered lines keeps when cut back to what the checkpoint covers:
     entries with seq 1 … `keep_seq` (None: there is no file, and nothing to keep). Nothing is
-    written here (`runs.files.write_cut` does, once every record is checked).
+    written here (`record.files.write_cut` does, once every record is checked).
 
     Entries after the checkpoint (and a torn last line) are dropped: the resumed run makes them
     again, identically. Cutting goes by sequence number, never by "first unparseable line".

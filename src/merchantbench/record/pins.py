@@ -21,8 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from merchantbench.runs.code_version import CodeVersion, current_code
-from merchantbench.runs.manifest import RunManifest
+from merchantbench.record.code_version import CodeVersion, current_code
+from merchantbench.record.manifest import RunManifest
 from merchantbench.scenario import Scenario
 
 _UNSET = object()
