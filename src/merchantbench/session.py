@@ -20,6 +20,8 @@ Contract:
   Framework tools of an agent (memory, plans, code) are recorded with `record_framework_call`
   and do not count as environment calls.
 - `snapshot()` / `restore()` cover the engine and everything the session keeps.
+- A `recorder` (the run record's transcript, merchantbench.runs.records) is told of every
+  recorded call with the answer its caller got, and of every window that opens.
 
 Every front end (Python agents, HTTP, MCP, Gymnasium, the web playground) is a thin adapter over
 this class and hands its agent `surface` alone.
@@ -30,8 +32,10 @@ from __future__ import annotations
 import pickle
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
+from merchantbench.catalog.cache import get_market, get_search_index
 from merchantbench.catalog.market import CatalogView, Market
 from merchantbench.catalog.search import SearchIndex
 from merchantbench.catalog.view import ViewCursor
@@ -49,6 +53,17 @@ from merchantbench.tools.agent_input import (
 from merchantbench.tools.errors import failure
 from merchantbench.tools.observation import build_observation, system_brief
 from merchantbench.tools.toolset import END_OF_STEP, build_registry
+
+
+class SessionRecorder(Protocol):
+    """What a run record keeps besides the trace: each call's answer and each window's opening."""
+
+    def answered(self, entry: dict[str, Any], answer: dict[str, Any] | None) -> None:
+        """A call was recorded as `entry` (its trace entry); `answer` is what its caller got
+        (None for a framework tool's call, whose answer stays in the harness)."""
+
+    def window_opened(self, session: Session) -> None:
+        """A window opened (or the run drained: `session.over`)."""
 
 
 @dataclass
@@ -89,6 +104,24 @@ class Session:
         self._surface: AgentSurface | None = None
         # Who makes the environment calls, as the trace records it (metrics count both).
         self.env_origin: str = "env"
+        self.recorder: SessionRecorder | None = None
+
+    @classmethod
+    def open(
+        cls,
+        scenario: Scenario,
+        seed: int,
+        catalog: Path | None = None,
+        *,
+        market_seed: int | None = None,
+        trace_sink: Callable[[dict[str, Any]], None] | None = None,
+    ) -> Session:
+        """A session of `seed` on the cached market (and search index) of `scenario` and
+        `market_seed` (default: `seed`), synthetic or of a real `catalog` directory."""
+        market_seed = seed if market_seed is None else market_seed
+        market = get_market(scenario, market_seed, catalog=catalog)
+        index = get_search_index(scenario, market_seed, market, catalog)
+        return cls(scenario, market, seed, index, trace_sink)
 
     # --- what tools read ------------------------------------------------------------------------
     @property
@@ -185,6 +218,8 @@ class Session:
         if self._end_requested:
             self._end_requested = False
             self._close_window()
+            if self.recorder is not None:
+                self.recorder.window_opened(self)
         return result
 
     def force_end_of_step(self) -> dict[str, Any]:
@@ -221,19 +256,21 @@ class Session:
         ok = bool(result.get("ok"))
         error = None if ok else (result.get("error") or {}).get("code")
         self.memory.seq += 1
-        self._sink(
-            {
-                "seq": self.memory.seq,
-                "window": self.engine.window,
-                "t": self.engine.t,
-                "tool": name,
-                "args": args,
-                "ok": ok,
-                "error": error,
-                "origin": origin,
-                "forced": forced,
-            }
-        )
+        entry = {
+            "seq": self.memory.seq,
+            "window": self.engine.window,
+            "t": self.engine.t,
+            "tool": name,
+            "args": args,
+            "ok": ok,
+            "error": error,
+            "origin": origin,
+            "forced": forced,
+        }
+        self._sink(entry)
+        if self.recorder is not None:
+            # A framework call's answer stays in the harness: the recorder gets None.
+            self.recorder.answered(entry, None if origin == "framework" else result)
 
     def _close_window(self) -> None:
         # An idempotency key of end_of_step is scoped to its window: once the window is closed,

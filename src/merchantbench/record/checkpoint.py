@@ -1,5 +1,7 @@
-"""Checkpoints: the session (engine + session memory) and the agent, saved every few windows so
-that a killed run resumes where it stood and ends exactly as an uninterrupted one would."""
+"""Checkpoints: the session (engine + session memory) and the agent (or, for a run played from
+outside, its driver's protocol state as JSON text), saved from time to time
+(runs/lifecycle.py) so that a killed run resumes where it stood and ends exactly as an
+uninterrupted one would."""
 
 from __future__ import annotations
 
@@ -22,16 +24,22 @@ class CheckpointError(ValueError):
 
 
 def save_checkpoint(
-    run_dir: Path, session_blob: bytes, agent: Any, pins: Mapping[str, Any] | None = None
+    run_dir: Path,
+    session_blob: bytes,
+    agent: Any,
+    pins: Mapping[str, Any] | None = None,
+    driver_state: str | None = None,
 ) -> None:
     """Write the checkpoint: a header line (magic, format, SHA-256 of the rest), one JSON line
-    with the run's pins (record/pins.py), then the pickled session and agent.
+    with the run's pins (record/pins.py), then the pickled session, agent (None for a run
+    played from outside) and the driver's state (JSON text, or None).
 
     The pins sit outside the pickle so that `read_checkpoint_pins` can compare them before
     anything is unpickled (code that changed may no longer unpickle an old agent).
     """
     payload = pickle.dumps(
-        {"format": FORMAT, "session": session_blob, "agent": agent}, pickle.HIGHEST_PROTOCOL
+        {"format": FORMAT, "session": session_blob, "agent": agent, "driver": driver_state},
+        pickle.HIGHEST_PROTOCOL,
     )
     body = json.dumps(pins, sort_keys=True, separators=(",", ":")).encode() + b"\n" + payload
     header = b"%s %d %s\n" % (_MAGIC, FORMAT, hashlib.sha256(body).hexdigest().encode())
@@ -64,7 +72,8 @@ def read_checkpoint_pins(run_dir: Path) -> tuple[bool, Any]:
 
 
 def load_checkpoint(run_dir: Path) -> dict[str, Any] | None:
-    """The checkpoint of a run directory (`session`, `agent`, `pins`), None if it has none.
+    """The checkpoint of a run directory (`session`, `agent`, `driver`, `pins`), None if it has
+    none.
 
     Raises:
         CheckpointError: the file's content does not match its hash, or is of another format.

@@ -27,6 +27,10 @@ from merchantbench.seeds import COMMITMENT_SCHEME
 FORMAT: Literal[1] = 1  # bump (and the Literal) when a key or column changes meaning or goes
 Ended = Literal["completed", "closed", "stopped", "interrupted", "error"]
 RESUMABLE: tuple[Ended | None, ...] = (None, "error", "interrupted")
+# Who plays a run driven from outside the process (runs/driver.py): a person at the
+# playground, an agent over HTTP, the model of an MCP client, a model run by Inspect AI.
+Driver = Literal["human", "external", "mcp", "inspect"]
+DRIVERS: tuple[Driver, ...] = ("human", "external", "mcp", "inspect")
 
 
 class ManifestError(ValueError):
@@ -138,6 +142,18 @@ class RunManifest(BaseModel):
     stop_reason: str | None = None
     error: str | None = None
     front_end: FrontEndRef | None = None
+    driver: Driver | None = None  # None: the runner drove an in-process agent
+
+    @model_validator(mode="before")
+    @classmethod
+    def _driver_of_older_records(cls, data: Any) -> Any:
+        """Records written before `driver` existed named the driver as their agent."""
+        if isinstance(data, dict) and "driver" not in data:
+            agent = data.get("agent")
+            name = agent.get("name") if isinstance(agent, dict) else None
+            if name in DRIVERS:
+                return {**data, "driver": name}
+        return data
 
     @field_validator("scenario_config")
     @classmethod
@@ -161,9 +177,10 @@ class RunManifest(BaseModel):
         tool_schema_sha256: str,
         git_commit: str | None,
         seed_commitment: SeedCommitment | None = None,
+        driver: Driver | None = None,
     ) -> RunManifest:
         """The record of a run that starts now: of `seed`, or of a sealed seed known only by
-        its `seed_commitment` (then `seed` is None)."""
+        its `seed_commitment` (then `seed` is None); `driver` for a run played from outside."""
         money = scenario.money
         return cls(
             scenario=ScenarioRef(
@@ -181,6 +198,7 @@ class RunManifest(BaseModel):
             python=platform.python_version(),
             initial_net_assets=rmb(money.initial_balance_fen + money.initial_deposit_fen),
             started=_now(),
+            driver=driver,
         )
 
     @property

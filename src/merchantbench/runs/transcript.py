@@ -15,6 +15,7 @@ handed the agent: the observation text as the window opened and each tool's own 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -37,52 +38,28 @@ def answer_line(seq: int, window: int, answer: dict[str, Any] | None) -> str:
 
 
 class TranscriptFile:
-    """The open transcript of a running run (buffered: flushed by the writer with the trace)."""
+    """The open transcript of a running run, the session's recorder (`SessionRecorder`):
+    buffered, flushed and synced by the run's lifecycle with the trace."""
 
     def __init__(self, path: Path) -> None:
         self._file: TextIO = open(path, "a")  # noqa: SIM115 (see close)
 
-    def observation(self, seq: int, window: int, text: str) -> None:
-        self._file.write(_line({"seq": seq, "window": window, "observation": text}))
+    def answered(self, entry: dict[str, Any], answer: dict[str, Any] | None) -> None:
+        self._file.write(answer_line(entry["seq"], entry["window"], answer))
 
-    def answer(self, seq: int, window: int, answer: dict[str, Any] | None) -> None:
-        self._file.write(answer_line(seq, window, answer))
+    def window_opened(self, session: Session) -> None:
+        """Transcribe the open window's observation, as the surface hands it out now."""
+        if not session.over:
+            line = {"seq": session.memory.seq, "window": session.window}
+            self._file.write(_line({**line, "observation": session.observation()}))
 
-    def flush(self) -> None:
+    def sync(self) -> None:
+        """Flush, and make what is written durable (before a checkpoint that covers it)."""
         self._file.flush()
+        os.fsync(self._file.fileno())
 
     def close(self) -> None:
         self._file.close()
-
-
-class TranscribedSession(Session):
-    """A session whose calls' answers, and each new window's observation, go to a transcript.
-
-    `transcript` is set by the run writer (None: nothing is transcribed). Only the two doors
-    through which trace entries are made are wrapped, so the transcript and the trace never
-    disagree on a sequence number.
-    """
-
-    transcript: TranscriptFile | None = None
-
-    def call(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        window = self.window
-        result = super().call(*args, **kwargs)
-        if self.transcript is not None:
-            self.transcript.answer(self.memory.seq, window, result)
-            if self.window != window:
-                self.note_window()
-        return result
-
-    def record_framework_call(self, tool: str, args: Any, ok: bool, error: str | None) -> None:
-        super().record_framework_call(tool, args, ok, error)
-        if self.transcript is not None:
-            self.transcript.answer(self.memory.seq, self.window, None)
-
-    def note_window(self) -> None:
-        """Transcribe the open window's observation, as the surface hands it out now."""
-        if self.transcript is not None and not self.over:
-            self.transcript.observation(self.memory.seq, self.window, self.observation())
 
 
 def _seq_and_window(line: bytes) -> tuple[int, int, bool]:

@@ -1,0 +1,65 @@
+"""The driver of a run played from outside this process: a person at the playground (`human`),
+an agent over HTTP (`external`), the model of an MCP client (`mcp`) or of Inspect AI (`inspect`).
+
+A driver is not an agent: the runner never asks it to act. The front end that serves the run
+hands its `Driver` to `RunLifecycle.open` and makes the calls itself; the run record names the
+driver (`run.json`: `driver`, and `agent` with the driver's name and settings). What a driver
+reports is what an agent reports (`outcome`, model calls); what its protocol must remember
+across a restart is `state()`, plain JSON saved with each checkpoint (never a pickled object).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from merchantbench.agents.base import AgentOutcome, AgentSettings
+
+
+class Driver:
+    """A run's driver (see the module docstring); subclasses set `name` and `Settings`.
+
+    Args:
+        config: The driver's settings (recorded in run.json, never a secret).
+    """
+
+    name: ClassVar[str] = ""
+    Settings: ClassVar[type[AgentSettings]] = AgentSettings
+
+    def __init__(self, config: AgentSettings | None = None) -> None:
+        self.config = config if config is not None else self.Settings()
+
+    @classmethod
+    def from_settings(cls, settings: dict[str, Any]) -> Driver:
+        """A driver of `settings` as run.json records them (validated by `Settings`)."""
+        return cls(cls.Settings.model_validate(settings))
+
+    def settings(self) -> dict[str, Any]:
+        """The settings as the run record states them."""
+        return self.config.model_dump(mode="json")
+
+    def outcome(self) -> AgentOutcome:
+        """Usage and early-stop reason, as the driver knows them (none by default)."""
+        return AgentOutcome()
+
+    @property
+    def model_calls_seq(self) -> int:
+        """Model calls made so far (`model_calls.jsonl`)."""
+        return 0
+
+    def drain_model_calls(self) -> list[dict[str, Any]]:
+        """Model-call records not yet written to the run directory."""
+        return []
+
+    def state(self) -> dict[str, Any] | None:
+        """What the protocol must remember across a restart, as JSON (None: nothing)."""
+        return None
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Take back `state()` as a checkpoint saved it."""
+
+
+def encode_state(driver: Driver) -> str | None:
+    """The driver's state as the checkpoint keeps it: JSON text, or None."""
+    state = driver.state()
+    return None if state is None else json.dumps(state, sort_keys=True, allow_nan=False)

@@ -1,0 +1,531 @@
+"""The life of one run record, from open to finish: `RunLifecycle`.
+
+Every host of a run uses it and keeps only its transport: the CLI runner and the sweep worker
+(`runs/runner.py`, an in-process agent), the HTTP server (`serve/host.py`), the MCP run
+(`serve/mcp_run.py`), the playground (`web/store.py`) and the Inspect solver
+(`inspect_eval/solver.py`), the last four with the `Driver` of a run played from outside
+(`runs/driver.py`). The lifecycle owns the run directory, the session, the agent or driver,
+the manifest (`run.json`) and the record files (trace, transcript, model-call log):
+
+    life = RunLifecycle.open(spec, run_dir)                     # a new run of spec's agent
+    life = RunLifecycle.open(spec, run_dir, resume=True)        # ... or its resumption
+    life = RunLifecycle.open(spec, run_dir, driver=McpDriver()) # a run played from outside
+
+    life.surface          # what the agent (or the front end, for its client) calls
+    life.after_window()   # a window closed: finish the record if the run is over, else
+                          # checkpoint when the policy says so; returns the metrics or None
+    life.checkpoint()     # checkpoint now (a pause)
+    life.suspend()        # the driver went away: checkpoint, mark interrupted, close
+    life.fail(exc)        # the run broke off: record why (resumable), close
+    life.finish()         # the run is over: tables, metrics.json, run.json; the metrics
+
+Checkpoints (`CheckpointPolicy`) are taken by elapsed wall time, not by window count: an LLM
+window takes seconds, so such a run checkpoints about every window, and a baseline year (730
+windows in about a second) a few times. `suspend` always checkpoints; `finish` checkpoints the
+drained state before writing the tables, so a kill while finishing resumes at once. The record's
+bytes never depend on when checkpoints were taken: a resume cuts every record file back to what
+its checkpoint covers and replays the rest identically. Before a checkpoint, the files it covers
+are flushed and synced to disk.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import merchantbench
+from merchantbench.agents.base import BaseAgent
+from merchantbench.agents.registry import agent_entry, make_agent
+from merchantbench.record.checkpoint import (
+    CheckpointError,
+    cut_trace,
+    load_checkpoint,
+    read_checkpoint_pins,
+    save_checkpoint,
+)
+from merchantbench.record.files import write_cut
+from merchantbench.record.manifest import (
+    AgentRef,
+    FinalAccounts,
+    ManifestError,
+    MarketRef,
+    RunManifest,
+    read_manifest,
+)
+from merchantbench.record.pins import (
+    PinMismatch,
+    RunPins,
+    check_resume,
+    pins_of_checkpoint,
+    pins_of_record,
+    pins_of_run,
+    request_difference,
+)
+from merchantbench.record.schema import MODEL_CALLS_FILE, TRACE_FILE, TRANSCRIPT_FILE
+from merchantbench.record.tables import final_accounts, write_tables
+from merchantbench.runs.driver import Driver, encode_state
+from merchantbench.runs.kill_points import KillPoints
+from merchantbench.runs.spec import RunError, RunSpec
+from merchantbench.runs.transcript import TranscriptFile, cut_transcript
+from merchantbench.session import Session
+from merchantbench.surface import AgentSurface
+from merchantbench.tools.agent_input import scrub
+
+__all__ = ["CheckpointPolicy", "RunLifecycle"]
+
+Player = BaseAgent | Driver  # who plays the run: an in-process agent, or a front end's driver
+
+
+@dataclass(frozen=True)
+class CheckpointPolicy:
+    """When a run checkpoints between windows (it always does at `suspend` and `finish`).
+
+    Attributes:
+        seconds: Wall time since the last checkpoint after which the next closed window is
+            checkpointed (0: every window).
+        windows: Instead of wall time, every window whose index is a multiple of this (for
+            tests that need checkpoints at known windows).
+    """
+
+    seconds: float = 2.0
+    windows: int | None = None
+
+    def due(self, window: int, elapsed: float) -> bool:
+        if self.windows is not None:
+            return window % self.windows == 0
+        return elapsed >= self.seconds
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(merchantbench.__file__).parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+class _Trace:
+    """The open trace, the session's trace sink: strict JSON lines, buffered."""
+
+    def __init__(self, path: Path, kill: KillPoints) -> None:
+        self._file: TextIO | None = open(path, "a")  # noqa: SIM115 (closed in close)
+        self._kill = kill
+
+    def write(self, entry: dict[str, Any]) -> None:
+        if self._file is None:
+            raise RunError("the run record is closed; no more trace entries")
+        # Strict JSON: the surface checked every agent string and number (no NaN, no surrogate).
+        self._file.write(json.dumps(entry, separators=(",", ":"), allow_nan=False) + "\n")
+        self._kill.passed("trace")
+
+    def sync(self) -> None:
+        if self._file is not None:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+class RunLifecycle:
+    """One run record from open to finish (see the module docstring). Build it with `open`.
+
+    Attributes:
+        spec: What runs.
+        run_dir: The run directory.
+        session: The host-side session (the engine's only door).
+        agent: The in-process agent, or None for a run played by a `driver`.
+        driver: The front end's driver of a run played from outside, or None.
+        manifest: `run.json` as the lifecycle keeps it.
+        metrics: The metrics once the record is finished, else None.
+    """
+
+    def __init__(
+        self,
+        spec: RunSpec,
+        run_dir: Path,
+        checkpoints: CheckpointPolicy,
+        allow_code_change: bool,
+        transcript: bool,
+    ) -> None:
+        self.spec = spec
+        self.run_dir = run_dir
+        self.checkpoints = checkpoints
+        self.allow_code_change = allow_code_change
+        self.transcribe = transcript
+        self.agent: BaseAgent | None = None
+        self.driver: Driver | None = None
+        self.metrics: dict[str, Any] | None = None
+        self._kill = KillPoints.from_env()  # test-only (runs/kill_points.py)
+        self._trace: _Trace | None = None
+        self._transcript: TranscriptFile | None = None
+        self._last_checkpoint = time.monotonic()
+        self._created = False  # this lifecycle made the run directory
+        self.session: Session  # set by open
+        self.manifest: RunManifest  # set by open
+        self.pins: RunPins  # set by open; saved with every checkpoint
+
+    # --- open -----------------------------------------------------------------------------------
+    @classmethod
+    def open(
+        cls,
+        spec: RunSpec,
+        run_dir: Path,
+        *,
+        resume: bool = False,
+        driver: Driver | None = None,
+        checkpoints: CheckpointPolicy | None = None,
+        allow_code_change: bool = False,
+        transcript: bool = True,
+    ) -> RunLifecycle:
+        """Open a new run, or resume the one recorded in `run_dir` from its last checkpoint.
+
+        Args:
+            spec: What to run; `spec.agent` names the agent (built here, or restored from the
+                checkpoint), or the driver's name when `driver` is given.
+            run_dir: The run directory: absent or empty for a new run.
+            resume: Continue the recorded run.
+            driver: The driver of a run played from outside (no agent is built).
+            checkpoints: When to checkpoint between windows (default: `CheckpointPolicy()`).
+            allow_code_change: Let a resume continue with code other than the code that wrote
+                the run (recorded in `run.json` as `code_changes`); refused otherwise.
+            transcript: Write `transcript.jsonl` for a new run. On resume the record decides:
+                a transcript it has is continued, one it lacks is not started part-way.
+
+        Raises:
+            RunError: the run cannot start or resume; the message says why in one line.
+        """
+        life = cls(spec, run_dir, checkpoints or CheckpointPolicy(), allow_code_change, transcript)
+        life._open(resume, driver)
+        return life
+
+    def _open(self, resume: bool, driver: Driver | None) -> None:
+        spec, run_dir = self.spec, self.run_dir
+        if run_dir.exists() and not run_dir.is_dir():
+            raise RunError(f"{run_dir} is a file, not a run directory; choose another --out")
+        if resume:
+            meta = self._recorded_run()
+        elif run_dir.exists() and any(run_dir.iterdir()):
+            raise RunError(f"{run_dir} exists; use --resume to continue it or choose another --out")
+        if driver is not None and driver.name != spec.agent:
+            raise RunError(f"the run names {spec.agent!r} but is driven by {driver.name!r}")
+        session = Session.open(spec.scenario, spec.seed, spec.catalog, trace_sink=self._write)
+        player: Player
+        hidden = None
+        if driver is not None:
+            player = self.driver = driver
+            configured = driver.settings()
+        else:
+            # A privileged agent (the oracle) is handed the hidden market here, in the open.
+            hidden = session.market if agent_entry(spec.agent).privileged else None
+            player = self.agent = make_agent(spec.agent, spec.agent_settings, hidden_market=hidden)
+            configured = {
+                k: v for k, v in player.settings().items() if k not in player.runtime_settings
+            }
+        self.pins = pins_of_run(
+            spec.scenario, spec.seed, spec.agent, configured, spec.catalog,
+            session.registry.schema_sha256(), spec.commitment,
+        )  # fmt: skip
+        self.session = session
+        noted: int | None = None  # the last window whose observation the transcript holds
+        if resume:
+            noted = self._restore(meta, hidden)
+        else:
+            meta = self._start_manifest(player)
+            run_dir.mkdir(parents=True, exist_ok=True)  # only now: nothing before inputs passed
+            self._created = True
+            if spec.sealed is not None:  # the secret first: a record never lacks its seed
+                spec.sealed.write(run_dir)
+            meta.write(run_dir)
+        self.manifest = meta
+        self._open_records(noted)
+
+    def _recorded_run(self) -> RunManifest:
+        """`run.json` of the run to resume, refused if it is finished or asks for another
+        scenario, seed, agent or catalog (before any market is built for it)."""
+        from merchantbench.metrics.run_metrics import METRICS_FILE
+
+        run_dir = self.run_dir
+        if not (run_dir / "run.json").is_file():
+            raise RunError(f"{run_dir} is not a run directory: nothing to resume")
+        try:
+            meta = read_manifest(run_dir)
+        except ManifestError as exc:
+            raise RunError(str(exc)) from exc
+        # A record whose metrics are missing was killed while finishing (by a version that
+        # marked it completed first): it resumes from its last checkpoint like any other.
+        if not meta.resumable and (run_dir / METRICS_FILE).is_file():
+            raise RunError(f"{run_dir} already finished ({meta.ended}); nothing to resume")
+        spec = self.spec
+        reason = request_difference(
+            spec.scenario, spec.seed, spec.agent, spec.catalog, meta, spec.commitment
+        )
+        if reason is not None:
+            raise RunError(f"cannot resume: {reason}")
+        return meta
+
+    def _start_manifest(self, player: Player) -> RunManifest:
+        spec, session = self.spec, self.session
+        market = MarketRef(
+            source="synthetic" if spec.catalog is None else "catalog",
+            catalog=None if spec.catalog is None else str(spec.catalog),
+            n_products=session.market.n_products,
+        )
+        privileged = isinstance(player, BaseAgent) and player.privileged
+        return RunManifest.start(
+            spec.scenario,
+            None if spec.sealed is not None else spec.seed,
+            market,
+            AgentRef(name=spec.agent, settings=player.settings(), privileged=privileged),
+            session.registry.schema_sha256(),
+            _git_commit(),
+            seed_commitment=None if spec.sealed is None else spec.sealed.commitment,
+            driver=None if self.driver is None else self.driver.name,
+        )
+
+    def _restore(self, meta: RunManifest, hidden: Any) -> int | None:
+        """Continue the recorded run: check every pin (record/pins.py) against `run.json` and the
+        checkpoint, restore the checkpoint, and cut the records back to what it covers. Returns
+        the last window the transcript has the observation of."""
+        runtime = frozenset() if self.agent is None else self.agent.runtime_settings
+        try:
+            found, saved = read_checkpoint_pins(self.run_dir)
+            continued = check_resume(
+                self.pins,
+                pins_of_record(meta, runtime),
+                pins_of_checkpoint(saved) if found else None,
+                self.allow_code_change,
+            )
+            checkpoint = load_checkpoint(self.run_dir)
+        except (CheckpointError, PinMismatch) as exc:
+            raise RunError(f"cannot resume: {exc}") from None
+        if checkpoint is not None:
+            self.session.restore(checkpoint["session"])
+            if self.driver is None:
+                restored: BaseAgent = checkpoint["agent"]
+                self.agent = restored
+                if hidden is not None:
+                    restored.attach_hidden_market(hidden)  # type: ignore[attr-defined]
+            elif checkpoint.get("driver") is not None:
+                self.driver.restore(json.loads(checkpoint["driver"]))
+        try:
+            noted = self._cut_records(self.session.memory.seq, self._player.model_calls_seq)
+        except CheckpointError as exc:
+            raise RunError(f"cannot resume: {exc}") from None
+        if continued is not None:
+            meta.record_code_change(continued, self.pins.code, self.session.memory.windows_closed)
+            meta.write(self.run_dir)
+        return noted
+
+    def _cut_records(self, seq: int, model_calls: int | None) -> int | None:
+        """Cut the trace, the model-call log (unless `model_calls` is None) and the transcript
+        back to `seq` trace entries and `model_calls` model calls; every file is checked before
+        any is changed. Returns the last window whose observation the transcript keeps; a
+        record without a transcript that is already under way goes on without one.
+
+        Raises:
+            CheckpointError: a record is damaged within what the session covers.
+        """
+        path = self.run_dir / TRANSCRIPT_FILE
+        kept, noted = cut_transcript(path, seq) if path.is_file() else (None, None)
+        cuts = [(self.run_dir / TRACE_FILE, cut_trace(self.run_dir / TRACE_FILE, seq))]
+        if model_calls is not None:  # LLM agents log their model calls; keep the checkpointed
+            calls = self.run_dir / MODEL_CALLS_FILE
+            cuts.append((calls, cut_trace(calls, model_calls)))
+        for record, data in [*cuts, (path, kept)]:
+            if data is not None:
+                write_cut(record, data)
+        if kept is not None:
+            self.transcribe = True
+        elif seq:
+            self.transcribe = False
+        return noted
+
+    def _open_records(self, noted: int | None) -> None:
+        """Open the trace and the transcript for appending; the transcript notes the open
+        window's observation unless it holds it already."""
+        self._trace = _Trace(self.run_dir / TRACE_FILE, self._kill)
+        if self.transcribe:
+            self._transcript = TranscriptFile(self.run_dir / TRANSCRIPT_FILE)
+            self.session.recorder = self._transcript
+            if noted != self.session.window:
+                self._transcript.window_opened(self.session)
+
+    def _write(self, entry: dict[str, Any]) -> None:
+        if self._trace is None:
+            # The record is finished, suspended or closed: no entry may reach a closed trace.
+            raise RunError(f"{self.run_dir}: the run record is closed; no more trace entries")
+        self._trace.write(entry)
+
+    # --- what hosts read ------------------------------------------------------------------------
+    @property
+    def surface(self) -> AgentSurface:
+        """The session's agent surface: all an agent (or a front end's client) may use."""
+        return self.session.surface
+
+    @property
+    def over(self) -> bool:
+        """The run's last window has closed (the record may not be finished yet)."""
+        return self.session.over
+
+    @property
+    def finished(self) -> bool:
+        """The record is finished (`metrics` set)."""
+        return self.metrics is not None
+
+    @property
+    def _player(self) -> Player:
+        player = self.agent if self.driver is None else self.driver
+        assert player is not None
+        return player
+
+    # --- the run goes on ------------------------------------------------------------------------
+    def after_window(self) -> dict[str, Any] | None:
+        """A window closed: finish the record if the run is over (returns the metrics), else
+        checkpoint if the policy says so (returns None)."""
+        if self.session.over:
+            return self.finish()
+        elapsed = time.monotonic() - self._last_checkpoint
+        if self.checkpoints.due(self.session.window, elapsed):
+            self.checkpoint()
+        return None
+
+    def checkpoint(self) -> None:
+        """Save the session and the agent (or the driver's state) where they stand, mid-window
+        too. Every record file the checkpoint covers is on disk first."""
+        if self._trace is None:
+            raise RunError(f"{self.run_dir}: the run record is closed; nothing to checkpoint")
+        self._trace.sync()
+        if self._transcript is not None:
+            self._transcript.sync()
+        self._flush_model_calls()
+        save_checkpoint(
+            self.run_dir,
+            self.session.snapshot(),
+            self.agent,
+            self.pins.model_dump(mode="json"),
+            driver_state=None if self.driver is None else encode_state(self.driver),
+        )
+        self._last_checkpoint = time.monotonic()
+        self._kill.passed("checkpoint")
+        self.manifest.progress(self.session.memory.windows_closed)
+        self.manifest.write(self.run_dir)
+
+    def _flush_model_calls(self) -> None:
+        """Append the model calls made since the last flush to model_calls.jsonl (synced):
+        a checkpointed agent never holds unwritten calls."""
+        records = self._player.drain_model_calls()
+        if records:
+            with open(self.run_dir / MODEL_CALLS_FILE, "a") as log:
+                log.writelines(
+                    json.dumps(scrub(r), separators=(",", ":"), allow_nan=False) + "\n"
+                    for r in records
+                )
+                log.flush()
+                os.fsync(log.fileno())
+
+    def _record_outcome(self) -> None:
+        """What the agent or driver reports: usage totals and why it stopped early, if it did."""
+        outcome = self._player.outcome()
+        self.manifest.record_agent(outcome.usage, outcome.stop_reason)
+
+    def write_manifest(self) -> None:
+        """Write `run.json` as it stands (after a host changed it, e.g. a registration)."""
+        self.manifest.write(self.run_dir)
+
+    # --- the run stops --------------------------------------------------------------------------
+    def suspend(self) -> None:
+        """The driver went away mid-run (a client left, a server stops): checkpoint where the
+        run stands (mid-window is fine), mark the record interrupted (resumable), close."""
+        if self.finished:
+            return
+        self.checkpoint()
+        self._record_outcome()
+        self.manifest.interrupt()
+        self.manifest.write(self.run_dir)
+        self.close()
+
+    def fail(self, exc: BaseException) -> None:
+        """The run broke off: what was recorded reaches the disk, `run.json` says why (the run
+        stays resumable). A new run that recorded nothing at all (its settings were refused as
+        it started) leaves no directory behind, so the same command can be run again."""
+        self.close()
+        if self._created and self.session.memory.seq == 0 and not self._player.model_calls_seq:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+            return
+        self.manifest.fail(exc)
+        self._flush_model_calls()
+        self._record_outcome()
+        self.manifest.write(self.run_dir)
+
+    def finish(self) -> dict[str, Any]:
+        """Checkpoint the drained state, write the tables and `metrics.json`, and only then
+        `run.json` saying the run ended: a kill at any step before leaves a record that
+        `--resume` completes (runs/kill_points.py names the steps). Idempotent."""
+        if self.metrics is not None:
+            return self.metrics
+        # Imported here: the metrics (pyarrow, numpy tables) are needed once, at the end.
+        from merchantbench.metrics import load_run_record, metrics_of, write_metrics
+
+        if self._trace is not None:
+            self.checkpoint()
+        self.close()
+        self._flush_model_calls()
+        self._record_outcome()
+        self._kill.passed("finish")
+        session, meta = self.session, self.manifest
+        engine = session.engine
+        write_tables(engine, self.run_dir)
+        self._kill.passed("tables")
+        meta.finish(
+            ended="closed" if engine.state.closed else "completed",
+            windows=session.memory.windows_closed,
+            closed=engine.state.closed,
+            final_accounts=FinalAccounts(**final_accounts(engine)),
+            state_hash=session.state_hash(),
+        )
+        # The metrics read the finished manifest from memory: on disk it is not finished yet.
+        metrics = metrics_of(dataclasses.replace(load_run_record(self.run_dir), run=meta))
+        write_metrics(metrics, self.run_dir)
+        self._kill.passed("metrics")
+        meta.write(self.run_dir)
+        self.metrics = metrics
+        return metrics
+
+    def rewind(self, blob: bytes) -> None:
+        """Restore the session to `blob` (a `session.snapshot()`, taken host side: the
+        conformance check's), cut the trace and the transcript back to it and make a finished
+        record live again."""
+        self.close()
+        self.session.restore(blob)
+        noted = self._cut_records(self.session.memory.seq, None)
+        self._open_records(noted)
+        self.metrics = None
+        self.manifest.reopen()
+        self.manifest.write(self.run_dir)
+
+    def close(self) -> None:
+        """Close the trace and the transcript (idempotent); later trace entries are refused
+        with `RunError`."""
+        if self._trace is not None:
+            self._trace.close()
+            self._trace = None
+        if self._transcript is not None:
+            self._transcript.close()
+            self._transcript = None
+        self.session.recorder = None
