@@ -34,10 +34,10 @@ import uvicorn
 from mcp import Client, StdioServerParameters
 
 from merchantbench.catalog.cache import get_market, get_search_index
+from merchantbench.mcp_surface import McpHttpEndpoint, build_mcp_server
 from merchantbench.runs.runner import RunSpec
 from merchantbench.scenario import load_scenario
 from merchantbench.serve.mcp_run import MCP_AGENT, HostedRun
-from merchantbench.serve.mcp_server import McpHttpEndpoint, build_mcp_server
 from merchantbench.session import Session
 
 SCENARIO, SEED = "smoke", 1

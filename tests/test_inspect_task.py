@@ -24,7 +24,6 @@ from inspect_ai.log import EvalLog, read_eval_log  # noqa: E402
 
 from merchantbench.agents.llm.scripted_policy import POLICIES  # noqa: E402
 from merchantbench.agents.llm.scripted_server import ScriptedServer  # noqa: E402
-from merchantbench.agents.registry import make_agent  # noqa: E402
 from merchantbench.inspect_eval.task import merchantbench  # noqa: E402
 from merchantbench.metrics.table1 import TABLE1_KEYS  # noqa: E402
 from merchantbench.runs.runner import RunError, RunSpec, run_agent  # noqa: E402
@@ -184,9 +183,9 @@ def test_bad_task_parameters_are_refused_in_one_line():
         merchantbench(scenario="no-such-scenario")
 
 
-def test_the_runner_refuses_to_drive_the_inspect_agent(tmp_path):
+def test_the_runner_refuses_to_drive_the_inspect_driver(tmp_path):
     with pytest.raises(RunError, match="plays through `inspect eval merchantbench/merchantbench`"):
-        make_agent("inspect", {}).act(None)  # type: ignore[arg-type]
+        run_agent(RunSpec("inspect", load_scenario("smoke"), 1), tmp_path / "run")
 
 
 @pytest.mark.slow

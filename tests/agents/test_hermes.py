@@ -16,7 +16,7 @@ from merchantbench.agents.llm.hermes import REVIEW_PROMPT, HermesAgent, HermesSe
 from merchantbench.agents.llm.hermes_tools import FRAMEWORK_TOOLS, LIMITS, skill_kind
 from merchantbench.agents.llm.scripted_server import ScriptedServer, script_responder
 from merchantbench.catalog.cache import get_market
-from merchantbench.runs.runner import RunSpec, run_agent
+from merchantbench.runs.runner import CheckpointPolicy, RunSpec, run_agent
 from merchantbench.scenario import load_scenario
 from merchantbench.session import Session
 
@@ -285,11 +285,11 @@ def test_memory_and_skills_survive_a_kill_and_a_resume(tmp_path):
     with ScriptedServer(script_responder(before)) as server:
         spec = RunSpec("hermes", load_scenario("smoke"), 1, settings(server))
         with pytest.raises(RuntimeError, match="killed"):
-            run_agent(spec, run_dir, on_window=kill, checkpoint_every=2)
+            run_agent(spec, run_dir, on_window=kill, checkpoints=CheckpointPolicy(windows=2))
         sent_before = len(server.requests)
         after = [call("memory_read"), call("skill_use", name="cash_check", args={"note": "x"})]
         server.responder = script_responder([*after, END])
-        run_agent(spec, run_dir, resume=True, checkpoint_every=2)
+        run_agent(spec, run_dir, resume=True, checkpoints=CheckpointPolicy(windows=2))
     trace = read_trace(run_dir)
     assert calls_in(trace, 2) == [
         ("memory_read", "framework"),

@@ -17,7 +17,7 @@ import pytest
 from merchantbench.agents.hermes_agent.env import ensure_env, hermes_dir
 from merchantbench.agents.llm.scripted_server import ScriptedServer
 from merchantbench.catalog.cache import cache_root, market_path
-from merchantbench.runs.runner import RunSpec, run_agent
+from merchantbench.runs.runner import CheckpointPolicy, RunSpec, run_agent
 from merchantbench.scenario import load_scenario
 
 MCP = "mcp__merchantbench__"
@@ -251,11 +251,11 @@ class _Killer:
 _CHILD = """
 import sys
 from pathlib import Path
-from merchantbench.runs.runner import RunSpec, run_agent
+from merchantbench.runs.runner import CheckpointPolicy, RunSpec, run_agent
 from merchantbench.scenario import load_scenario
 settings = {"model": "scripted", "base_url": sys.argv[1], "api_key_env": "MB_TEST_HERMES_KEY"}
 spec = RunSpec("hermes-agent", load_scenario("smoke", overrides=["clock.days=2"]), 1, settings)
-run_agent(spec, Path(sys.argv[2]), checkpoint_every=2)
+run_agent(spec, Path(sys.argv[2]), checkpoints=CheckpointPolicy(windows=2))
 """
 
 
@@ -275,7 +275,7 @@ def test_killed_run_resumes_store_and_hermes_home(tmp_path, monkeypatch, hermes_
         spec = RunSpec(
             "hermes-agent", load_scenario("smoke", overrides=["clock.days=2"]), 1, settings
         )
-        metrics = run_agent(spec, run_dir, resume=True, checkpoint_every=2)
+        metrics = run_agent(spec, run_dir, resume=True, checkpoints=CheckpointPolicy(windows=2))
     meta = json.loads((run_dir / "run.json").read_text())
     trace = [json.loads(x) for x in (run_dir / "trace.jsonl").read_text().splitlines()]
     assert meta["ended"] == "completed" and metrics["windows"] == 4

@@ -18,7 +18,7 @@ from merchantbench.agents.llm.scripted_policy import silent_policy, store_policy
 from merchantbench.agents.llm.scripted_server import FaultPlan, ScriptedServer, script_responder
 from merchantbench.catalog.cache import get_market
 from merchantbench.cli import app
-from merchantbench.runs.runner import RunSpec, run_agent
+from merchantbench.runs.runner import CheckpointPolicy, RunSpec, run_agent
 from merchantbench.scenario import load_scenario
 from merchantbench.session import Session
 
@@ -27,13 +27,14 @@ def _scenario(days: int | None):
     return load_scenario("smoke", overrides=[f"clock.days={days}"] if days else None)
 
 
-def _run(tmp_path, responder, days=3, faults=None, checkpoint_every=10, **settings):
+def _run(tmp_path, responder, days=3, faults=None, checkpoint_every=None, **settings):
     """Run `react` against a scripted server; metrics, run dir, server, run.json, trace."""
     run_dir = tmp_path / "run"
     with ScriptedServer(responder, faults) as server:
         settings = {"model": "scripted", "base_url": server.base_url, **settings}
         spec = RunSpec("react", _scenario(days), 1, settings)
-        metrics = run_agent(spec, run_dir, checkpoint_every=checkpoint_every)
+        every = None if checkpoint_every is None else CheckpointPolicy(windows=checkpoint_every)
+        metrics = run_agent(spec, run_dir, checkpoints=every)
     meta = json.loads((run_dir / "run.json").read_text())
     trace = [json.loads(line) for line in (run_dir / "trace.jsonl").read_text().splitlines()]
     return metrics, run_dir, server, meta, trace

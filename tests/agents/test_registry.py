@@ -31,10 +31,6 @@ def test_every_entry_loads_a_base_agent_with_a_frozen_settings_model():
             "oracle",
             "react",
             "hermes",
-            "external",
-            "mcp",
-            "human",
-            "inspect",
             "hermes-agent",
         ]  # fmt: skip
     )

@@ -20,7 +20,8 @@ from merchantbench.agents.llm import sandbox
 from merchantbench.agents.llm.sandbox import CodeRunner, Execution, SandboxLimits
 from merchantbench.catalog.cache import get_market
 from merchantbench.record.sealed import SEED_FILE, read_sealed
-from merchantbench.runs.runner import RunSpec, RunWriter
+from merchantbench.runs.lifecycle import RunLifecycle
+from merchantbench.runs.runner import RunSpec
 from merchantbench.scenario import load_scenario
 
 needs_bwrap = pytest.mark.skipif(sandbox.find_bwrap() is None, reason="bubblewrap not installed")
@@ -56,8 +57,8 @@ def sealed_run(tmp_path_factory, private_cache):
     """A sealed run opened by the harness: its directory, seed file and market."""
     run_dir = tmp_path_factory.mktemp("sealed-run") / "run"
     spec = RunSpec.sealed_run("idle", load_scenario("smoke"))
-    session, _, _ = RunWriter(spec, run_dir).open_session(resume=False)
-    return run_dir, spec.seed, session.market
+    life = RunLifecycle.open(spec, run_dir)
+    return run_dir, spec.seed, life.session.market
 
 
 def visible_ids(market) -> list[str]:

@@ -8,8 +8,8 @@ import pytest
 
 from merchantbench.agents.llm.scripted_policy import store_policy
 from merchantbench.agents.llm.scripted_server import ScriptedServer
-from merchantbench.agents.registry import runner_agent_names
-from merchantbench.runs.runner import RunSpec, run_agent
+from merchantbench.agents.registry import agent_names
+from merchantbench.runs.runner import CheckpointPolicy, RunSpec, run_agent
 from merchantbench.scenario import load_scenario
 from merchantbench.session import Session
 from merchantbench.surface import SURFACE_MEMBERS, AgentSurface
@@ -37,7 +37,7 @@ class StrictSurface:
 
 
 # hermes-agent plays through MCP from its own process (tests/agents/test_hermes_agent.py).
-@pytest.mark.parametrize("agent", [a for a in runner_agent_names() if a != "hermes-agent"])
+@pytest.mark.parametrize("agent", [a for a in agent_names() if a != "hermes-agent"])
 def test_each_agent_uses_the_surface_alone(agent, tmp_path, monkeypatch):
     def strict(session: Session) -> StrictSurface:
         return StrictSurface(AgentSurface(session), agent)
@@ -50,7 +50,9 @@ def test_each_agent_uses_the_surface_alone(agent, tmp_path, monkeypatch):
             settings = {"model": "scripted", "base_url": server.base_url}
         # Checkpoints every 2 windows: an agent holding the surface would fail to pickle.
         metrics = run_agent(
-            RunSpec(agent, SHORT, 1, settings), tmp_path / "run", checkpoint_every=2
+            RunSpec(agent, SHORT, 1, settings),
+            tmp_path / "run",
+            checkpoints=CheckpointPolicy(windows=2),
         )
     assert metrics["windows"] == SHORT.clock.windows
     assert "call" in USED[agent]  # it did act, through the surface

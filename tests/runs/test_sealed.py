@@ -12,7 +12,8 @@ from merchantbench.check import run_check
 from merchantbench.cli import app
 from merchantbench.record.manifest import read_manifest
 from merchantbench.record.sealed import SEED_FILE, SealedError, read_sealed, reveal
-from merchantbench.runs.runner import RunSpec, RunWriter
+from merchantbench.runs.lifecycle import RunLifecycle
+from merchantbench.runs.runner import RunSpec
 from merchantbench.scenario import load_scenario
 from merchantbench.seeds import commitment, draw_sealed_seed, is_sealed_range
 
@@ -109,7 +110,7 @@ def test_reveal_replay_reruns_and_compares(sealed_dir, tmp_path):
 
 def open_unfinished_sealed_run(run_dir: Path) -> RunSpec:
     spec = RunSpec.sealed_run(AGENT, load_scenario("smoke"))
-    RunWriter(spec, run_dir).open_session(resume=False)
+    RunLifecycle.open(spec, run_dir)
     return spec
 
 

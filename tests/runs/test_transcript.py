@@ -10,15 +10,16 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from merchantbench.agents.registry import make_agent
 from merchantbench.catalog.hidden import hidden_names_in
 from merchantbench.cli import app
 from merchantbench.record.checkpoint import CheckpointError
 from merchantbench.record.files import write_cut
 from merchantbench.record.schema import TRANSCRIPT_FILE
-from merchantbench.runs.runner import RunSpec, RunWriter, run_agent
+from merchantbench.runs.lifecycle import CheckpointPolicy, RunLifecycle
+from merchantbench.runs.runner import RunSpec, run_agent
 from merchantbench.runs.transcript import cut_transcript
 from merchantbench.scenario import load_scenario
+from merchantbench.serve.mcp_run import McpDriver
 
 SCENARIO = load_scenario("smoke", overrides=["clock.days=2"])  # 4 windows
 SEED = 3_141_592_653  # long enough that its digits in the transcript would mean a leak
@@ -28,15 +29,16 @@ def lines_of(run_dir: Path, name: str = TRANSCRIPT_FILE) -> list[dict[str, Any]]
     return [json.loads(line) for line in (run_dir / name).read_text().splitlines()]
 
 
-def writer(run_dir: Path, transcript: bool = True) -> RunWriter:
+def open_run(run_dir: Path, resume: bool = False) -> RunLifecycle:
     spec = RunSpec("mcp", SCENARIO, SEED, {"transport": "stdio"})
-    return RunWriter(spec, run_dir, transcript=transcript)
+    driver = McpDriver.from_settings(spec.agent_settings)
+    return RunLifecycle.open(spec, run_dir, resume=resume, driver=driver)
 
 
 def play(run_dir: Path) -> tuple[list[Any], list[str]]:
     """A scripted front-end run: every answer and every observation the surface gave."""
-    w = writer(run_dir)
-    session, agent, meta = w.open_session(False, agent=make_agent("mcp", {}))
+    life = open_run(run_dir)
+    session = life.session
     surface, answers, observations = session.surface, [], [session.surface.observation()]
     answers.append(surface.call("search_products", {"page_size": 3}))
     product = answers[0]["rows"][0][0]
@@ -55,7 +57,7 @@ def play(run_dir: Path) -> tuple[list[Any], list[str]]:
         answers.append(surface.force_end_of_step())
         if not surface.over:
             observations.append(surface.observation())
-    w.finish(session, agent, meta)
+    life.finish()
     return answers, observations
 
 
@@ -147,16 +149,14 @@ def test_a_damaged_transcript_within_the_checkpoint_is_refused_unchanged(
 
 def test_a_suspended_run_resumes_to_the_transcript_of_an_uninterrupted_one(tmp_path) -> None:
     def drive(run_dir: Path, suspend_at: int | None) -> None:
-        w = writer(run_dir)
-        session, agent, meta = w.open_session(False, agent=make_agent("mcp", {}))
+        life = open_run(run_dir)
         for step in range(2 * SCENARIO.clock.windows):
             if step == suspend_at:  # mid-window: the call before it is kept
-                w.suspend(session, agent, meta)
-                w = writer(run_dir)
-                session, agent, meta = w.open_session(True, agent=make_agent("mcp", {}))
+                life.suspend()
+                life = open_run(run_dir, resume=True)
             tool = "query_balance" if step % 2 == 0 else "end_of_step"
-            session.surface.call(tool, {})
-        w.finish(session, agent, meta)
+            life.surface.call(tool, {})
+        life.finish()
 
     drive(tmp_path / "whole", None)
     for at in (1, 2, 5):  # mid-window, at a window's start, later
@@ -168,16 +168,15 @@ def test_a_suspended_run_resumes_to_the_transcript_of_an_uninterrupted_one(tmp_p
 
 
 def test_rewind_cuts_the_transcript_with_the_trace(tmp_path) -> None:
-    w = writer(tmp_path / "run")
-    session, agent, meta = w.open_session(False, agent=make_agent("mcp", {}))
+    life = open_run(tmp_path / "run")
+    session = life.session
     session.surface.call("query_balance", {})
     blob = session.snapshot()
     while not session.surface.over:
         session.surface.call("end_of_step", {})
-    w.finish(session, agent, meta)
-    session.restore(blob)
-    w.rewind(session, meta)
-    w.checkpoint(session, agent)
+    life.finish()
+    life.rewind(blob)
+    life.checkpoint()
     assert [(r["seq"], "answer" in r) for r in lines_of(tmp_path / "run")] == [
         (0, False),
         (1, True),
@@ -186,7 +185,7 @@ def test_rewind_cuts_the_transcript_with_the_trace(tmp_path) -> None:
 
 def test_without_a_transcript_none_is_written_and_none_is_started_on_resume(tmp_path) -> None:
     spec = RunSpec("rule-based", SCENARIO, 1)
-    run_agent(spec, tmp_path / "off", transcript=False, checkpoint_every=2)
+    run_agent(spec, tmp_path / "off", transcript=False, checkpoints=CheckpointPolicy(windows=2))
     assert not (tmp_path / "off" / TRANSCRIPT_FILE).exists()
     stopped = tmp_path / "old"  # a record made before transcripts, killed after window 2
 
@@ -195,9 +194,9 @@ def test_without_a_transcript_none_is_written_and_none_is_started_on_resume(tmp_
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        run_agent(spec, stopped, checkpoint_every=2, on_window=stop)
+        run_agent(spec, stopped, checkpoints=CheckpointPolicy(windows=2), on_window=stop)
     (stopped / TRANSCRIPT_FILE).unlink()
-    run_agent(spec, stopped, resume=True, checkpoint_every=2)
+    run_agent(spec, stopped, resume=True, checkpoints=CheckpointPolicy(windows=2))
     assert not (stopped / TRANSCRIPT_FILE).exists()
     assert (stopped / "trace.jsonl").read_bytes() == (tmp_path / "off" / "trace.jsonl").read_bytes()
 

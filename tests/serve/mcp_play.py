@@ -11,7 +11,7 @@ import anyio
 from mcp import Client
 
 from frontend_script import Call, InProcessRun
-from merchantbench.serve.mcp_server import BRIEF_PROMPT, OBSERVATION_URI, RULES_URI
+from merchantbench.mcp_surface import BRIEF_PROMPT, OBSERVATION_URI, RULES_URI
 
 ADDED_BY_MCP = ("run_over", "observation", "summary")  # what end_of_step gains over MCP
 CLIENT_TIMEOUT = 120  # seconds a whole client session may take

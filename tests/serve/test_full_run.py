@@ -15,9 +15,10 @@ from script import play_window
 
 from merchantbench.catalog.hidden import hidden_names_in
 from merchantbench.record.sealed import read_sealed
-from merchantbench.runs.runner import RunSpec, RunWriter
+from merchantbench.runs.lifecycle import RunLifecycle
+from merchantbench.runs.runner import RunSpec
 from merchantbench.scenario import Scenario
-from merchantbench.serve.external import EXTERNAL, ExternalAgent, ExternalSettings
+from merchantbench.serve.external import EXTERNAL, ExternalDriver
 
 
 def decoded(body: Any) -> Any:
@@ -82,14 +83,13 @@ def play_over_http(client: ProtocolClient) -> None:
 
 
 def play_in_process(scenario: Scenario, seed: int, out: Path) -> dict[str, Any]:
-    writer = RunWriter(RunSpec(EXTERNAL, scenario, seed, {"agent_id": "agent_0"}), out)
-    agent = ExternalAgent(ExternalSettings(agent_id="agent_0"))
-    session, agent, meta = writer.open_session(resume=False, agent=agent)
-    surface = session.surface
+    spec = RunSpec(EXTERNAL, scenario, seed, {"agent_id": "agent_0"})
+    life = RunLifecycle.open(spec, out, driver=ExternalDriver.from_settings(spec.agent_settings))
+    surface = life.surface
     while not surface.over:
         play_window(lambda name, args: surface.call(name, args), surface.window)
         surface.call("end_of_step")
-    return writer.finish(session, agent, meta)
+    return life.finish()
 
 
 @pytest.fixture(scope="module")

@@ -11,10 +11,10 @@ import pytest
 from mcp import Client, MCPError
 from mcp_play import run_client
 
+from merchantbench.mcp_surface import IDEMPOTENCY_META_KEY, build_mcp_server
 from merchantbench.runs.runner import RunSpec
 from merchantbench.scenario import load_scenario
 from merchantbench.serve.mcp_run import MCP_AGENT, HostedRun
-from merchantbench.serve.mcp_server import IDEMPOTENCY_META_KEY, build_mcp_server
 
 
 def with_client(tmp_path: Any, body: Any, *overrides: str) -> tuple[Any, HostedRun]:

@@ -31,10 +31,10 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 from frontend_script import SCENARIO, action_script, play_in_process, scan
+from merchantbench.mcp_surface import McpHttpEndpoint
 from merchantbench.runs.runner import RunSpec
 from merchantbench.scenario import load_scenario
 from merchantbench.serve.mcp_run import MCP_AGENT, HostedRun
-from merchantbench.serve.mcp_server import McpHttpEndpoint
 
 SEED = 918273645
 

@@ -12,8 +12,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from merchantbench.check.served import LiveServe
+from merchantbench.mcp_surface import RULES_URI
 from merchantbench.scenario import load_scenario
-from merchantbench.serve.mcp_server import RULES_URI
 
 SEED = 271828
 

@@ -25,9 +25,9 @@ def test_a_window_held_past_the_limit_is_forced_closed(live: LiveServer) -> None
     deadline = time.monotonic() + 10
     while not host.finished and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert host.finished and host.agent.state.forced_windows == [0, 1]
+    assert host.finished and host.protocol.forced_windows == [0, 1]
     assert client.observation().status_code == 410
-    trace = [json.loads(line) for line in (host.writer.run_dir / "trace.jsonl").open()]
+    trace = [json.loads(line) for line in (host.life.run_dir / "trace.jsonl").open()]
     ends = [e for e in trace if e["tool"] == "end_of_step"]
     assert [e["forced"] for e in ends] == [True, True] and [e["window"] for e in ends] == [0, 1]
     summary = client.http.get(f"/api/runs/{host.run_id}").json()

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from conftest import LiveServer
 
-from merchantbench.runs.runner import RunSpec, RunWriter
+from merchantbench.runs.lifecycle import RunLifecycle
+from merchantbench.runs.runner import RunSpec
 from merchantbench.scenario import load_scenario
 from merchantbench.web.app import create_web_app
 from merchantbench.web.forms import PANELS
@@ -57,12 +58,11 @@ def test_the_playground_passes_the_checks(tmp_path: Path, browser) -> None:
 
 def test_the_dashboard_passes_the_checks(tmp_path: Path, browser) -> None:
     scenario = load_scenario("smoke", overrides=["clock.days=2"])
-    writer = RunWriter(RunSpec("idle", scenario, 3), tmp_path / "runs" / "a", 1)
-    session, agent, _ = writer.open_session(False)
+    life = RunLifecycle.open(RunSpec("idle", scenario, 3), tmp_path / "runs" / "a")
     for _ in range(2):  # two windows of calls: the viewer can page
-        session.surface.call("query_balance", {})
-        session.surface.call("end_of_step", {})
-    writer.checkpoint(session, agent)
+        life.surface.call("query_balance", {})
+        life.surface.call("end_of_step", {})
+    life.checkpoint()
     with LiveServer(create_web_app(runs_root=tmp_path / "runs")) as server:
         page = browser.new_page()
         page.goto(server.url + "/")

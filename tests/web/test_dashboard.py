@@ -11,7 +11,8 @@ import pytest
 from conftest import LiveServer
 
 from merchantbench.metrics.table1 import TABLE1_KEYS
-from merchantbench.runs.runner import RunSpec, RunWriter, run_agent
+from merchantbench.runs.lifecycle import RunLifecycle
+from merchantbench.runs.runner import RunSpec, run_agent
 from merchantbench.scenario import load_scenario
 from merchantbench.web.app import create_web_app
 
@@ -40,11 +41,10 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 spec = RunSpec(agent, scenario, seed)
                 pool.submit(run_agent, spec, root / "runs" / agent / f"s{seed}").result()
     # A run still going: its record has started, two windows are checkpointed.
-    writer = RunWriter(RunSpec("idle", scenario, 5), root / "runs" / "live" / "s5", 1)
-    session, agent, _ = writer.open_session(False)
+    life = RunLifecycle.open(RunSpec("idle", scenario, 5), root / "runs" / "live" / "s5")
     for _ in range(2):
-        session.surface.call("end_of_step", {})
-        writer.checkpoint(session, agent)
+        life.surface.call("end_of_step", {})
+        life.checkpoint()
     return root
 
 

@@ -21,7 +21,8 @@ from conftest import LiveServer, assert_clean, collect_answers
 from merchantbench.agents.llm.scripted_policy import silent_policy, store_policy
 from merchantbench.agents.llm.scripted_server import ScriptedServer
 from merchantbench.record.schema import TRANSCRIPT_FILE
-from merchantbench.runs.runner import RunSpec, RunWriter, run_agent
+from merchantbench.runs.lifecycle import RunLifecycle
+from merchantbench.runs.runner import RunSpec, run_agent
 from merchantbench.scenario import load_scenario
 from merchantbench.web.app import create_web_app
 
@@ -56,8 +57,9 @@ class RecordingSurface:
 def play_recorded(run_dir: Path) -> Handed:
     """A rule-based smoke run through a recording surface (the runner's loop)."""
     handed = Handed()
-    writer = RunWriter(RunSpec("rule-based", SMOKE, SEED), run_dir)
-    session, agent, meta = writer.open_session(False)
+    life = RunLifecycle.open(RunSpec("rule-based", SMOKE, SEED), run_dir)
+    session, agent = life.session, life.agent
+    assert agent is not None
     surface = RecordingSurface(session, handed)
 
     async def drive() -> None:
@@ -71,7 +73,7 @@ def play_recorded(run_dir: Path) -> Handed:
                 handed.answers[session.memory.seq + 1] = session.force_end_of_step()
 
     asyncio.run(drive())
-    writer.finish(session, agent, meta)
+    life.finish()
     return handed
 
 

@@ -29,14 +29,11 @@ class AgentEntry:
         target: "module:Class" of a `BaseAgent` subclass.
         summary: One line for `--list-agents`.
         privileged: Reads the hidden market (the oracle); in-process only, marked in records.
-        front_end: For an agent outside the process, the front end that plays it (the
-            runner does not drive it; the front end hands `RunWriter` a pre-built one).
     """
 
     target: str
     summary: str
     privileged: bool = False
-    front_end: str | None = None
 
     def load(self) -> type[BaseAgent]:
         module, _, attr = self.target.partition(":")
@@ -65,32 +62,12 @@ AGENTS: dict[str, AgentEntry] = {
         "PRIVILEGED: reads the hidden market (the practical ceiling)",
         privileged=True,
     ),
-    "human": AgentEntry(
-        "merchantbench.web.human:HumanAgent",
-        "a person at the web playground (merchantbench play)",
-        front_end="`merchantbench play` or `merchantbench study create`",
-    ),
     "react": AgentEntry(
         "merchantbench.agents.llm.react:ReActAgent", "ReAct harness over an OpenAI endpoint"
     ),
     "hermes": AgentEntry(
         "merchantbench.agents.llm.hermes:HermesAgent",
         "Hermes-style harness: code, memory, plan, skills",
-    ),
-    "external": AgentEntry(
-        "merchantbench.serve.external:ExternalAgent",
-        "an agent outside this process, over HTTP (run --serve, or serve)",
-        front_end="`merchantbench serve` or `run --agent external --serve`",
-    ),
-    "mcp": AgentEntry(
-        "merchantbench.serve.mcp_run:McpClientAgent",
-        "the model of an MCP client (merchantbench mcp, or serve's /runs/RUN/mcp)",
-        front_end="`merchantbench mcp` or the MCP endpoint of `merchantbench serve`",
-    ),
-    "inspect": AgentEntry(
-        "merchantbench.inspect_eval.agent:InspectAgent",
-        "a model run by Inspect AI (inspect eval merchantbench/merchantbench; extra `inspect`)",
-        front_end="`inspect eval merchantbench/merchantbench`",
     ),
     "hermes-agent": AgentEntry(
         "merchantbench.agents.hermes_agent.driver:HermesAgentDriver",
@@ -105,11 +82,6 @@ class AgentConfigError(ValueError):
 
 def agent_names() -> list[str]:
     return sorted(AGENTS)
-
-
-def runner_agent_names() -> list[str]:
-    """The agents the runner drives in process (not those a front end plays from outside)."""
-    return sorted(name for name, entry in AGENTS.items() if entry.front_end is None)
 
 
 def agent_entry(name: str) -> AgentEntry:

@@ -276,12 +276,12 @@ class McpRun(_ServedRun):
         return str(result.contents[0].text)
 
     def brief(self) -> str:
-        from merchantbench.serve.mcp_server import RULES_URI
+        from merchantbench.mcp_surface import RULES_URI
 
         return self._resource(RULES_URI)
 
     def observation(self) -> str:
-        from merchantbench.serve.mcp_server import OBSERVATION_URI
+        from merchantbench.mcp_surface import OBSERVATION_URI
 
         return self._resource(OBSERVATION_URI)
 
@@ -302,7 +302,7 @@ class McpRun(_ServedRun):
     def call(
         self, tool: str, args: dict[str, Any] | None, idempotency_key: str | None
     ) -> dict[str, Any]:
-        from merchantbench.serve.mcp_server import IDEMPOTENCY_META_KEY
+        from merchantbench.mcp_surface import IDEMPOTENCY_META_KEY
 
         meta = {IDEMPOTENCY_META_KEY: idempotency_key} if idempotency_key is not None else None
         result = self.session.run(lambda c: c.call_tool(tool, args, meta=meta))

@@ -41,13 +41,17 @@ def mcp(
         int | None,
         typer.Option("--http-port", help="serve streamable HTTP on 127.0.0.1:PORT, not stdio"),
     ] = None,
-    checkpoint_every: Annotated[
-        int, typer.Option("--checkpoint-every", min=1, help="checkpoint every N windows")
-    ] = 10,
+    checkpoint_seconds: Annotated[
+        float,
+        typer.Option(
+            "--checkpoint-seconds", min=0, help="checkpoint after a window once S seconds passed"
+        ),
+    ] = 2.0,
     file: ScenarioFile = None,
     set_: SetOption = None,
 ) -> None:
     """Serve one run as an MCP server; the client's model plays it. Writes a run record."""
+    from merchantbench.runs.lifecycle import CheckpointPolicy
     from merchantbench.serve.mcp_run import MCP_AGENT, HostedRun
 
     sc = scenario_from_options(scenario, file, set_, days)
@@ -62,12 +66,13 @@ def mcp(
         sealed=secret,
     )
     try:
-        run = HostedRun(spec, out, resume=resume, checkpoint_every=checkpoint_every)
+        checkpoints = CheckpointPolicy(seconds=checkpoint_seconds)
+        run = HostedRun(spec, out, resume=resume, checkpoints=checkpoints)
     except (RunError, CatalogError) as exc:
         fail(str(exc))
     try:
         if http_port is None:
-            from merchantbench.serve.mcp_server import serve_stdio
+            from merchantbench.mcp_surface import serve_stdio
 
             anyio.run(serve_stdio, run)
         else:
@@ -80,7 +85,7 @@ def mcp(
 def _serve_http(run: HostedRun, port: int) -> None:
     import uvicorn
 
-    from merchantbench.serve.mcp_server import McpHttpEndpoint
+    from merchantbench.mcp_surface import McpHttpEndpoint
 
     endpoint = McpHttpEndpoint(run, host=LOOPBACK)
     typer.echo(f"MCP (streamable HTTP): http://{LOOPBACK}:{port}/mcp", err=True)

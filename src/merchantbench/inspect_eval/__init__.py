@@ -5,7 +5,7 @@
 - `task.merchantbench`: the task (one sample per seed, the score is final net assets);
 - `solver.play_store`: the window loop over Inspect's model API and tool executor;
 - `tools.env_tool_defs`: the environment tools as Inspect `ToolDef`s, from their schemas;
-- `agent.InspectAgent`: the agent the run record names (`inspect`).
+- `driver.InspectDriver`: the run's driver as the run record names it (`inspect`).
 
 Guide: docs/frameworks.md, section "Inspect AI".
 """

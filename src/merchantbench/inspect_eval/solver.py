@@ -10,9 +10,10 @@ the next window's message. This goes on for every window of the scenario (28 on 
 longer than the model's context window, stops the model: the remaining windows run idle and
 run.json says why (`stop_reason`).
 
-The run record is an ordinary MerchantBench run directory written with `RunWriter`: trace,
-tables, `metrics.json`, checkpoints every 10 windows, and `model_calls.jsonl` with one line per
-Inspect model call. Its agent is `inspect` (`InspectAgent`).
+The run record is an ordinary MerchantBench run directory written by a `RunLifecycle`: trace,
+tables, `metrics.json`, checkpoints (about every window: a model's window takes seconds), and
+`model_calls.jsonl` with one line per Inspect model call. Its driver is `inspect`
+(`InspectDriver`).
 """
 
 from __future__ import annotations
@@ -42,11 +43,11 @@ from inspect_ai.tool import ToolDef
 from inspect_ai.util import LimitExceededError
 
 from merchantbench.agents.llm.usage import CallRecord
-from merchantbench.inspect_eval.agent import INSPECT_AGENT, InspectAgent, InspectSettings
+from merchantbench.inspect_eval.driver import INSPECT_AGENT, InspectDriver, InspectSettings
 from merchantbench.inspect_eval.tools import WindowGuard, env_tool_defs
-from merchantbench.runs.runner import RunSpec, RunWriter
+from merchantbench.runs.lifecycle import RunLifecycle
+from merchantbench.runs.spec import RunSpec
 from merchantbench.scenario import Scenario
-from merchantbench.session import Session
 from merchantbench.surface import AgentSurface
 
 __all__ = ["COMPACTIONS", "RESULT_KEY", "play_store"]
@@ -93,9 +94,9 @@ def _extends(before: list[Any], after: list[Any]) -> bool:
 
 class _Window:
     """The model's side of one run: its conversation in `state.messages`, its tools, its
-    compaction handler, and the agent that keeps the run record's usage."""
+    compaction handler, and the driver that keeps the run record's usage."""
 
-    def __init__(self, state: TaskState, surface: AgentSurface, agent: InspectAgent) -> None:
+    def __init__(self, state: TaskState, surface: AgentSurface, agent: InspectDriver) -> None:
         self.state, self.surface, self.agent = state, surface, agent
         self.guard = WindowGuard()
         self.tools = env_tool_defs(surface, self.guard)
@@ -191,10 +192,9 @@ class _Window:
         )
 
 
-async def _play_run(
-    state: TaskState, writer: RunWriter, session: Session, agent: InspectAgent
-) -> None:
+async def _play_run(state: TaskState, life: RunLifecycle, agent: InspectDriver) -> None:
     """Every window of the run; an Inspect limit stops the model, the store idles on."""
+    session = life.session
     player = _Window(state, session.surface, agent)
     while not session.over:
         window, began = session.window, time.monotonic()
@@ -209,8 +209,7 @@ async def _play_run(
             agent.usage.wall_seconds += time.monotonic() - began
         if not session.over and session.window == window:
             session.force_end_of_step()  # a limit cut the window short, or the run idles
-        if session.window % writer.checkpoint_every == 0 and not session.over:
-            writer.checkpoint(session, agent)
+        life.after_window()
 
 
 def play_store(
@@ -234,18 +233,14 @@ def play_store(
             run_dir: Path = run_dir_of(seed, state.epoch)
             named = settings.model_copy(update={"model": str(get_model())})
             spec = RunSpec(INSPECT_AGENT, scenario, seed, named.model_dump())
-            writer = RunWriter(spec, run_dir)
-            session, agent, meta = writer.open_session(False, agent=InspectAgent(named))
-            assert isinstance(agent, InspectAgent)
+            driver = InspectDriver(named)
+            life = RunLifecycle.open(spec, run_dir, driver=driver)
             try:
-                await _play_run(state, writer, session, agent)
+                await _play_run(state, life, driver)
             except BaseException as exc:
-                meta.fail(exc)
-                writer.flush_agent_log(agent)
-                meta.record_agent(agent.outcome().usage, agent.outcome().stop_reason)
-                meta.write(run_dir)
+                life.fail(exc)
                 raise
-            metrics = writer.finish(session, agent, meta)
+            metrics = life.finish()
             state.store.set(RESULT_KEY, {"run_dir": str(run_dir), "metrics": metrics})
             state.completed = True
             return state

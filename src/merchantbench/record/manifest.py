@@ -29,8 +29,8 @@ Ended = Literal["completed", "closed", "stopped", "interrupted", "error"]
 RESUMABLE: tuple[Ended | None, ...] = (None, "error", "interrupted")
 # Who plays a run driven from outside the process (runs/driver.py): a person at the
 # playground, an agent over HTTP, the model of an MCP client, a model run by Inspect AI.
-Driver = Literal["human", "external", "mcp", "inspect"]
-DRIVERS: tuple[Driver, ...] = ("human", "external", "mcp", "inspect")
+DriverName = Literal["human", "external", "mcp", "inspect"]
+DRIVERS: tuple[DriverName, ...] = ("human", "external", "mcp", "inspect")
 
 
 class ManifestError(ValueError):
@@ -142,7 +142,7 @@ class RunManifest(BaseModel):
     stop_reason: str | None = None
     error: str | None = None
     front_end: FrontEndRef | None = None
-    driver: Driver | None = None  # None: the runner drove an in-process agent
+    driver: DriverName | None = None  # None: the runner drove an in-process agent
 
     @model_validator(mode="before")
     @classmethod
@@ -177,7 +177,7 @@ class RunManifest(BaseModel):
         tool_schema_sha256: str,
         git_commit: str | None,
         seed_commitment: SeedCommitment | None = None,
-        driver: Driver | None = None,
+        driver: DriverName | None = None,
     ) -> RunManifest:
         """The record of a run that starts now: of `seed`, or of a sealed seed known only by
         its `seed_commitment` (then `seed` is None); `driver` for a run played from outside."""

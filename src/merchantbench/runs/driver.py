@@ -11,28 +11,38 @@ across a restart is `state()`, plain JSON saved with each checkpoint (never a pi
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, Self
 
-from merchantbench.agents.base import AgentOutcome, AgentSettings
+from merchantbench.agents.base import AgentOutcome, AgentSettings, SettingsT
+from merchantbench.record.manifest import DriverName
+
+# How each driver's runs are played (the runner refuses them with this).
+PLAYED_BY: dict[DriverName, str] = {
+    "human": "`merchantbench play` or `merchantbench study create`",
+    "external": "`merchantbench serve` or `run --agent external --serve`",
+    "mcp": "`merchantbench mcp` or the MCP endpoint of `merchantbench serve`",
+    "inspect": "`inspect eval merchantbench/merchantbench`",
+}
 
 
-class Driver:
-    """A run's driver (see the module docstring); subclasses set `name` and `Settings`.
+class Driver(Generic[SettingsT]):
+    """A run's driver (see the module docstring); subclasses set `name` and `Settings` (also
+    the type parameter).
 
     Args:
         config: The driver's settings (recorded in run.json, never a secret).
     """
 
-    name: ClassVar[str] = ""
+    name: ClassVar[DriverName]
     Settings: ClassVar[type[AgentSettings]] = AgentSettings
 
-    def __init__(self, config: AgentSettings | None = None) -> None:
-        self.config = config if config is not None else self.Settings()
+    def __init__(self, config: SettingsT | None = None) -> None:
+        self.config: SettingsT = config if config is not None else self.Settings()  # type: ignore[assignment]
 
     @classmethod
-    def from_settings(cls, settings: dict[str, Any]) -> Driver:
-        """A driver of `settings` as run.json records them (validated by `Settings`)."""
-        return cls(cls.Settings.model_validate(settings))
+    def from_settings(cls, settings: dict[str, Any]) -> Self:
+        """A driver of `settings` as the run's spec gives them (validated by `Settings`)."""
+        return cls(cls.Settings.model_validate(settings))  # type: ignore[arg-type]
 
     def settings(self) -> dict[str, Any]:
         """The settings as the run record states them."""
@@ -59,7 +69,8 @@ class Driver:
         """Take back `state()` as a checkpoint saved it."""
 
 
-def encode_state(driver: Driver) -> str | None:
-    """The driver's state as the checkpoint keeps it: JSON text, or None."""
+def encode_state(driver: Driver[Any]) -> str | None:
+    """The driver's state as the checkpoint keeps it: JSON text, or None. Non-finite numbers
+    are kept (as Python's JSON writes them): the state holds what clients sent."""
     state = driver.state()
-    return None if state is None else json.dumps(state, sort_keys=True, allow_nan=False)
+    return None if state is None else json.dumps(state, sort_keys=True)

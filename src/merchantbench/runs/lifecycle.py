@@ -70,7 +70,7 @@ from merchantbench.record.pins import (
 )
 from merchantbench.record.schema import MODEL_CALLS_FILE, TRACE_FILE, TRANSCRIPT_FILE
 from merchantbench.record.tables import final_accounts, write_tables
-from merchantbench.runs.driver import Driver, encode_state
+from merchantbench.runs.driver import PLAYED_BY, Driver, encode_state
 from merchantbench.runs.kill_points import KillPoints
 from merchantbench.runs.spec import RunError, RunSpec
 from merchantbench.runs.transcript import TranscriptFile, cut_transcript
@@ -80,7 +80,8 @@ from merchantbench.tools.agent_input import scrub
 
 __all__ = ["CheckpointPolicy", "RunLifecycle"]
 
-Player = BaseAgent | Driver  # who plays the run: an in-process agent, or a front end's driver
+# Who plays the run: an in-process agent, or a front end's driver.
+Player = BaseAgent[Any] | Driver[Any]
 
 
 @dataclass(frozen=True)
@@ -169,7 +170,7 @@ class RunLifecycle:
         self.allow_code_change = allow_code_change
         self.transcribe = transcript
         self.agent: BaseAgent | None = None
-        self.driver: Driver | None = None
+        self.driver: Driver[Any] | None = None
         self.metrics: dict[str, Any] | None = None
         self._kill = KillPoints.from_env()  # test-only (runs/kill_points.py)
         self._trace: _Trace | None = None
@@ -188,7 +189,7 @@ class RunLifecycle:
         run_dir: Path,
         *,
         resume: bool = False,
-        driver: Driver | None = None,
+        driver: Driver[Any] | None = None,
         checkpoints: CheckpointPolicy | None = None,
         allow_code_change: bool = False,
         transcript: bool = True,
@@ -214,7 +215,7 @@ class RunLifecycle:
         life._open(resume, driver)
         return life
 
-    def _open(self, resume: bool, driver: Driver | None) -> None:
+    def _open(self, resume: bool, driver: Driver[Any] | None) -> None:
         spec, run_dir = self.spec, self.run_dir
         if run_dir.exists() and not run_dir.is_dir():
             raise RunError(f"{run_dir} is a file, not a run directory; choose another --out")
@@ -224,6 +225,9 @@ class RunLifecycle:
             raise RunError(f"{run_dir} exists; use --resume to continue it or choose another --out")
         if driver is not None and driver.name != spec.agent:
             raise RunError(f"the run names {spec.agent!r} but is driven by {driver.name!r}")
+        if driver is None and spec.agent in PLAYED_BY:
+            how = PLAYED_BY[spec.agent]  # type: ignore[index]
+            raise RunError(f"agent {spec.agent!r} plays through {how}, not `run`")
         session = Session.open(spec.scenario, spec.seed, spec.catalog, trace_sink=self._write)
         player: Player
         hidden = None
@@ -451,8 +455,9 @@ class RunLifecycle:
     # --- the run stops --------------------------------------------------------------------------
     def suspend(self) -> None:
         """The driver went away mid-run (a client left, a server stops): checkpoint where the
-        run stands (mid-window is fine), mark the record interrupted (resumable), close."""
-        if self.finished:
+        run stands (mid-window is fine), mark the record interrupted (resumable), close. A
+        finished or closed record is left as it is."""
+        if self.finished or self._trace is None:
             return
         self.checkpoint()
         self._record_outcome()

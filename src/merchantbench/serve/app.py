@@ -20,6 +20,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 import merchantbench
+from merchantbench.runs.lifecycle import CheckpointPolicy
 from merchantbench.serve import api, protocol
 from merchantbench.serve.act import ProtocolError
 from merchantbench.serve.host import RunHost
@@ -38,7 +39,8 @@ class ServeConfig:
 
     runs_dir: Path
     admin_token: str | None
-    checkpoint_every: int = 1
+    # Every window by default: a remote agent's window costs more than a checkpoint.
+    checkpoints: CheckpointPolicy = CheckpointPolicy(seconds=0)
     only_runs: frozenset[str] | None = None  # host just these runs of the directory
     on_ready: Callable[[RunRegistry], None] | None = None  # called once the runs are loaded
 
@@ -79,7 +81,7 @@ def create_app(config: ServeConfig, extensions: Sequence[AppExtension] = ()) -> 
     registry = RunRegistry(
         config.runs_dir,
         config.admin_token,
-        config.checkpoint_every,
+        config.checkpoints,
         set(config.only_runs) if config.only_runs is not None else None,
     )
 

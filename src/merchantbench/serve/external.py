@@ -1,21 +1,21 @@
-"""The `external` agent: an agent that lives outside our process and reaches its store over the
-HTTP server. In the run record it is an agent like any other; what it keeps between windows is the
-protocol state the server needs (registration, turns, idempotency fingerprints, reported usage),
-and since agents are pickled into checkpoints, a restarted server gets that state back with the
-session."""
+"""The `external` driver: an agent outside our process that reaches its store over the HTTP
+server. The run record names it like an agent (`agent.name` `external`, `driver` `external`);
+what the protocol remembers between windows (registration, turns, idempotency fingerprints,
+reported usage) is the driver's `ProtocolState`, which the server keeps and each checkpoint
+saves as JSON, so a restarted server answers the protocol as before."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from merchantbench.agents.base import AgentOutcome, AgentSettings, BaseAgent
-from merchantbench.surface import AgentSurface
+from merchantbench.agents.base import AgentOutcome, AgentSettings
+from merchantbench.runs.driver import Driver
 
 __all__ = [
     "EXTERNAL",
     "PROTOCOL",
-    "ExternalAgent",
+    "ExternalDriver",
     "ExternalSettings",
     "ProtocolState",
     "add_usage",
@@ -35,7 +35,7 @@ def add_usage(totals: dict[str, float], usage: dict[str, Any]) -> None:
 
 @dataclass
 class ProtocolState:
-    """What the protocol remembers about the agent; all of it goes into checkpoints."""
+    """What the protocol remembers about the agent; all of it goes into checkpoints (JSON)."""
 
     registration: dict[str, Any] | None = None
     brief_served: bool = False
@@ -60,26 +60,19 @@ class ExternalSettings(AgentSettings):
     protocol: str = PROTOCOL
 
 
-class ExternalAgent(BaseAgent[ExternalSettings]):
-    """Stands for an out-of-process agent in the run record; the server drives its session
-    (`RunWriter.open_session(resume, agent=ExternalAgent(...))`), never the runner."""
+class ExternalDriver(Driver[ExternalSettings]):
+    """The driver of a run served over HTTP (see the module docstring)."""
 
-    name = EXTERNAL
+    name = "external"
     Settings = ExternalSettings
 
     def __init__(self, config: ExternalSettings | None = None) -> None:
         super().__init__(config)
-        self.state = ProtocolState()
+        self.protocol = ProtocolState()
 
     @property
     def agent_id(self) -> str:
         return self.config.agent_id
-
-    def act(self, surface: AgentSurface) -> None:
-        raise RuntimeError(
-            "an external agent plays over HTTP: start it with `merchantbench serve` or "
-            "`merchantbench run --agent external --serve`"
-        )
 
     def outcome(self) -> AgentOutcome:
         """The token usage the agent reported (run.json `llm_usage`); it never stops early."""
@@ -88,11 +81,17 @@ class ExternalAgent(BaseAgent[ExternalSettings]):
     def usage_summary(self) -> dict[str, Any]:
         """Token usage as the agent reported it (per /act turn and delayed auxiliary calls)."""
         auxiliary: dict[str, float] = {}
-        for record in self.state.auxiliary.values():
+        for record in self.protocol.auxiliary.values():
             add_usage(auxiliary, record["token_usage"])
         return {
             "reported_by": "agent",
-            "act": dict(self.state.act_usage),
+            "act": dict(self.protocol.act_usage),
             "auxiliary": auxiliary,
-            "auxiliary_records": len(self.state.auxiliary),
+            "auxiliary_records": len(self.protocol.auxiliary),
         }
+
+    def state(self) -> dict[str, Any]:
+        return asdict(self.protocol)
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.protocol = ProtocolState(**state)

@@ -1,6 +1,6 @@
-"""One hosted run: its session, run writer and protocol state, behind an asyncio condition that
-serialises requests and wakes long-polls. No simulation or tool logic here: every tool call goes
-through the session's agent surface."""
+"""One hosted run: its lifecycle (runs/lifecycle.py) and the external driver's protocol state,
+behind an asyncio condition that serialises requests and wakes long-polls. No simulation or tool
+logic here: every tool call goes through the session's agent surface."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dataclasses import asdict
 from typing import Any
 
 from merchantbench.record.manifest import RunManifest
-from merchantbench.runs.runner import RunWriter
+from merchantbench.runs.lifecycle import RunLifecycle
 from merchantbench.serve.act import (
     END_OF_STEP,
     PlannedCall,
@@ -20,7 +20,7 @@ from merchantbench.serve.act import (
     plan_calls,
     stale_step,
 )
-from merchantbench.serve.external import ExternalAgent, add_usage
+from merchantbench.serve.external import ExternalDriver, ProtocolState, add_usage
 from merchantbench.serve.settings import FRONT_END, HostSettings, gone
 from merchantbench.serve.usage import usage_record
 from merchantbench.session import Session
@@ -33,21 +33,12 @@ HIDDEN_METRICS = ("seed",)  # the summary is agent-readable: the seed stays in r
 class RunHost:
     """A live run on the server (see the module docstring)."""
 
-    def __init__(
-        self,
-        settings: HostSettings,
-        writer: RunWriter,
-        session: Session,
-        agent: ExternalAgent,
-        meta: RunManifest,
-    ) -> None:
+    def __init__(self, settings: HostSettings, life: RunLifecycle) -> None:
+        assert isinstance(life.driver, ExternalDriver)
         self.settings = settings
-        self.writer = writer
-        self.session = session
-        self.surface = session.surface
-        self.agent = agent
-        self.meta = meta
-        self.metrics: dict[str, Any] | None = None
+        self.life = life
+        self.driver: ExternalDriver = life.driver
+        self.surface = life.surface
         self.cond = asyncio.Condition()
         self.window_opened = time.monotonic()
         self.on_finish: list[Any] = []  # callbacks(host) once the run has ended
@@ -59,8 +50,24 @@ class RunHost:
         return self.settings.run_id
 
     @property
+    def session(self) -> Session:
+        return self.life.session
+
+    @property
+    def meta(self) -> RunManifest:
+        return self.life.manifest
+
+    @property
+    def protocol(self) -> ProtocolState:
+        return self.driver.protocol
+
+    @property
+    def metrics(self) -> dict[str, Any] | None:
+        return self.life.metrics
+
+    @property
     def finished(self) -> bool:
-        return self.metrics is not None
+        return self.life.finished
 
     @property
     def status(self) -> str:
@@ -80,8 +87,8 @@ class RunHost:
 
     def save_settings(self) -> None:
         """Record how the server hosts the run in run.json (`front_end`), so a restart keeps it."""
-        self.meta.host(FRONT_END, asdict(self.settings))
-        self.meta.write(self.writer.run_dir)
+        self.life.manifest.host(FRONT_END, asdict(self.settings))
+        self.life.write_manifest()
 
     # --- observation --------------------------------------------------------------------------
     async def observation(self, timeout: float, nowait: bool) -> dict[str, Any]:
@@ -101,7 +108,7 @@ class RunHost:
             return self._packet()
 
     def _packet(self) -> dict[str, Any]:
-        state = self.agent.state
+        state = self.protocol
         state.enter(self.surface.window)
         packet: dict[str, Any] = {
             "text": self.surface.observation(),
@@ -130,7 +137,7 @@ class RunHost:
             # Closing a window simulates its hours: off the event loop, so other runs go on.
             run = self._in_thread if ends else _inline
             results, step_done = await run(self._execute, plan, keyed)
-            state = self.agent.state
+            state = self.protocol
             turn = state.turns
             state.turns += 1
             if isinstance(token_usage, dict):
@@ -151,13 +158,13 @@ class RunHost:
             raise gone()
         if self.settings.paused:
             raise ProtocolError(425, "window_closed", "no window is open: poll the observation")
-        self.agent.state.enter(self.surface.window)
+        self.protocol.enter(self.surface.window)
 
     def _check_turn_cap(self, env_calls: list[PlannedCall]) -> None:
         # Closing the window is control, not work: allowed past the cap so a window can end.
         only_end = [c.name for c in env_calls] == [END_OF_STEP]
         cap = self.settings.turns_per_window
-        if self.agent.state.turns >= cap and not only_end:
+        if self.protocol.turns >= cap and not only_end:
             raise ProtocolError(
                 429, "turn_cap_reached", f"{cap} turns used in this window: call end_of_step"
             )
@@ -165,7 +172,7 @@ class RunHost:
     def _check_idempotency(self, env_calls: list[PlannedCall]) -> list[tuple[PlannedCall, str]]:
         """Key every env call by agent, hour and call id; a key seen with another call is a
         conflict, refused before anything of the batch runs."""
-        state, hour = self.agent.state, self.surface.hour
+        state, hour = self.protocol, self.surface.hour
         keyed = []
         for call in env_calls:
             key = f"{self.settings.agent_id}:{hour}:{call.call_id}"
@@ -182,7 +189,7 @@ class RunHost:
         self, plan: list[PlannedCall], keyed: list[tuple[PlannedCall, str]]
     ) -> tuple[list[dict[str, Any]], bool]:
         keys = {id(call): key for call, key in keyed}
-        state, window = self.agent.state, self.surface.window
+        state, window = self.protocol, self.surface.window
         results = []
         for call in plan:
             if not call.env:
@@ -199,8 +206,8 @@ class RunHost:
     def _record_framework(self, call: PlannedCall) -> None:
         # A resent history repeats its framework calls: record each call id once per window.
         key = f"framework:{call.call_id}"
-        if key not in self.agent.state.fingerprints:
-            self.agent.state.fingerprints[key] = call.name
+        if key not in self.protocol.fingerprints:
+            self.protocol.fingerprints[key] = call.name
             self.surface.record_framework_call(call.name, call.arguments, ok=True)
 
     # --- our JSON API -------------------------------------------------------------------------
@@ -235,25 +242,20 @@ class RunHost:
         async with self.cond:
             if self.finished or self.settings.paused or now - self.window_opened < limit:
                 return False
-            self.agent.state.forced_windows.append(self.surface.window)
+            self.protocol.forced_windows.append(self.surface.window)
             await self._in_thread(self.session.force_end_of_step)
             await self._after_window()
             return True
 
     async def _after_window(self) -> None:
-        """A window closed: finish the run, or checkpoint and open the next one."""
-        self.agent.state.enter(self.surface.window)
-        if self.surface.over:
-            await self._in_thread(self._finish)
+        """A window closed: finish the run, or checkpoint (when due) and open the next one."""
+        self.protocol.enter(self.surface.window)
+        await self._in_thread(self.life.after_window)
+        if self.finished:
             for callback in self.on_finish:
                 callback(self)
-        elif self.surface.window % self.writer.checkpoint_every == 0:
-            await self._in_thread(self.writer.checkpoint, self.session, self.agent)
         self.window_opened = time.monotonic()
         self.cond.notify_all()
-
-    def _finish(self) -> None:
-        self.metrics = self.writer.finish(self.session, self.agent, self.meta)
 
     async def set_paused(self, paused: bool) -> None:
         async with self.cond:
@@ -267,9 +269,9 @@ class RunHost:
     # --- usage, registration, summary -------------------------------------------------------------
     async def register(self, payload: dict[str, Any]) -> dict[str, Any]:
         async with self.cond:
-            self.agent.state.registration = payload
-            self.meta.record_registration(payload)
-            self.meta.write(self.writer.run_dir)
+            self.protocol.registration = payload
+            self.life.manifest.record_registration(payload)
+            self.life.write_manifest()
             return {"ok": True, **payload}
 
     async def record_usage(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -277,19 +279,19 @@ class RunHost:
         async with self.cond:
             record = usage_record(body, self.surface.hour)
             usage_id = record["usage_id"]
-            known = self.agent.state.auxiliary.get(usage_id)
+            known = self.protocol.auxiliary.get(usage_id)
             if known is not None and known != record:
                 raise ProtocolError(
                     409, "usage_id_conflict", f"usage_id {usage_id} was recorded differently"
                 )
-            self.agent.state.auxiliary[usage_id] = record
+            self.protocol.auxiliary[usage_id] = record
             if self.finished and known is None:  # the record is final but for the usage
-                self.meta.record_agent(self.agent.outcome().usage, None)
-                self.meta.write(self.writer.run_dir)
+                self.life.manifest.record_agent(self.driver.outcome().usage, None)
+                self.life.write_manifest()
             return {"ok": True, "usage_id": usage_id, "duplicate": known is not None}
 
     def summary(self) -> dict[str, Any]:
-        state = self.agent.state
+        state = self.protocol
         return {
             "run_id": self.run_id,
             "label": self.settings.label,
@@ -320,10 +322,8 @@ class RunHost:
         Not a route: a snapshot is a pickle, and unpickling what a client sent would run its
         code; the check calls this on the host object of a server it started itself."""
         async with self.cond:
-            self.session.restore(blob)
-            self.writer.rewind(self.session, self.meta)
-            self.metrics = None
-            self.agent.state.enter(self.surface.window)
+            self.life.rewind(blob)
+            self.protocol.enter(self.surface.window)
             self.window_opened = time.monotonic()
             self.cond.notify_all()
 
@@ -331,13 +331,12 @@ class RunHost:
         """A run whose last window closed but whose record was not finished (the server stopped
         in between) is finished now."""
         if self.surface.over and not self.finished:
-            self._finish()
+            self.life.finish()
 
     def close(self) -> None:
         """Checkpoint where the run stands (mid-window is fine), mark it interrupted (a
         restart resumes it) and let go of its files."""
-        if not self.finished:
-            self.writer.suspend(self.session, self.agent, self.meta)
+        self.life.suspend()
 
 
 async def _inline(fn: Any, *args: Any) -> Any:

@@ -24,12 +24,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
+from merchantbench.mcp_surface import McpHttpEndpoint
 from merchantbench.serve.act import ProtocolError
 from merchantbench.serve.app import AppExtension
 from merchantbench.serve.auth import require_run
 from merchantbench.serve.host import RunHost
 from merchantbench.serve.mcp_run import run_summary
-from merchantbench.serve.mcp_server import McpHttpEndpoint
 from merchantbench.serve.registry import RunRegistry
 from merchantbench.session import END_OF_STEP
 from merchantbench.surface import AgentSurface
@@ -41,7 +41,7 @@ MCP_PATH = "/mcp"  # under /runs/{run_id}
 
 
 class ServedMcpRun:
-    """A run of the HTTP server as an MCP run (`merchantbench.serve.mcp_server.McpRun`)."""
+    """A run of the HTTP server as an MCP run (`merchantbench.mcp_surface.McpRun`)."""
 
     def __init__(self, host: RunHost) -> None:
         self.host = host

@@ -1,13 +1,14 @@
 """One run played by an agent outside our process: the host side behind the MCP front end.
 
-`HostedRun` opens (or resumes) an ordinary run record with `RunWriter`, hands the agent's calls
-to the session's agent surface, checkpoints every few windows, and finishes the record when the
-run ends. It adds one thing to what the surface answers: `end_of_step` also carries the next
-window's observation, or the run's summary once the run is over, so a chat agent can play a
-whole year in one conversation without asking for the observation each time.
+`HostedRun` opens (or resumes) an ordinary run record as a `RunLifecycle` driven by the `mcp`
+driver, hands the agent's calls to the session's agent surface, checkpoints as the policy says,
+and finishes the record when the run ends. It adds one thing to what the surface answers:
+`end_of_step` also carries the next window's observation, or the run's summary once the run is
+over, so a chat agent can play a whole year in one conversation without asking for the
+observation each time.
 
-The run record names the agent `mcp` (`McpClientAgent`): the agent lives in the MCP client, so
-the record says which front end and transport served it; the runner never drives it.
+The run record names its driver `mcp` (`McpDriver`, with the transport in its settings): the
+agent lives in the MCP client; the runner never drives it.
 """
 
 from __future__ import annotations
@@ -17,16 +18,17 @@ from typing import Any, Literal
 
 import anyio
 
-from merchantbench.agents.base import AgentSettings, BaseAgent
-from merchantbench.agents.registry import make_agent
+from merchantbench.agents.base import AgentSettings
+from merchantbench.mcp_surface import call_locked
 from merchantbench.record.manifest import RunManifest
-from merchantbench.runs.runner import RunSpec, RunWriter
-from merchantbench.serve.mcp_server import call_locked
+from merchantbench.runs.driver import Driver
+from merchantbench.runs.lifecycle import CheckpointPolicy, RunLifecycle
+from merchantbench.runs.spec import RunSpec
 from merchantbench.session import END_OF_STEP
 from merchantbench.surface import AgentSurface
 from merchantbench.tools.errors import failure
 
-__all__ = ["MCP_AGENT", "SUMMARY_METRICS", "HostedRun", "McpClientAgent", "run_summary"]
+__all__ = ["MCP_AGENT", "SUMMARY_METRICS", "HostedRun", "McpDriver", "run_summary"]
 
 MCP_AGENT = "mcp"
 # What the final summary tells the agent: the headline metrics of the finished record.
@@ -39,47 +41,46 @@ class McpSettings(AgentSettings):
     transport: Literal["stdio", "streamable-http"] = "stdio"
 
 
-class McpClientAgent(BaseAgent[McpSettings]):
-    """The agent of a run served over MCP. It acts from the client, never in process."""
+class McpDriver(Driver[McpSettings]):
+    """The driver of a run served over MCP: the model of the MCP client plays it."""
 
-    name = MCP_AGENT
+    name = "mcp"
     Settings = McpSettings
-
-    def act(self, surface: AgentSurface) -> None:
-        # Only a runner that drives in-process agents calls this; an MCP agent is driven by
-        # its client through `merchantbench mcp`, so being called here is a usage error.
-        raise RuntimeError("the mcp agent plays through `merchantbench mcp`, not `run`")
 
 
 class HostedRun:
     """A run record whose agent calls tools from outside (see the module docstring).
 
     Args:
-        spec: The run's agent (`mcp`, with its transport in `agent_settings`), scenario, seed.
+        spec: The run's driver (`mcp`, with its transport in `agent_settings`), scenario, seed.
         run_dir: The run directory.
         resume: Continue the run recorded in `run_dir` from its last checkpoint.
-        checkpoint_every: Checkpoint when the window index is a multiple of this.
+        checkpoints: When to checkpoint between windows (`RunLifecycle`'s default policy).
     """
 
     def __init__(
-        self, spec: RunSpec, run_dir: Path, resume: bool = False, checkpoint_every: int = 10
+        self,
+        spec: RunSpec,
+        run_dir: Path,
+        resume: bool = False,
+        checkpoints: CheckpointPolicy | None = None,
     ) -> None:
-        self._writer = RunWriter(spec, run_dir, checkpoint_every)
-        agent = make_agent(MCP_AGENT, spec.agent_settings)
-        self._session, self._agent, self._meta = self._writer.open_session(resume, agent=agent)
-        self._every = checkpoint_every
+        driver = McpDriver.from_settings(spec.agent_settings)
+        self.life = RunLifecycle.open(
+            spec, run_dir, resume=resume, driver=driver, checkpoints=checkpoints
+        )
         self.summary: dict[str, Any] | None = None
         self.lock = anyio.Lock()  # MCP requests apply one at a time
 
     @property
     def surface(self) -> AgentSurface:
         """The agent surface of the run (brief, observation, tools, clock)."""
-        return self._session.surface
+        return self.life.surface
 
     @property
     def state_hash(self) -> str:
         """The engine's state hash (host side: for tests and the conformance check)."""
-        return self._session.state_hash()
+        return self.life.session.state_hash()
 
     @property
     def finished(self) -> bool:
@@ -119,23 +120,16 @@ class HostedRun:
         return await call_locked(self.lock, self.call, tool, args, idempotency_key)
 
     def _after_window(self) -> dict[str, Any]:
-        surface = self.surface
-        if surface.over:
-            self._finish()
+        metrics = self.life.after_window()
+        if metrics is not None:
+            self.summary = run_summary(self.life.manifest, metrics, self.surface)
             return {"run_over": True, "summary": self.summary}
-        if surface.window % self._every == 0:
-            self._writer.checkpoint(self._session, self._agent)
-        return {"run_over": False, "observation": surface.observation()}
-
-    def _finish(self) -> None:
-        metrics = self._writer.finish(self._session, self._agent, self._meta)
-        self.summary = run_summary(self._meta, metrics, self.surface)
+        return {"run_over": False, "observation": self.surface.observation()}
 
     def suspend(self) -> None:
         """The agent went away before the end: checkpoint where the run stands and mark the
         record interrupted, so `--resume` continues from this very call."""
-        if not self.finished:
-            self._writer.suspend(self._session, self._agent, self._meta)
+        self.life.suspend()
 
 
 def run_summary(

@@ -11,15 +11,15 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from merchantbench.agents.registry import make_agent
 from merchantbench.record.files import atomic_write_bytes, read_json
 from merchantbench.record.manifest import ManifestError, RunManifest, read_manifest
 from merchantbench.record.schema import RUN_FILE
 from merchantbench.record.sealed import SealedSeed, read_sealed
-from merchantbench.runs.runner import RunSpec, RunWriter
+from merchantbench.runs.lifecycle import CheckpointPolicy, RunLifecycle
+from merchantbench.runs.spec import RunSpec
 from merchantbench.scenario import Scenario
 from merchantbench.serve.auth import new_token
-from merchantbench.serve.external import EXTERNAL, ExternalAgent
+from merchantbench.serve.external import EXTERNAL, ExternalDriver
 from merchantbench.serve.host import RunHost
 from merchantbench.serve.settings import HostSettings, gone, hosted_settings
 
@@ -88,12 +88,12 @@ class RunRegistry:
         self,
         runs_dir: Path,
         admin_token: str | None,
-        checkpoint_every: int = 1,
+        checkpoints: CheckpointPolicy | None = None,
         only: set[str] | None = None,
     ) -> None:
         self.runs_dir = runs_dir
         self.admin_token = admin_token
-        self.checkpoint_every = checkpoint_every
+        self.checkpoints = checkpoints or CheckpointPolicy(seconds=0)
         self.only = only
         self.hosts: dict[str, Hosted] = {}
         self._tokens: dict[str, str] = {}
@@ -147,15 +147,15 @@ class RunRegistry:
         return self._adopt(host), token
 
     def _open(self, spec: RunSpec, run_dir: Path, settings: HostSettings, resume: bool) -> RunHost:
-        writer = RunWriter(spec, run_dir, self.checkpoint_every)
-        prebuilt = make_agent(EXTERNAL, spec.agent_settings)
-        session, agent, meta = writer.open_session(resume, agent=prebuilt)
-        assert isinstance(agent, ExternalAgent)
-        host = RunHost(settings, writer, session, agent, meta)
+        driver = ExternalDriver.from_settings(spec.agent_settings)
+        life = RunLifecycle.open(
+            spec, run_dir, resume=resume, driver=driver, checkpoints=self.checkpoints
+        )
+        host = RunHost(settings, life)
         host.save_settings()
         host.finish_if_over()
         if not resume:
-            writer.checkpoint(session, agent)  # a restart before the first window ends
+            life.checkpoint()  # a restart before the first window ends
         return host
 
     def load_existing(self) -> list[str]:

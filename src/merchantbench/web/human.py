@@ -1,13 +1,13 @@
-"""The person at the playground, as an agent of the registry: runs record it as `human`.
+"""The person at the playground: the driver of a run played in a browser, recorded as `human`.
 
-A person acts through the web pages, not through `act`: the playground (merchantbench.web.store)
-opens the session with this agent and passes each click to the run's agent surface.
+A person acts through the web pages: the playground (merchantbench.web.store) opens the run
+with this driver and passes each click to the run's agent surface.
 """
 
 from __future__ import annotations
 
-from merchantbench.agents.base import AgentSettings, BaseAgent
-from merchantbench.surface import AgentSurface
+from merchantbench.agents.base import AgentSettings
+from merchantbench.runs.driver import Driver
 
 HUMAN_ORIGIN = "human"  # the trace origin of a person's environment calls
 
@@ -18,13 +18,8 @@ class HumanSettings(AgentSettings):
     participant: str = ""
 
 
-class HumanAgent(BaseAgent[HumanSettings]):
-    """A participant of the human baseline; driven by the web playground."""
+class HumanDriver(Driver[HumanSettings]):
+    """A participant of the human baseline, at the web playground."""
 
     name = "human"
     Settings = HumanSettings
-
-    def act(self, surface: AgentSurface) -> None:
-        raise RuntimeError(
-            "the human agent is played in a browser: start it with `merchantbench play`"
-        )

@@ -1,10 +1,11 @@
 """One participant's store at the playground: a normal run record played by a person.
 
-The store opens its session through the runner's `RunWriter` (so the record is a normal one:
-run.json, trace.jsonl, checkpoint, tables and metrics at the end) with the `human` agent, and
+The store opens its run as a `RunLifecycle` (so the record is a normal one: run.json,
+trace.jsonl, checkpoint, tables and metrics at the end) driven by the `human` driver, and
 marks the session's environment calls with origin `human`. Everything the pages get goes
 through the run's agent surface; the clock is logical, so a store waits for its participant:
-every closed window is checkpointed, and a restarted server continues where the person stopped.
+every closed window is checkpointed (a person's windows take longer than the checkpoint
+policy's seconds), and a restarted server continues where the person stopped.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from typing import Any
 from merchantbench.record.files import atomic_write_json, read_json
 from merchantbench.record.manifest import read_manifest
 from merchantbench.record.sealed import read_sealed
-from merchantbench.runs.runner import RunSpec, RunWriter
+from merchantbench.runs.lifecycle import CheckpointPolicy, RunLifecycle
+from merchantbench.runs.spec import RunSpec
 from merchantbench.scenario import Scenario
+from merchantbench.session import Session
 from merchantbench.tools.toolset import END_OF_STEP
-from merchantbench.web.human import HUMAN_ORIGIN, HumanAgent, HumanSettings
+from merchantbench.web.human import HUMAN_ORIGIN, HumanDriver
 
 HISTORY_FILE = "web-history.json"  # what the pages drew so far (public numbers only)
 _NET = re.compile(r"Net assets: (-?[\d,]+\.\d\d) RMB")
@@ -58,18 +61,21 @@ class PlayStore:
 
     def __init__(self, spec: RunSpec, run_dir: Path, resume: bool) -> None:
         self.run_dir = run_dir
-        self.writer = RunWriter(spec, run_dir, checkpoint_every=1)
-        human = HumanAgent(HumanSettings.model_validate(spec.agent_settings))
-        self.session, self.agent, self.manifest = self.writer.open_session(resume, agent=human)
-        self.session.env_origin = HUMAN_ORIGIN
-        self.surface = self.session.surface
+        human = HumanDriver.from_settings(spec.agent_settings)
+        # Every window: a person's click is never lost to a restart.
+        every_window = CheckpointPolicy(seconds=0)
+        self.life = RunLifecycle.open(
+            spec, run_dir, resume=resume, driver=human, checkpoints=every_window
+        )
+        self.life.session.env_origin = HUMAN_ORIGIN
+        self.surface = self.life.surface
         self.lock = threading.Lock()
         saved = read_json(run_dir / HISTORY_FILE) if (run_dir / HISTORY_FILE).is_file() else {}
         self.history = [WindowPoint(**p) for p in saved.get("history", [])]
         self.paused: bool = bool(saved.get("paused", False))
         self.metrics: dict[str, Any] | None = None
         if not resume:
-            self.writer.checkpoint(self.session, self.agent)
+            self.life.checkpoint()
         if self.surface.over:
             self._finish()
         else:
@@ -99,6 +105,11 @@ class PlayStore:
         return cls(spec, run_dir, resume=meta.resumable)
 
     # --- what the pages read --------------------------------------------------------------------
+    @property
+    def session(self) -> Session:
+        """The host-side session (for tests and the conformance check, never the pages)."""
+        return self.life.session
+
     @property
     def over(self) -> bool:
         return self.metrics is not None or self.surface.over
@@ -159,7 +170,7 @@ class PlayStore:
             if self.over:
                 return
             self.paused = True
-            self.writer.checkpoint(self.session, self.agent)
+            self.life.checkpoint()
             self._save_history()
 
     def resume(self) -> None:
@@ -173,7 +184,7 @@ class PlayStore:
             self._finish()
             return
         self._note_window()
-        self.writer.checkpoint(self.session, self.agent)
+        self.life.after_window()
 
     def _note_window(self) -> None:
         window = self.surface.window
@@ -192,8 +203,8 @@ class PlayStore:
 
     def _finish(self) -> None:
         metrics_file = self.run_dir / "metrics.json"
-        if self.manifest.ended is None:
-            self.metrics = self.writer.finish(self.session, self.agent, self.manifest)
+        if self.life.manifest.ended is None:
+            self.metrics = self.life.finish()
         elif metrics_file.is_file():
             self.metrics = read_json(metrics_file)
         else:

@@ -5,7 +5,7 @@ process (never the provider's key). It listens on a Unix socket when Hermes is c
 socket's directory is the only way out of Hermes' network namespace, `process.py`), else on
 127.0.0.1 (a free port):
 
-- `/mcp`: our MCP server (`merchantbench.serve.mcp_server.McpHttpEndpoint`, streamable HTTP)
+- `/mcp`: our MCP server (`merchantbench.mcp_surface.McpHttpEndpoint`, streamable HTTP)
   over *this run's* agent surface, so every environment call lands in the run's own trace.
   Per window it accepts calls until `end_of_step`; after that it refuses them, so Hermes
   cannot play into the next window on its own (the driver hands it the next observation).
@@ -31,7 +31,7 @@ import uvicorn
 
 from merchantbench.agents.llm.models import ModelConfig
 from merchantbench.agents.llm.usage import CallRecord
-from merchantbench.serve.mcp_server import McpHttpEndpoint, call_locked
+from merchantbench.mcp_surface import McpHttpEndpoint, call_locked
 from merchantbench.session import END_OF_STEP
 from merchantbench.surface import AgentSurface
 from merchantbench.tools.errors import failure
@@ -45,7 +45,7 @@ WINDOW_CLOSED = (
 
 
 class WindowRun:
-    """The run our MCP server serves (a `merchantbench.serve.mcp_server.McpRun`): the surface
+    """The run our MCP server serves (a `merchantbench.mcp_surface.McpRun`): the surface
     of the open window, closed to calls once the window's `end_of_step` succeeded."""
 
     def __init__(self, surface: AgentSurface) -> None:

@@ -1,4 +1,6 @@
-"""The MCP front end: one run's agent surface as an MCP server (official `mcp` SDK, low level).
+"""One run's agent surface as an MCP server (official `mcp` SDK, low level), below every user of
+it: the MCP front end (`serve.mcp_run`, `serve.mcp_mount`) and the Hermes Agent driver's local
+gateway (`agents.hermes_agent.gateway`), which must not import a front end.
 
 What a client sees:
 
@@ -16,11 +18,12 @@ What a client sees:
 - **idempotency**: a tool call whose `_meta` has `merchantbench/idempotency_key` passes it to
   the surface, so a client that retries a state-changing call acts once.
 
-The server serves any `McpRun`: a `HostedRun` (`merchantbench mcp`, one run) or a run of the
-HTTP server (`serve.mcp_mount`, `/runs/{run}/mcp`). The run applies calls one at a time under
-its lock; `end_of_step`, which simulates a window, runs in a worker thread so that it never
-stalls other connections of the same event loop. Transports: `serve_stdio(run)` for one run
-over stdin/stdout, and `McpHttpEndpoint(run)` for streamable HTTP.
+The server serves any `McpRun`: a `HostedRun` (`merchantbench mcp`, one run), a run of the
+HTTP server (`serve.mcp_mount`, `/runs/{run}/mcp`) or the open window of a Hermes Agent run.
+The run applies calls one at a time under its lock; `end_of_step`, which simulates a window,
+runs in a worker thread so that it never stalls other connections of the same event loop.
+Transports: `serve_stdio(run)` for one run over stdin/stdout, and `McpHttpEndpoint(run)` for
+streamable HTTP.
 """
 
 from __future__ import annotations

@@ -1,24 +1,21 @@
-"""The run record's agent for a store played through Inspect AI.
+"""The driver of a store played through Inspect AI, recorded as `inspect`.
 
 The model and its loop live in Inspect (`merchantbench.inspect_eval.solver`); the run record
-still needs an agent to name, to report settings, usage and model calls, and to pickle into
-checkpoints. `InspectAgent` is that stand-in: the solver feeds it one `CallRecord` per model
-call. The runner never drives it (`act` refuses with a one-line reason).
+names the driver, its settings, usage and model calls. The solver feeds `InspectDriver` one
+`CallRecord` per model call; the runner never drives it.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from pydantic import Field
 
-from merchantbench.agents.base import AgentOutcome, AgentSettings, BaseAgent
+from merchantbench.agents.base import AgentOutcome, AgentSettings
 from merchantbench.agents.llm.usage import CallRecord, UsageTotals
-from merchantbench.runs.runner import RunError
-from merchantbench.surface import AgentSurface
+from merchantbench.runs.driver import Driver
 
 INSPECT_AGENT = "inspect"
-COMMAND = "inspect eval merchantbench/merchantbench"
 
 
 class InspectSettings(AgentSettings):
@@ -37,11 +34,11 @@ class InspectSettings(AgentSettings):
     compaction_threshold: float = Field(default=0.9, gt=0)
 
 
-class InspectAgent(BaseAgent[InspectSettings]):
-    """The agent of a run played by Inspect's model API (see the module docstring)."""
+class InspectDriver(Driver[InspectSettings]):
+    """The driver of a run played by Inspect's model API (see the module docstring)."""
 
-    name = INSPECT_AGENT
-    Settings: ClassVar[type[AgentSettings]] = InspectSettings
+    name = "inspect"
+    Settings = InspectSettings
 
     def __init__(self, config: InspectSettings | None = None) -> None:
         super().__init__(config)
@@ -52,9 +49,6 @@ class InspectAgent(BaseAgent[InspectSettings]):
 
     def settings(self) -> dict[str, Any]:
         return {"front_end": "inspect", **self.config.model_dump(mode="json")}
-
-    def act(self, surface: AgentSurface) -> None:
-        raise RunError(f"the {INSPECT_AGENT!r} agent plays through `{COMMAND}`, not `run`")
 
     def record_call(self, record: CallRecord) -> None:
         """Count one model call and queue its line for model_calls.jsonl."""
