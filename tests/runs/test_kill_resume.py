@@ -2,7 +2,10 @@
 bytes of an uninterrupted run: `metrics.json`, `trace.jsonl` and every Parquet table (issue 9).
 
 The kills are placed exactly with the test-only kill points (runs/kill_points.py): the child
-process SIGKILLs itself at the N-th trace line or at a named step of the finishing phase.
+process SIGKILLs itself at the N-th trace line or at a named step of the finishing phase. Half
+the killed runs checkpoint after every window, the other half by the default wall-time policy
+(in a run this short: none before it finishes), and every resume uses the default policy: the
+bytes must not depend on when checkpoints were taken.
 """
 
 from __future__ import annotations
@@ -36,9 +39,12 @@ def _command(out: Path) -> list[str]:
             str(out)]  # fmt: skip
 
 
-def _start_killed(out: Path, point: str, cache: Path, resume: bool = False) -> subprocess.Popen:
+def _start_killed(
+    out: Path, point: str, cache: Path, resume: bool = False, every_window: bool = True
+) -> subprocess.Popen:
     env = {**os.environ, "MERCHANTBENCH_CACHE": str(cache), KILL_ENV: point}
-    command = [*_command(out), *(["--resume"] if resume else [])]
+    policy = ["--checkpoint-seconds", "0"] if every_window else []
+    command = [*_command(out), *(["--resume"] if resume else []), *policy]
     return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
@@ -47,8 +53,8 @@ def _kill_all(jobs: list[tuple[Path, str, bool]], cache: Path) -> None:
     SIGKILL (not finish first, not fail)."""
     for start in range(0, len(jobs), PARALLEL):
         started = [
-            (point, _start_killed(out, point, cache, resume))
-            for out, point, resume in jobs[start : start + PARALLEL]
+            (point, _start_killed(out, point, cache, resume, every_window=(start + k) % 2 == 0))
+            for k, (out, point, resume) in enumerate(jobs[start : start + PARALLEL])
         ]
         for point, proc in started:
             _, err = proc.communicate(timeout=300)

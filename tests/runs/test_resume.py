@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -16,7 +17,7 @@ from merchantbench.record import code_version
 from merchantbench.record.checkpoint import CHECKPOINT, read_checkpoint_pins
 from merchantbench.record.manifest import read_manifest
 from merchantbench.record.pins import pins_of_checkpoint, pins_of_record
-from merchantbench.runs.runner import RunError, RunSpec, run_agent
+from merchantbench.runs.runner import CheckpointPolicy, RunError, RunSpec, run_agent
 from merchantbench.scenario import load_scenario
 from merchantbench.session import Session
 
@@ -25,6 +26,13 @@ COMPARED = (
     "daily.parquet", "listings.parquet",
 )  # fmt: skip
 BASE = ("--agent", "rule-based", "--scenario", "smoke", "--seed", "1")  # smoke: 28 windows
+EVERY_10 = CheckpointPolicy(windows=10)  # checkpoints at known windows: 10, 20, ...
+
+
+def run_every_10(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    return run_agent(*args, checkpoints=EVERY_10, **kwargs)
+
+
 STOP_AT = 15  # the checkpoint is from window 10; windows 10-14 are traced after it
 
 
@@ -46,9 +54,9 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("resume")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("MERCHANTBENCH_CACHE", str(root / "cache"))
-        run_agent(_spec(), root / "whole")
+        run_every_10(_spec(), root / "whole")
         with pytest.raises(KeyboardInterrupt):
-            run_agent(_spec(), root / "stopped", on_window=_stop_at(STOP_AT))
+            run_every_10(_spec(), root / "stopped", on_window=_stop_at(STOP_AT))
         yield root
 
 
@@ -122,7 +130,7 @@ def test_a_resume_asking_for_another_run_is_refused_and_changes_nothing(stopped,
 def test_a_checkpoint_of_another_run_is_refused(stopped, runs, tmp_path):
     other = tmp_path / "other"
     with pytest.raises(KeyboardInterrupt):
-        run_agent(_spec(seed=2), other, on_window=_stop_at(12))
+        run_every_10(_spec(seed=2), other, on_window=_stop_at(12))
     shutil.copy(other / CHECKPOINT, stopped / CHECKPOINT)
     before = _files(stopped)
     _refused(_resume_cli(stopped, *BASE), "--seed 1 differs from the checkpoint's seed 2")
@@ -190,7 +198,7 @@ def test_changed_code_is_refused_unless_allowed_and_then_recorded(stopped, runs,
     before = _files(stopped)
     changed = _other_code(monkeypatch)
     with pytest.raises(RunError, match=r"cannot resume: the code .* differs .*--allow-code-change"):
-        run_agent(_spec(), stopped, resume=True)
+        run_every_10(_spec(), stopped, resume=True)
     assert _files(stopped) == before
     result = _resume_cli(stopped, *BASE)
     _refused(result, "pass --allow-code-change")
@@ -208,8 +216,8 @@ def test_changed_code_is_refused_unless_allowed_and_then_recorded(stopped, runs,
 def test_a_second_resume_with_the_allowed_code_needs_no_flag(stopped, runs, monkeypatch):
     _other_code(monkeypatch)
     with pytest.raises(KeyboardInterrupt):  # the allowed resume, interrupted again at window 25
-        run_agent(_spec(), stopped, resume=True, on_window=_stop_at(25), allow_code_change=True)
-    run_agent(_spec(), stopped, resume=True)  # its checkpoint (window 20) ran the new code
+        run_every_10(_spec(), stopped, resume=True, on_window=_stop_at(25), allow_code_change=True)
+    run_every_10(_spec(), stopped, resume=True)  # its checkpoint (window 20) ran the new code
     _same_as_whole(stopped, runs)
     assert len(json.loads((stopped / "run.json").read_text())["code_changes"]) == 1
 
@@ -235,4 +243,4 @@ def test_a_record_without_a_code_pin_is_refused(stopped):
     data["source_sha256"] = None  # as a record written before code was pinned
     (stopped / "run.json").write_text(json.dumps(data))
     with pytest.raises(RunError, match=r"source unknown\); pass --allow-code-change"):
-        run_agent(_spec(), stopped, resume=True)
+        run_every_10(_spec(), stopped, resume=True)

@@ -34,7 +34,13 @@ from merchantbench.cli.common import (
 )
 from merchantbench.money import rmb
 from merchantbench.record.manifest import read_manifest
-from merchantbench.runs.runner import RunError, RunSpec, default_run_dir, run_agent
+from merchantbench.runs.runner import (
+    CheckpointPolicy,
+    RunError,
+    RunSpec,
+    default_run_dir,
+    run_agent,
+)
 from merchantbench.session import Session
 
 
@@ -147,6 +153,14 @@ def run(
         bool,
         typer.Option(help="write transcript.jsonl: each window's observation, each call's answer"),
     ] = True,
+    checkpoint_seconds: Annotated[
+        float,
+        typer.Option(
+            "--checkpoint-seconds",
+            min=0,
+            help="checkpoint after a window once S seconds passed since the last (0: every one)",
+        ),
+    ] = 2.0,
     report: Annotated[bool, typer.Option("--report", help="write the report when done")] = False,
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
     file: ScenarioFile = None,
@@ -214,8 +228,9 @@ def run(
     console = Console(stderr=True)
     try:
         metrics = _run_with_progress(
-            spec, run_dir, resume, progress, console, allow_code_change, transcript
-        )
+            spec, run_dir, resume, progress, console, allow_code_change, transcript,
+            CheckpointPolicy(seconds=checkpoint_seconds),
+        )  # fmt: skip
     except (RunError, CatalogError) as exc:
         fail(str(exc))
     except ModelCallFailed as exc:
@@ -251,6 +266,7 @@ def _run_with_progress(
     console: Console,
     allow_code_change: bool = False,
     transcript: bool = True,
+    checkpoints: CheckpointPolicy | None = None,
 ) -> dict:
     total = spec.scenario.clock.windows
     with Progress(
@@ -271,5 +287,5 @@ def _run_with_progress(
 
         return run_agent(
             spec, run_dir, resume=resume, on_window=on_window, allow_code_change=allow_code_change,
-            transcript=transcript,
+            transcript=transcript, checkpoints=checkpoints,
         )  # fmt: skip
