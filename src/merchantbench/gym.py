@@ -40,7 +40,6 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from merchantbench.catalog.cache import get_market, get_search_index
 from merchantbench.record.sealed import SealedSeed
 from merchantbench.scenario import Scenario, load_scenario
 from merchantbench.seeds import SEALED_FLOOR, SEED_LIMIT
@@ -214,10 +213,7 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         return self._episode.seed
 
     def _open(self, run_seed: int) -> Session:
-        market_seed = run_seed if self.market_seed is None else self.market_seed
-        market = get_market(self.scenario, market_seed, catalog=self.catalog)
-        index = get_search_index(self.scenario, market_seed, market, self.catalog)
-        return Session(self.scenario, market, run_seed, index)
+        return Session.open(self.scenario, run_seed, self.catalog, market_seed=self.market_seed)
 
     def restore(self, blob: bytes) -> None:
         """Restore a `session.snapshot()` (host side; the conformance check's); the next

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from merchantbench.catalog.cache import get_market, get_search_index
 from merchantbench.check.adapter import LedgerReport
 from merchantbench.scenario import Scenario
 from merchantbench.session import Session
@@ -84,6 +83,4 @@ class PythonAdapter:
     run_type: ClassVar[type[PythonRun]] = PythonRun
 
     def open(self, scenario: Scenario, seed: int) -> PythonRun:
-        market = get_market(scenario, seed)
-        index = get_search_index(scenario, seed, market, None)
-        return self.run_type(Session(scenario, market, seed, index))
+        return self.run_type(Session.open(scenario, seed))

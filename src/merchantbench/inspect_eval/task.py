@@ -23,7 +23,7 @@ from inspect_ai.log._samples import sample_active
 from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
 from inspect_ai.solver import TaskState
 
-from merchantbench.inspect_eval.agent import InspectSettings
+from merchantbench.inspect_eval.driver import InspectSettings
 from merchantbench.inspect_eval.solver import COMPACTIONS, RESULT_KEY, play_store
 from merchantbench.metrics.table1 import TABLE1_KEYS
 from merchantbench.scenario import load_scenario
