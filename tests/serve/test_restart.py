@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 from conftest import ADMIN, start_server
 from protocol_client import ProtocolClient, assistant, tool_call
 from script import play_window
@@ -133,3 +134,48 @@ def test_a_run_over_but_not_recorded_is_finished_when_picked_up(tmp_path) -> Non
     assert isinstance(picked, RunHost) and picked.finished
     assert json.loads((runs / "late" / "run.json").read_text())["ended"] == "completed"
     assert picked.summary()["metrics"]["windows"] == 28
+
+
+def test_a_restarted_run_answers_the_protocol_from_its_saved_state(tmp_path) -> None:
+    """The protocol's memory (call ids of the open window, reported usage, registration, the
+    served brief) is the driver's state, saved with the checkpoint as JSON: after a restart a
+    reused call id with another call is still a 409, a usage report still a duplicate."""
+    import asyncio
+
+    from merchantbench.record.checkpoint import load_checkpoint
+    from merchantbench.serve.act import ProtocolError
+    from merchantbench.serve.host import HostSettings, RunHost
+    from merchantbench.serve.registry import RunRegistry
+
+    runs = tmp_path / "runs"
+    host, _ = RunRegistry(runs, ADMIN).create_now(load_scenario("smoke"), 6, HostSettings("r"))
+    usage = {"usage_id": "u1", "token_usage": {"input": 5}}
+
+    async def first() -> None:
+        await host.observation(1.0, nowait=True)
+        await host.register({"agent_id": "agent_0", "model": "m"})
+        await host.act([assistant(tool_call("c1", "query_balance"))], {"input": 3}, None)
+        await host.record_usage(usage)
+
+    asyncio.run(first())
+    host.close()
+    saved = load_checkpoint(runs / "r")
+    assert saved is not None and saved["agent"] is None and "c1" in saved["driver"]
+
+    again = RunRegistry(runs, ADMIN)
+    assert again.load_existing() == ["r"]
+    picked = again.hosts["r"]
+    assert isinstance(picked, RunHost)
+
+    async def second() -> None:
+        packet = await picked.observation(1.0, nowait=True)
+        assert "brief" not in packet and packet["turn_count"] == 1
+        with pytest.raises(ProtocolError) as conflict:
+            await picked.act([assistant(tool_call("c1", "query_products"))], None, None)
+        assert conflict.value.status == 409
+        assert (await picked.record_usage(usage))["duplicate"] is True
+
+    asyncio.run(second())
+    assert picked.protocol.registration == {"agent_id": "agent_0", "model": "m"}
+    assert picked.driver.usage_summary()["act"] == {"input": 3}
+    picked.close()
