@@ -90,7 +90,7 @@ def test_a_driver_s_protocol_state_is_saved_as_json_and_restored(tmp_path) -> No
     life = RunLifecycle.open(spec, tmp_path / "run", driver=driver)
     driver.protocol.registration = {"model": "m"}
     driver.protocol.act_usage = {"input": 7.0}
-    driver.protocol.framework_calls["c1"] = "my_notes"
+    driver.protocol.fingerprints["a1:0:c1"] = "query_balance:{}"
     life.suspend()
     checkpoint = load_checkpoint(tmp_path / "run")
     assert checkpoint is not None and checkpoint["agent"] is None

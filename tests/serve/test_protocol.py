@@ -27,7 +27,7 @@ def fingerprint(host: RunHost) -> tuple[Any, ...]:
     """Everything a refused request must leave as it was."""
     state = host.protocol
     return (host.session.state_hash(), host.session.memory.seq, state.turns,
-            dict(state.framework_calls), dict(state.auxiliary), host.surface.window)  # fmt: skip
+            dict(state.fingerprints), dict(state.auxiliary), host.surface.window)  # fmt: skip
 
 
 def test_schema_lists_the_tools_with_their_openai_schema_and_hash(live: LiveServer) -> None:

@@ -1,6 +1,6 @@
 """The `external` driver: an agent outside our process that reaches its store over the HTTP
 server. The run record names it like an agent (`agent.name` `external`, `driver` `external`);
-what the protocol remembers between windows (registration, turns, the framework calls recorded,
+what the protocol remembers between windows (registration, turns, idempotency fingerprints,
 reported usage) is the driver's `ProtocolState`, which the server keeps and each checkpoint
 saves as JSON, so a restarted server answers the protocol as before."""
 
@@ -39,18 +39,18 @@ class ProtocolState:
 
     registration: dict[str, Any] | None = None
     brief_served: bool = False
-    window: int = 0  # the window `turns` and `framework_calls` belong to
+    window: int = 0  # the window `turns` and `fingerprints` belong to
     turns: int = 0  # accepted /act turns in that window
-    framework_calls: dict[str, str] = field(default_factory=dict)  # call id → tool, recorded
+    fingerprints: dict[str, str] = field(default_factory=dict)  # idempotency key → call
     act_usage: dict[str, float] = field(default_factory=dict)
     auxiliary: dict[str, dict[str, Any]] = field(default_factory=dict)  # usage_id → record
     forced_windows: list[int] = field(default_factory=list)  # closed by the wall-clock limit
 
     def enter(self, window: int) -> None:
-        """Start counting for `window` (turns and framework calls are per window)."""
+        """Start counting for `window` (turns and fingerprints are per window)."""
         if window != self.window:
             self.window, self.turns = window, 0
-            self.framework_calls.clear()
+            self.fingerprints.clear()
 
 
 class ExternalSettings(AgentSettings):

@@ -16,6 +16,7 @@ from merchantbench.serve.act import (
     END_OF_STEP,
     PlannedCall,
     ProtocolError,
+    canonical_arguments,
     plan_calls,
     stale_step,
 )
@@ -169,14 +170,14 @@ class RunHost:
             )
 
     def _check_idempotency(self, env_calls: list[PlannedCall]) -> list[tuple[PlannedCall, str]]:
-        """Key every env call by agent, hour and call id (the tools' idempotency key: a
-        repeated call replays its first outcome); a key the session's idempotency store holds
-        for another call is a conflict, refused before anything of the batch runs."""
-        hour, registry = self.surface.hour, self.session.registry
+        """Key every env call by agent, hour and call id; a key seen with another call is a
+        conflict, refused before anything of the batch runs."""
+        state, hour = self.protocol, self.surface.hour
         keyed = []
         for call in env_calls:
             key = f"{self.settings.agent_id}:{hour}:{call.call_id}"
-            if registry.idempotency_conflict(self.session, call.name, call.arguments, key):
+            fingerprint = f"{call.name}:{canonical_arguments(call.arguments)}"
+            if state.fingerprints.get(key, fingerprint) != fingerprint:
                 raise ProtocolError(
                     409, "idempotency_conflict",
                     f"tool call id {call.call_id} was already used with another call",
@@ -188,13 +189,15 @@ class RunHost:
         self, plan: list[PlannedCall], keyed: list[tuple[PlannedCall, str]]
     ) -> tuple[list[dict[str, Any]], bool]:
         keys = {id(call): key for call, key in keyed}
-        window = self.surface.window
+        state, window = self.protocol, self.surface.window
         results = []
         for call in plan:
             if not call.env:
                 self._record_framework(call)
                 continue
-            result = self.surface.call(call.name, call.arguments, keys[id(call)])
+            key = keys[id(call)]
+            state.fingerprints[key] = f"{call.name}:{canonical_arguments(call.arguments)}"
+            result = self.surface.call(call.name, call.arguments, key)
             results.append(_tool_result(call, result))
             if call.name == END_OF_STEP and (self.surface.over or self.surface.window != window):
                 return results, True
@@ -202,8 +205,9 @@ class RunHost:
 
     def _record_framework(self, call: PlannedCall) -> None:
         # A resent history repeats its framework calls: record each call id once per window.
-        if call.call_id not in self.protocol.framework_calls:
-            self.protocol.framework_calls[call.call_id] = call.name
+        key = f"framework:{call.call_id}"
+        if key not in self.protocol.fingerprints:
+            self.protocol.fingerprints[key] = call.name
             self.surface.record_framework_call(call.name, call.arguments, ok=True)
 
     # --- our JSON API -------------------------------------------------------------------------

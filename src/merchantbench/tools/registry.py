@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 from typing import Any
 
-from merchantbench.tools.calling import prepare, run, run_async
+from merchantbench.tools.calling import run, run_async
 from merchantbench.tools.declare import (
     Tool,
     ToolContext,
@@ -32,7 +32,7 @@ from merchantbench.tools.declare import (
     tool,
 )
 from merchantbench.tools.describe import ToolDescription, describe_tool
-from merchantbench.tools.errors import IDEMPOTENCY_CONFLICT, UNKNOWN_TOOL, failure
+from merchantbench.tools.errors import UNKNOWN_TOOL, failure
 
 
 class ToolRegistry:
@@ -205,25 +205,6 @@ class ToolRegistry:
         if declared is None or (declared.optional and name not in self._enabled):
             return self._unknown_tool(name)
         return run(ctx, declared, args, idempotency_key)
-
-    def idempotency_conflict(
-        self,
-        ctx: ToolContext,
-        name: str,
-        args: Mapping[str, Any] | str | None,
-        idempotency_key: str,
-    ) -> dict[str, Any] | None:
-        """The `idempotency_conflict` refusal `call` would give, without running anything: the
-        key was already used for another call (another tool or other arguments). None if the
-        call would not be refused for that (it may still be refused for something else).
-        A front end checks a whole batch with it before running any call of it."""
-        declared = self._declared.get(name) if isinstance(name, str) else None
-        if declared is None or not self.is_active(declared.name):
-            return None
-        answer = prepare(ctx, declared, args, idempotency_key)
-        if not isinstance(answer, dict) or answer.get("ok", True):
-            return None  # it would run, or replay its first outcome
-        return answer if (answer.get("error") or {}).get("code") == IDEMPOTENCY_CONFLICT else None
 
     async def call_async(
         self,
