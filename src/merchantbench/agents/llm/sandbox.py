@@ -111,6 +111,14 @@ def bwrap_version(bwrap: str) -> tuple[int, ...]:
     return tuple(int(part) for part in found.groups() if part is not None) if found else ()
 
 
+def user_namespace_flags(bwrap: str) -> list[str]:
+    """A user namespace of the sandbox's own, in which no further one can be made: bubblewrap's
+    `--disable-userns` came with version 0.8; an older one gets the namespace alone."""
+    if bwrap_version(bwrap) >= (0, 8):
+        return ["--unshare-user", "--disable-userns"]
+    return ["--unshare-user"]
+
+
 def protected_paths() -> list[Path]:
     """Host paths a snippet must never see, even inside a directory it is given."""
     paths = [cache_root(), Path.cwd(), Path(tempfile.gettempdir())]
@@ -269,9 +277,7 @@ class CodeRunner:
         argv += ["--unshare-cgroup-try", "--hostname", "sandbox", "--die-with-parent"]
         argv += ["--new-session", "--seccomp", str(seccomp_fd)]
         if os.geteuid() != 0:
-            # --disable-userns came with bubblewrap 0.8; before it, the filter alone refuses.
-            argv += ["--unshare-user"]
-            argv += ["--disable-userns"] if bwrap_version(bwrap) >= (0, 8) else []
+            argv += user_namespace_flags(bwrap)  # (where too old, the filter alone refuses)
         argv += self._runtime_mounts(lib) + ["--dev", "/dev"]
         argv += ["--perms", "1777", "--size", str(self.limits.scratch_bytes)]
         argv += ["--tmpfs", SCRATCH_DIR, "--symlink", SCRATCH_DIR, "/tmp", "--chdir", SCRATCH_DIR]

@@ -177,9 +177,10 @@ class ExecutionCgroup:
 
     def join_command(self, argv: list[str]) -> list[str]:
         """`argv` run by a shell that first moves itself into this cgroup, or exits
-        `JOIN_FAILED_EXIT` saying `JOIN_FAILED`."""
+        `JOIN_FAILED_EXIT` saying `JOIN_FAILED`. The shell adds nothing to the environment
+        (`PWD` would be its one addition)."""
         script = (
-            'while [ "$1" != -- ]; do { echo 0 > "$1"; } 2>/dev/null || '
+            'unset PWD; while [ "$1" != -- ]; do { echo 0 > "$1"; } 2>/dev/null || '
             f'{{ echo "{JOIN_FAILED}" >&2; exit {JOIN_FAILED_EXIT}; }}; shift; done; shift; '
             'exec "$@"'
         )
