@@ -281,6 +281,9 @@ class CodeRunner:
         argv += self._runtime_mounts(lib) + ["--dev", "/dev"]
         argv += ["--perms", "1777", "--size", str(self.limits.scratch_bytes)]
         argv += ["--tmpfs", SCRATCH_DIR, "--symlink", SCRATCH_DIR, "/tmp", "--chdir", SCRATCH_DIR]
+        # bwrap's root and /dev are tmpfs without a size, which the sandbox's uid owns when
+        # it is not root: read-only, so that /scratch is the one place a snippet can write.
+        argv += ["--remount-ro", "/dev", "--remount-ro", "/"]
         env = {**sandbox_env(SCRATCH_DIR), "PATH": f"{SANDBOX_PREFIX}/bin"}
         env["LD_LIBRARY_PATH"] = SANDBOX_SYSLIB
         return [*argv, "--clearenv", *(a for k, v in env.items() for a in ("--setenv", k, v))]
