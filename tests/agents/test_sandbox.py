@@ -572,15 +572,16 @@ def test_a_memfd_bomb_is_refused_and_host_shared_memory_stays_bounded():
 
 
 @needs_bwrap
-def test_system_v_shared_memory_is_refused():
+def test_system_v_shared_memory_and_message_queues_are_refused():
     code = (
         "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
         "ids = [libc.shmget(0, 64 << 20, 0o1600) for _ in range(20)]\n"  # IPC_PRIVATE|IPC_CREAT
-        "[ids, ctypes.get_errno()]"
+        "errors = [ctypes.get_errno()]\nids += [libc.msgget(0, 0o1600) for _ in range(20)]\n"
+        "[ids, errors + [ctypes.get_errno()]]"
     )
     execution = run(code)
     assert execution.error_code is None, execution.stderr
-    assert execution.result == [[-1] * 20, errno.EPERM]
+    assert execution.result == [[-1] * 40, [errno.EPERM, errno.EPERM]]
 
 
 NEW_USER_NAMESPACE = """

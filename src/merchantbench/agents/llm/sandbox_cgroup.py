@@ -221,8 +221,10 @@ class ExecutionCgroup:
             return pids
         for pid in pids:
             try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
+                # (still ours: a pid read from cgroup.procs may have ended and been reused)
+                if self.memory_dir.name in Path(f"/proc/{pid}/cgroup").read_text():
+                    os.kill(pid, signal.SIGKILL)
+            except (FileNotFoundError, ProcessLookupError):
                 pass
         return pids
 

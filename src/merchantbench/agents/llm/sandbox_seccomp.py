@@ -4,7 +4,8 @@ It refuses what would let a snippet escape its limits, and allows everything els
 
 - `memfd_create` and `memfd_secret` (EPERM): a memfd's pages are shared memory that no
   process's address space limit counts (80 memfds of 15 MiB held 1.2 GB of host memory that no
-  process owned); `shmget` (EPERM) for the same reason with System V shared memory;
+  process owned); `shmget` and `msgget` (EPERM) for the same reason with System V shared
+  memory and message queues (16 KiB a queue, 32,000 queues);
 - a new user namespace (EPERM): `unshare` or `clone` with `CLONE_NEWUSER`, and any `setns`.
   `clone3` passes its flags in memory a filter cannot read, so it answers ENOSYS, on which the C
   library falls back to `clone` (threads, `fork` and `posix_spawn` keep working);
@@ -54,6 +55,7 @@ _TABLES = {
         {
             "clone": 56,
             "shmget": 29,
+            "msgget": 68,
             "unshare": 272,
             "setns": 308,
             "memfd_create": 319,
@@ -61,12 +63,13 @@ _TABLES = {
             "memfd_secret": 447,
         },
         x32=True,
-    ),  # fmt: skip
+    ),
     "aarch64": _Table(
         0xC00000B7,
         {
             "clone": 220,
             "shmget": 194,
+            "msgget": 186,
             "unshare": 97,
             "setns": 268,
             "memfd_create": 279,
@@ -74,11 +77,12 @@ _TABLES = {
             "memfd_secret": 447,
         },
         x32=False,
-    ),  # fmt: skip
+    ),
 }
 _MACHINE_ALIASES = {"amd64": "x86_64", "arm64": "aarch64"}
 
 REFUSED = {"memfd_create": errno.EPERM, "memfd_secret": errno.EPERM, "shmget": errno.EPERM}
+REFUSED |= {"msgget": errno.EPERM}
 REFUSED |= {"setns": errno.EPERM, "clone3": errno.ENOSYS}
 """Calls refused outright, with the errno they answer."""
 NO_NEW_USER_NAMESPACE = ("clone", "unshare")
