@@ -801,3 +801,27 @@ def test_the_hermes_agents_confinement_forbids_new_user_namespaces(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["-1", str(errno.ENOSPC)]  # bubblewrap's --disable-userns
+
+
+@needs_bwrap
+@pytest.mark.skipif(sandbox.cgroup_support()[0] is None, reason="no cgroup can be made here")
+def test_a_cancelled_execution_leaves_no_process_and_no_cgroup():
+    parents = sandbox.cgroup_support()[0]
+    mine = f"{sandbox_cgroup.PREFIX}{os.getpid()}-"
+
+    def cgroups() -> list[Path]:
+        return [p for p in parents.pids.iterdir() if p.name.startswith(mine)]
+
+    async def cancelled() -> None:
+        task = asyncio.create_task(CodeRunner(limits=FAST).run("import time\ntime.sleep(60)"))
+        for _ in range(2000):  # bounded: until the snippet's cgroup exists
+            if cgroups() or task.done():
+                break
+            await asyncio.sleep(0.01)
+        assert cgroups() and not task.done()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancelled())
+    assert cgroups() == [] and leftover_processes() == []

@@ -223,6 +223,10 @@ class CodeRunner:
             if cgroup is not None:
                 await cgroup.close()
             return Execution(error_code="sandbox_failed", error_message=f"cannot start: {exc}")
+        except BaseException:  # cancelled while starting: no cgroup outlives its snippet
+            if cgroup is not None:
+                await asyncio.shield(cgroup.close())
+            raise
         finally:
             if seccomp_fd >= 0:
                 os.close(seccomp_fd)
