@@ -9,6 +9,7 @@ import errno
 import os
 import site
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -825,3 +826,16 @@ def test_a_cancelled_execution_leaves_no_process_and_no_cgroup():
 
     asyncio.run(cancelled())
     assert cgroups() == [] and leftover_processes() == []
+
+
+@needs_bwrap
+@pytest.mark.skipif(sandbox.cgroup_support()[0] is None, reason="no cgroup can be made here")
+def test_without_the_filter_the_cgroup_alone_contains_the_memfd_bomb(monkeypatch):
+    allow_all = struct.pack("=HBBI", 0x06, 0, 0, 0x7FFF0000)  # BPF: return ALLOW
+    monkeypatch.setattr(sandbox, "seccomp_program", lambda: allow_all)
+    limits = SandboxLimits(memory_bytes=256 << 20, wall_seconds=60)
+    execution, grown_mib = run_watching_shared_memory(MEMFD_BOMB, CodeRunner(limits=limits))
+    assert execution.error_code == "memory_limit", (execution.error_code, execution.stderr)
+    held = [int(line) for line in execution.stdout.split()]
+    assert held and held[-1] * 15 < 256  # memfds made before the kernel stopped it
+    assert grown_mib < 300, f"host shared memory grew by {grown_mib} MiB"
