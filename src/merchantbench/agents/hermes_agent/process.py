@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from merchantbench.agents.hermes_agent.env import HermesEnv
-from merchantbench.agents.llm.sandbox import find_bwrap
+from merchantbench.agents.llm.sandbox import find_bwrap, user_namespace_flags
 
 SERVER_NAME = "merchantbench"
 WORKER = Path(__file__).with_name("worker.py")
@@ -102,6 +102,7 @@ def command(
     if bwrap is None:
         raise HermesProcessError("bubblewrap (bwrap) is not installed: apt-get install bubblewrap")
     argv = [bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net"]
+    argv += user_namespace_flags(bwrap)  # its capabilities, if any, stay inside; no nested one
     # /tmp first: trees under /tmp (tests) must stay visible over the tmpfs.
     argv += ["--die-with-parent", "--new-session", "--tmpfs", "/tmp", "--ro-bind", "/usr", "/usr"]
     for top in ("bin", "lib", "lib64", "sbin"):
