@@ -42,10 +42,11 @@ class HermesProcessError(RuntimeError):
     """The Hermes process could not start or answered nothing usable."""
 
 
-def write_config(home: Path, mcp_url: str, tool_timeout: float) -> None:
+def write_config(home: Path, mcp_url: str, tool_timeout: float, code_timeout: int) -> None:
     """Hermes' own config.yaml: our MCP server (the token is never on disk: the worker
     puts it in its environment for the MCP discovery, then removes it)
-    with its tools only, and Hermes' own tools set for a sandbox nobody watches."""
+    with its tools only, and Hermes' own tools set for a sandbox nobody watches; one run of
+    its code tool is killed after `code_timeout` seconds (Hermes' default: 300)."""
     lines = [
         "mcp_servers:",
         f"  {SERVER_NAME}:",
@@ -63,6 +64,7 @@ def write_config(home: Path, mcp_url: str, tool_timeout: float) -> None:
         f'  cwd: "{home}"',
         "code_execution:",
         "  mode: strict",  # Hermes' interpreter, a temporary directory of the private /tmp
+        f"  timeout: {int(code_timeout)}",
         # No one answers approval prompts (the sandbox is the safeguard), and tirith, Hermes'
         # command scanner, would try to download itself.
         "approvals:",
@@ -71,6 +73,12 @@ def write_config(home: Path, mcp_url: str, tool_timeout: float) -> None:
         "  tirith_enabled: false",
     ]
     (home / "config.yaml").write_text("\n".join(lines) + "\n")
+
+
+def terminal_limits(seconds: int) -> dict[str, str]:
+    """Hermes' terminal tool's limits (read from its environment, not config.yaml, when Hermes
+    runs without its CLI): a command's default and largest foreground time, in seconds."""
+    return {"TERMINAL_TIMEOUT": str(seconds), "TERMINAL_MAX_FOREGROUND_TIMEOUT": str(seconds)}
 
 
 def process_env(home: Path, env: HermesEnv, settings: dict[str, str]) -> dict[str, str]:
