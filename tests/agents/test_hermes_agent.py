@@ -265,6 +265,40 @@ def test_hermes_tools_reach_nothing_hidden(tmp_path, monkeypatch, hermes_env):
     assert _files_containing(_home(meta), secret) == []
 
 
+def test_hermes_own_tools_keep_the_time_limit_the_driver_set(tmp_path, monkeypatch, hermes_env):
+    # Hermes' defaults: 300 s for a snippet, 180 s for a command (600 s when asked).
+    config = "$HERMES_HOME/config.yaml"
+    asks = [
+        _reply("execute_code", code="import time\ntime.sleep(30)\nprint('SLEPT')"),
+        _reply("terminal", command="sleep 30; echo SLEPT"),
+        _reply("terminal", command="sleep 30; echo SLEPT", timeout=60),
+        _reply("terminal", command=f"echo 'code_execution: {{timeout: 999}}' >> {config}"),
+        _reply(MCP + "end_of_step"),
+    ]
+
+    def policy(request: dict) -> dict:
+        done = len(_window_tools(request))
+        return asks[done] if done < len(asks) else {"content": "done", "tool_calls": []}
+
+    monkeypatch.setenv("MB_TEST_HERMES_KEY", KEY)
+    with ScriptedServer(policy) as server:
+        settings = {"model": "scripted", "base_url": server.base_url, "code_timeout_seconds": 3}
+        settings["api_key_env"] = "MB_TEST_HERMES_KEY"
+        spec = RunSpec(
+            "hermes-agent", load_scenario("smoke", overrides=["clock.days=1"]), 1, settings
+        )
+        run_agent(spec, tmp_path / "run")
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert meta["ended"] == "completed" and meta["agent"]["settings"]["code_timeout_seconds"] == 3
+    seen = _tool_results(server.requests)
+    assert "SLEPT" not in seen
+    assert "Script timed out after 3s" in seen and "Command timed out after 3s" in seen
+    assert "Foreground timeout 60s exceeds the maximum of 3s" in seen
+    # Nor can Hermes raise its limits: its config.yaml is read-only in the sandbox.
+    assert "config.yaml: Read-only file system" in seen
+    assert "999" not in (_home(meta) / "config.yaml").read_text()
+
+
 class _Killer:
     """The store policy, except that the `at`-th request kills the run's process."""
 

@@ -6,11 +6,10 @@ run inside too), talking to this run's surface only through our MCP server and t
 only through our recorder (`gateway.py`). One Hermes conversation runs through the year: each
 window the driver sends the observation as a user message; Hermes works with its tools until
 it calls `end_of_step` or stops answering with tools; a window it leaves open is closed and
-recorded as forced. The window ends when its `end_of_step` succeeds, whatever the model does
-next: Hermes may make one more model call (to end its turn in words); if that asks for any
-tool, the worker stops Hermes' loop (`worker.WindowGuard`), and calls after `end_of_step`
-run nothing (`gateway.WindowRun`). Hermes' own memory, skills, todo list and context
-compression do the rest.
+recorded as forced. The window and Hermes' turn end when its `end_of_step` succeeds, whatever
+the model would do next: the worker stops Hermes' loop before its next model call or tool
+(`worker.WindowGuard`), and a call that still comes runs nothing (`gateway.WindowRun`).
+Hermes' own memory, skills, todo list and context compression do the rest.
 
 Checkpoints pickle the driver without its process and servers. On resume the store continues
 from its checkpoint and Hermes restarts in the same private home: its memory, skills and
@@ -70,8 +69,8 @@ class HermesAgentSettings(AgentSettings):
         version: The `hermes-agent` release to install and run.
         toolsets: Hermes' own toolsets to turn on, among `CONFINED_TOOLSETS` (those of
             `SANDBOXED_TOOLSETS` only with `confine`).
-        max_iterations: Hermes' tool-calling iterations per window (model calls before
-            `end_of_step`; after it, at most one more: see the module docstring).
+        max_iterations: Hermes' tool-calling iterations (model calls) per window; none
+            follows a successful `end_of_step` (see the module docstring).
         code_timeout_seconds: Time limit of one run of Hermes' code tool (`execute_code`)
             and of one terminal command in the foreground, in seconds.
         window_timeout_seconds: A window Hermes has not finished by then is closed (forced)

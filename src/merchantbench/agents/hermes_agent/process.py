@@ -1,15 +1,15 @@
 """The Hermes process: its private home, its confinement, and the JSON-lines protocol.
 
-The process runs `worker.py` with the interpreter of Hermes' own environment, in a private
-home (`HERMES_HOME` and `HOME`, holding config.yaml, memory, skills and Hermes' session store)
-and with an environment made from nothing: no variable of ours, no provider key (it talks to
-the driver's server with a token, sent over stdin). Under bubblewrap its file system is only
-the system's `/usr`, the two interpreter trees read-only, its home writable and a private
-`/tmp`, so
-neither Hermes nor any of its tools (terminal and code execution included: they are its
-child processes) can see the run directory, the market cache or our checkout. Its network
-namespace is its own (loopback only): the one way out is the driver's Unix socket, which
-`forwarder.py`, the sandbox's entry command, offers Hermes on `127.0.0.1:SANDBOX_PORT`.
+The process runs `worker.py` with the interpreter of Hermes' own environment, in a private home
+(`HERMES_HOME` and `HOME`, holding config.yaml, memory, skills and Hermes' session store) and
+with an environment made from nothing: no variable of ours, no provider key (it talks to the
+driver's server with a token, sent over stdin). Under bubblewrap its file system is only the
+system's `/usr`, the two interpreter trees read-only, its home writable (but for its
+config.yaml, the driver's settings and limits) and a private `/tmp`, so neither Hermes nor any
+of its tools (terminal and code execution included: they are its child processes) can see the
+run directory, the market cache or our checkout. Its network namespace is its own (loopback
+only): the one way out is the driver's Unix socket, which `forwarder.py`, the sandbox's entry
+command, offers Hermes on `127.0.0.1:SANDBOX_PORT`.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ FORWARDER = Path(__file__).with_name("forwarder.py")
 SANDBOX_SOCKET_DIR = "/run/merchantbench"
 SANDBOX_PORT = 8765
 SOCKET_NAME = "gateway.sock"
+CONFIG_NAME = "config.yaml"  # Hermes' own settings file, in its home
 _TOKEN_VAR = "MB_MCP_TOKEN"
 
 
@@ -72,7 +73,7 @@ def write_config(home: Path, mcp_url: str, tool_timeout: float, code_timeout: in
         "security:",
         "  tirith_enabled: false",
     ]
-    (home / "config.yaml").write_text("\n".join(lines) + "\n")
+    (home / CONFIG_NAME).write_text("\n".join(lines) + "\n")
 
 
 def terminal_limits(seconds: int) -> dict[str, str]:
@@ -117,6 +118,10 @@ def command(
     for tree in {Path(sys.base_prefix).resolve(), env.root}:
         argv += ["--ro-bind", str(tree), str(tree)]
     argv += ["--bind", str(home), str(home), "--bind", str(socket_dir), SANDBOX_SOCKET_DIR]
+    # The driver's settings (MCP server, tool time limits, approvals) stay as written: Hermes'
+    # own tools can write anywhere in its home but here.
+    config = str(home / CONFIG_NAME)
+    argv += ["--ro-bind", config, config]
     argv += ["--proc", "/proc", "--dev", "/dev", "--chdir", str(home), "--clearenv"]
     argv += [a for k, v in variables.items() for a in ("--setenv", k, v)]
     socket_path = f"{SANDBOX_SOCKET_DIR}/{SOCKET_NAME}"

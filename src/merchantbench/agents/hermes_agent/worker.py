@@ -13,11 +13,12 @@ conversation for the whole run and speaks JSON lines with the driver:
 A window's turn ends when the window does (`WindowGuard`): as soon as an answer of our MCP
 server says the window is closed (its `end_of_step` succeeded), the guard stops Hermes' loop
 with `AIAgent.interrupt` (Hermes' own stop). The loop checks it before every model call and
-every further tool of the batch, so no model call and no tool runs after the close, whatever
-the model would have done next. `closed` in the reply says whether the window closed during
-the turn. Our server answering a call (even with a refusal) is proof it is reachable, so the
-guard also clears Hermes' MCP circuit breaker, which would otherwise count three refusals in
-a row (a model's mistakes) as a dead server and fail every call for a minute.
+every further tool of the batch, so no model call and no tool starts after the close, whatever
+the model would have done next (tools Hermes ran at once with `end_of_step`, in one parallel
+batch, found the window closed: nothing of theirs ran). `closed` in the reply says whether the
+window closed during the turn. Our server answering a call (even with a refusal) is proof it is
+reachable, so the guard also clears Hermes' MCP circuit breaker, which would otherwise count
+three refusals in a row (a model's mistakes) as a dead server and fail every call for a minute.
 
 The protocol runs over the worker's original stdout; Hermes' own prints go to stderr, so they
 can never corrupt a reply. Configuration comes from the environment the driver builds:
