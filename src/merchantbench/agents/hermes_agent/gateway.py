@@ -41,8 +41,8 @@ from merchantbench.surface import AgentSurface
 MCP_PATH = "/mcp"
 MODEL_PREFIX = "/v1"
 WINDOW_CLOSED = (
-    "this window is closed: nothing more runs in it. Reply in one line, without tools; the "
-    "next window's observation comes as the next message."
+    "this window is closed: nothing more runs in it. The next window's observation comes as "
+    "the next message."
 )
 
 

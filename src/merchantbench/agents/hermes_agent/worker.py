@@ -7,7 +7,7 @@ conversation for the whole run and speaks JSON lines with the driver:
     driver -> {"token": "<the driver's per-process token>"}   first, once
     driver -> {"turn": "<observation text>"}          one window
     worker -> {"framework_call": {"tool", "args", "ok", "error"}}   as Hermes' own tools finish
-    worker -> {"done": true, "final": "...", "error": null, "closed": true}
+    worker -> {"done": true, "final": "...", "error": null}
     driver -> {"quit": true}                           (or EOF) to end
 
 A window's turn ends when the window does (`WindowGuard`): as soon as an answer of our MCP
@@ -15,10 +15,10 @@ server says the window is closed (its `end_of_step` succeeded), the guard stops 
 with `AIAgent.interrupt` (Hermes' own stop). The loop checks it before every model call and
 every further tool of the batch, so no model call and no tool starts after the close, whatever
 the model would have done next (tools Hermes ran at once with `end_of_step`, in one parallel
-batch, found the window closed: nothing of theirs ran). `closed` in the reply says whether the
-window closed during the turn. Our server answering a call (even with a refusal) is proof it is
-reachable, so the guard also clears Hermes' MCP circuit breaker, which would otherwise count
-three refusals in a row (a model's mistakes) as a dead server and fail every call for a minute.
+batch, found the window closed: nothing of theirs ran). Our server answering a call (even with
+a refusal) is proof it is reachable, so the guard also clears Hermes' MCP circuit breaker,
+which would otherwise count three refusals in a row (a model's mistakes) as a dead server and
+fail every call for a minute.
 
 The protocol runs over the worker's original stdout; Hermes' own prints go to stderr, so they
 can never corrupt a reply. Configuration comes from the environment the driver builds:
@@ -159,15 +159,13 @@ def main():
             result = agent.run_conversation(request["turn"], conversation_history=history)
         except Exception as exc:  # the driver closes the window and records why
             error = f"{type(exc).__name__}: {exc}"[:300]
-            reply = {"done": True, "final": None, "error": error}
-            out.write(json.dumps({**reply, "closed": guard.closed}) + "\n")
+            out.write(json.dumps({"done": True, "final": None, "error": error}) + "\n")
             continue
         history = list(result.get("messages") or history)
         reply = {
             "done": True,
             "final": result.get("final_response"),
             "error": result.get("error"),
-            "closed": guard.closed,
         }
         out.write(json.dumps(reply, default=str) + "\n")
 
