@@ -147,6 +147,31 @@ def test_a_model_that_never_answers_in_words_ends_each_window_at_its_end_of_step
     assert len(records) == len(server.requests) == meta["llm_usage"]["calls"]
 
 
+def test_a_model_that_never_ends_its_window_is_bounded_by_max_iterations(
+    tmp_path, monkeypatch, hermes_env
+):
+    # It calls query_balance after every result and never end_of_step: each turn ends when
+    # Hermes' iteration budget does (plus Hermes' one summary request, which offers no tools),
+    # and the driver closes the window.
+    def policy(request: dict) -> dict:
+        if not request.get("tools"):
+            return {"content": "summary"}
+        return _reply(MCP + "query_balance")
+
+    monkeypatch.setenv("MB_TEST_HERMES_KEY", KEY)
+    with ScriptedServer(policy) as server:
+        settings = {"model": "scripted", "base_url": server.base_url, "max_iterations": 4}
+        settings["api_key_env"] = "MB_TEST_HERMES_KEY"
+        scenario = load_scenario("smoke", overrides=["clock.days=1"])
+        run_agent(RunSpec("hermes-agent", scenario, 1, settings), tmp_path / "run")
+    trace = [json.loads(x) for x in (tmp_path / "run" / "trace.jsonl").read_text().splitlines()]
+    closes = [e for e in trace if e["tool"] == "end_of_step"]
+    assert [e["window"] for e in closes] == [0, 1] and all(e["forced"] for e in closes)
+    assert [e["window"] for e in trace if e["tool"] == "query_balance"] == [0] * 4 + [1] * 4
+    assert len(server.requests) == 2 * (4 + 1)
+    assert sum(1 for r in server.requests if not r.get("tools")) == 2
+
+
 def _snooping_policy(targets: dict[str, str]):
     """Asks Hermes' own tools for what lies outside its home (files of the run directory and
     the market cache, our environment, the host network), then ends each window."""
