@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from merchantbench.agents.llm.client import ModelCallFailed
+from merchantbench.agents.load import resolve_agent_name
 from merchantbench.agents.registry import (
     AgentConfigError,
     agent_entry,
@@ -124,11 +125,20 @@ def _agent_settings(
         fail(str(exc))
     except (TypeError, ValueError) as exc:
         fail(f"agent {agent!r}: {exc}")
+    except Exception as exc:  # an agent of your own may raise anything when it is built
+        fail(f"agent {agent!r}: building it failed: {type(exc).__name__}: {exc}")
     return settings
 
 
 def run(
-    agent: Annotated[str, typer.Option("--agent", "-a", help="agent (see --list-agents)")] = "",
+    agent: Annotated[
+        str,
+        typer.Option(
+            "--agent",
+            "-a",
+            help="agent (see --list-agents), or your own: MODULE:CLASS or FILE.py:CLASS",
+        ),
+    ] = "",
     scenario: ScenarioName = "paper",
     seed: RunSeedOption = None,
     sealed: SealedOption = False,
@@ -180,6 +190,7 @@ def run(
     if list_agents:
         for name in agent_names():
             typer.echo(f"{name:<12} {agent_entry(name).summary}")
+        typer.echo(f"{'MODULE:CLASS':<12} your own BaseAgent subclass (or FILE.py:CLASS)")
         return
     if not agent:
         fail(f"--agent is required; choose from {', '.join(agent_names())}")
@@ -191,8 +202,11 @@ def run(
         spec = RunSpec(agent, sc, run_seed_, catalog=catalog, sealed=secret)
         _run_external(spec, out, resume, serve_host, serve_port)
         return
-    if agent not in agent_names():
-        fail(f"unknown agent {agent!r}; choose from {', '.join(agent_names())}")
+    try:
+        agent = resolve_agent_name(agent)  # your own agent: loaded and checked here
+        agent_entry(agent)
+    except AgentConfigError as exc:
+        fail(str(exc))
     sc = scenario_from_options(scenario, file, set_, days)
     llm_options = {
         "model": model,

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from merchantbench.agents.load import agent_label
 from merchantbench.catalog.cache import get_market
 from merchantbench.catalog.market import Market
 from merchantbench.metrics import load_run_record
@@ -82,7 +83,7 @@ def plan_grid(
     agents: Sequence[str], seeds: Sequence[int], ablation_seeds: Sequence[int] = ()
 ) -> list[GridRun]:
     """The main grid (every agent on every seed) and the expert's ablations."""
-    runs = [GridRun(agent, agent, seed) for agent in agents for seed in seeds]
+    runs = [GridRun(agent_label(agent), agent, seed) for agent in agents for seed in seeds]
     runs += [
         GridRun(a.label, "expert", s, tuple(sorted(a.settings.items())))
         for a in ABLATIONS

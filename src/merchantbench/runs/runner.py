@@ -15,6 +15,7 @@ from typing import Any, TextIO
 
 import merchantbench
 from merchantbench.agents.base import BaseAgent
+from merchantbench.agents.load import agent_label
 from merchantbench.agents.registry import agent_entry, make_agent
 from merchantbench.catalog.cache import get_market, get_search_index
 from merchantbench.record.checkpoint import (
@@ -95,7 +96,7 @@ def _commitment(spec: RunSpec) -> str | None:
 def default_run_dir(spec: RunSpec, root: Path = Path("runs")) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     label = "sealed" if spec.sealed is not None else seed_label(spec.seed)
-    base = root / f"{spec.agent}-{spec.scenario.name}-{label}-{stamp}"
+    base = root / f"{agent_label(spec.agent)}-{spec.scenario.name}-{label}-{stamp}"
     path, n = base, 1
     while path.exists():
         n += 1
