@@ -30,7 +30,10 @@ class Lister(BaseAgent[ListerSettings]):
             self.days += 1
             found = surface.call("search_products", {"query": keyword, "sort": "price_asc"})
             items = [
-                {"product_id": row["product_id"], "sale_price": round(row["price"] * self.config.markup, 2)}
+                {
+                    "product_id": row["product_id"],
+                    "sale_price": round(row["price"] * self.config.markup, 2),
+                }
                 for row in rows_of(found)
                 if row["stock"] == "in_stock"
             ][:2]

@@ -166,7 +166,7 @@ def resolve_agent_name(name: str, base: Path | None = None) -> str:
     return resolved
 
 
-def agent_label(name: str) -> str:
+def agent_slug(name: str) -> str:
     """A short label of an agent for directory names and tables: a built-in's name, or the
     class name of a target."""
     return name.rpartition(":")[2].rpartition(".")[2] if is_target(name) else name

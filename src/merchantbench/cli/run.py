@@ -238,7 +238,9 @@ def run(
     stop_reason = read_manifest(run_dir).stop_reason
     if stop_reason:
         console.print(f"stopped early: {stop_reason}")
-    typer.echo(json.dumps({k: metrics[k] for k in _HEADLINE}, ensure_ascii=False))
+    from merchantbench.metrics.table1 import HEADLINE_METRICS
+
+    typer.echo(json.dumps({k: metrics[k] for k in HEADLINE_METRICS}, ensure_ascii=False))
     if report:
         from merchantbench.report import write_report
 
@@ -252,9 +254,6 @@ def _run_external(spec: RunSpec, out: Path | None, resume: bool, host: str, port
     if resume and out is None:
         fail("--resume needs --out DIR, the run directory to continue")
     serve_run(spec, out or default_run_dir(spec), resume, host, port)
-
-
-_HEADLINE = ("final_net_assets", "gmv", "orders", "net_profit_margin", "fines", "swr")
 
 
 def _run_with_progress(

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from merchantbench.agents.llm.models import ModelConfigError, entry_max_concurrency
-from merchantbench.agents.load import AgentConfigError, agent_label, resolve_agent_name
+from merchantbench.agents.load import AgentConfigError, agent_slug, resolve_agent_name
 from merchantbench.agents.registry import agent_entry
 from merchantbench.record.files import atomic_write_json
 from merchantbench.record.sealed import SEED_FILE, read_sealed
@@ -122,7 +122,7 @@ def _configurations(sweep: SweepFile, base: Path) -> list[tuple[str, str, dict[s
             agent_entry(agent)
         except AgentConfigError as exc:
             raise SweepPlanError(str(exc)) from None
-        configs.append((axis.label or agent_label(agent), agent, dict(axis.settings)))
+        configs.append((axis.label or agent_slug(agent), agent, dict(axis.settings)))
     if sweep.models and sweep.models_file is None:
         raise SweepPlanError("models: needs models_file, the file holding those entries")
     for model in sweep.models:
