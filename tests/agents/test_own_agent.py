@@ -83,8 +83,8 @@ def _files(run_dir: Path) -> dict[str, bytes]:
     [
         ("nowhere_pkg.agents:Mine", (), "no module named 'nowhere_pkg'"),
         ("own_agent:Missing", (), "module own_agent has no attribute 'Missing'"),
-        ("own_agent:NotAnAgent", (), "NotAnAgent is not a BaseAgent subclass (it is a class"),
-        ("own_agent:rows_of", (), "rows_of is not a BaseAgent subclass (it is a function)"),
+        ("own_agent:NotAnAgent", (), "NotAnAgent is a class but not a BaseAgent subclass"),
+        ("own_agent:rows_of", (), "rows_of is a function, not a BaseAgent subclass"),
         ("{tmp}/absent.py:Lister", (), "absent.py not found"),
         ("{tmp}/broken.py:Lister", (), "broken.py failed: RuntimeError: no agent here"),
         ("own_agent:Peeker", (), "only built-in agents may be privileged"),

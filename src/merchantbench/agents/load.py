@@ -121,10 +121,8 @@ def load_class(name: str) -> type[BaseAgent]:
             raise AgentConfigError(f"agent {name!r}: {where} has no attribute {part!r}")
         found = getattr(found, part)
     if not (isinstance(found, type) and issubclass(found, BaseAgent)):
-        kind = type(found).__name__ if not isinstance(found, type) else f"class {found.__name__}"
-        raise AgentConfigError(
-            f"agent {name!r}: {target.attr} is not a BaseAgent subclass (it is a {kind})"
-        )
+        kind = "a class but" if isinstance(found, type) else f"a {type(found).__name__},"
+        raise AgentConfigError(f"agent {name!r}: {target.attr} is {kind} not a BaseAgent subclass")
     settings = getattr(found, "Settings", None)
     if not (isinstance(settings, type) and issubclass(settings, AgentSettings)):
         raise AgentConfigError(
