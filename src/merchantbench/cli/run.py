@@ -190,7 +190,6 @@ def run(
     if list_agents:
         for name in agent_names():
             typer.echo(f"{name:<12} {agent_entry(name).summary}")
-        typer.echo(f"{'MODULE:CLASS':<12} your own BaseAgent subclass (or FILE.py:CLASS)")
         return
     if not agent:
         fail(f"--agent is required; choose from {', '.join(agent_names())}")
