@@ -106,8 +106,9 @@ def _extensions(host: str) -> list:
     dashboard of the runs directory at / (docs/http.md)."""
     from merchantbench.serve.dashboard_mount import dashboard_extension
     from merchantbench.serve.mcp_mount import mcp_extension
+    from merchantbench.web.app import web_extension
 
-    return [mcp_extension(host), dashboard_extension()]
+    return [mcp_extension(host), dashboard_extension(web_extension)]
 
 
 def serve_run(spec: RunSpec, run_dir: Path, resume: bool, host: str, port: int) -> None:
