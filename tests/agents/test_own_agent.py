@@ -20,6 +20,14 @@ from merchantbench.agents.load import AgentConfigError, resolve_agent_name
 from merchantbench.agents.registry import agent_entry, check_settings, make_agent
 from merchantbench.cli import app
 from merchantbench.record.manifest import read_manifest
+from merchantbench.record.schema import (
+    DAILY_FILE,
+    METRICS_FILE,
+    ORDERS_FILE,
+    PARQUET_SCHEMAS,
+    TRACE_FILE,
+    TRANSCRIPT_FILE,
+)
 from merchantbench.runs.calibrate import plan_grid, run_grid
 from merchantbench.runs.identity import identity_key, run_identity
 from merchantbench.runs.runner import RunSpec, run_agent
@@ -31,10 +39,7 @@ from merchantbench.sweeps.spec import parse_sweep_text
 
 MODULE = "own_agent:Lister"
 SOURCE = Path(own_agent.__file__)
-COMPARED = (
-    "metrics.json", "trace.jsonl", "transcript.jsonl", "timeseries.parquet", "orders.parquet",
-    "daily.parquet", "listings.parquet",
-)  # fmt: skip
+COMPARED = (METRICS_FILE, TRACE_FILE, TRANSCRIPT_FILE, *PARQUET_SCHEMAS)
 STOP_AT = 15  # smoke has 28 windows; the checkpoint is from window 10
 
 
@@ -137,11 +142,11 @@ def test_the_record_names_it_so_that_it_is_found_again(tmp_path, monkeypatch):
     assert by_file.agent.name == f"{tmp_path / 'mine.py'}:Lister"  # absolute: found from anywhere
     assert by_module.agent.settings == {"markup": 1.8, "keywords": ["bag", "lamp", "mug"]}
     assert by_module.agent.source_sha256 and by_file.agent.source_sha256
-    for name in ("trace.jsonl", "orders.parquet", "daily.parquet"):  # the same code, the same run
+    for name in (TRACE_FILE, ORDERS_FILE, DAILY_FILE):  # the same code, the same run
         assert (tmp_path / "by-module" / name).read_bytes() == (
             tmp_path / "by-file" / name
         ).read_bytes()
-    orders = json.loads((tmp_path / "by-module" / "metrics.json").read_text())["orders"]
+    orders = json.loads((tmp_path / "by-module" / METRICS_FILE).read_text())["orders"]
     assert orders > 0  # it really played
 
 
