@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Protocol
 
 from merchantbench.catalog.cache import get_market
+from merchantbench.record.schema import RUN_FILE
 from merchantbench.runs.identity import write_identity
 from merchantbench.sweeps.budget import Result, RunGate
 from merchantbench.sweeps.plan import SweepRun
-from merchantbench.sweeps.state import progress_path, run_state, set_aside
+from merchantbench.sweeps.state import FAILURE_FILE, progress_path, run_state, set_aside
 from merchantbench.sweeps.worker import execute_group_async, execute_run
 
 
@@ -69,11 +70,11 @@ def prepare(
             continue
         if state.status == "stale":
             set_aside(run_dir)
-        resume = state.status in ("killed", "failed") and (run_dir / "run.json").is_file()
+        resume = state.status in ("killed", "failed") and (run_dir / RUN_FILE).is_file()
         if not resume:
             shutil.rmtree(run_dir, ignore_errors=True)
             write_identity(run_dir, run.identity())
-        (run_dir / "failure.json").unlink(missing_ok=True)
+        (run_dir / FAILURE_FILE).unlink(missing_ok=True)
         progress_path(run, sweep_dir).unlink(missing_ok=True)
         todo.append(Todo(run, resume))
     return todo

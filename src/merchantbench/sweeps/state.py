@@ -18,7 +18,7 @@ from typing import Any, Literal
 from merchantbench.money import rmb
 from merchantbench.record.files import atomic_write_json
 from merchantbench.record.manifest import ManifestError, read_manifest
-from merchantbench.record.schema import MODEL_CALLS_FILE
+from merchantbench.record.schema import METRICS_FILE, MODEL_CALLS_FILE, RUN_FILE
 from merchantbench.runs.identity import identity_path, same_identity
 from merchantbench.session import Session
 from merchantbench.sweeps.plan import SweepRun
@@ -50,7 +50,7 @@ def run_state(run: SweepRun, sweep_dir: Path) -> RunState:
         meta = read_manifest(run_dir)
     except ManifestError:
         return RunState("new")  # killed before its record was written: start it again
-    if meta.ended in FINISHED and (run_dir / "metrics.json").is_file():
+    if meta.ended in FINISHED and (run_dir / METRICS_FILE).is_file():
         return RunState("done")
     if meta.ended == "error":
         return RunState("failed", meta.error)
@@ -70,7 +70,7 @@ def set_aside(run_dir: Path) -> Path:
 
 def record_failure(run_dir: Path, error: str) -> None:
     """Note why a run failed when the runner could not record it in run.json."""
-    if (run_dir / "run.json").is_file():
+    if (run_dir / RUN_FILE).is_file():
         return  # the runner wrote the failure there
     atomic_write_json(run_dir / FAILURE_FILE, {"error": error})
 
