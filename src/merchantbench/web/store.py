@@ -9,7 +9,6 @@ every closed window is checkpointed, and a restarted server continues where the 
 
 from __future__ import annotations
 
-import re
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -22,37 +21,58 @@ from merchantbench.record.schema import METRICS_FILE
 from merchantbench.record.sealed import read_sealed
 from merchantbench.runs.runner import RunSpec, RunWriter
 from merchantbench.scenario import Scenario
+from merchantbench.surface import StoreStatus
 from merchantbench.tools.toolset import END_OF_STEP
 from merchantbench.web.human import HUMAN_ORIGIN, HumanAgent, HumanSettings
 
 HISTORY_FILE = "web-history.json"  # what the pages drew so far (public numbers only)
-_NET = re.compile(r"Net assets: (-?[\d,]+\.\d\d) RMB")
-_RATING = re.compile(r"Store rating: (\d+\.\d\d)")
-_PLACED = re.compile(r"(\d+) placed")
 
 
 @dataclass(frozen=True)
 class WindowPoint:
-    """The public numbers at the opening of one window, as its observation states them."""
+    """The public numbers at the opening of one window, from its store status."""
 
     window: int
     day: int
     hour: int
     net_assets: float
     rating: float
-    orders: int  # orders placed so far
+    orders: int  # customer orders placed so far
+
+    @classmethod
+    def of(cls, status: StoreStatus) -> WindowPoint:
+        return cls(
+            status.window,
+            status.day,
+            status.hour_of_day,
+            status.net_assets,
+            status.rating,
+            status.orders_placed,
+        )
 
 
-def read_observation_numbers(text: str) -> tuple[float, float, int]:
-    """Net assets, rating and orders placed since the last window, read off an observation."""
-    net = _NET.search(text)
-    rating = _RATING.search(text)
-    placed = _PLACED.search(text.split("\n\n")[0])
-    return (
-        float(net.group(1).replace(",", "")) if net else 0.0,
-        float(rating.group(1)) if rating else 0.0,
-        int(placed.group(1)) if placed else 0,
+def stale_window(window: int, open_window: int) -> dict[str, Any]:
+    """The answer to closing a window that is not the open one."""
+    message = (f"that action was for window {window + 1}, which is not open: window "
+               f"{open_window + 1} is (nothing was done)")  # fmt: skip
+    return {"ok": False, "error": {"code": "window_closed", "message": message}}
+
+
+def clock_of(status: StoreStatus) -> dict[str, Any]:
+    """The page's clock: its numbers and the line it shows (the page draws nothing itself)."""
+    window = min(status.window, status.windows_total) + 1
+    text = (
+        f"Day {status.day}, {status.hour_of_day:02d}:00 · window {window} of "
+        f"{status.windows_total} · {status.windows_left} windows left"
     )
+    return {
+        "day": status.day,
+        "hour": status.hour_of_day,
+        "window": window,
+        "windows_total": status.windows_total,
+        "windows_left": status.windows_left,
+        "text": text,
+    }
 
 
 class PlayStore:
@@ -105,26 +125,18 @@ class PlayStore:
     def over(self) -> bool:
         return self.metrics is not None or self.surface.over
 
-    def clock(self) -> dict[str, int]:
-        hour, total = self.surface.hour, self.surface.windows_total
-        window = min(self.surface.window, total)
-        return {
-            "day": hour // 24 + 1,
-            "hour": hour % 24,
-            "window": window + 1,
-            "windows_total": total,
-            "windows_left": max(total - window, 0),
-        }
-
     def state(self) -> dict[str, Any]:
-        """Everything the page shows besides tool answers: clock, observation, history."""
+        """Everything the page shows besides tool answers: clock, store status, observation,
+        history."""
         with self.lock:
+            status = self.surface.status()
             observation = "" if self.over else self.surface.observation()
-            net_assets = read_observation_numbers(observation)[0] if observation else None
+            net_assets = None if self.over else status.net_assets
             if self.over and self.metrics:
                 net_assets = self.metrics.get("final_net_assets")
             return {
-                "clock": self.clock(),
+                "clock": clock_of(status),
+                "store": status.to_json(),
                 "net_assets": net_assets,
                 "observation": observation,
                 "history": [asdict(p) for p in self.history],
@@ -140,11 +152,17 @@ class PlayStore:
         return self.surface.tool_schemas()
 
     # --- what the person does ---------------------------------------------------------------------
-    def call(self, tool: str, args: Any, key: str | None = None) -> dict[str, Any]:
-        """One tool call through the surface; `end_of_step` closes the window."""
+    def call(
+        self, tool: str, args: Any, key: str | None = None, window: int | None = None
+    ) -> dict[str, Any]:
+        """One tool call through the surface; `end_of_step` closes the window. `window`: the
+        window (0-based) the person's action was made in; closing a window that is no longer
+        open (a double click, a retry after a lost answer) is refused and changes nothing."""
         with self.lock:
             if self.over:
                 return {"ok": False, "error": {"code": "run_over", "message": "the run has ended"}}
+            if tool == END_OF_STEP and window is not None and window != self.surface.window:
+                return stale_window(window, self.surface.window)
             self.paused = False
             window = self.surface.window
             result = self.surface.call(tool, args, key)
@@ -181,11 +199,7 @@ class PlayStore:
         window = self.surface.window
         if self.history and self.history[-1].window >= window:
             return
-        net, rating, placed = read_observation_numbers(self.surface.observation())
-        before = self.history[-1].orders if self.history else 0
-        hour = self.surface.hour
-        point = WindowPoint(window, hour // 24 + 1, hour % 24, net, rating, before + placed)
-        self.history.append(point)
+        self.history.append(WindowPoint.of(self.surface.status()))
         self._save_history()
 
     def _save_history(self) -> None:
