@@ -269,7 +269,11 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         surface = self._session.surface
         status = surface.status()
         self._net_assets_fen = fen(status.net_assets)
-        info = {"brief": surface.brief(), "tool_schemas": surface.tool_schemas(), **self._clock(status)}
+        info = {
+            "brief": surface.brief(),
+            "tool_schemas": surface.tool_schemas(),
+            **self._clock(status),
+        }
         return self._observe(status), info
 
     def step(

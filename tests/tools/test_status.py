@@ -3,15 +3,15 @@ definition; only what the agent already sees; free of calls and of the trace."""
 
 from __future__ import annotations
 
+from store_market import OPENING_LISTINGS, ok
+from store_market import new_session as new_store
+
 from frontend_script import (
     action_script,
     assert_status_states,
     new_session,
     scan,
 )
-from store_market import OPENING_LISTINGS, ok
-from store_market import new_session as new_store
-
 from merchantbench.catalog.hidden import hidden_names_in
 from merchantbench.money import fen
 from merchantbench.surface import StoreStatus

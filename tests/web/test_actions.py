@@ -43,7 +43,9 @@ def env_calls(run_dir: Path, tool: str) -> list[dict[str, Any]]:
 
 def wait_window(page: Any, n: int) -> None:
     """The page shows window n (1-based) and is idle."""
-    page.wait_for_function(f"document.querySelector('#clock').textContent.includes('window {n} of')")
+    page.wait_for_function(
+        f"document.querySelector('#clock').textContent.includes('window {n} of')"
+    )
     page.wait_for_function("document.body.classList.contains('busy') === false")
 
 
@@ -84,7 +86,9 @@ def test_a_double_click_on_end_window_closes_one_window(tmp_path: Path, browser)
         # The first click's answer arrives before the second click: the window on screen has
         # moved on, yet the second click repeats the first action (same key, same window).
         click_twice_with_the_answer_in_between(
-            page, "#end-window", "document.querySelector('#clock').textContent.includes('window 3 of')"
+            page,
+            "#end-window",
+            "document.querySelector('#clock').textContent.includes('window 3 of')",
         )
         page.wait_for_selector("#status:text('end of step: that action was for window 2')")
         assert store.surface.window == 2

@@ -8,17 +8,17 @@ import stat
 from pathlib import Path
 
 from fastapi.testclient import TestClient
-from frontend_script import assert_status_states
 from typer.testing import CliRunner
 
+from frontend_script import assert_status_states
 from merchantbench.catalog.cache import get_market, get_search_index
 from merchantbench.cli import app as cli
 from merchantbench.scenario import load_scenario
 from merchantbench.session import Session
-from merchantbench.web.app import create_web_app
-from merchantbench.web.room import PARTICIPANTS_FILE, PlayRoom
 from merchantbench.tools.toolset import build_registry
+from merchantbench.web.app import create_web_app
 from merchantbench.web.forms import DEFAULT_PRICE_MULTIPLE, page_config
+from merchantbench.web.room import PARTICIPANTS_FILE, PlayRoom
 
 SCENARIO = load_scenario("smoke", overrides=["clock.days=2"])
 
@@ -138,5 +138,7 @@ def test_the_page_takes_the_servers_config(tmp_path: Path) -> None:
                       "end_of_step"}  # fmt: skip
     assert config["window_closer"] == "end_of_step" and config["window"] == 0
     assert config["default_price_multiple"] == DEFAULT_PRICE_MULTIPLE
-    capped = page_config(registry, load_scenario("smoke", ["demand.max_price_multiple_of_cost=1.5"]))
+    capped = page_config(
+        registry, load_scenario("smoke", ["demand.max_price_multiple_of_cost=1.5"])
+    )
     assert capped["default_price_multiple"] == 1.5
