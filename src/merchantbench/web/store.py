@@ -61,9 +61,10 @@ def stale_window(window: int, open_window: int) -> dict[str, Any]:
 def clock_of(status: StoreStatus) -> dict[str, Any]:
     """The page's clock: its numbers and the line it shows (the page draws nothing itself)."""
     window = min(status.window, status.windows_total) + 1
+    left = status.windows_left
     text = (
         f"Day {status.day}, {status.hour_of_day:02d}:00 · window {window} of "
-        f"{status.windows_total} · {status.windows_left} windows left"
+        f"{status.windows_total} · {left} window{'' if left == 1 else 's'} left"
     )
     return {
         "day": status.day,
