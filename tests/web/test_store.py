@@ -99,7 +99,7 @@ def test_the_pages_numbers_are_the_store_status(tmp_path: Path) -> None:
         clock = state["clock"]
         assert clock["text"] == (
             f"Day {status.day}, {status.hour_of_day:02d}:00 · window {status.window + 1} of "
-            f"{status.windows_total} · {status.windows_left} windows left"  # 27 of 28 and more
+            f"{status.windows_total} · {status.windows_left} windows left"  # never 1 here
         )
         store.end_window()
     assert orders > 0
