@@ -38,12 +38,15 @@ def _summary(outcome: SweepOutcome, console: Console) -> None:
     console.print(
         f"finished {len(outcome.finished)} · skipped (done before) {len(outcome.skipped)} · "
         f"failed {len(outcome.failed)} · not retried {len(outcome.not_retried)} · "
-        f"not started {len(outcome.not_started)}"
+        f"damaged {len(outcome.damaged)} · not started {len(outcome.not_started)}"
     )
     for name, reason in {**outcome.not_retried, **outcome.failed}.items():
         console.print(f"failed: {name}: {reason}", markup=False)
-    if outcome.not_retried:
-        console.print("run again with --retry-failed to retry the failed runs")
+    for name, reason in outcome.damaged.items():
+        console.print(f"damaged (kept as it is): {name}: {reason}", markup=False)
+    if outcome.not_retried or outcome.damaged:
+        console.print("run again with --retry-failed to retry the failed runs and set damaged "
+                      "records aside")  # fmt: skip
     if outcome.budget_reason:
         console.print(f"stopped starting runs: {outcome.budget_reason}", markup=False)
 
@@ -75,13 +78,18 @@ def sweep(
     console = Console(stderr=True)
     try:
         outcome = run_sweep(spec, file.parent, sweep_dir, chosen, retry_failed,
-                            console if progress else None)  # fmt: skip
+                            console if progress else None, on_set_aside=_notice)  # fmt: skip
     except SweepPlanError as exc:
         fail(str(exc))
     _summary(outcome, console)
     console.print(f"sweep: {sweep_dir} (index: {sweep_dir / INDEX_FILE})")
-    if outcome.failed or outcome.not_retried:
+    if outcome.failed or outcome.not_retried or outcome.damaged:
         raise typer.Exit(1)
+
+
+def _notice(name: str, target: Path, reason: str) -> None:
+    """A record moved aside, said at once on stderr (the summary repeats it)."""
+    typer.echo(f"notice: {name}: record moved aside to {target} ({reason})", err=True)
 
 
 def leaderboard(
