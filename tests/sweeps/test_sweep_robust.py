@@ -144,15 +144,29 @@ def _poll(condition, seconds: float) -> bool:
     return condition()
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
-@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
-def test_killing_the_driver_ends_its_workers(tmp_path: Path, how: signal.Signals):
+def _sweep_command(tmp_path: Path) -> list[str]:
     path = tmp_path / "sweep.yaml"
     path.write_text("name: t\nscenarios: [smoke]\nseeds: [1, 2, 3, 4, 5, 6]\n"
                     "agents: [{agent: rule-based, label: rb}]\n")  # fmt: skip
+    return ["sweep", str(path), "--out", str(tmp_path / "out"), "--jobs", "2", "--no-progress"]
+
+
+def _calibrate_command(tmp_path: Path) -> list[str]:
+    return ["calibrate", "--scenario", "smoke", "--agents", "rule-based,expert", "--seeds", "3",
+            "--ablation-seeds", "0", "--jobs", "2", "--root", str(tmp_path / "runs"),
+            "--out", str(tmp_path / "calibration.md")]  # fmt: skip
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+@pytest.mark.parametrize(
+    ("command", "how"),
+    [(_sweep_command, signal.SIGKILL), (_sweep_command, signal.SIGTERM),
+     (_calibrate_command, signal.SIGKILL)],
+    ids=["sweep-SIGKILL", "sweep-SIGTERM", "calibrate-SIGKILL"],
+)  # fmt: skip
+def test_killing_the_driver_ends_its_workers(tmp_path: Path, command, how: signal.Signals):
     driver = subprocess.Popen(
-        [sys.executable, "-m", "merchantbench.cli", "sweep", str(path), "--out",
-         str(tmp_path / "out"), "--jobs", "2", "--no-progress"],
+        [sys.executable, "-m", "merchantbench.cli", *command(tmp_path)],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
     workers: set[int] = set()

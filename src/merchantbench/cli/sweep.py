@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from merchantbench.cli.common import fail
+from merchantbench.cli.common import fail, writable_dir
 from merchantbench.sweeps.execute import Executor, LocalExecutor, SweepOutcome
 from merchantbench.sweeps.index import INDEX_FILE, read_index
 from merchantbench.sweeps.leaderboard import LEADERBOARD_COLUMNS, leaderboard_rows
@@ -18,6 +18,7 @@ from merchantbench.sweeps.plan import SweepPlanError
 from merchantbench.sweeps.spec import SweepFileError, load_sweep_file
 
 DEFAULT_ROOT = Path("sweeps")
+MAX_JOBS = 256  # worker processes; more is a typo (each worker holds a market, ~130 MB idle)
 
 
 def _executor(kind: str, jobs: int, address: str | None) -> Executor:
@@ -67,13 +68,14 @@ def sweep(
     """Run a grid of agents × models × harnesses × scenarios × seeds; resumable."""
     from merchantbench.sweeps.driver import run_sweep
 
-    if jobs < 1:
-        fail("--jobs must be at least 1")
+    if not 1 <= jobs <= MAX_JOBS:
+        fail(f"--jobs must lie between 1 and {MAX_JOBS}, not {jobs}")
     try:
         spec = load_sweep_file(file)
     except SweepFileError as exc:
         fail(str(exc))
     sweep_dir = out or DEFAULT_ROOT / spec.name
+    writable_dir(sweep_dir, "--out")
     chosen = _executor(executor, jobs, address)
     console = Console(stderr=True)
     try:
@@ -118,5 +120,7 @@ def sweep_report(sweep_dir: Path, out: Path | None) -> None:
 
     if not (sweep_dir / INDEX_FILE).is_file():
         fail(f"{sweep_dir} has no {INDEX_FILE}: run the sweep first")
+    if out is not None:
+        writable_dir(out, "--out")
     path = write_sweep_report(sweep_dir, out)
     typer.echo(f"report: {path} (and report.md, table1.csv, runs.csv beside it)")

@@ -3,7 +3,8 @@
 The local executor (the default) runs CPU agents in `jobs` worker processes (which end with the
 driver: `merchantbench.runs.pool`) and every LLM run in the driver's own event loop, under the
 sweep's `max_concurrency` and each models-file entry's `max_concurrency`, so dozens of model
-runs wait on their endpoints together without a thread or process each. The Ray executor (`merchantbench.sweeps.ray_executor`) takes the same `Todo`s.
+runs wait on their endpoints together without a thread or process each. The Ray executor
+(`merchantbench.sweeps.ray_executor`) takes the same `Todo`s.
 """
 
 from __future__ import annotations
