@@ -23,11 +23,15 @@ from merchantbench.sweeps.report import write_sweep_report
 from merchantbench.sweeps.spec import parse_sweep_text
 from merchantbench.sweeps.state import read_set_aside
 
-SWEEP = 'scenarios: [{name: smoke, set: ["clock.days=3"]}]\nagents: [{agent: rule-based, label: rb}]\n'
+SWEEP = (
+    'scenarios: [{name: smoke, set: ["clock.days=3"]}]\nagents: [{agent: rule-based, label: rb}]\n'
+)
 
 
 def _tree(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
 
 
 def _sweep(tmp_path: Path, **options) -> object:
@@ -184,3 +188,38 @@ def test_killing_the_driver_ends_its_workers(tmp_path: Path, command, how: signa
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
         driver.wait()
+
+
+def test_sigterm_leaves_llm_runs_resumable_not_failed(tmp_path: Path):
+    """The driver's own LLM runs, stopped by SIGTERM, are `interrupted` and resume by
+    themselves on the next invocation (no --retry-failed needed)."""
+    from merchantbench.agents.llm.scripted_policy import store_policy
+    from merchantbench.agents.llm.scripted_server import ScriptedServer
+
+    with ScriptedServer(store_policy) as server:
+        (tmp_path / "models.toml").write_text(
+            f'[m]\nbase_url = "{server.base_url}"\nmodel = "scripted"\n'
+        )
+        path = tmp_path / "sweep.yaml"
+        path.write_text("name: t\nmodels_file: models.toml\nmodels: [m]\nharnesses: [react]\n"
+                        'scenarios: [{name: smoke, set: ["clock.days=30"]}]\n'
+                        "seeds: [1, 2]\n")  # fmt: skip
+        args = [sys.executable, "-m", "merchantbench.cli", "sweep", str(path), "--out",
+                str(tmp_path / "out"), "--no-progress"]  # fmt: skip
+        driver = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            progress = tmp_path / "out" / "progress"
+            assert _poll(lambda: progress.is_dir() and any(progress.rglob("*.json")), 240)
+            driver.send_signal(signal.SIGTERM)
+            driver.wait(timeout=60)
+        finally:
+            if driver.poll() is None:
+                driver.kill()
+                driver.wait()
+        assert driver.returncode == 130
+        ended = [json.loads(p.read_text())["ended"] for p in tmp_path.rglob("run.json")]
+        assert "interrupted" in ended and set(ended) <= {"interrupted", None}  # never "error"
+        again = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    statuses = {r["status"] for r in read_index(tmp_path / "out")}
+    assert statuses == {"done"}
