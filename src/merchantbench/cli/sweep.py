@@ -12,7 +12,7 @@ from rich.table import Table
 
 from merchantbench.cli.common import fail, writable_dir
 from merchantbench.sweeps.execute import Executor, LocalExecutor, SweepOutcome
-from merchantbench.sweeps.index import INDEX_FILE, read_index
+from merchantbench.sweeps.index import INDEX_FILE, SweepIndexError, read_index
 from merchantbench.sweeps.leaderboard import LEADERBOARD_COLUMNS, leaderboard_rows
 from merchantbench.sweeps.plan import SweepPlanError
 from merchantbench.sweeps.spec import SweepFileError, load_sweep_file
@@ -122,5 +122,8 @@ def sweep_report(sweep_dir: Path, out: Path | None) -> None:
         fail(f"{sweep_dir} has no {INDEX_FILE}: run the sweep first")
     if out is not None:
         writable_dir(out, "--out")
-    path = write_sweep_report(sweep_dir, out)
+    try:
+        path = write_sweep_report(sweep_dir, out)
+    except SweepIndexError as exc:
+        fail(str(exc))
     typer.echo(f"report: {path} (and report.md, table1.csv, runs.csv beside it)")
