@@ -229,3 +229,38 @@ def test_sigterm_leaves_llm_runs_resumable_not_failed(tmp_path: Path):
     assert again.returncode == 0, again.stderr
     statuses = {r["status"] for r in read_index(tmp_path / "out")}
     assert statuses == {"done"}
+
+
+DRIVER = """
+import os, sys, threading, time
+from merchantbench.runs.pool import worker_pool
+
+def main():
+    with worker_pool(2) as pool:  # made off the main thread: the watchdog alone ties workers
+        pids = {pool.submit(os.getpid).result() for _ in range(8)}
+        futures = [pool.submit(time.sleep, 600) for _ in range(2)]
+        print(" ".join(map(str, sorted(pids))), flush=True)
+        futures[0].result()
+
+thread = threading.Thread(target=main)
+thread.start()
+thread.join()
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_the_watchdog_alone_ends_workers_of_a_killed_driver(tmp_path: Path):
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER], stdout=subprocess.PIPE, text=True)
+    workers: set[int] = set()
+    try:
+        line = driver.stdout.readline()  # type: ignore[union-attr]
+        workers = {int(p) for p in line.split()}
+        assert workers and all(_alive(w) for w in workers)
+        os.kill(driver.pid, signal.SIGKILL)
+        driver.wait(timeout=30)
+        assert _poll(lambda: not any(_alive(w) for w in workers), 10), "workers outlived it"
+    finally:
+        for pid in [driver.pid, *workers]:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        driver.wait()

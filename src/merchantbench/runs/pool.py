@@ -4,9 +4,9 @@
 them, however it ends:
 
 - killed outright (SIGKILL, the OOM killer): on Linux each worker asks the kernel for SIGKILL
-  when its parent dies (`prctl(PR_SET_PDEATHSIG)`); everywhere, a watchdog thread in each worker
-  checks once a second that its parent is still the one it started under and that the driver is
-  alive, and exits otherwise;
+  when its parent dies (`prctl(PR_SET_PDEATHSIG)`, for a pool used from the main thread, as the
+  CLI's are); everywhere, a watchdog thread in each worker checks once a second that its parent
+  is still the one it started under and that the driver is alive, and exits otherwise;
 - SIGTERM or Ctrl-C: while the pool is open, SIGTERM in the driver raises `KeyboardInterrupt`
   as Ctrl-C does; leaving the pool by any exception terminates the workers (SIGTERM, then
   SIGKILL after `GRACE_SECONDS`) instead of waiting for their runs to finish.
@@ -61,10 +61,15 @@ def _watch(parent: int, driver: int) -> None:
         time.sleep(WATCH_SECONDS)
 
 
-def tie_to_driver(driver: int) -> None:
-    """A pool worker's initializer: end this process when `driver` (or its parent) ends."""
+def tie_to_driver(driver: int, from_main_thread: bool) -> None:
+    """A pool worker's initializer: end this process when `driver` (or its parent) ends.
+
+    Linux sends the parent-death signal when the *thread* that forked the worker ends, so it is
+    asked for only when the pool lives in the driver's main thread; the watchdog always runs.
+    """
     parent = os.getppid()
-    _die_with_parent()
+    if from_main_thread:
+        _die_with_parent()
     if parent == 1 or not _alive(driver):  # the driver died before prctl took effect
         os._exit(1)
     threading.Thread(target=_watch, args=(parent, driver), name="driver-watch", daemon=True).start()
@@ -106,7 +111,9 @@ def _terminate(pool: ProcessPoolExecutor) -> None:
 def worker_pool(jobs: int) -> Iterator[ProcessPoolExecutor]:
     """A process pool of `jobs` workers tied to this process (module docstring)."""
     pool = ProcessPoolExecutor(
-        max_workers=max(jobs, 1), initializer=tie_to_driver, initargs=(os.getpid(),)
+        max_workers=max(jobs, 1),
+        initializer=tie_to_driver,
+        initargs=(os.getpid(), threading.current_thread() is threading.main_thread()),
     )
     with _sigterm_interrupts():
         try:
