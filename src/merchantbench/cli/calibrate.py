@@ -16,7 +16,8 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from merchantbench.agents.registry import agent_names
+from merchantbench.agents.load import AgentConfigError, resolve_agent_name
+from merchantbench.agents.registry import agent_entry
 from merchantbench.cli.common import (
     ScenarioName,
     SetOption,
@@ -52,7 +53,9 @@ def calibrate(
         int, typer.Option(help="seeds per agent (1 … seeds)", min=1, max=MAX_SEEDS)
     ] = 3,
     scenario: ScenarioName = "paper",
-    agents: Annotated[str, typer.Option(help="comma-separated agents")] = ",".join(DEFAULT_AGENTS),
+    agents: Annotated[
+        str, typer.Option(help="comma-separated agents (yours too: MODULE:CLASS, FILE.py:CLASS)")
+    ] = ",".join(DEFAULT_AGENTS),
     out: Annotated[Path, typer.Option(help="the calibration document")] = Path(
         "docs/calibration.md"
     ),
@@ -65,10 +68,14 @@ def calibrate(
     set_: SetOption = None,
 ) -> None:
     """Run agents × seeds (and the expert's ablations) and write the calibration document."""
-    names = [a.strip() for a in agents.split(",") if a.strip()]
-    unknown = sorted(set(names) - set(agent_names()))
-    if unknown:
-        fail(f"unknown agents {', '.join(unknown)}; choose from {', '.join(agent_names())}")
+    names = []
+    for given in (a.strip() for a in agents.split(",") if a.strip()):
+        try:
+            name = resolve_agent_name(given)  # your own agent: loaded and checked here
+            agent_entry(name)
+        except AgentConfigError as exc:
+            fail(str(exc))
+        names.append(name)
     if not names:
         fail("--agents names no agent")
     if len(set(names)) != len(names):

@@ -10,6 +10,7 @@ from typing import Annotated, NoReturn
 import typer
 
 from merchantbench.record.manifest import ManifestError, read_manifest
+from merchantbench.record.schema import RUN_FILE
 from merchantbench.record.sealed import SealedError, SealedSeed, read_sealed
 from merchantbench.scenario import Scenario, ScenarioError, load_scenario
 from merchantbench.seeds import SeedError, check_seed
@@ -80,7 +81,7 @@ def run_seed(
     """
     if sealed and seed is not None:
         fail("--sealed draws the seed; give --seed or --sealed, not both")
-    if resume and out is not None and (out / "run.json").is_file():
+    if resume and out is not None and (out / RUN_FILE).is_file():
         try:
             meta = read_manifest(out)
         except ManifestError as exc:

@@ -15,7 +15,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 import merchantbench
 from merchantbench.money import rmb
@@ -55,12 +63,22 @@ class MarketRef(_Part):
 
 
 class AgentRef(_Part):
-    """The agent's registered name, its settings (never a secret), and whether it was handed
-    the hidden market (the oracle)."""
+    """The agent's registered name (or, for an agent from outside the package, its
+    `module:Class` or absolute `file.py:Class`), its settings (never a secret), whether it was
+    handed the hidden market (the oracle), and the hash of an outside agent's code
+    (record/agent_code.py; not written for built-in agents, whose code the package hash covers)."""
 
     name: str
     settings: dict[str, Any]
     privileged: bool = False
+    source_sha256: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_builtin_source(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("source_sha256") is None:
+            data.pop("source_sha256", None)
+        return data
 
 
 class CodeChange(_Part):
@@ -166,6 +184,9 @@ class RunManifest(BaseModel):
         """The record of a run that starts now: of `seed`, or of a sealed seed known only by
         its `seed_commitment` (then `seed` is None)."""
         money = scenario.money
+        code = current_code(agent.name)
+        if code.agent_source_sha256 is not None:
+            agent = agent.model_copy(update={"source_sha256": code.agent_source_sha256})
         return cls(
             scenario=ScenarioRef(
                 name=scenario.name, version=scenario.version, hash=scenario.content_hash
@@ -178,7 +199,7 @@ class RunManifest(BaseModel):
             tool_schema_sha256=tool_schema_sha256,
             package_version=merchantbench.__version__,
             git_commit=git_commit,
-            source_sha256=current_code().source_sha256,
+            source_sha256=code.source_sha256,
             python=platform.python_version(),
             initial_net_assets=rmb(money.initial_balance_fen + money.initial_deposit_fen),
             started=_now(),
@@ -206,7 +227,11 @@ class RunManifest(BaseModel):
         """The code the run continues with: that of its start, or of its last allowed change."""
         if self.code_changes:
             return self.code_changes[-1].after
-        return CodeVersion(package_version=self.package_version, source_sha256=self.source_sha256)
+        return CodeVersion(
+            package_version=self.package_version,
+            source_sha256=self.source_sha256,
+            agent_source_sha256=self.agent.source_sha256,
+        )
 
     def record_code_change(self, before: CodeVersion, after: CodeVersion, window: int) -> None:
         """A resume continues the state `before` wrote, at `window`, with the code `after`. A

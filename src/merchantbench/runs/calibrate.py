@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from merchantbench.agents.load import agent_slug
 from merchantbench.catalog.cache import get_market
 from merchantbench.catalog.market import Market
 from merchantbench.metrics import load_run_record
@@ -32,6 +33,7 @@ from merchantbench.metrics.record import RunRecord, is_one_of
 from merchantbench.metrics.table1 import TABLE1_KEYS
 from merchantbench.money import rmb
 from merchantbench.record.manifest import ManifestError, read_manifest
+from merchantbench.record.schema import METRICS_FILE
 from merchantbench.runs.aside import clear_for_start, holds_a_record, move_aside
 from merchantbench.runs.identity import run_identity, same_identity, write_identity
 from merchantbench.runs.pool import worker_pool
@@ -85,7 +87,7 @@ def plan_grid(
     agents: Sequence[str], seeds: Sequence[int], ablation_seeds: Sequence[int] = ()
 ) -> list[GridRun]:
     """The main grid (every agent on every seed) and the expert's ablations."""
-    runs = [GridRun(agent, agent, seed) for agent in agents for seed in seeds]
+    runs = [GridRun(agent_slug(agent), agent, seed) for agent in agents for seed in seeds]
     runs += [
         GridRun(a.label, "expert", s, tuple(sorted(a.settings.items())))
         for a in ABLATIONS
@@ -104,7 +106,7 @@ def _finished(run_dir: Path, scenario: Scenario, run: GridRun) -> dict[str, Any]
         return None  # another configuration or another code version: re-run
     try:
         meta = read_manifest(run_dir)
-        metrics: dict[str, Any] = json.loads((run_dir / "metrics.json").read_text())
+        metrics: dict[str, Any] = json.loads((run_dir / METRICS_FILE).read_text())
     except (OSError, ValueError):  # ManifestError is a ValueError: an old record is re-run
         return None
     return metrics if meta.ended == "completed" else None

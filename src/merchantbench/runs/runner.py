@@ -15,6 +15,7 @@ from typing import Any, TextIO
 
 import merchantbench
 from merchantbench.agents.base import BaseAgent
+from merchantbench.agents.load import agent_slug
 from merchantbench.agents.registry import agent_entry, make_agent
 from merchantbench.catalog.cache import get_market, get_search_index
 from merchantbench.record.checkpoint import (
@@ -42,7 +43,13 @@ from merchantbench.record.pins import (
     pins_of_run,
     request_difference,
 )
-from merchantbench.record.schema import MODEL_CALLS_FILE, TRACE_FILE, TRANSCRIPT_FILE
+from merchantbench.record.schema import (
+    METRICS_FILE,
+    MODEL_CALLS_FILE,
+    RUN_FILE,
+    TRACE_FILE,
+    TRANSCRIPT_FILE,
+)
 from merchantbench.record.sealed import SealedSeed
 from merchantbench.record.tables import final_accounts, write_tables
 from merchantbench.runs.kill_points import KillPoints
@@ -95,7 +102,7 @@ def _commitment(spec: RunSpec) -> str | None:
 def default_run_dir(spec: RunSpec, root: Path = Path("runs")) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     label = "sealed" if spec.sealed is not None else seed_label(spec.seed)
-    base = root / f"{spec.agent}-{spec.scenario.name}-{label}-{stamp}"
+    base = root / f"{agent_slug(spec.agent)}-{spec.scenario.name}-{label}-{stamp}"
     path, n = base, 1
     while path.exists():
         n += 1
@@ -179,10 +186,8 @@ class RunWriter:
     def _recorded_run(self) -> RunManifest:
         """`run.json` of the run to resume, refused if it is finished or asks for another
         scenario, seed, agent or catalog (before any market is built for it)."""
-        from merchantbench.metrics.run_metrics import METRICS_FILE
-
         run_dir = self.run_dir
-        if not (run_dir / "run.json").is_file():
+        if not (run_dir / RUN_FILE).is_file():
             raise RunError(f"{run_dir} is not a run directory: nothing to resume")
         try:
             meta = read_manifest(run_dir)

@@ -17,6 +17,7 @@ from merchantbench.serve.fastjson import JSONResponse, fast_json
 from merchantbench.serve.host import RunHost
 from merchantbench.serve.registry import Hosted, RunRegistry, new_run_id, run_env
 from merchantbench.serve.settings import HostSettings, gone
+from merchantbench.tools.toolset import END_OF_STEP
 
 __all__ = ["CreateRun", "router"]
 
@@ -134,7 +135,7 @@ async def call_tool(
 @router.post("/runs/{run_id}/end-window")
 async def end_window(host: Run) -> dict[str, Any]:
     """Close the open window (`end_of_step`); the next one opens at once."""
-    result = await host.call_tool("end_of_step", {}, None)
+    result = await host.call_tool(END_OF_STEP, {}, None)
     if isinstance(host, RunHost):
         return {"result": result, "tick": host.tick(), "status": host.status}
     return {"result": result}

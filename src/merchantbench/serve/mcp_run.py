@@ -19,6 +19,7 @@ import anyio
 
 from merchantbench.agents.base import AgentSettings, BaseAgent
 from merchantbench.agents.registry import make_agent
+from merchantbench.metrics.table1 import HEADLINE_METRICS
 from merchantbench.record.manifest import RunManifest
 from merchantbench.runs.runner import RunSpec, RunWriter
 from merchantbench.serve.mcp_server import call_locked
@@ -30,7 +31,7 @@ __all__ = ["MCP_AGENT", "SUMMARY_METRICS", "HostedRun", "McpClientAgent", "run_s
 
 MCP_AGENT = "mcp"
 # What the final summary tells the agent: the headline metrics of the finished record.
-SUMMARY_METRICS = ("final_net_assets", "gmv", "orders", "net_profit_margin", "fines", "swr")
+SUMMARY_METRICS = HEADLINE_METRICS
 
 
 class McpSettings(AgentSettings):

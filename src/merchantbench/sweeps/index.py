@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from merchantbench.metrics.table1 import TABLE1_KEYS
 from merchantbench.record.files import atomic_write_bytes
 from merchantbench.record.manifest import ManifestError, read_manifest
-from merchantbench.record.schema import TRACE_FILE
+from merchantbench.record.schema import METRICS_FILE, TRACE_FILE
 from merchantbench.sweeps.plan import SweepRun
 from merchantbench.sweeps.state import run_state
 
@@ -61,7 +61,7 @@ def framework_counts(run_dir: Path) -> dict[str, int]:
 
 
 def _finished_row(run_dir: Path) -> dict[str, Any]:
-    metrics = json.loads((run_dir / "metrics.json").read_text())
+    metrics = json.loads((run_dir / METRICS_FILE).read_text())
     meta = read_manifest(run_dir)
     usage = meta.llm_usage or {}
     row: dict[str, Any] = {key: metrics.get(key) for key in (*TABLE1_KEYS, *EXTRA_METRICS)}

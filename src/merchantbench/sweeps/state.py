@@ -21,7 +21,7 @@ from typing import Any, Literal
 from merchantbench.money import rmb
 from merchantbench.record.files import atomic_write_json
 from merchantbench.record.manifest import ManifestError, read_manifest
-from merchantbench.record.schema import MODEL_CALLS_FILE, RUN_FILE
+from merchantbench.record.schema import METRICS_FILE, MODEL_CALLS_FILE, RUN_FILE
 from merchantbench.runs.aside import holds_a_record
 from merchantbench.runs.identity import identity_path, same_identity
 from merchantbench.session import Session
@@ -60,9 +60,9 @@ def run_state(run: SweepRun, sweep_dir: Path) -> RunState:
     except ManifestError as exc:
         return RunState("damaged", str(exc))
     if meta.ended in FINISHED:
-        if (run_dir / "metrics.json").is_file():
+        if (run_dir / METRICS_FILE).is_file():
             return RunState("done")
-        return RunState("damaged", f"{run_dir} ended {meta.ended} but has no metrics.json")
+        return RunState("damaged", f"{run_dir} ended {meta.ended} but has no {METRICS_FILE}")
     if meta.ended == "error":
         return RunState("failed", meta.error)
     return RunState("killed")
@@ -114,7 +114,7 @@ def read_set_aside(sweep_dir: Path) -> list[dict[str, Any]]:
 
 def record_failure(run_dir: Path, error: str) -> None:
     """Note why a run failed when the runner could not record it in run.json."""
-    if (run_dir / "run.json").is_file():
+    if (run_dir / RUN_FILE).is_file():
         return  # the runner wrote the failure there
     atomic_write_json(run_dir / FAILURE_FILE, {"error": error})
 

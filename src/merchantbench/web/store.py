@@ -15,8 +15,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from merchantbench.metrics.table1 import HEADLINE_METRICS
 from merchantbench.record.files import atomic_write_json, read_json
 from merchantbench.record.manifest import read_manifest
+from merchantbench.record.schema import METRICS_FILE
 from merchantbench.record.sealed import read_sealed
 from merchantbench.runs.runner import RunSpec, RunWriter
 from merchantbench.scenario import Scenario
@@ -191,7 +193,7 @@ class PlayStore:
         atomic_write_json(self.run_dir / HISTORY_FILE, body)
 
     def _finish(self) -> None:
-        metrics_file = self.run_dir / "metrics.json"
+        metrics_file = self.run_dir / METRICS_FILE
         if self.manifest.ended is None:
             self.metrics = self.writer.finish(self.session, self.agent, self.manifest)
         elif metrics_file.is_file():
@@ -203,5 +205,4 @@ class PlayStore:
         """The Table-1 headline of a finished store (the seed stays on disk)."""
         if self.metrics is None:
             return None
-        keys = ("final_net_assets", "gmv", "orders", "net_profit_margin", "fines", "swr")
-        return {k: self.metrics.get(k) for k in keys}
+        return {k: self.metrics.get(k) for k in HEADLINE_METRICS}
