@@ -108,7 +108,11 @@ def _run_with_progress(
             how = "reused" if reused else "done"
             bar.update(task, advance=1, description=f"{run.label} s{run.seed} {how}")
 
-        return run_grid(sc, runs, root, jobs, fresh, on_done=done)
+        def moved(run: GridRun, where: Path) -> None:
+            bar.console.print(f"notice: {run.label} s{run.seed}: record moved aside to {where}",
+                              markup=False)  # fmt: skip
+
+        return run_grid(sc, runs, root, jobs, fresh, on_done=done, on_set_aside=moved)
 
 
 # --- the document ---------------------------------------------------------------------------
