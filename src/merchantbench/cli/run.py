@@ -32,6 +32,7 @@ from merchantbench.cli.common import (
     fail,
     run_seed,
     scenario_from_options,
+    writable_dir,
 )
 from merchantbench.money import rmb
 from merchantbench.record.manifest import read_manifest
@@ -224,6 +225,7 @@ def run(
     run_seed_, secret = run_seed(seed, sealed, resume, out)
     spec = RunSpec(agent, sc, run_seed_, settings, catalog, sealed=secret)
     run_dir = out or default_run_dir(spec)
+    writable_dir(run_dir, "--out")
     console = Console(stderr=True)
     try:
         metrics = _run_with_progress(
@@ -252,7 +254,9 @@ def _run_external(spec: RunSpec, out: Path | None, resume: bool, host: str, port
 
     if resume and out is None:
         fail("--resume needs --out DIR, the run directory to continue")
-    serve_run(spec, out or default_run_dir(spec), resume, host, port)
+    run_dir = out or default_run_dir(spec)
+    writable_dir(run_dir, "--out")
+    serve_run(spec, run_dir, resume, host, port)
 
 
 def _run_with_progress(

@@ -8,6 +8,7 @@ starts (`RunManifest.start`) and changes it only through its methods (`progress`
 
 from __future__ import annotations
 
+import asyncio
 import json
 import platform
 from datetime import UTC, datetime
@@ -285,8 +286,10 @@ class RunManifest(BaseModel):
         self.error = None
 
     def fail(self, exc: BaseException) -> None:
-        """The run broke off: `interrupted` for Ctrl-C, else `error` (both resumable)."""
-        self.ended = "interrupted" if isinstance(exc, KeyboardInterrupt) else "error"
+        """The run broke off: `interrupted` when stopped from outside (Ctrl-C, SIGTERM, its task
+        cancelled), else `error` (both resumable)."""
+        stopped = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
+        self.ended = "interrupted" if stopped else "error"
         self.error = f"{type(exc).__name__}: {exc}"
 
     def reopen(self) -> None:

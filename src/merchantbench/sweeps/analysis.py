@@ -19,6 +19,7 @@ from merchantbench.record.schema import METRICS_FILE
 from merchantbench.report.paper import TABLE1_COLUMNS, load_paper_table
 from merchantbench.sweeps.index import FRAMEWORK_COUNTS, read_index
 from merchantbench.sweeps.leaderboard import group_rows
+from merchantbench.sweeps.state import read_set_aside
 
 BOOTSTRAP_SAMPLES = 10_000
 BOOTSTRAP_SEED = 0  # a fixed stream: the same runs give the same interval
@@ -185,6 +186,7 @@ def sweep_analysis(sweep_dir: Path) -> dict[str, Any]:
             for r in rows
             if r["status"] != "done"
         ],  # fmt: skip
+        "set_aside": read_set_aside(sweep_dir),
         "table1": table1(groups),
         "net_assets_by_configuration": {
             label: [r["final_net_assets"] for r in runs] for label, runs in groups.items()

@@ -119,7 +119,23 @@ def write_index(runs: Sequence[SweepRun], sweep_dir: Path) -> Path:
     return path
 
 
+class SweepIndexError(ValueError):
+    """`index.parquet` cannot be read; the message says so in one line."""
+
+
 def read_index(sweep_dir: Path) -> list[dict[str, Any]]:
-    """The rows of `index.parquet`."""
-    rows: list[dict[str, Any]] = pq.read_table(sweep_dir / INDEX_FILE).to_pylist()
+    """The rows of `index.parquet`.
+
+    Raises:
+        SweepIndexError: The file is damaged (running the sweep again rewrites it).
+        OSError: It cannot be opened (missing: not a sweep directory, or not run yet).
+    """
+    path = sweep_dir / INDEX_FILE
+    try:
+        rows: list[dict[str, Any]] = pq.read_table(path).to_pylist()
+    except pa.ArrowInvalid as exc:
+        raise SweepIndexError(
+            f"{path} cannot be read ({' '.join(str(exc).split())[:160]}); run the sweep again "
+            "to rewrite it"
+        ) from exc
     return rows
