@@ -37,6 +37,7 @@ from pathlib import Path
 
 from merchantbench.agents.llm.client import ModelClient
 from merchantbench.catalog.cache import get_market
+from merchantbench.record.schema import RUN_FILE
 from merchantbench.runs.runner import RunSpec, run_agent_async
 from merchantbench.scenario import load_scenario
 from merchantbench.session import Session
@@ -82,7 +83,7 @@ def spec(base_url: str, days: int) -> RunSpec:
 
 
 def usage_of(run_dir: Path) -> dict:
-    return json.loads((run_dir / "run.json").read_text())["llm_usage"]
+    return json.loads((run_dir / RUN_FILE).read_text())["llm_usage"]
 
 
 def overhead(base_url: str, days: int, root: Path) -> None:

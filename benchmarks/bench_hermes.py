@@ -6,7 +6,8 @@
   127.0.0.1 and over its Unix socket through the sandbox's forwarder (the extra hop every
   request of a confined Hermes takes); p50 of `--calls` calls.
 - `run`: `smoke` runs of 1 and 7 days (2 and 14 windows) with a zero-latency scripted model
-  (search, end_of_step: 3 model calls a window with Hermes' reply); the per-window time is the
+  (search, end_of_step: 2 model calls a window; the driver ends Hermes' turn at its
+  end_of_step, so the script's closing reply is never asked for); the per-window time is the
   slope between them, the rest (process start and stop) the intercept. `--unconfined`: the
   same without bubblewrap (and so with Hermes' home toolsets only), for comparison.
 

@@ -6,6 +6,7 @@ reference results and state hash; and a scan for hidden fields, the seed and pat
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,3 +80,77 @@ def scan(response: Any, forbidden: list[str]) -> None:
     assert not hidden_names_in(response)
     text = json.dumps(response, ensure_ascii=False)
     assert not [s for s in forbidden if s in text]
+
+
+# --- the store status against the observation text ------------------------------------------------
+_CLOCK = re.compile(r"^(Day \d+ \d\d:00), \w+ (\d{4}-\d\d-\d\d): window (\d+) of (\d+)\.$", re.M)
+_CASH = re.compile(
+    r"^Cash \(RMB\): balance (\S+), deposit (\S+), in transit (\S+), receivable (\S+)\.$", re.M
+)
+_NET = re.compile(r"^Net assets: (\S+) RMB(?: \(([+-])(\S+) since the last window\))?\.$", re.M)
+_RATING = re.compile(
+    r"^Store rating: (\d\.\d\d) \((\d) stars?, orders ×(\d+\.\d\d)\)\. "
+    r"Listings: (\d+) of (\d+) slots used\.$",
+    re.M,
+)
+_CLOSED = re.compile(r"^The store was closed at (Day \d+ \d\d:00): the deposit ran out\.$", re.M)
+_UPDATES = re.compile(r"^Order updates since Day \d+ \d\d:00: (.*)$", re.M)
+# Order events that start with a customer's order: procured ("placed") or refused at once.
+ORDER_STARTS = ("placed", "stockout", "insufficient_balance")
+
+
+def _amount(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def observation_numbers(text: str) -> dict[str, Any]:
+    """The numbers an observation text states, read off it with patterns of its own (tests
+    only: front ends read `surface.status()`), and the orders that arrived since the last one."""
+    clock, cash = _CLOCK.search(text), _CASH.search(text)
+    net, rating = _NET.search(text), _RATING.search(text)
+    assert clock and cash and net and rating, text
+    change = None
+    if net.group(2):
+        change = _amount(net.group(3)) * (1 if net.group(2) == "+" else -1)
+    closed = _CLOSED.search(text)
+    arrived = 0
+    updates = _UPDATES.search(text)
+    if updates:
+        counts = re.findall(r"(\d+) (\w+)", updates.group(1))
+        arrived = sum(int(n) for n, name in counts if name in ORDER_STARTS)
+    return {
+        "at": clock.group(1),
+        "date": clock.group(2),
+        "window": int(clock.group(3)) - 1,
+        "windows_total": int(clock.group(4)),
+        "balance": _amount(cash.group(1)),
+        "deposit": _amount(cash.group(2)),
+        "in_transit": _amount(cash.group(3)),
+        "receivable": _amount(cash.group(4)),
+        "net_assets": _amount(net.group(1)),
+        "net_assets_change": change,
+        "rating": float(rating.group(1)),
+        "stars": int(rating.group(2)),
+        "rating_multiplier": float(rating.group(3)),
+        "active_listings": int(rating.group(4)),
+        "listing_cap": int(rating.group(5)),
+        "closed_at": closed.group(1) if closed else None,
+        "orders_arrived": arrived,
+    }
+
+
+def assert_status_states(status: dict[str, Any], text: str, orders_before: int) -> int:
+    """The store status (JSON form) says what the observation text says; `orders_before` is the
+    status's `orders_placed` of the previous window. Returns this window's `orders_placed`."""
+    said = observation_numbers(text)
+    for name in ("at", "date", "window", "windows_total", "balance", "deposit", "in_transit",
+                 "receivable", "net_assets", "net_assets_change", "stars", "active_listings",
+                 "listing_cap", "closed_at"):  # fmt: skip
+        assert status[name] == said[name], (name, status[name], said[name])
+    assert f"{status['rating']:.2f}" == f"{said['rating']:.2f}"
+    assert f"{status['rating_multiplier']:.2f}" == f"{said['rating_multiplier']:.2f}"
+    assert status["store"] == ("open" if said["closed_at"] is None else "closed")
+    assert status["orders_placed"] == orders_before + said["orders_arrived"]
+    assert status["hour"] == (status["day"] - 1) * 24 + status["hour_of_day"]
+    assert status["windows_left"] == status["windows_total"] - status["window"]
+    return int(status["orders_placed"])

@@ -117,3 +117,86 @@ def test_debug_shows_the_traceback_of_an_unexpected_error(tmp_path):
     one_line_error(cli(*args, cache=not_a_dir), "--debug shows the traceback")
     loud = cli("--debug", *args[:-1], str(tmp_path / "r2"), cache=not_a_dir)
     assert loud.returncode != 0 and "Traceback (most recent call last)" in loud.stderr
+
+
+# --- issue 19, item 8: more inputs that must be refused in one line, before anything starts --
+def _binary(tmp_path: Path) -> str:
+    path = tmp_path / "binary.yaml"
+    path.write_bytes(bytes(range(256)) * 4)
+    return str(path)
+
+
+def _bad_yaml(tmp_path: Path) -> str:
+    path = tmp_path / "bad.yaml"
+    path.write_text("clock: [\n  days")
+    return str(path)
+
+
+def _sweep_file(tmp_path: Path) -> str:
+    path = tmp_path / "sweep.yaml"
+    path.write_text('name: t\nscenarios: [{name: smoke, set: ["clock.days=1"]}]\nagents: [idle]\n')
+    return str(path)
+
+
+MORE_BAD = [
+    (lambda t: ["run", "--agent", "idle", "--scenario-file", _binary(t)], "not UTF-8"),
+    (lambda t: ["run", "--agent", "idle", "--scenario-file", str(t)], "is a directory"),
+    (lambda t: ["run", "--agent", "idle", "--scenario-file", _bad_yaml(t)], "not valid YAML"),
+    (lambda t: ["run", "--agent", "idle", "--set", "clock.days=["], "not a valid value"),
+    (lambda t: ["run", "--agent", "idle", "--set", "clock.days=*x"], "not a valid value"),
+    (lambda t: ["run", "--agent", "idle", "--days", "0"], "clock.days"),
+    (lambda t: ["run", "--agent", "idle", "--scenario", "smoke", "--out", "/proc/mb/run"],
+     "cannot write in /proc"),
+    (lambda t: ["mcp", "--scenario", "smoke", "--out", "/proc/mb/run"], "cannot write in /proc"),
+    (lambda t: ["calibrate", "--seeds", "0", "--root", str(t / "out")], "--seeds"),
+    (lambda t: ["calibrate", "--seeds", "-3", "--root", str(t / "out")], "--seeds"),
+    (lambda t: ["calibrate", "--jobs", "0", "--root", str(t / "out")], "--jobs"),
+    (lambda t: ["calibrate", "--ablation-seeds", "-1", "--root", str(t / "out")],
+     "--ablation-seeds"),
+    (lambda t: ["calibrate", "--agents", ",", "--root", str(t / "out")], "no agent"),
+    (lambda t: ["calibrate", "--out", str(t), "--root", str(t / "out")], "is a directory"),
+    (lambda t: ["calibrate", "--root", "/proc/mb/calibration"], "cannot write in /proc"),
+    (lambda t: ["sweep", _sweep_file(t), "--jobs", "0", "--out", str(t / "out")], "--jobs"),
+    (lambda t: ["sweep", _sweep_file(t), "--jobs", "100000", "--out", str(t / "out")], "--jobs"),
+    (lambda t: ["sweep", _sweep_file(t), "--out", "/proc/mb/sweep"], "cannot write in /proc"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("args", "expected"), MORE_BAD, ids=[e for _, e in MORE_BAD])
+def test_more_bad_input_is_one_line(args, expected, tmp_path):
+    out = tmp_path / "out"
+    extra = (
+        ["--out", str(out)] if args(tmp_path)[0] == "run" and "--out" not in args(tmp_path) else []
+    )
+    one_line_error(cli(*args(tmp_path), *extra, cache=tmp_path / "cache"), expected)
+    assert not out.exists()  # nothing created: no run started
+
+
+def _play(*args: str) -> subprocess.CompletedProcess[str]:
+    """`play` on a free port; a refused input ends it at once (a served one would time out)."""
+    return subprocess.run([sys.executable, "-m", "merchantbench.cli", "play", "--port", "0", *args],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+def test_play_refuses_a_file_as_its_directory(tmp_path):
+    target = tmp_path / "a-file"
+    target.write_text("mine")
+    one_line_error(_play("--dir", str(target)), "is a file")
+    assert target.read_text() == "mine"
+    one_line_error(_play("--dir", str(target / "below")), "is a file")
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"garbage{", b"\xff\xfe\x00", b"[1, 2]", b'{"t": {"participant": "p1"}}',
+     b'{"t": {"participant": "p1", "run": "../../elsewhere"}}'],
+    ids=["not-json", "binary", "a-list", "no-run", "run-outside"],
+)  # fmt: skip
+def test_play_refuses_a_damaged_participants_file(tmp_path, content):
+    (tmp_path / "participants.json").write_bytes(content)
+    one_line_error(_play("--dir", str(tmp_path)), "participants.json is damaged")
+    assert (tmp_path / "participants.json").read_bytes() == content
+
+
+def test_report_refuses_an_unwritable_out(broken_run):
+    one_line_error(cli("report", str(broken_run), "--out", "/proc/mb/report"), "cannot write")

@@ -13,7 +13,14 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from frontend_script import SCENARIO, action_script, new_session, play_in_process, scan
+from frontend_script import (
+    SCENARIO,
+    action_script,
+    assert_status_states,
+    new_session,
+    play_in_process,
+    scan,
+)
 from merchantbench.gym import ENV_ID, MerchantBenchEnv, make_vector_env
 
 SEED = 5
@@ -78,6 +85,31 @@ def test_a_scripted_run_matches_in_process_with_rewards_summing_to_the_gain() ->
     moved = [i for i, r in enumerate(rewards) if r != 0]
     tools = [tool for window in script for tool, _ in window]
     assert moved and all(tools[i] == "end_of_step" for i in moved)
+
+
+def test_the_store_observation_is_the_store_status_of_the_text() -> None:
+    env = make()
+    obs, info = env.reset(seed=SEED)
+    surface = env.session.surface
+    orders, windows = 0, 0
+    for action in actions(env, action_script(SEED)):
+        status = surface.status()
+        store = obs["store"]
+        assert set(store) == {*set(status.to_json()) & set(store), "store_open"}
+        for name, value in store.items():
+            expected = status.store == "open" if name == "store_open" else getattr(status, name)
+            assert np.asarray(value).item() == expected, name
+        assert (info["window"], info["hour"]) == (status.window, status.hour)
+        if tool_of(env, action) == "end_of_step" or windows == 0:
+            orders = assert_status_states(status.to_json(), obs["text"], orders)
+        windows += tool_of(env, action) == "end_of_step"
+        obs, _, terminated, _, info = env.step(action)
+    assert terminated and orders > 0 and obs["store"]["window"] == env.scenario.clock.windows
+
+
+def tool_of(env: MerchantBenchEnv, action: dict[str, Any]) -> str:
+    index = int(action["tool"])
+    return env.tool_names[index] if index < len(env.tool_names) else "?"
 
 
 def test_a_refused_action_changes_nothing_and_earns_nothing() -> None:

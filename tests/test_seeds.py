@@ -12,9 +12,8 @@ from hypothesis import strategies as st
 
 from merchantbench import random_streams
 from merchantbench.catalog.cache import market_cache_key, market_path
-from merchantbench.catalog.parts import part_rng
 from merchantbench.catalog.synthetic import generate_market
-from merchantbench.random_streams import Stream, uniform, uniform1
+from merchantbench.random_streams import Part, Stream, part_rng, uniform, uniform1
 from merchantbench.scenario import load_scenario
 from merchantbench.seeds import (
     SEALED_FLOOR,
@@ -24,6 +23,7 @@ from merchantbench.seeds import (
     commitment,
     draw_sealed_seed,
     is_sealed_range,
+    keyed_digest,
     keyed_values,
     seed_label,
     verify_commitment,
@@ -108,7 +108,7 @@ def test_sealed_seeds_use_all_128_bits():
     twin = SEALED + (1 << 100)
     assert twin & _MASK == SEALED & _MASK
     assert uniform1(SEALED, 1, 3, 4) != uniform1(twin, 1, 3, 4)
-    assert part_rng(SEALED, "prices").random() != part_rng(twin, "prices").random()
+    assert part_rng(SEALED, Part.PRICES).random() != part_rng(twin, Part.PRICES).random()
     # …and are never mixed in raw: the draw differs from the legacy formula of the seed.
     assert uniform1(SEALED, 1, 3, 4, 0) != legacy_uniform1(SEALED, 1, 3, 4, 0)
     assert random_streams.stream_key(5) == (5, 0)
@@ -127,3 +127,29 @@ def test_a_sealed_market_is_deterministic_and_its_cache_name_hides_the_seed(tmp_
     for shown in (str(SEALED), f"{SEALED:x}", str(SEALED & _MASK), str(SEALED >> 64)):
         assert shown not in name
     assert market_path(scenario, 3).name.startswith("market-seed3-")
+
+
+# The generator's parts as they were keyed before `Part` (a tuple of names; the position was the
+# key): every part must draw exactly what it drew then, for public and sealed seeds.
+LEGACY_PARTS = (
+    "suppliers", "supplier_signals", "products", "traps", "prices", "risks", "product_signals",
+    "titles", "ids", "trajectories", "base_demand", "launch", "noise", "sales", "title_words",
+)  # fmt: skip
+
+
+def _legacy_part_rng(seed: int, name: str) -> np.random.Generator:
+    index = LEGACY_PARTS.index(name)
+    if is_sealed_range(seed):
+        digest = keyed_digest(seed, f"part-{index}")
+        return np.random.Generator(np.random.Philox(int.from_bytes(digest, "big")))
+    key = np.random.SeedSequence([seed % (1 << 64), 0x4D42, index])
+    return np.random.Generator(np.random.Philox(key))
+
+
+@pytest.mark.parametrize("seed", [1, 314159, SEALED])
+def test_every_part_draws_what_it_drew_before_the_one_registry(seed):
+    assert [p.name.lower() for p in Part] == list(LEGACY_PARTS)
+    for part in Part:
+        now, then = part_rng(seed, part), _legacy_part_rng(seed, part.name.lower())
+        assert np.array_equal(now.random(64), then.random(64)), part
+        assert np.array_equal(now.integers(0, 1 << 40, 16), then.integers(0, 1 << 40, 16)), part

@@ -8,8 +8,9 @@ scenario="smoke")` then builds one. It is a thin adapter over the agent surface:
   string (an empty string means no arguments). Bad arguments are never an exception: the tool
   answers a structured error, changes nothing, and the step's reward is 0.
 - **observation**: `{"text": the open window's observation, "store": the public store state}`,
-  the state being `get_store_snapshot` read on the host side (it costs no call of the window
-  and is not in the trace), plus the window index.
+  the state being the surface's store status (`surface.status()`: the numbers the observation
+  text states, plus open orders, orders placed and calls left; reading it costs no call of the
+  window and is not in the trace) as arrays: see `store_state_space`.
 - **reward**: the change in net assets (RMB) since the previous step; only `end_of_step`,
   which runs the window's 12 simulated hours, moves it.
 - **terminated**: the run is over (horizon reached or store closed). `truncated` is never set;
@@ -40,10 +41,12 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from merchantbench.money import fen
 from merchantbench.record.sealed import SealedSeed
 from merchantbench.scenario import Scenario, load_scenario
 from merchantbench.seeds import SEALED_FLOOR, SEED_LIMIT
 from merchantbench.session import Session
+from merchantbench.tools.status import ACCOUNTS, StoreStatus
 from merchantbench.tools.toolset import build_registry
 
 __all__ = [
@@ -52,6 +55,7 @@ __all__ = [
     "MerchantBenchEnv",
     "SealedEpisodes",
     "make_vector_env",
+    "store_state",
     "store_state_space",
 ]
 
@@ -62,7 +66,6 @@ OBSERVATION_MAX_CHARS = 65_536
 TEXT_CHARSET = "\t\n" + "".join(
     chr(c) for c in range(0x20, 0x10000) if not (0x7F <= c < 0xA0 or 0xD800 <= c < 0xE000)
 )
-_MONEY = ("balance", "deposit", "in_transit", "receivable", "net_assets")
 _SEED_BOUND = 2**31 - 1
 _RMB_BOUND = 1e12  # far beyond any store's money, so the bounds never bind
 
@@ -71,21 +74,44 @@ def _amount(low: float = -_RMB_BOUND) -> spaces.Box:
     return spaces.Box(low=low, high=_RMB_BOUND, shape=(1,), dtype=np.float64)
 
 
+def _count() -> spaces.Box:
+    return spaces.Box(low=0, high=_SEED_BOUND, shape=(1,), dtype=np.int64)
+
+
+# obs["store"], field by field: the store status's fields (same names) as Gymnasium values.
+_REALS = (*ACCOUNTS, "rating", "rating_multiplier")  # shape-(1,) float64 arrays
+_COUNTS = ("open_orders", "orders_placed")  # shape-(1,) int64 arrays
+_DISCRETE = ("stars", "active_listings", "calls_left_in_window", "window")  # int64 scalars
+
+
 def store_state_space(scenario: Scenario) -> spaces.Dict:
-    """The public store state of a window: cash (RMB), rating, listings, orders, clock."""
+    """The public store state of a window (fields of `StoreStatus`): cash and net assets (RMB),
+    rating, stars and their multiplier, listings, open orders, orders placed, calls left,
+    whether the store is open (`store_open`, 1 or 0), the window."""
     return spaces.Dict(
         {
-            **{name: _amount() for name in _MONEY},
+            **{name: _amount() for name in ACCOUNTS},
             "rating": spaces.Box(low=0.0, high=5.0, shape=(1,), dtype=np.float64),
             "stars": spaces.Discrete(6),
             "rating_multiplier": spaces.Box(low=0.0, high=10.0, shape=(1,), dtype=np.float64),
             "active_listings": spaces.Discrete(scenario.tools.max_active_listings + 1),
-            "open_orders": spaces.Box(low=0, high=_SEED_BOUND, shape=(1,), dtype=np.int64),
+            **{name: _count() for name in _COUNTS},
             "calls_left_in_window": spaces.Discrete(scenario.clock.calls_per_window + 1),
             "store_open": spaces.Discrete(2),
             "window": spaces.Discrete(scenario.clock.windows + 1),
         }
     )
+
+
+def store_state(status: StoreStatus) -> dict[str, Any]:
+    """The value of `store_state_space` for a store status."""
+    state: dict[str, Any] = {
+        name: np.array([getattr(status, name)], dtype=np.float64) for name in _REALS
+    }
+    state |= {name: np.array([getattr(status, name)], dtype=np.int64) for name in _COUNTS}
+    state |= {name: np.int64(getattr(status, name)) for name in _DISCRETE}
+    state["store_open"] = np.int64(status.store == "open")
+    return state
 
 
 class SealedEpisodes:
@@ -219,29 +245,14 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         """Restore a `session.snapshot()` (host side; the conformance check's); the next
         step's reward counts from the restored net assets."""
         self.session.restore(blob)
-        self._net_assets_fen = self._net_assets()
+        self._net_assets_fen = fen(self.session.surface.status().net_assets)
 
-    def _clock(self) -> dict[str, int]:
-        surface = self.session.surface
-        return {"window": surface.window, "hour": surface.hour}
+    @staticmethod
+    def _clock(status: StoreStatus) -> dict[str, int]:
+        return {"window": status.window, "hour": status.hour}
 
-    def _net_assets(self) -> int:
-        return int(self.session.engine.state.ledger.accounts.net_assets)
-
-    def _observe(self) -> dict[str, Any]:
-        session = self.session
-        # The snapshot tool's own answer, read host side: no call of the window, no trace.
-        snap = session.registry.call(session, "get_store_snapshot", {})
-        state: dict[str, Any] = {
-            name: np.array([snap[name]], dtype=np.float64)
-            for name in (*_MONEY, "rating", "rating_multiplier")
-        }
-        state["open_orders"] = np.array([snap["open_orders"]], dtype=np.int64)
-        for name in ("stars", "active_listings", "calls_left_in_window"):
-            state[name] = np.int64(snap[name])
-        state["store_open"] = np.int64(snap["store"] == "open")
-        state["window"] = np.int64(session.surface.window)
-        return {"text": session.surface.observation(), "store": state}
+    def _observe(self, status: StoreStatus) -> dict[str, Any]:
+        return {"text": self.session.surface.observation(), "store": store_state(status)}
 
     # --- the Gymnasium API ----------------------------------------------------------------------
     def reset(
@@ -251,10 +262,15 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         sealed seed derived from that number)."""
         super().reset(seed=seed)
         self._session = self._open(self._run_seed(seed))
-        self._net_assets_fen = self._net_assets()
         surface = self._session.surface
-        info = {"brief": surface.brief(), "tool_schemas": surface.tool_schemas(), **self._clock()}
-        return self._observe(), info
+        status = surface.status()
+        self._net_assets_fen = fen(status.net_assets)
+        info = {
+            "brief": surface.brief(),
+            "tool_schemas": surface.tool_schemas(),
+            **self._clock(status),
+        }
+        return self._observe(status), info
 
     def step(
         self, action: dict[str, Any]
@@ -264,10 +280,11 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         tool = self._tool_name(action.get("tool"))
         args = action.get("args") or "{}"
         result = surface.call(tool, args if isinstance(args, str) else json.dumps(args))
-        before, self._net_assets_fen = self._net_assets_fen, self._net_assets()
+        status = surface.status()
+        before, self._net_assets_fen = self._net_assets_fen, fen(status.net_assets)
         reward = (self._net_assets_fen - before) / 100
-        info = {"tool": tool, "result": result, **self._clock()}
-        return self._observe(), reward, surface.over, False, info
+        info = {"tool": tool, "result": result, **self._clock(status)}
+        return self._observe(status), reward, surface.over, False, info
 
     def _tool_name(self, index: Any) -> str:
         try:

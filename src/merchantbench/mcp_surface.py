@@ -10,9 +10,10 @@ What a client sees:
   `isError` is set when the tool refused (`ok: false`). `end_of_step` also returns the next
   window's observation, or the run's summary when the run is over (see `HostedRun`).
 - **prompt** `brief`: the system brief followed by the open window's observation.
-- **resources**: `merchantbench://platform-rules` (the platform rules, the brief's text) and
-  `merchantbench://observation` (the open window's observation). Reading them is not a tool
-  call and costs no call of the window.
+- **resources**: `merchantbench://platform-rules` (the platform rules, the brief's text),
+  `merchantbench://observation` (the open window's observation) and `merchantbench://store`
+  (the store status as JSON: the observation's numbers, typed; `surface.status()`). Reading
+  them is not a tool call and costs no call of the window.
 - **instructions**: the brief and how a window is played, for clients that put server
   instructions in the model's context.
 - **idempotency**: a tool call whose `_meta` has `merchantbench/idempotency_key` passes it to
@@ -52,6 +53,7 @@ __all__ = [
     "IDEMPOTENCY_META_KEY",
     "OBSERVATION_URI",
     "RULES_URI",
+    "STORE_URI",
     "McpHttpEndpoint",
     "McpRun",
     "build_mcp_server",
@@ -63,6 +65,7 @@ SERVER_NAME = "merchantbench"
 BRIEF_PROMPT = "brief"
 RULES_URI = "merchantbench://platform-rules"
 OBSERVATION_URI = "merchantbench://observation"
+STORE_URI = "merchantbench://store"
 # A tool call's `_meta` entry for the surface's idempotency key (a retried call acts once).
 IDEMPOTENCY_META_KEY = "merchantbench/idempotency_key"
 HOW_TO_PLAY = (
@@ -175,24 +178,35 @@ class _RunAdapter:
             description="The open window's observation.",
             mime_type="text/plain",
         )
-        return types.ListResourcesResult(resources=[rules, observation])
+        store = types.Resource(
+            uri=STORE_URI,
+            name="store",
+            description="The store status as JSON: clock, accounts, net assets, rating and "
+            "stars, listings, open orders, orders placed, calls left (the observation's numbers).",
+            mime_type="application/json",
+        )
+        return types.ListResourcesResult(resources=[rules, observation, store])
 
     async def read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> Any:
         uri = str(params.uri)
+        mime_type = "text/plain"
         async with self.lock:
             surface = self.run.surface
             if uri == RULES_URI:
                 text = surface.brief()
             elif uri == OBSERVATION_URI:
                 text = surface.observation()
+            elif uri == STORE_URI:
+                text = json.dumps(surface.status().to_json(), ensure_ascii=False)
+                mime_type = "application/json"
             else:
                 raise MCPError(types.INVALID_PARAMS, f"unknown resource {uri!r}")
-        contents = types.TextResourceContents(uri=uri, mime_type="text/plain", text=text)
+        contents = types.TextResourceContents(uri=uri, mime_type=mime_type, text=text)
         return types.ReadResourceResult(contents=[contents])
 
 
 def build_mcp_server(run: McpRun) -> Server[Any]:
-    """The low-level MCP server of one run (tools, the brief prompt, two resources)."""
+    """The low-level MCP server of one run (tools, the brief prompt, three resources)."""
     adapter = _RunAdapter(run)
     return Server(
         SERVER_NAME,

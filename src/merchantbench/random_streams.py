@@ -1,4 +1,7 @@
-"""Counter-based random numbers, shared by the catalog (supplier events, real-catalog fills)
+"""Every random stream of the benchmark, by key, in one registry: `Stream` (counter-based draws)
+and `Part` (the synthetic market generator's Philox streams). A key's value is fixed forever.
+
+Counter-based random numbers, shared by the catalog (supplier events, real-catalog fills)
 and the simulation core: every draw is a pure function of (seed, stream, product, hour, index),
 never of the order in which things are asked for. This gives common random numbers
 across agents (the same product listed at the same hour meets the same customers) and makes
@@ -10,6 +13,12 @@ passes BigCrush as a counter-based generator. Vector and scalar versions give id
 A seed of the sealed range (`merchantbench.seeds`) is never mixed in itself: its 128-bit stream
 key is a keyed hash of it, whose low half takes the seed's place and whose high half is mixed in
 between the two finaliser rounds (zero for a public seed, whose draws are thus unchanged).
+
+The synthetic market generator draws in bulk from one Philox stream per part of the market
+(`part_rng`), keyed by (seed, part), so that a change in one part (say titles) never shifts
+another (say demand); a seed of the sealed range keys each by a keyed hash of the seed instead
+(BLAKE2b, personalised with the part), so no output says anything about the seed, nor about
+another part's stream.
 """
 
 from __future__ import annotations
@@ -32,7 +41,8 @@ _INV_2_53 = 1.0 / (1 << 53)
 
 
 class Stream(IntEnum):
-    """What a draw is about. Values are fixed forever: changing one changes every run."""
+    """What a counter-based draw is about. Values are fixed forever: changing one changes every
+    run."""
 
     ARRIVALS = 1
     ORDER_FATE = 2
@@ -47,6 +57,39 @@ class Stream(IntEnum):
     MARKET_SALES = 15  # realised market sales drawn by the real-catalog loader
     EVENT_START = 16  # the stationary state of each event channel where the process starts
     RANDOM_AGENT = 20
+
+
+class Part(IntEnum):
+    """A part of the synthetic market, each drawn from its own Philox stream (`part_rng`). Values
+    are fixed forever (they are the stream keys): append only."""
+
+    SUPPLIERS = 0
+    SUPPLIER_SIGNALS = 1
+    PRODUCTS = 2
+    TRAPS = 3
+    PRICES = 4
+    RISKS = 5
+    PRODUCT_SIGNALS = 6
+    TITLES = 7
+    IDS = 8
+    TRAJECTORIES = 9
+    BASE_DEMAND = 10
+    LAUNCH = 11
+    NOISE = 12
+    SALES = 13
+    TITLE_WORDS = 14
+
+
+_PART_DOMAIN = 0x4D42  # "MB": separates the generator's seed sequences from other uses
+
+
+def part_rng(seed: int, part: Part) -> np.random.Generator:
+    """The generator's random stream for one part of the market."""
+    if is_sealed_range(seed):
+        digest = keyed_digest(seed, f"part-{int(part)}")
+        return np.random.Generator(np.random.Philox(int.from_bytes(digest, "big")))
+    key = np.random.SeedSequence([seed % (1 << 64), _PART_DOMAIN, int(part)])
+    return np.random.Generator(np.random.Philox(key))
 
 
 def _mix_int(z: int) -> int:

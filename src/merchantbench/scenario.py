@@ -274,6 +274,35 @@ def _validation_message(err: ValidationError) -> str:
     return f"invalid scenario value at {where!r}: {first['msg']}"
 
 
+def _first_line(exc: yaml.YAMLError) -> str:
+    """A YAML error's problem, on one line."""
+    problem = getattr(exc, "problem", None) or str(exc)
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return " ".join(str(problem).split()) + where
+
+
+def _read_scenario_file(path: Path) -> dict[str, Any]:
+    """The mapping a scenario file holds (a one-line `ScenarioError` if it holds none)."""
+    if path.is_dir():
+        raise ScenarioError(f"scenario file {path} is a directory, not a YAML file")
+    if not path.is_file():
+        raise ScenarioError(f"scenario file not found: {path}")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"scenario file {path} is not UTF-8 text (byte {exc.start})") from exc
+    except OSError as exc:
+        raise ScenarioError(f"scenario file {path} cannot be read: {exc.strerror}") from exc
+    try:
+        loaded = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"scenario file {path} is not valid YAML: {_first_line(exc)}") from exc
+    if not isinstance(loaded, dict):
+        raise ScenarioError(f"scenario file {path} must hold a mapping")
+    return loaded
+
+
 def load_scenario(
     name: str = "paper",
     overrides: list[str] | None = None,
@@ -286,16 +315,9 @@ def load_scenario(
     """
     if file is not None:
         path = Path(file)
-        if not path.is_file():
-            raise ScenarioError(f"scenario file not found: {path}")
-        try:
-            loaded = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError as exc:
-            raise ScenarioError(f"scenario file {path} is not valid YAML: {exc}") from exc
-        if not isinstance(loaded, dict):
-            raise ScenarioError(f"scenario file {path} must hold a mapping")
+        loaded = _read_scenario_file(path)
         base_name = loaded.pop("base", loaded.get("name", name))
-        if base_name not in PRESETS:
+        if not isinstance(base_name, str) or base_name not in PRESETS:
             raise ScenarioError(f"unknown base scenario {base_name!r} in {path}")
         tree = PRESETS[base_name].model_dump(mode="json")
         _merge(tree, loaded)
@@ -307,7 +329,12 @@ def load_scenario(
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
             raise ScenarioError(f"override {item!r} must look like key=value")
-        _set_dotted(tree, key.strip(), yaml.safe_load(raw))
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            reason = _first_line(exc)
+            raise ScenarioError(f"override {item!r}: not a valid value ({reason})") from exc
+        _set_dotted(tree, key.strip(), value)
     try:
         return Scenario.model_validate(tree)
     except ValidationError as exc:

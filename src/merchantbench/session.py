@@ -7,7 +7,7 @@ keeps the session itself: engine, market, trace, snapshots.
 Contract:
 
 - A session opens at window 0. `brief()` is the system brief; `observation()` the current
-  window's observation.
+  window's observation; `status()` its public numbers (merchantbench.tools.status).
 - `call(tool, args)` runs one environment tool and returns its JSON-able result. Bad input never
   raises: it comes back as `{"ok": false, "error": {...}}` and changes nothing.
 - `end_of_step` (a tool like any other) closes the window: the engine simulates its hours and the
@@ -52,6 +52,7 @@ from merchantbench.tools.agent_input import (
 )
 from merchantbench.tools.errors import failure
 from merchantbench.tools.observation import build_observation, system_brief
+from merchantbench.tools.status import StoreStatus, store_status
 from merchantbench.tools.toolset import END_OF_STEP, build_registry
 
 
@@ -180,6 +181,9 @@ class Session:
 
     def observation(self) -> str:
         return build_observation(self)
+
+    def status(self) -> StoreStatus:
+        return store_status(self)
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         return self.registry.schema_list()

@@ -5,6 +5,9 @@ Gymnasium, the web playground) — holds an `AgentSurface` and only that:
 
 - `brief()`: the system brief (platform rules, limits, tools), fixed for the run;
 - `observation()`: the open window's observation text;
+- `status()`: the store's public numbers as a typed `StoreStatus` (clock, accounts, net assets,
+  rating and stars, listings, open orders, orders placed, calls left), the very numbers the
+  observation text states (it is rendered from them); `status().to_json()` is its JSON form;
 - `tool_schemas()` and `tool_schema_sha256()`: the environment tools as OpenAI function tools,
   rendered for the run's scenario, and their hash;
 - `call(tool, args, idempotency_key)`: one environment tool call; bad input never raises, it
@@ -27,16 +30,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from merchantbench.tools.status import StoreStatus
+
 if TYPE_CHECKING:
     from merchantbench.session import Session
 
-__all__ = ["SURFACE_MEMBERS", "AgentSurface"]
+__all__ = ["SURFACE_MEMBERS", "AgentSurface", "StoreStatus"]
 
 # The whole agent-facing API, by name. The proxy test and adapters use this list.
 SURFACE_MEMBERS = frozenset(
     {
         "brief",
         "observation",
+        "status",
         "tool_schemas",
         "tool_schema_sha256",
         "call",
@@ -65,6 +71,11 @@ class AgentSurface:
     def observation(self) -> str:
         """The open window's observation (what changed, orders, cash, alerts)."""
         return self.__host.observation()
+
+    def status(self) -> StoreStatus:
+        """The store's public numbers now: clock, accounts, net assets, rating, listings,
+        orders, calls left (see `merchantbench.tools.status.StoreStatus`). Costs no call."""
+        return self.__host.status()
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         """The environment tools as OpenAI function tools, rendered for this scenario."""

@@ -14,11 +14,13 @@ import pytest
 from merchantbench.agents.llm import hermes, sandbox
 from merchantbench.agents.llm.hermes import REVIEW_PROMPT, HermesAgent, HermesSettings
 from merchantbench.agents.llm.hermes_tools import FRAMEWORK_TOOLS, LIMITS, skill_kind
+from merchantbench.agents.llm.scripted_policy import TOOL_LOOP_STEPS, tool_loop_policy
 from merchantbench.agents.llm.scripted_server import ScriptedServer, script_responder
 from merchantbench.catalog.cache import get_market
 from merchantbench.runs.runner import CheckpointPolicy, RunSpec, run_agent
 from merchantbench.scenario import load_scenario
 from merchantbench.session import Session
+from window_close import calls_after_close
 
 needs_bwrap = pytest.mark.skipif(sandbox.find_bwrap() is None, reason="bubblewrap not installed")
 LOCAL = {"model": "scripted", "base_url": "http://127.0.0.1:9/v1"}
@@ -302,3 +304,19 @@ def test_memory_and_skills_survive_a_kill_and_a_resume(tmp_path):
     shown = tool_results(server.requests[-1])
     assert shown["memory_read"][-1]["memory"] == "keep this"
     assert shown["skill_use"][-1]["result"]["note"] == "x"
+
+
+def test_a_model_that_never_answers_in_words_ends_each_window_at_its_end_of_step(tmp_path):
+    # The review prompt (every 14 windows) does not reopen a closed window either.
+    with ScriptedServer(tool_loop_policy) as server:
+        spec = RunSpec("hermes", load_scenario("smoke"), 1, settings(server, review_every=14))
+        metrics = run_agent(spec, tmp_path / "run")
+    trace = read_trace(tmp_path / "run")
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert meta["ended"] == "completed" and metrics["windows"] == 28
+    closes = [e for e in trace if e["tool"] == "end_of_step"]
+    assert [e["window"] for e in closes] == list(range(28))
+    assert not any(e["forced"] for e in closes) and meta["llm_usage"]["forced_windows"] == 0
+    assert calls_after_close(server.requests) == dict.fromkeys(range(1, 29), 0)
+    assert len(server.requests) == 28 * (len(TOOL_LOOP_STEPS) + 1)
+    assert all(calls_in(trace, w)[-1] == ("end_of_step", "env") for w in range(28))

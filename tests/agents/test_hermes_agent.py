@@ -15,10 +15,12 @@ from pathlib import Path
 import pytest
 
 from merchantbench.agents.hermes_agent.env import ensure_env, hermes_dir
+from merchantbench.agents.llm.scripted_policy import TOOL_LOOP_STEPS, tool_loop_policy
 from merchantbench.agents.llm.scripted_server import ScriptedServer
 from merchantbench.catalog.cache import cache_root, market_path
 from merchantbench.runs.runner import CheckpointPolicy, RunSpec, run_agent
 from merchantbench.scenario import load_scenario
+from window_close import BREAKER_OPEN, calls_after_close, tool_answers
 
 MCP = "mcp__merchantbench__"
 KEY = "sk-test-hermes-4f1c9a7e"
@@ -103,17 +105,71 @@ def test_full_smoke_run_through_mcp(tmp_path, monkeypatch, hermes_env):
     assert len(memory) == windows and all(e["origin"] == "framework" for e in memory)
     assert metrics["final_net_assets"] > 0
     records = [json.loads(x) for x in (run_dir / "model_calls.jsonl").read_text().splitlines()]
-    # Every request is recorded: the 4 per window of the policy, and Hermes' own auxiliary
-    # calls (title, background memory/skill review) through the same endpoint.
-    assert len(records) == len(server.requests) == meta["llm_usage"]["calls"] >= 4 * windows
-    # Whole answers only, the review forks' included: a streamed request would find the
-    # scripted server's JSON an empty stream (each review then failed after retries).
+    # Every request is recorded: the 3 per window of the policy (Hermes' turn ends at its
+    # end_of_step: the policy's "done" is never asked for), and any auxiliary call of
+    # Hermes' own through the same endpoint.
+    assert len(records) == len(server.requests) == meta["llm_usage"]["calls"] >= 3 * windows
+    assert max(calls_after_close(server.requests).values()) == 0
+    # Whole answers only (also for Hermes' forks, e.g. its background review): a streamed
+    # request would find the scripted server's JSON an empty stream.
     assert [r for r in server.requests if r.get("stream")] == []
     assert meta["llm_usage"]["input_tokens"] == sum(r["input_tokens"] for r in records) > 0
     # The provider got the key; Hermes, its home and the run record never did.
     assert set(server.authorizations) == {f"Bearer {KEY}"}
     assert _files_containing(run_dir, KEY) == []
     assert _files_containing(_home(meta), KEY) == []
+
+
+def test_a_model_that_never_answers_in_words_ends_each_window_at_its_end_of_step(
+    tmp_path, monkeypatch, hermes_env
+):
+    # After every tool result the model calls another tool: three the store refuses, one
+    # that works, end_of_step, then end_of_step again and again.
+    metrics, run_dir, server, meta, trace = _run(tmp_path, tool_loop_policy, monkeypatch)
+    windows = load_scenario("smoke").clock.windows
+    assert meta["ended"] == "completed" and metrics["windows"] == windows
+    closes = [e for e in trace if e["tool"] == "end_of_step"]
+    assert [e["window"] for e in closes] == list(range(windows))
+    assert not any(e["forced"] for e in closes), _forced_report(trace)
+    # Hermes' turn ends at the first tool it starts after the close: one model call at most.
+    after = calls_after_close(server.requests)
+    assert set(after) == set(range(1, windows + 1)) and max(after.values()) <= 1, after
+    loop = [r for r in server.requests if r.get("tools")]
+    assert len(loop) <= windows * (len(TOOL_LOOP_STEPS) + 2)
+    # Three refusals in a row every window, and the next call still reached the store:
+    # Hermes' circuit breaker never opened.
+    refused = [e for e in trace if e["tool"] == "get_product_detail"]
+    assert len(refused) == 3 * windows and not any(e["ok"] for e in refused)
+    balances = [e for e in trace if e["tool"] == "query_balance"]
+    assert len(balances) == windows and all(e["ok"] for e in balances)
+    assert [a for a in tool_answers(server.requests) if BREAKER_OPEN in a] == []
+    records = [json.loads(x) for x in (run_dir / "model_calls.jsonl").read_text().splitlines()]
+    assert len(records) == len(server.requests) == meta["llm_usage"]["calls"]
+
+
+def test_a_model_that_never_ends_its_window_is_bounded_by_max_iterations(
+    tmp_path, monkeypatch, hermes_env
+):
+    # It calls query_balance after every result and never end_of_step: each turn ends when
+    # Hermes' iteration budget does (plus Hermes' one summary request, which offers no tools),
+    # and the driver closes the window.
+    def policy(request: dict) -> dict:
+        if not request.get("tools"):
+            return {"content": "summary"}
+        return _reply(MCP + "query_balance")
+
+    monkeypatch.setenv("MB_TEST_HERMES_KEY", KEY)
+    with ScriptedServer(policy) as server:
+        settings = {"model": "scripted", "base_url": server.base_url, "max_iterations": 4}
+        settings["api_key_env"] = "MB_TEST_HERMES_KEY"
+        scenario = load_scenario("smoke", overrides=["clock.days=1"])
+        run_agent(RunSpec("hermes-agent", scenario, 1, settings), tmp_path / "run")
+    trace = [json.loads(x) for x in (tmp_path / "run" / "trace.jsonl").read_text().splitlines()]
+    closes = [e for e in trace if e["tool"] == "end_of_step"]
+    assert [e["window"] for e in closes] == [0, 1] and all(e["forced"] for e in closes)
+    assert [e["window"] for e in trace if e["tool"] == "query_balance"] == [0] * 4 + [1] * 4
+    assert len(server.requests) == 2 * (4 + 1)
+    assert sum(1 for r in server.requests if not r.get("tools")) == 2
 
 
 def _snooping_policy(targets: dict[str, str]):
@@ -234,6 +290,40 @@ def test_hermes_tools_reach_nothing_hidden(tmp_path, monkeypatch, hermes_env):
     assert _files_containing(_home(meta), secret) == []
 
 
+def test_hermes_own_tools_keep_the_time_limit_the_driver_set(tmp_path, monkeypatch, hermes_env):
+    # Hermes' defaults: 300 s for a snippet, 180 s for a command (600 s when asked).
+    config = "$HERMES_HOME/config.yaml"
+    asks = [
+        _reply("execute_code", code="import time\ntime.sleep(30)\nprint('SLEPT')"),
+        _reply("terminal", command="sleep 30; echo SLEPT"),
+        _reply("terminal", command="sleep 30; echo SLEPT", timeout=60),
+        _reply("terminal", command=f"echo 'code_execution: {{timeout: 999}}' >> {config}"),
+        _reply(MCP + "end_of_step"),
+    ]
+
+    def policy(request: dict) -> dict:
+        done = len(_window_tools(request))
+        return asks[done] if done < len(asks) else {"content": "done", "tool_calls": []}
+
+    monkeypatch.setenv("MB_TEST_HERMES_KEY", KEY)
+    with ScriptedServer(policy) as server:
+        settings = {"model": "scripted", "base_url": server.base_url, "code_timeout_seconds": 3}
+        settings["api_key_env"] = "MB_TEST_HERMES_KEY"
+        spec = RunSpec(
+            "hermes-agent", load_scenario("smoke", overrides=["clock.days=1"]), 1, settings
+        )
+        run_agent(spec, tmp_path / "run")
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert meta["ended"] == "completed" and meta["agent"]["settings"]["code_timeout_seconds"] == 3
+    seen = _tool_results(server.requests)
+    assert "SLEPT" not in seen
+    assert "Script timed out after 3s" in seen and "Command timed out after 3s" in seen
+    assert "Foreground timeout 60s exceeds the maximum of 3s" in seen
+    # Nor can Hermes raise its limits: its config.yaml is read-only in the sandbox.
+    assert "config.yaml: Read-only file system" in seen
+    assert "999" not in (_home(meta) / "config.yaml").read_text()
+
+
 class _Killer:
     """The store policy, except that the `at`-th request kills the run's process."""
 
@@ -262,7 +352,7 @@ run_agent(spec, Path(sys.argv[2]), checkpoints=CheckpointPolicy(windows=2))
 def test_killed_run_resumes_store_and_hermes_home(tmp_path, monkeypatch, hermes_env):
     monkeypatch.setenv("MB_TEST_HERMES_KEY", KEY)
     run_dir = tmp_path / "run"
-    killer = _Killer(at=14)  # window 3 of 4 (about 5 requests a window): after a checkpoint
+    killer = _Killer(at=8)  # window 3 of 4 (3 requests a window): after a checkpoint
     with ScriptedServer(killer) as server:
         child = subprocess.Popen([sys.executable, "-c", _CHILD, server.base_url, str(run_dir)])
         killer.pid = child.pid

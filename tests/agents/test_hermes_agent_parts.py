@@ -15,7 +15,7 @@ import pytest
 from pydantic import ValidationError
 
 from merchantbench.agents.hermes_agent.driver import HOME_TOOLSETS, HermesAgentSettings
-from merchantbench.agents.hermes_agent.gateway import MCP_PATH, Gateway
+from merchantbench.agents.hermes_agent.gateway import MCP_PATH, Gateway, closed_answer
 from merchantbench.agents.hermes_agent.process import FORWARDER
 from merchantbench.agents.llm.models import resolve_model
 from merchantbench.catalog.cache import get_market
@@ -76,11 +76,15 @@ def test_gateway_serves_our_mcp_server_over_a_unix_socket(monkeypatch):
             finally:
                 await gateway.stop()
 
-        closed, refused = asyncio.run(play())
+        closed, after = asyncio.run(play())
         assert not socket_path.exists()  # removed when the gateway stops
     assert not closed["isError"] and closed["structuredContent"]["ok"]
-    assert refused["isError"] and refused["structuredContent"]["error"]["code"] == "window_closed"
-    assert session.surface.window == 1  # the refused call played nothing
+    assert closed["structuredContent"]["window_closed"] is True
+    # A call after the close runs nothing and says so, as a plain result, not an MCP error
+    # (Hermes counts error results toward its circuit breaker).
+    assert not after["isError"]
+    assert after["structuredContent"] == {**closed_answer(), "ok": True, "ran": False}
+    assert session.surface.window == 1  # the late call played nothing
 
 
 _ECHO_CHILD = """

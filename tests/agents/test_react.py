@@ -14,13 +14,19 @@ from merchantbench.agents.llm.conversation import (
     Conversation,
     message_tokens,
 )
-from merchantbench.agents.llm.scripted_policy import silent_policy, store_policy
+from merchantbench.agents.llm.scripted_policy import (
+    TOOL_LOOP_STEPS,
+    silent_policy,
+    store_policy,
+    tool_loop_policy,
+)
 from merchantbench.agents.llm.scripted_server import FaultPlan, ScriptedServer, script_responder
 from merchantbench.catalog.cache import get_market
 from merchantbench.cli import app
 from merchantbench.runs.runner import CheckpointPolicy, RunSpec, run_agent
 from merchantbench.scenario import load_scenario
 from merchantbench.session import Session
+from window_close import calls_after_close
 
 
 def _scenario(days: int | None):
@@ -79,6 +85,22 @@ def test_a_model_that_never_ends_is_forced_after_its_calls(tmp_path):
     assert len(server.requests) == 6
     assert [e["tool"] for e in trace if e["window"] == 0] == ["query_balance"] * 3 + ["end_of_step"]
     assert all(e["forced"] for e in trace if e["tool"] == "end_of_step")
+
+
+def test_a_model_that_never_answers_in_words_ends_each_window_at_its_end_of_step(tmp_path):
+    # After every tool result it calls another tool; once the window is closed, end_of_step
+    # again. The window ends at the first end_of_step: no model call after it.
+    metrics, _, server, meta, trace = _run(tmp_path, tool_loop_policy, days=None)
+    assert meta["ended"] == "completed" and metrics["windows"] == 28
+    closes = [e for e in trace if e["tool"] == "end_of_step"]
+    assert [e["window"] for e in closes] == list(range(28))
+    assert not any(e["forced"] for e in closes) and meta["llm_usage"]["forced_windows"] == 0
+    assert calls_after_close(server.requests) == dict.fromkeys(range(1, 29), 0)
+    assert len(server.requests) == 28 * (len(TOOL_LOOP_STEPS) + 1)
+    refused = [e for e in trace if e["tool"] == "get_product_detail"]
+    assert len(refused) == 3 * 28 and not any(e["ok"] for e in refused)
+    balances = [e for e in trace if e["tool"] == "query_balance"]
+    assert len(balances) == 28 and all(e["ok"] for e in balances)
 
 
 def test_malformed_arguments_and_unknown_tools_go_back_as_parsing_errors(tmp_path):

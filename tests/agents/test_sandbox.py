@@ -9,13 +9,15 @@ import errno
 import os
 import site
 import socket
+import struct
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from merchantbench.agents.llm import sandbox
+from merchantbench.agents.llm import sandbox, sandbox_cgroup
 from merchantbench.agents.llm.bridge import MODULE_NAME, ToolBridge
 from merchantbench.agents.llm.sandbox import CodeRunner, Execution, SandboxLimits, probe_sandbox
 from merchantbench.agents.llm.sandbox_runtime import runtime
@@ -119,13 +121,15 @@ def test_the_run_directory_cache_home_and_host_tmp_are_invisible(tmp_path, monke
 def test_only_the_scratch_directory_is_writable():
     code = (
         "import os\nopen('/scratch/notes.txt', 'w').write('kept')\nblocked = []\n"
-        "for path in ('/sandbox/python/x', '/sandbox/lib/x', '/x'):\n"
+        "for path in ('/sandbox/python/x', '/sandbox/lib/x', '/x', '/dev/x', '/dev/shm/x'):\n"
         "    try:\n        open(path, 'w')\n    except OSError as exc:\n"
         "        blocked.append(exc.errno)\n"
         "blocked, open('/tmp/notes.txt').read(), os.getcwd()"
     )
     blocked, kept, cwd = run(code).result
-    assert set(blocked) <= {errno.EROFS, errno.EACCES} and len(blocked) == 3
+    # Read-only, not merely someone else's: bwrap's root and /dev are tmpfs without a size,
+    # which an unprivileged parent's sandbox uid owns (and could fill, before).
+    assert blocked == [errno.EROFS] * 5
     assert (kept, cwd) == ("kept", "/scratch")
 
 
@@ -511,3 +515,327 @@ def test_a_deeply_nested_tool_call_from_code_is_refused_and_the_parent_carries_o
     assert reply["id"] is None and reply["result"]["error"]["code"] == "bad_request"
     assert still_served is True and bridge.bad_requests == 1
     assert [e["tool"] for e in session.trace] == ["query_balance"]
+
+
+def shared_memory_kib() -> int:
+    """The host's shared memory (tmpfs, memfds, System V segments), from /proc/meminfo."""
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("Shmem:"):
+            return int(line.split()[1])
+    raise AssertionError("no Shmem line in /proc/meminfo")
+
+
+def run_watching_shared_memory(code: str, runner: CodeRunner) -> tuple[Execution, int]:
+    """Run `code`, sampling the host's shared memory meanwhile; the execution and the largest
+    growth seen, in MiB."""
+    before = shared_memory_kib()
+
+    async def watched() -> tuple[Execution, int]:
+        task = asyncio.create_task(runner.run(code))
+        peak = before
+        while not task.done():
+            peak = max(peak, shared_memory_kib())
+            await asyncio.sleep(0.02)
+        return task.result(), peak
+
+    execution, peak = asyncio.run(watched())
+    return execution, (peak - before) >> 10
+
+
+MEMFD_BOMB = """
+import os
+held = []
+try:
+    for _ in range(80):
+        fd = os.memfd_create("x")
+        os.ftruncate(fd, 15 << 20)
+        os.write(fd, b"\\1" * (15 << 20))
+        held.append(fd)
+        print(len(held), flush=True)
+except OSError as exc:
+    refused = exc.errno
+else:
+    refused = None
+import time
+time.sleep(0.5)  # (old code: held long enough for the parent to see it)
+[len(held), refused]
+"""
+
+
+@needs_bwrap
+def test_a_memfd_bomb_is_refused_and_host_shared_memory_stays_bounded():
+    # Before: 80 memfds of 15 MiB (1,200 MiB) succeeded under a 1 GiB limit, which counts only
+    # address space, and host shared memory grew by as much, owned by no process.
+    runner = CodeRunner(limits=SandboxLimits(wall_seconds=60))
+    execution, grown_mib = run_watching_shared_memory(MEMFD_BOMB, runner)
+    assert execution.error_code is None, execution.stderr
+    assert (execution.result, grown_mib < 100) == ([0, errno.EPERM], True), grown_mib
+
+
+@needs_bwrap
+def test_system_v_shared_memory_and_message_queues_are_refused():
+    code = (
+        "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "ids = [libc.shmget(0, 64 << 20, 0o1600) for _ in range(20)]\n"  # IPC_PRIVATE|IPC_CREAT
+        "errors = [ctypes.get_errno()]\nids += [libc.msgget(0, 0o1600) for _ in range(20)]\n"
+        "[ids, errors + [ctypes.get_errno()]]"
+    )
+    execution = run(code)
+    assert execution.error_code is None, execution.stderr
+    assert execution.result == [[-1] * 40, [errno.EPERM, errno.EPERM]]
+
+
+NEW_USER_NAMESPACE = """
+import ctypes, os, signal
+libc = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWUSER = 0x10000000
+answers = {}
+def tried(name, value):
+    answers[name] = [value, ctypes.get_errno() if value == -1 else 0]
+# clone(2) straight, as a fork into a new user namespace (x86-64 56, AArch64 220)
+SYS_clone = {"x86_64": 56, "aarch64": 220}[os.uname().machine]
+child = libc.syscall(SYS_clone, CLONE_NEWUSER | signal.SIGCHLD, 0, 0, 0, 0)
+if child == 0:
+    os._exit(0)
+tried("clone", child)
+if child > 0:
+    os.waitpid(child, 0)
+tried("unshare", libc.unshare(CLONE_NEWUSER))  # (last: once inside one, no uid is mapped)
+pid = os.fork()  # plain processes and threads still work
+if pid == 0:
+    os._exit(7)
+import threading
+thread = threading.Thread(target=lambda: None)
+thread.start()
+thread.join()
+[answers, os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])]
+"""
+
+
+@needs_bwrap
+def test_a_snippet_cannot_make_a_user_namespace():
+    # Before: as root, unshare(CLONE_NEWUSER) succeeded (bubblewrap's --disable-userns needs a
+    # user namespace of its own, which the root path does not make).
+    execution = run(NEW_USER_NAMESPACE)
+    assert execution.error_code is None, execution.stderr
+    answers, forked = execution.result
+    assert answers == {"unshare": [-1, errno.EPERM], "clone": [-1, errno.EPERM]}
+    assert forked == 7
+
+
+MEMORY_IN_CHILDREN = """
+import os
+go_read, go_write = os.pipe()
+children = []
+for _ in range(4):
+    pid = os.fork()
+    if pid == 0:
+        held = bytearray(150 << 20)
+        for i in range(0, len(held), 4096):
+            held[i] = 1
+        os.read(go_read, 1)  # hold it until the parent lets go (never)
+        os._exit(0)
+    children.append(pid)
+pid, status = os.wait()  # returns only when a child died
+raise SystemExit(f"child died: {os.waitstatus_to_exitcode(status)}")
+"""
+
+
+@needs_bwrap
+@pytest.mark.skipif(sandbox.cgroup_support()[0] is None, reason="no cgroup can be made here")
+def test_memory_of_all_processes_together_is_bounded_by_the_cgroup():
+    # Before: each process had its own 256 MiB of address space, so 4 children held 600 MiB
+    # between them (and, with the default limits, 32 processes could hold 32 GiB).
+    limits = SandboxLimits(memory_bytes=256 << 20, wall_seconds=30, processes=16)
+    execution = run(MEMORY_IN_CHILDREN, CodeRunner(limits=limits))
+    assert execution.error_code == "memory_limit", (execution.error_code, execution.stderr)
+    assert "the whole sandbox" in execution.error_message
+    assert "0.25 GiB" in execution.error_message
+    assert run("'still fine'").result == "still fine"
+
+
+@needs_bwrap
+@pytest.mark.skipif(sandbox.cgroup_support()[0] is None, reason="no cgroup can be made here")
+def test_each_execution_gets_its_own_bounded_cgroup_and_leaves_none_behind(monkeypatch):
+    seen = []
+    close = sandbox.ExecutionCgroup.close
+
+    async def noting(self):
+        limit = "memory.max" if self.version == 2 else "memory.limit_in_bytes"
+        memory = int((self.memory_dir / limit).read_text())
+        seen.append((memory, int((self.pids_dir / "pids.max").read_text()), self.dirs))
+        await close(self)
+
+    monkeypatch.setattr(sandbox.ExecutionCgroup, "close", noting)
+    execution = run("import os\nwhile True:\n    os.fork()")  # a fork bomb
+    assert execution.error_code == "process_limit"
+    assert run("1 + 1").result == 2
+    assert [(m, p) for m, p, _ in seen] == [(FAST.memory_bytes, FAST.processes + 2)] * 2
+    assert seen[0][2] != seen[1][2]
+    assert not any(d.exists() for _, _, dirs in seen for d in dirs)
+
+
+@needs_bwrap
+def test_files_a_snippet_writes_are_bounded_in_size_and_in_total():
+    code = (
+        "import errno\nsizes = []\n"
+        "for path in ('/scratch/big', '/tmp/big2'):\n"
+        "    try:\n        with open(path, 'wb') as f:\n"
+        "            for _ in range(100):\n                f.write(b'x' * (1 << 20))\n"
+        "    except OSError as exc:\n        sizes.append(errno.errorcode[exc.errno])\n"
+        "n = 0\ntry:\n    while True:\n        with open(f'/scratch/f{n}', 'wb') as f:\n"
+        "            f.write(b'x' * (8 << 20))\n        n += 1\n"
+        "except OSError as exc:\n    sizes.append(errno.errorcode[exc.errno])\n"
+        "import shutil\n[sizes, n, shutil.disk_usage('/scratch').total]"
+    )
+    execution = run(code)
+    assert execution.error_code is None, execution.stderr
+    sizes, files, total = execution.result
+    assert sizes == ["EFBIG", "EFBIG", "ENOSPC"]  # 16 MiB a file, 64 MiB in all
+    assert total == FAST.scratch_bytes and files < FAST.scratch_bytes // (8 << 20)
+
+
+@needs_bwrap
+@pytest.mark.skipif(sandbox.cgroup_support()[0] is None, reason="no cgroup can be made here")
+def test_a_sandbox_that_cannot_join_its_cgroup_does_not_run(monkeypatch, tmp_path):
+    join = sandbox.ExecutionCgroup.join_command
+    made = []
+
+    def into_a_missing_cgroup(self, argv):
+        made.append(list(self.dirs))
+        self.dirs.append(tmp_path / "missing")
+        try:
+            return join(self, argv)
+        finally:
+            self.dirs.pop()
+
+    monkeypatch.setattr(sandbox.ExecutionCgroup, "join_command", into_a_missing_cgroup)
+    execution = run("print('ran')")
+    assert execution.error_code == "sandbox_failed", execution.stderr
+    assert execution.stdout == "" and "could not join its cgroup" in execution.error_message
+    assert made and not any(d.exists() for d in made[0])
+
+
+def cgroup_mountinfo(*mounts: tuple[str, str, str, str]) -> str:
+    """mountinfo lines for (root, mount point, type, super options)."""
+    return "\n".join(
+        f"{30 + i} 25 0:{20 + i} {root} {point} rw,nosuid - {kind} cgroup rw,{options}"
+        for i, (root, point, kind, options) in enumerate(mounts)
+    )
+
+
+def test_cgroup_discovery_on_v1_v2_and_where_there_is_none(tmp_path):
+    find = sandbox_cgroup.find_cgroup_parents
+    memory, pids = tmp_path / "memory", tmp_path / "pids"
+    (memory / "jobs" / "7").mkdir(parents=True)
+    pids.mkdir()
+    hybrid = cgroup_mountinfo(
+        ("/", str(memory), "cgroup", "memory"), ("/", str(pids), "cgroup", "pids"),
+        ("/", str(tmp_path / "unified"), "cgroup2", "nsdelegate"),
+    )  # fmt: skip
+    parents, reason = find("8:pids:/\n4:memory:/jobs/7\n0::/\n", hybrid)
+    assert parents == sandbox_cgroup.CgroupParents(1, memory / "jobs" / "7", pids), reason
+    # cgroup v2: our own cgroup holds processes, so the sandbox's is made beside it.
+    v2 = tmp_path / "v2"
+    (v2 / "user.slice" / "session.scope").mkdir(parents=True)
+    (v2 / "user.slice" / "cgroup.subtree_control").write_text("cpu memory pids\n")
+    (v2 / "user.slice" / "session.scope" / "cgroup.subtree_control").write_text("\n")
+    unified = cgroup_mountinfo(("/", str(v2), "cgroup2", "nsdelegate"))
+    parents, reason = find("0::/user.slice/session.scope\n", unified)
+    assert parents == sandbox_cgroup.CgroupParents(2, v2 / "user.slice", v2 / "user.slice")
+    (v2 / "user.slice" / "cgroup.subtree_control").write_text("cpu\n")
+    parents, reason = find("0::/user.slice/session.scope\n", unified)
+    assert parents is None and "enabling memory and pids" in reason
+    parents, reason = find("0::/\n", cgroup_mountinfo(("/", str(v2), "cgroup2", "")))
+    assert parents is None  # the mount's root has no subtree_control file here
+    assert find("0::/\n", "")[0] is None and find("", "")[0] is None
+
+
+def test_the_system_call_filter_is_built_for_known_architectures_only():
+    from merchantbench.agents.llm.sandbox_seccomp import seccomp_program
+
+    for machine in ("x86_64", "amd64", "aarch64", "arm64"):
+        program = seccomp_program(machine)
+        assert len(program) % 8 == 0 and 8 < len(program) < 8 * 64
+    assert seccomp_program("amd64") == seccomp_program("x86_64") != seccomp_program("aarch64")
+    with pytest.raises(sandbox.SandboxError, match="no system-call filter for the riscv64"):
+        seccomp_program("riscv64")
+
+
+@needs_bwrap
+def test_unprivileged_parents_forbid_nested_user_namespaces_where_bubblewrap_can(monkeypatch):
+    runner = CodeRunner(limits=FAST)
+    lib = Path("/nonexistent/lib")
+    monkeypatch.setattr(CodeRunner, "_runtime_mounts", lambda self, lib: [])
+    monkeypatch.setattr(sandbox.os, "geteuid", lambda: 1000)
+    assert sandbox.bwrap_version(sandbox.find_bwrap()) >= (0, 8)  # (the version installed here)
+    argv = runner.bwrap_argv(lib, 9)
+    assert argv[argv.index("--seccomp") + 1] == "9"
+    assert "--unshare-user" in argv and "--disable-userns" in argv
+    monkeypatch.setattr(sandbox, "bwrap_version", lambda bwrap: (0, 7, 0))
+    argv = runner.bwrap_argv(lib, 9)
+    assert "--unshare-user" in argv and "--disable-userns" not in argv  # the filter still is
+    monkeypatch.setattr(sandbox.os, "geteuid", lambda: 0)
+    assert "--unshare-user" not in runner.bwrap_argv(lib, 9)
+
+
+@needs_bwrap
+def test_the_hermes_agents_confinement_forbids_new_user_namespaces(tmp_path):
+    # The real Hermes Agent runs under bubblewrap too (agents/hermes_agent/process.py): before,
+    # as root, its processes could make user namespaces (and held every capability).
+    from merchantbench.agents.hermes_agent.env import HermesEnv
+    from merchantbench.agents.hermes_agent.process import command
+
+    python = Path(os.path.realpath(sys.executable))
+    env = HermesEnv(Path(sys.base_prefix).resolve(), python, "test", 0.0)
+    home, sockets = tmp_path / "home", tmp_path / "sockets"
+    home.mkdir()
+    sockets.mkdir()
+    argv = command(home, env, {}, sockets)
+    confinement = argv[: argv.index(str(python))]
+    probe = (
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "print(libc.unshare(0x10000000), ctypes.get_errno())"
+    )
+    done = subprocess.run(
+        [*confinement, str(python), "-I", "-c", probe], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["-1", str(errno.ENOSPC)]  # bubblewrap's --disable-userns
+
+
+@needs_bwrap
+@pytest.mark.skipif(sandbox.cgroup_support()[0] is None, reason="no cgroup can be made here")
+def test_a_cancelled_execution_leaves_no_process_and_no_cgroup():
+    parents = sandbox.cgroup_support()[0]
+    mine = f"{sandbox_cgroup.PREFIX}{os.getpid()}-"
+
+    def cgroups() -> list[Path]:
+        return [p for p in parents.pids.iterdir() if p.name.startswith(mine)]
+
+    async def cancelled() -> None:
+        task = asyncio.create_task(CodeRunner(limits=FAST).run("import time\ntime.sleep(60)"))
+        for _ in range(2000):  # bounded: until the snippet's cgroup exists
+            if cgroups() or task.done():
+                break
+            await asyncio.sleep(0.01)
+        assert cgroups() and not task.done()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancelled())
+    assert cgroups() == [] and leftover_processes() == []
+
+
+@needs_bwrap
+@pytest.mark.skipif(sandbox.cgroup_support()[0] is None, reason="no cgroup can be made here")
+def test_without_the_filter_the_cgroup_alone_contains_the_memfd_bomb(monkeypatch):
+    allow_all = struct.pack("=HBBI", 0x06, 0, 0, 0x7FFF0000)  # BPF: return ALLOW
+    monkeypatch.setattr(sandbox, "seccomp_program", lambda: allow_all)
+    limits = SandboxLimits(memory_bytes=256 << 20, wall_seconds=60)
+    execution, grown_mib = run_watching_shared_memory(MEMFD_BOMB, CodeRunner(limits=limits))
+    assert execution.error_code == "memory_limit", (execution.error_code, execution.stderr)
+    held = [int(line) for line in execution.stdout.split()]
+    assert held and held[-1] * 15 < 256  # memfds made before the kernel stopped it
+    assert grown_mib < 300, f"host shared memory grew by {grown_mib} MiB"

@@ -11,7 +11,11 @@ import urllib.request
 import openai
 import pytest
 
-from merchantbench.agents.llm.scripted_policy import store_policy
+from merchantbench.agents.llm.scripted_policy import (
+    TOOL_LOOP_STEPS,
+    store_policy,
+    tool_loop_policy,
+)
 from merchantbench.agents.llm.scripted_server import FaultPlan, ScriptedServer, script_responder
 
 SEARCH = {"tool_calls": [{"name": "search_products", "arguments": {"query": "收纳盒"}}]}
@@ -123,17 +127,48 @@ def test_store_policy_repeats_a_call_the_harness_could_not_parse():
     assert reply["tool_calls"][0]["name"] == "get_daily_report"
 
 
+def _tools(*names: str) -> list[dict]:
+    return [{"type": "function", "function": {"name": name, "parameters": {}}} for name in names]
+
+
+@pytest.mark.parametrize("prefix", ["", "mcp__merchantbench__"])
+def test_tool_loop_policy_never_answers_in_words_while_it_has_tools(prefix):
+    names = [prefix + n for n in ("get_product_detail", "query_balance", "end_of_step")]
+    ok, refused = {"ok": True}, {"ok": False, "error": {"code": "unknown_product"}}
+    steps = [(prefix + name, args, refused) for name, args in TOOL_LOOP_STEPS[:3]]
+    steps += [(prefix + "query_balance", {}, ok), (prefix + "end_of_step", {}, ok)]
+    made = []
+    for done in range(len(steps) + 3):  # the window's steps, then past its end_of_step
+        request = {
+            **_request_with(steps[:done] + [steps[-1]] * (done - len(steps))),
+            "tools": _tools(*names),
+        }
+        reply = tool_loop_policy(request)["tool_calls"][0]
+        made.append((reply["name"], reply["arguments"]))
+    expected = [(prefix + name, args) for name, args in TOOL_LOOP_STEPS]
+    assert made == expected + [(prefix + "end_of_step", {})] * 4
+    # Refused calls differ from each other: no client takes them for one call repeated.
+    assert len({json.dumps(a, sort_keys=True) for _, a in made[:3]}) == 3
+    # A side request (no store tools offered: a title, a summary) gets words.
+    assert tool_loop_policy({"messages": ASK, "tools": []}) == {"content": "ok"}
+
+
 def test_cli_serves_a_policy_until_terminated():
     command = [sys.executable, "-c", "from merchantbench.cli import main; main()"]
-    args = ["scripted-server", "--policy", "idle", "--port", "0", "--fault-rate", "0"]
+    args = ["scripted-server", "--policy", "tool_loop", "--port", "0", "--fault-rate", "0"]
     server = subprocess.Popen(command + args, stderr=subprocess.PIPE, text=True)
     try:
         line = server.stderr.readline()
         base_url = line.split(" at ")[1].split()[0]
         with urllib.request.urlopen(f"{base_url}/models", timeout=10) as answer:
             assert json.load(answer)["data"][0]["id"] == "scripted"
+        client = openai.OpenAI(api_key="k", base_url=base_url, max_retries=0, timeout=10)
+        tools = _tools("mcp__merchantbench__query_balance", "mcp__merchantbench__end_of_step")
+        asked = client.chat.completions.create(model="scripted", messages=ASK, tools=tools)
+        call = asked.choices[0].message.tool_calls[0]
+        assert call.function.name == "get_product_detail"  # the first step, as named
     finally:
         server.terminate()
         _, rest = server.communicate(timeout=10)
     assert server.returncode == 0
-    assert "served 0 requests" in rest
+    assert "served 1 requests" in rest

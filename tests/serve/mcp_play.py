@@ -10,8 +10,9 @@ from typing import Any, TypeVar
 import anyio
 from mcp import Client
 
-from frontend_script import Call, InProcessRun
-from merchantbench.mcp_surface import BRIEF_PROMPT, OBSERVATION_URI, RULES_URI
+from frontend_script import Call, InProcessRun, assert_status_states
+from merchantbench.mcp_surface import BRIEF_PROMPT, OBSERVATION_URI, RULES_URI, STORE_URI
+from merchantbench.session import Session
 
 ADDED_BY_MCP = ("run_over", "observation", "summary")  # what end_of_step gains over MCP
 CLIENT_TIMEOUT = 120  # seconds a whole client session may take
@@ -67,6 +68,7 @@ async def read_everything(client: Any, transcript: Transcript) -> dict[str, Any]
     resources = transcript.keep(await client.list_resources())
     rules = transcript.keep(await client.read_resource(RULES_URI))
     observation = transcript.keep(await client.read_resource(OBSERVATION_URI))
+    store = transcript.keep(await client.read_resource(STORE_URI))
     transcript.responses.append(client.instructions)
     return {
         "tools": tools.tools,
@@ -75,6 +77,7 @@ async def read_everything(client: Any, transcript: Transcript) -> dict[str, Any]
         "resources": sorted(r.uri for r in resources.resources),
         "rules": rules.contents[0].text,
         "observation": observation.contents[0].text,
+        "store": store.contents[0],
         "instructions": client.instructions,
     }
 
@@ -104,8 +107,15 @@ def assert_matches_surface(seen: dict[str, Any], reference: InProcessRun) -> Non
     ]
     assert len(seen["tools"]) == 26
     assert seen["prompts"] == [BRIEF_PROMPT]
-    assert seen["resources"] == sorted([OBSERVATION_URI, RULES_URI])
+    assert seen["resources"] == sorted([OBSERVATION_URI, RULES_URI, STORE_URI])
     assert seen["rules"] == surface.brief() and seen["brief"].startswith(surface.brief())
     assert seen["instructions"].startswith(surface.brief())
     assert seen["observation"].startswith("Day 1 00:00, Sunday 2025-06-01: window 1 of 28.")
     assert seen["brief"].endswith(seen["observation"])
+    # The store resource: the status of the run's first window, as JSON, stating its numbers.
+    played = reference.session
+    first = Session(played.scenario, played.market, played.seed, played.search_index)
+    assert seen["store"].mime_type == "application/json"
+    store = json.loads(seen["store"].text)
+    assert store == first.surface.status().to_json()
+    assert_status_states(store, seen["observation"], 0)

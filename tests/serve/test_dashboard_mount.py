@@ -17,13 +17,14 @@ from merchantbench.record.sealed import read_sealed
 from merchantbench.serve import ServeConfig, create_app
 from merchantbench.serve.dashboard_mount import DASHBOARD_COOKIE, dashboard_extension
 from merchantbench.serve.mcp_mount import mcp_extension
+from merchantbench.web.app import web_extension
 
 SEED = 918273645  # digits that would stand out in any answer
 ADMIN_HEADERS = {"Authorization": f"Bearer {ADMIN}"}
 
 
 def served(runs_dir: Path, admin: str | None = ADMIN) -> TestClient:
-    extensions = [mcp_extension(), dashboard_extension()]
+    extensions = [mcp_extension(), dashboard_extension(web_extension)]
     return TestClient(create_app(ServeConfig(runs_dir, admin), extensions=extensions))
 
 

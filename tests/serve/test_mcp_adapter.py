@@ -11,7 +11,13 @@ import pytest
 from mcp import Client, MCPError
 from mcp_play import run_client
 
-from merchantbench.mcp_surface import IDEMPOTENCY_META_KEY, build_mcp_server
+from frontend_script import assert_status_states
+from merchantbench.mcp_surface import (
+    IDEMPOTENCY_META_KEY,
+    OBSERVATION_URI,
+    STORE_URI,
+    build_mcp_server,
+)
 from merchantbench.runs.runner import RunSpec
 from merchantbench.scenario import load_scenario
 from merchantbench.serve.mcp_run import MCP_AGENT, HostedRun
@@ -71,3 +77,26 @@ def test_the_last_end_of_step_brings_the_summary_and_then_calls_are_refused(tmp_
     assert after["summary"]["final_net_assets"] == 3000.0
     assert query["error"]["code"] == "run_over" and run.finished
     assert json.loads((tmp_path / "run" / "run.json").read_text())["ended"] == "completed"
+
+
+def test_the_store_resource_states_each_windows_observation(tmp_path) -> None:
+    async def body(client: Client) -> list[tuple[str, str]]:
+        found = await client.call_tool("search_products", {"sort": "sales_30d", "page_size": 3})
+        rows = found.structured_content["rows"]
+        items = [{"product_id": r[0], "sale_price": round(r[3] * 1.5, 2)} for r in rows]
+        await client.call_tool("list_product", {"items": items})
+        seen = []
+        for _ in range(6):
+            store = (await client.read_resource(STORE_URI)).contents[0]
+            text = (await client.read_resource(OBSERVATION_URI)).contents[0].text
+            seen.append((store.mime_type, store.text, text))
+            await client.call_tool("end_of_step", {})
+        return seen
+
+    seen, run = with_client(tmp_path, body)
+    orders = 0
+    for mime_type, store, text in seen:
+        assert mime_type == "application/json"
+        orders = assert_status_states(json.loads(store), text, orders)
+    assert orders > 0 and json.loads(seen[-1][1])["window"] == 5
+    assert run.surface.window == 6  # reading resources cost no call and closed nothing

@@ -128,7 +128,7 @@ def test_no_answer_or_error_carries_the_seed_the_salt_or_a_path(sealed_run) -> N
                  facts["salt"], str(out), user_cache_dir("merchantbench"), "/tmp"]  # fmt: skip
     responses = player.transcript.responses
     errors = [r for r in responses if isinstance(r, dict) and r.get("isError")]
-    assert len(responses) == len(player.calls) + 2 * 7  # + read_everything on each connection
+    assert len(responses) == len(player.calls) + 2 * 8  # + read_everything on each connection
     assert len(errors) == 4
     for response in responses:  # tools, prompt, resources, instructions and every call's
         scan(response, forbidden)

@@ -12,6 +12,7 @@ import pytest
 from conftest import LiveServer
 from protocol_client import ProtocolClient, assistant, tool_call
 
+from frontend_script import assert_status_states
 from merchantbench.serve.host import RunHost
 
 
@@ -197,3 +198,33 @@ def test_register_records_the_agent_and_rejects_another_agent_id(live: LiveServe
     assert other.status_code == 404
     wrong = client.http.get(f"{client.run}/agents/agent_9/observation")
     assert wrong.status_code == 404
+
+
+def test_the_json_api_serves_the_store_status_the_tick_and_the_text_agree(
+    live: LiveServer,
+) -> None:
+    run = live.create_run(days=2, seed=7)
+    host = live.registry.hosts[run["run_id"]]
+    assert isinstance(host, RunHost)
+    base = f"/api/runs/{host.run_id}"
+    with live.client(run["agent_token"]) as agent:
+        search = {"page_size": 3, "sort": "sales_30d"}
+        rows = agent.post(f"{base}/tools/search_products", json=search).json()["rows"]
+        items = [{"product_id": r[0], "sale_price": round(r[3] * 1.3, 2)} for r in rows]
+        assert agent.post(f"{base}/tools/list_product", json={"items": items}).json()["ok"]
+        orders = 0
+        for window in range(4):
+            seen = agent.get(f"{base}/observation").json()
+            store = agent.get(f"{base}/store").json()
+            assert seen["store"] == store == host.surface.status().to_json()
+            assert store["window"] == window and store["active_listings"] == 3
+            assert seen["tick"] == {"step": store["hour"], "day": store["day"],
+                                   "hour": store["hour_of_day"], "window": store["window"],
+                                   "windows_total": store["windows_total"]}  # fmt: skip
+            orders = assert_status_states(store, seen["text"], orders)
+            ended = agent.post(f"{base}/end-window").json()
+            assert ended["store"] == agent.get(f"{base}/store").json()
+            assert ended["store"]["window"] == window + 1
+        assert orders > 0
+    with live.client(None) as nobody:
+        assert nobody.get(f"{base}/store").status_code == 401

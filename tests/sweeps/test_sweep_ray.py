@@ -96,3 +96,44 @@ def test_ray_executor_gives_the_local_index(cluster, sweep_file, tmp_path):
     rows = comparable_rows(read_index(tmp_path / "ray"))
     assert len(rows) == 12 and all(row["status"] == "done" for row in rows)
     assert rows == comparable_rows(read_index(tmp_path / "local"))
+
+
+OWN_SWEEP = """
+scenarios: [{name: smoke, set: ["clock.days=3"]}]
+seeds: [1, 2]
+agents:
+  - ownpkg.agents:Lister
+  - {agent: files/mine.py:Lister, label: file}
+"""
+
+
+def test_ray_runs_agents_of_your_own(cluster, tmp_path, monkeypatch):
+    """A module found only on the driver's PYTHONPATH (the cluster's workers were started
+    without it) and a file named relative to the sweep file run on Ray as they do locally."""
+    address, env = cluster
+    source = Path(__file__).parents[1] / "own_agent.py"
+    package = tmp_path / "lib" / "ownpkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    shutil.copy(source, package / "agents.py")
+    (tmp_path / "files").mkdir()
+    shutil.copy(source, tmp_path / "files" / "mine.py")
+    sweep_file = tmp_path / "sweep.yaml"
+    sweep_file.write_text(OWN_SWEEP)
+    command = [str(BIN / "python"), "-m", "merchantbench.cli", "sweep", str(sweep_file),
+               "--out", str(tmp_path / "ray"), "--executor", "ray", "--address", address,
+               "--no-progress"]  # fmt: skip
+    driver_env = {**env, "PYTHONPATH": str(tmp_path / "lib")}
+    done = subprocess.run(command, env=driver_env, cwd=tmp_path / "files", capture_output=True,
+                          text=True, timeout=SWEEP_SECONDS)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    monkeypatch.syspath_prepend(str(tmp_path / "lib"))
+    local = run_sweep(load_sweep_file(sweep_file), tmp_path, tmp_path / "local", LocalExecutor(2))
+    assert len(local.finished) == 4 and not local.failed
+    rows = comparable_rows(read_index(tmp_path / "ray"))
+    assert len(rows) == 4 and all(row["status"] == "done" for row in rows), rows
+    assert rows == comparable_rows(read_index(tmp_path / "local"))
+    assert {row["agent"] for row in rows} == {
+        "ownpkg.agents:Lister",
+        f"{sweep_file.parent}/files/mine.py:Lister",
+    }

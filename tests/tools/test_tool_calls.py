@@ -104,8 +104,10 @@ def test_union_member_names_do_not_leak_into_paths() -> None:
 def test_raw_json_arguments() -> None:
     result = call(FakeShop(), "search", '{"query": "box", "page": 2}')
     assert (result["ok"], result["page"]) == (True, 2)
-    for nothing in ("", "  ", "null", None):
+    for nothing in ("", "  ", None):
         assert call(FakeShop(), "query_balance", nothing)["ok"] is True
+    # One decoder for every caller (tools.agent_input): JSON null is not an object.
+    assert error(call(FakeShop(), "query_balance", "null"))["code"] == "invalid_json"
 
 
 @pytest.mark.parametrize(
@@ -117,10 +119,17 @@ def test_malformed_json_is_refused(text: str) -> None:
     assert "path" not in problem
 
 
-@pytest.mark.parametrize("args", ["[1, 2]", '"box"', "3", [1, 2], 3.5])
+@pytest.mark.parametrize("args", [[1, 2], 3.5])
 def test_arguments_must_be_an_object(args: Any) -> None:
     problem = error(call(FakeShop(), "search", args))
     assert (problem["code"], problem["path"]) == ("invalid_argument", "$")
+
+
+@pytest.mark.parametrize("text", ["[1, 2]", '"box"', "3"])
+def test_json_text_must_hold_an_object(text: str) -> None:
+    # As the agent surface answers (tools.agent_input): the text is not a JSON object.
+    problem = error(call(FakeShop(), "search", text))
+    assert problem["code"] == "invalid_json" and "must be a JSON object" in problem["message"]
 
 
 def test_non_finite_numbers_are_refused_in_python_arguments_too() -> None:

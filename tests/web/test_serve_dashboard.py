@@ -13,6 +13,7 @@ from conftest import LiveServer, assert_clean, collect_answers
 from merchantbench.serve import ServeConfig, create_app
 from merchantbench.serve.dashboard_mount import dashboard_extension, dashboard_link
 from merchantbench.serve.mcp_mount import mcp_extension
+from merchantbench.web.app import web_extension
 
 ADMIN = "operator-token-for-the-browser"
 SEED = 2_718_281_828
@@ -20,7 +21,7 @@ SEED = 2_718_281_828
 
 def test_the_operator_watches_a_served_run_in_the_browser(tmp_path: Path, browser) -> None:
     config = ServeConfig(tmp_path / "runs", ADMIN)
-    app = create_app(config, extensions=[mcp_extension(), dashboard_extension()])
+    app = create_app(config, extensions=[mcp_extension(), dashboard_extension(web_extension)])
     with LiveServer(app) as server, httpx.Client(base_url=server.url, timeout=30) as http:
         admin = {"Authorization": f"Bearer {ADMIN}"}
         body = {"scenario": "smoke", "seed": SEED, "days": 3, "label": "watched"}

@@ -10,13 +10,15 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
+from frontend_script import assert_status_states
 from merchantbench.catalog.cache import get_market, get_search_index
 from merchantbench.cli import app as cli
 from merchantbench.scenario import load_scenario
 from merchantbench.session import Session
+from merchantbench.tools.toolset import build_registry
 from merchantbench.web.app import create_web_app
+from merchantbench.web.forms import DEFAULT_PRICE_MULTIPLE, page_config
 from merchantbench.web.room import PARTICIPANTS_FILE, PlayRoom
-from merchantbench.web.store import read_observation_numbers
 
 SCENARIO = load_scenario("smoke", overrides=["clock.days=2"])
 
@@ -78,10 +80,65 @@ def test_study_create_makes_one_private_store_each(tmp_path: Path) -> None:
     assert both.exit_code != 0 and "not both" in both.output
 
 
-def test_the_numbers_are_read_off_the_observation() -> None:
-    text = (
-        "Net assets: 12,345.67 RMB (+1.00).\n"
-        "Store rating: 4.25 (4 stars)\n"
-        "Order updates since Day 1 12:00: 3 placed, 1 shipped."
+def test_the_pages_numbers_are_the_store_status(tmp_path: Path) -> None:
+    [seat] = PlayRoom(tmp_path).create(SCENARIO, [7])
+    store = PlayRoom(tmp_path).store(seat.token)
+    assert store is not None
+    rows = store.call("search_products", {"page_size": 3, "sort": "sales_30d"})["rows"]
+    store.call("list_product", {"items": [{"product_id": r[0], "sale_price": r[3]} for r in rows]})
+    orders = 0
+    for _ in range(3):
+        state = store.state()
+        status = store.surface.status()
+        assert state["store"] == status.to_json() and state["net_assets"] == status.net_assets
+        orders = assert_status_states(state["store"], state["observation"], orders)
+        point = state["history"][-1]
+        assert point == {"window": status.window, "day": status.day, "hour": status.hour_of_day,
+                         "net_assets": status.net_assets, "rating": status.rating,
+                         "orders": status.orders_placed}  # fmt: skip
+        clock = state["clock"]
+        assert clock["text"] == (
+            f"Day {status.day}, {status.hour_of_day:02d}:00 · window {status.window + 1} of "
+            f"{status.windows_total} · {status.windows_left} windows left"  # never 1 here
+        )
+        store.end_window()
+    assert orders > 0
+    assert [p["window"] for p in store.state()["history"]] == [0, 1, 2, 3]
+
+
+def test_ending_a_window_that_is_no_longer_open_is_refused(tmp_path: Path) -> None:
+    [seat] = PlayRoom(tmp_path).create(SCENARIO, [7])
+    client = TestClient(create_web_app(play_dir=tmp_path))
+    end = f"/play/{seat.token}/call/end_of_step"
+    key = {"Idempotency-Key": "web-end-1", "X-Window": "0"}
+    first = client.post(end, headers=key, json={}).json()
+    assert first["result"]["ok"] and first["state"]["store"]["window"] == 1
+    again = client.post(end, headers=key, json={}).json()  # a double click
+    assert again["result"]["error"]["code"] == "window_closed"
+    assert again["state"]["store"]["window"] == 1
+    ahead = client.post(end, headers={"X-Window": "5"}, json={}).json()
+    assert ahead["result"]["error"]["code"] == "window_closed"
+    for bad in ("-1", "two"):
+        assert client.post(end, headers={"X-Window": bad}, json={}).status_code == 422
+    trace = (tmp_path / "p1" / "trace.jsonl").read_text().splitlines()
+    assert [json.loads(line)["tool"] for line in trace] == ["end_of_step"]  # refusals ran nothing
+    closed = client.post(end, headers={"X-Window": "1"}, json={}).json()
+    assert closed["result"]["ok"] and closed["state"]["store"]["window"] == 2
+
+
+def test_the_page_takes_the_servers_config(tmp_path: Path) -> None:
+    [seat] = PlayRoom(tmp_path).create(SCENARIO, [7])
+    client = TestClient(create_web_app(play_dir=tmp_path))
+    html = client.get(f"/play/{seat.token}").text
+    config = json.loads(html.split('id="play-config" type="application/json">')[1].split("<")[0])
+    registry = build_registry(SCENARIO)
+    writes = {t.name for t in registry.tools() if t.kind == "write"}
+    assert set(config["write_tools"]) == writes
+    assert writes == {"list_product", "delist_product", "adjust_price", "write_memory_doc",
+                      "end_of_step"}  # fmt: skip
+    assert config["window_closer"] == "end_of_step" and config["window"] == 0
+    assert config["default_price_multiple"] == DEFAULT_PRICE_MULTIPLE
+    capped = page_config(
+        registry, load_scenario("smoke", ["demand.max_price_multiple_of_cost=1.5"])
     )
-    assert read_observation_numbers(text) == (12345.67, 4.25, 3)
+    assert capped["default_price_multiple"] == 1.5

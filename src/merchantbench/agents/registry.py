@@ -4,18 +4,20 @@
     make_agent("oracle", {}, hidden_market=market)   # privileged: the host hands it the market
 
 `agent_settings_model(name)` is the frozen settings model the CLI validates `--agent-opt`
-against; `check_settings` turns a bad key or type into one line.
+against; `check_settings` turns a bad key or type into one line. Every function here also takes
+an agent of your own by its target, `package.module:Class` or `path/to/file.py:Class`
+(agents/load.py).
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from merchantbench.agents.base import AgentSettings, BaseAgent
+from merchantbench.agents.load import AgentConfigError, is_target, load_class, load_own_agent
 
 if TYPE_CHECKING:
     from merchantbench.catalog.market import Market
@@ -36,9 +38,7 @@ class AgentEntry:
     privileged: bool = False
 
     def load(self) -> type[BaseAgent]:
-        module, _, attr = self.target.partition(":")
-        cls: type[BaseAgent] = getattr(importlib.import_module(module), attr)
-        return cls
+        return load_class(self.target)
 
 
 AGENTS: dict[str, AgentEntry] = {
@@ -76,21 +76,23 @@ AGENTS: dict[str, AgentEntry] = {
 }
 
 
-class AgentConfigError(ValueError):
-    """An unknown agent, or settings its model refuses; the message is one line."""
-
-
 def agent_names() -> list[str]:
     return sorted(AGENTS)
 
 
 def agent_entry(name: str) -> AgentEntry:
-    try:
-        return AGENTS[name]
-    except KeyError:
-        raise AgentConfigError(
-            f"unknown agent {name!r}; choose from {', '.join(agent_names())}"
-        ) from None
+    """The table's entry of a built-in agent, or one made for an agent of your own named by
+    its target (loaded and checked now: `AgentConfigError` says in one line what is wrong)."""
+    found = AGENTS.get(name)
+    if found is not None:
+        return found
+    if is_target(name):
+        doc = (load_own_agent(name).__doc__ or "").strip()
+        return AgentEntry(name, doc.splitlines()[0] if doc else "an agent of your own")
+    raise AgentConfigError(
+        f"unknown agent {name!r}; choose from {', '.join(agent_names())}, "
+        "or give your own as MODULE:CLASS or FILE.py:CLASS"
+    )
 
 
 def agent_settings_model(name: str) -> type[AgentSettings]:
@@ -112,7 +114,7 @@ def make_agent(
     """Build agent `name` from its settings.
 
     Args:
-        name: A key of `AGENTS`.
+        name: A key of `AGENTS`, or the target of an agent of your own.
         settings: Values for the agent's settings model (unknown keys are refused).
         hidden_market: Given to a privileged agent only, and required by it.
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from merchantbench.catalog import calendar, vocab
-from merchantbench.catalog.parts import part_rng
 from merchantbench.catalog.population import Products
 from merchantbench.catalog.trajectories import (
     TYPE_DEMAND_SIGMA,
@@ -20,6 +19,7 @@ from merchantbench.catalog.trajectories import (
     seasonal_peak_days,
     type_trajectories,
 )
+from merchantbench.random_streams import Part, part_rng
 from merchantbench.scenario import MarketConfig, Scenario
 
 Progress = Callable[[str, float], None]
@@ -86,7 +86,7 @@ def demand_and_sales(
     the market's demand, `competition` times the store's, in the hours of each day the supplier
     lists the product (`delisted_hours` [r, i] are the others: no market sales then)."""
     rows, n = plan.type_factor.shape[0], len(plan.base)
-    noise_rng, sales_rng = part_rng(seed, "noise"), part_rng(seed, "sales")
+    noise_rng, sales_rng = part_rng(seed, Part.NOISE), part_rng(seed, Part.SALES)
     demand = np.empty((rows, n), dtype=np.float32)
     sales_cum = np.zeros((rows + 1, n), dtype=np.int32)
     phi, sigma = NOISE_AUTOCORRELATION, m.daily_noise_sigma
@@ -125,7 +125,7 @@ def demand_plan(
     m, days = scenario.market, scenario.market.days
     rows = calendar.HISTORY_DAYS + days
     trajectory, seasonal = type_trajectories(
-        part_rng(seed, "trajectories"), types, scenario.clock.start_date, rows
+        part_rng(seed, Part.TRAJECTORIES), types, scenario.clock.start_date, rows
     )
     dates = calendar.run_dates(scenario.clock.start_date, days)
     seasons = calendar.festival_factor(dates, m.categories)
@@ -133,9 +133,11 @@ def demand_plan(
     type_factor = (trajectory * seasons[type_cat].T).astype(np.float32)
     peak_day = seasonal_peak_days(trajectory, seasonal, days)
     launch, fade_start, fade_days = launch_plan(
-        part_rng(seed, "launch"), m, days, prod.type_id, peak_day
+        part_rng(seed, Part.LAUNCH), m, days, prod.type_id, peak_day
     )
-    market_base = _base_demand(part_rng(seed, "base_demand"), m, prod.quality, is_trap, p_ref_fen)
+    market_base = _base_demand(
+        part_rng(seed, Part.BASE_DEMAND), m, prod.quality, is_trap, p_ref_fen
+    )
     base = store_share(market_base, store_saturation(m, p_ref_fen))
     return DemandPlan(
         base, type_factor, prod.type_id, launch, fade_start, fade_days, market_base / base

@@ -40,7 +40,6 @@ from merchantbench.catalog import calendar, offers, vocab
 from merchantbench.catalog.events import delisted_hours_by_day, from_hour_zero, supplier_history
 from merchantbench.catalog.market import Market
 from merchantbench.catalog.market_demand import Progress, demand_and_sales, demand_plan
-from merchantbench.catalog.parts import part_rng
 from merchantbench.catalog.population import (
     Products,
     Suppliers,
@@ -49,6 +48,7 @@ from merchantbench.catalog.population import (
     draw_suppliers,
     type_table,
 )
+from merchantbench.random_streams import Part, part_rng
 from merchantbench.scenario import MarketConfig, Scenario
 from merchantbench.seeds import is_sealed_range, keyed_values
 
@@ -68,7 +68,7 @@ def _public_ids(seed: int, n: int, n_suppliers: int) -> tuple[np.ndarray, np.nda
     to themselves. A public seed's ids are, as they always were, the first draws of its "ids"
     stream, the names the next ones: anyone can rebuild a public market anyway.
     """
-    rng = part_rng(seed, "ids")
+    rng = part_rng(seed, Part.IDS)
     if is_sealed_range(seed):
         offer = np.array(keyed_values(seed, "offer-id", n, OFFER_ID_SPAN), dtype=np.int64)
         member = np.array(keyed_values(seed, "member-id", n_suppliers, MEMBER_ID_SPAN))
@@ -91,7 +91,7 @@ def _texts(
     """Titles, type names, public ids and supplier names."""
     type_names = [t.name for t in types]
     vocabs = [vocab.category_vocab(c) for c in m.categories]
-    title_rng = part_rng(seed, "title_words")
+    title_rng = part_rng(seed, Part.TITLE_WORDS)
     titles = vocab.compose_titles(title_rng, vocabs, prod.type_id, type_cat, type_names)
     product_ids, supplier_ids, name_rng = _public_ids(seed, m.n_products, m.n_suppliers)
     return {
@@ -117,16 +117,16 @@ def generate_market(scenario: Scenario, seed: int, progress: Progress | None = N
     report = progress or (lambda stage, done: None)
     m = scenario.market
     report("suppliers", 0.0)
-    sup = draw_suppliers(part_rng(seed, "suppliers"), m)
-    supplier_signals = offers.supplier_signals(part_rng(seed, "supplier_signals"), sup)
+    sup = draw_suppliers(part_rng(seed, Part.SUPPLIERS), m)
+    supplier_signals = offers.supplier_signals(part_rng(seed, Part.SUPPLIER_SIGNALS), sup)
     report("products", 0.05)
-    prod = draw_products(part_rng(seed, "products"), m, sup)
-    is_trap = choose_traps(part_rng(seed, "traps"), m, prod.quality)
-    prices = offers.prices(part_rng(seed, "prices"), m, prod, is_trap)
-    risks = offers.risks(part_rng(seed, "risks"), prod.quality, is_trap)
-    signals = offers.product_signals(part_rng(seed, "product_signals"), scenario, prod, is_trap)
+    prod = draw_products(part_rng(seed, Part.PRODUCTS), m, sup)
+    is_trap = choose_traps(part_rng(seed, Part.TRAPS), m, prod.quality)
+    prices = offers.prices(part_rng(seed, Part.PRICES), m, prod, is_trap)
+    risks = offers.risks(part_rng(seed, Part.RISKS), prod.quality, is_trap)
+    signals = offers.product_signals(part_rng(seed, Part.PRODUCT_SIGNALS), scenario, prod, is_trap)
     report("titles", 0.1)
-    types, type_cat = type_table(part_rng(seed, "titles"), m)
+    types, type_cat = type_table(part_rng(seed, Part.TITLES), m)
     texts = _texts(seed, m, prod, sup, types, type_cat)
     report("events", 0.15)
     history = supplier_history(seed, scenario.suppliers, m.n_products, m.days * 24)

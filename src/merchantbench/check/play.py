@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from merchantbench.check.adapter import LedgerReport, StoreRun
-from merchantbench.check.script import END_OF_STEP, Call, action_script
+from merchantbench.check.script import Call, action_script
+from merchantbench.tools.toolset import END_OF_STEP
 
 __all__ = ["Player", "Recording", "Step", "transcript_sha256"]
 

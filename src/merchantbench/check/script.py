@@ -21,9 +21,9 @@ from collections.abc import Collection, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["END_OF_STEP", "Call", "Script", "action_script"]
+from merchantbench.tools.toolset import END_OF_STEP
 
-END_OF_STEP = "end_of_step"  # the tool that closes a window (SPEC §8)
+__all__ = ["Call", "Script", "action_script"]
 NO_SUCH_PRODUCT = "no-such-product"
 MARKUP = 1.6  # sale price over procurement price for new listings
 
@@ -139,7 +139,7 @@ def _refusals(seen: Seen) -> Script:
     yield Call("get_product_detail", {"product_id": NO_SUCH_PRODUCT}, expect=refused)
     yield Call("get_supplier_profile", {"supplier_id": NO_SUCH_PRODUCT}, expect=refused)
     yield Call("query_order_detail", {"order_id": 10**9}, expect=refused)
-    yield Call("end_of_step", {"now": True}, expect=refused)
+    yield Call(END_OF_STEP, {"now": True}, expect=refused)
     bad = {"product_id": NO_SUCH_PRODUCT, "sale_price": 9.9}
     yield Call("list_product", {"items": [bad]}, "bad-id", expect=refused)
     yield Call("adjust_price", bad, expect=refused)

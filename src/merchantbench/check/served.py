@@ -28,7 +28,7 @@ import httpx
 from merchantbench.check.adapter import LedgerReport
 from merchantbench.check.python_adapter import PythonRun
 from merchantbench.scenario import Scenario
-from merchantbench.session import END_OF_STEP
+from merchantbench.tools.toolset import END_OF_STEP
 
 __all__ = ["HttpAdapter", "HttpRun", "LiveServe", "McpAdapter", "McpRun"]
 

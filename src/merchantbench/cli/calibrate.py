@@ -16,8 +16,15 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from merchantbench.agents.registry import agent_names
-from merchantbench.cli.common import ScenarioName, SetOption, fail, scenario_from_options
+from merchantbench.agents.load import AgentConfigError, resolve_agent_name
+from merchantbench.agents.registry import agent_entry
+from merchantbench.cli.common import (
+    ScenarioName,
+    SetOption,
+    fail,
+    scenario_from_options,
+    writable_dir,
+)
 from merchantbench.metrics.aggregate import MetricSummary
 from merchantbench.report.paper import TABLE1_COLUMNS, format_value, load_paper_table
 from merchantbench.runs.calibrate import (
@@ -35,29 +42,49 @@ from merchantbench.runs.calibrate import (
 )
 from merchantbench.scenario import MarketConfig, Scenario
 
+MAX_SEEDS = 1000  # more is a typo: each seed is a run per agent
+MAX_JOBS = 256  # worker processes (each holds a market)
 PAPER_ROWS = (("Baseline", "Rule-based"), ("Baseline", "Human (n=3)"), ("Hermes", "Qwen3.7-Max"))
 _BLOCK = re.compile(r"<!-- calibrate:(\w+) -->.*?<!-- /calibrate:\1 -->", re.S)
 
 
 def calibrate(
-    seeds: Annotated[int, typer.Option(help="seeds per agent (1 … seeds)")] = 3,
+    seeds: Annotated[
+        int, typer.Option(help="seeds per agent (1 … seeds)", min=1, max=MAX_SEEDS)
+    ] = 3,
     scenario: ScenarioName = "paper",
-    agents: Annotated[str, typer.Option(help="comma-separated agents")] = ",".join(DEFAULT_AGENTS),
+    agents: Annotated[
+        str, typer.Option(help="comma-separated agents (yours too: MODULE:CLASS, FILE.py:CLASS)")
+    ] = ",".join(DEFAULT_AGENTS),
     out: Annotated[Path, typer.Option(help="the calibration document")] = Path(
         "docs/calibration.md"
     ),
-    jobs: Annotated[int, typer.Option(help="runs in parallel processes")] = 2,
-    ablation_seeds: Annotated[int, typer.Option(help="seeds of each expert ablation")] = 1,
+    jobs: Annotated[int, typer.Option(help="runs in parallel processes", min=1, max=MAX_JOBS)] = 2,
+    ablation_seeds: Annotated[
+        int, typer.Option(help="seeds of each expert ablation", min=0, max=MAX_SEEDS)
+    ] = 1,
     root: Annotated[Path, typer.Option(help="where run records go")] = DEFAULT_ROOT,
     fresh: Annotated[bool, typer.Option(help="re-run even finished runs")] = False,
     set_: SetOption = None,
 ) -> None:
     """Run agents × seeds (and the expert's ablations) and write the calibration document."""
-    names = [a.strip() for a in agents.split(",") if a.strip()]
-    unknown = sorted(set(names) - set(agent_names()))
-    if unknown:
-        fail(f"unknown agents {', '.join(unknown)}; choose from {', '.join(agent_names())}")
+    names = []
+    for given in (a.strip() for a in agents.split(",") if a.strip()):
+        try:
+            name = resolve_agent_name(given)  # your own agent: loaded and checked here
+            agent_entry(name)
+        except AgentConfigError as exc:
+            fail(str(exc))
+        names.append(name)
+    if not names:
+        fail("--agents names no agent")
+    if len(set(names)) != len(names):
+        fail(f"--agents repeats an agent: {agents}")
     sc = scenario_from_options(scenario, None, set_)
+    if out.is_dir():
+        fail(f"--out {out} is a directory; give the calibration document's file name")
+    writable_dir(out.parent, "--out")
+    writable_dir(root, "--root")
     runs = plan_grid(names, range(1, seeds + 1), range(1, ablation_seeds + 1))
     console = Console(stderr=True)
     results = _run_with_progress(sc, runs, root, jobs, fresh, console)
@@ -81,7 +108,11 @@ def _run_with_progress(
             how = "reused" if reused else "done"
             bar.update(task, advance=1, description=f"{run.label} s{run.seed} {how}")
 
-        return run_grid(sc, runs, root, jobs, fresh, on_done=done)
+        def moved(run: GridRun, where: Path) -> None:
+            bar.console.print(f"notice: {run.label} s{run.seed}: record moved aside to {where}",
+                              markup=False)  # fmt: skip
+
+        return run_grid(sc, runs, root, jobs, fresh, on_done=done, on_set_aside=moved)
 
 
 # --- the document ---------------------------------------------------------------------------

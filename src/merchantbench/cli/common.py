@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
 
 from merchantbench.record.manifest import ManifestError, read_manifest
+from merchantbench.record.schema import RUN_FILE
 from merchantbench.record.sealed import SealedError, SealedSeed, read_sealed
 from merchantbench.scenario import Scenario, ScenarioError, load_scenario
 from merchantbench.seeds import SeedError, check_seed
@@ -45,8 +48,27 @@ CatalogOption = Annotated[
 
 def fail(message: str, code: int = 2) -> NoReturn:
     """Print a one-line reason to stderr and exit non-zero."""
-    typer.echo(f"error: {message}", err=True)
+    typer.echo(f"error: {' '.join(message.split())}", err=True)
     raise typer.Exit(code)
+
+
+def writable_dir(path: Path, option: str) -> None:
+    """Fail in one line unless `path` is a directory that exists, or can be made, and takes
+    files. Nothing is left behind (a probe directory is made and removed at once)."""
+    where = path
+    try:
+        if path.exists() and not path.is_dir():
+            fail(f"{option} {path} is a file, not a directory")
+        while not where.exists():
+            where = where.parent
+    except OSError as exc:
+        fail(f"{option} {path}: cannot be reached ({exc.strerror})")
+    if not where.is_dir():
+        fail(f"{option} {path}: {where} is a file, not a directory")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".merchantbench-probe-", dir=where))
+    except OSError as exc:
+        fail(f"{option} {path}: cannot write in {where} ({exc.strerror or exc})")
 
 
 def run_seed(
@@ -59,7 +81,7 @@ def run_seed(
     """
     if sealed and seed is not None:
         fail("--sealed draws the seed; give --seed or --sealed, not both")
-    if resume and out is not None and (out / "run.json").is_file():
+    if resume and out is not None and (out / RUN_FILE).is_file():
         try:
             meta = read_manifest(out)
         except ManifestError as exc:

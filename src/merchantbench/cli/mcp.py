@@ -20,6 +20,7 @@ from merchantbench.cli.common import (
     fail,
     run_seed,
     scenario_from_options,
+    writable_dir,
 )
 from merchantbench.runs.runner import RunError, RunSpec
 
@@ -57,6 +58,7 @@ def mcp(
     sc = scenario_from_options(scenario, file, set_, days)
     transport = "stdio" if http_port is None else "streamable-http"
     run_seed_, secret = run_seed(seed, sealed, resume, out)
+    writable_dir(out, "--out")
     spec = RunSpec(
         agent=MCP_AGENT,
         scenario=sc,

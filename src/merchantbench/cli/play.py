@@ -4,7 +4,7 @@ playground and the read-only dashboard of run records (docs/web.md)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -16,6 +16,7 @@ from merchantbench.cli.common import (
     SealedOption,
     fail,
     scenario_from_options,
+    writable_dir,
 )
 from merchantbench.cli.serve import listen, serve_app
 
@@ -44,11 +45,20 @@ def _create(directory: Path, scenario: str, days: int | None, seeds: list[int | 
     return [seat.token for seat in seats]
 
 
-def _links(directory: Path, host: str, port: int) -> None:
-    from merchantbench.web.room import PlayRoom
+def _room_seats(directory: Path) -> dict[str, Any]:
+    """The seats of the playground in `directory` (a one-line failure if it is damaged)."""
+    from merchantbench.web.room import PlayRoom, RoomError
 
+    writable_dir(directory, "--dir")
+    try:
+        return dict(PlayRoom(directory).seats)
+    except RoomError as exc:
+        fail(str(exc))
+
+
+def _links(directory: Path, host: str, port: int) -> None:
     base = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
-    for token, seat in sorted(PlayRoom(directory).seats.items(), key=lambda s: s[1].participant):
+    for token, seat in sorted(_room_seats(directory).items(), key=lambda s: s[1].participant):
         typer.echo(f"{seat.participant}: {base}/play/{token}")
 
 
@@ -66,6 +76,7 @@ def play(
     from merchantbench.web.app import create_web_app
     from merchantbench.web.room import PARTICIPANTS_FILE
 
+    _room_seats(directory)  # a file, an unwritable place or a damaged playground: one line
     if not (directory / PARTICIPANTS_FILE).is_file():
         _create(directory, scenario, days, _seeds(seed, sealed, 1))
     elif seed is not None or sealed or days is not None:
@@ -89,6 +100,7 @@ def study_create(
 ) -> None:
     """Create one store per participant and print each one's private link; serve them with
     `merchantbench play --dir DIR`."""
+    writable_dir(directory, "--dir")
     if (directory / "participants.json").is_file():
         fail(f"{directory} already holds a study; choose another --dir")
     _create(directory, scenario, days, _seeds(seed, sealed, participants))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from merchantbench.cli.common import fail
+from merchantbench.cli.common import fail, writable_dir
 
 
 def report(
@@ -31,6 +31,7 @@ def report(
         record = load_run_record(run_dir)
     except RunRecordError as exc:
         fail(str(exc))
+    writable_dir(out if out is not None else run_dir, "--out")
     metrics = metrics_of(record)
     path = write_run_report(record, metrics, out if out is not None else run_dir)
     typer.echo(table1_line(metrics))
@@ -45,6 +46,8 @@ def compare(
     from merchantbench.metrics import RunRecordError, RunResult, compute_metrics
     from merchantbench.report import render_comparison, table1_line
 
+    if out is not None:
+        writable_dir(out, "--out")
     runs = []
     for run_dir in run_dirs:
         try:

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from merchantbench.agents.llm.client import ModelCallFailed
+from merchantbench.agents.load import resolve_agent_name
 from merchantbench.agents.registry import (
     AgentConfigError,
     agent_entry,
@@ -31,6 +32,7 @@ from merchantbench.cli.common import (
     fail,
     run_seed,
     scenario_from_options,
+    writable_dir,
 )
 from merchantbench.money import rmb
 from merchantbench.record.manifest import read_manifest
@@ -130,11 +132,20 @@ def _agent_settings(
         fail(str(exc))
     except (TypeError, ValueError) as exc:
         fail(f"agent {agent!r}: {exc}")
+    except Exception as exc:  # an agent of your own may raise anything when it is built
+        fail(f"agent {agent!r}: building it failed: {type(exc).__name__}: {exc}")
     return settings
 
 
 def run(
-    agent: Annotated[str, typer.Option("--agent", "-a", help="agent (see --list-agents)")] = "",
+    agent: Annotated[
+        str,
+        typer.Option(
+            "--agent",
+            "-a",
+            help="agent (see --list-agents), or your own: MODULE:CLASS or FILE.py:CLASS",
+        ),
+    ] = "",
     scenario: ScenarioName = "paper",
     seed: RunSeedOption = None,
     sealed: SealedOption = False,
@@ -205,8 +216,11 @@ def run(
         spec = RunSpec(agent, sc, run_seed_, catalog=catalog, sealed=secret)
         _run_external(spec, out, resume, serve_host, serve_port)
         return
-    if agent not in agent_names():
-        fail(f"unknown agent {agent!r}; choose from {', '.join(agent_names())}")
+    try:
+        agent = resolve_agent_name(agent)  # your own agent: loaded and checked here
+        agent_entry(agent)
+    except AgentConfigError as exc:
+        fail(str(exc))
     sc = scenario_from_options(scenario, file, set_, days)
     llm_options = {
         "model": model,
@@ -225,6 +239,7 @@ def run(
     run_seed_, secret = run_seed(seed, sealed, resume, out)
     spec = RunSpec(agent, sc, run_seed_, settings, catalog, sealed=secret)
     run_dir = out or default_run_dir(spec)
+    writable_dir(run_dir, "--out")
     console = Console(stderr=True)
     try:
         metrics = _run_with_progress(
@@ -239,7 +254,9 @@ def run(
     stop_reason = read_manifest(run_dir).stop_reason
     if stop_reason:
         console.print(f"stopped early: {stop_reason}")
-    typer.echo(json.dumps({k: metrics[k] for k in _HEADLINE}, ensure_ascii=False))
+    from merchantbench.metrics.table1 import HEADLINE_METRICS
+
+    typer.echo(json.dumps({k: metrics[k] for k in HEADLINE_METRICS}, ensure_ascii=False))
     if report:
         from merchantbench.report import write_report
 
@@ -252,10 +269,9 @@ def _run_external(spec: RunSpec, out: Path | None, resume: bool, host: str, port
 
     if resume and out is None:
         fail("--resume needs --out DIR, the run directory to continue")
-    serve_run(spec, out or default_run_dir(spec), resume, host, port)
-
-
-_HEADLINE = ("final_net_assets", "gmv", "orders", "net_profit_margin", "fines", "swr")
+    run_dir = out or default_run_dir(spec)
+    writable_dir(run_dir, "--out")
+    serve_run(spec, run_dir, resume, host, port)
 
 
 def _run_with_progress(

@@ -13,6 +13,7 @@ import typer
 
 from merchantbench.cli.common import HostOption, PortOption, fail
 from merchantbench.record.manifest import ManifestError, read_manifest
+from merchantbench.record.schema import METRICS_FILE
 from merchantbench.runs.runner import RunError, RunSpec
 
 ADMIN_ENV = "MERCHANTBENCH_ADMIN_TOKEN"
@@ -105,8 +106,9 @@ def _extensions(host: str) -> list:
     dashboard of the runs directory at / (docs/http.md)."""
     from merchantbench.serve.dashboard_mount import dashboard_extension
     from merchantbench.serve.mcp_mount import mcp_extension
+    from merchantbench.web.app import web_extension
 
-    return [mcp_extension(host), dashboard_extension()]
+    return [mcp_extension(host), dashboard_extension(web_extension)]
 
 
 def serve_run(spec: RunSpec, run_dir: Path, resume: bool, host: str, port: int) -> None:
@@ -143,12 +145,13 @@ def serve_run(spec: RunSpec, run_dir: Path, resume: bool, host: str, port: int) 
         app.state.registry.on_finish.append(lambda _: setattr(server, "should_exit", True))
 
     serve_app(app, host, port, stop_when_done)
-    metrics_file = run_dir / "metrics.json"
+    from merchantbench.metrics.table1 import HEADLINE_METRICS
+
+    metrics_file = run_dir / METRICS_FILE
     if not metrics_file.is_file():
         fail(f"the server stopped before the run ended; continue it with --resume --out {run_dir}")
     metrics = json.loads(metrics_file.read_text())
-    headline = ("final_net_assets", "gmv", "orders", "net_profit_margin", "fines", "swr")
-    typer.echo(json.dumps({k: metrics[k] for k in headline}, ensure_ascii=False))
+    typer.echo(json.dumps({k: metrics[k] for k in HEADLINE_METRICS}, ensure_ascii=False))
 
 
 def _check_resumable(run_dir: Path) -> None:

@@ -10,14 +10,15 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from merchantbench.cli.common import fail
+from merchantbench.cli.common import fail, writable_dir
 from merchantbench.sweeps.execute import Executor, LocalExecutor, SweepOutcome
-from merchantbench.sweeps.index import INDEX_FILE, read_index
+from merchantbench.sweeps.index import INDEX_FILE, SweepIndexError, read_index
 from merchantbench.sweeps.leaderboard import LEADERBOARD_COLUMNS, leaderboard_rows
 from merchantbench.sweeps.plan import SweepPlanError
 from merchantbench.sweeps.spec import SweepFileError, load_sweep_file
 
 DEFAULT_ROOT = Path("sweeps")
+MAX_JOBS = 256  # worker processes; more is a typo (each worker holds a market, ~130 MB idle)
 
 
 def _executor(kind: str, jobs: int, address: str | None) -> Executor:
@@ -38,12 +39,15 @@ def _summary(outcome: SweepOutcome, console: Console) -> None:
     console.print(
         f"finished {len(outcome.finished)} · skipped (done before) {len(outcome.skipped)} · "
         f"failed {len(outcome.failed)} · not retried {len(outcome.not_retried)} · "
-        f"not started {len(outcome.not_started)}"
+        f"damaged {len(outcome.damaged)} · not started {len(outcome.not_started)}"
     )
     for name, reason in {**outcome.not_retried, **outcome.failed}.items():
         console.print(f"failed: {name}: {reason}", markup=False)
-    if outcome.not_retried:
-        console.print("run again with --retry-failed to retry the failed runs")
+    for name, reason in outcome.damaged.items():
+        console.print(f"damaged (kept as it is): {name}: {reason}", markup=False)
+    if outcome.not_retried or outcome.damaged:
+        console.print("run again with --retry-failed to retry the failed runs and set damaged "
+                      "records aside")  # fmt: skip
     if outcome.budget_reason:
         console.print(f"stopped starting runs: {outcome.budget_reason}", markup=False)
 
@@ -64,24 +68,30 @@ def sweep(
     """Run a grid of agents × models × harnesses × scenarios × seeds; resumable."""
     from merchantbench.sweeps.driver import run_sweep
 
-    if jobs < 1:
-        fail("--jobs must be at least 1")
+    if not 1 <= jobs <= MAX_JOBS:
+        fail(f"--jobs must lie between 1 and {MAX_JOBS}, not {jobs}")
     try:
         spec = load_sweep_file(file)
     except SweepFileError as exc:
         fail(str(exc))
     sweep_dir = out or DEFAULT_ROOT / spec.name
+    writable_dir(sweep_dir, "--out")
     chosen = _executor(executor, jobs, address)
     console = Console(stderr=True)
     try:
         outcome = run_sweep(spec, file.parent, sweep_dir, chosen, retry_failed,
-                            console if progress else None)  # fmt: skip
+                            console if progress else None, on_set_aside=_notice)  # fmt: skip
     except SweepPlanError as exc:
         fail(str(exc))
     _summary(outcome, console)
     console.print(f"sweep: {sweep_dir} (index: {sweep_dir / INDEX_FILE})")
-    if outcome.failed or outcome.not_retried:
+    if outcome.failed or outcome.not_retried or outcome.damaged:
         raise typer.Exit(1)
+
+
+def _notice(name: str, target: Path, reason: str) -> None:
+    """A record moved aside, said at once on stderr (the summary repeats it)."""
+    typer.echo(f"notice: {name}: record moved aside to {target} ({reason})", err=True)
 
 
 def leaderboard(
@@ -110,5 +120,10 @@ def sweep_report(sweep_dir: Path, out: Path | None) -> None:
 
     if not (sweep_dir / INDEX_FILE).is_file():
         fail(f"{sweep_dir} has no {INDEX_FILE}: run the sweep first")
-    path = write_sweep_report(sweep_dir, out)
+    if out is not None:
+        writable_dir(out, "--out")
+    try:
+        path = write_sweep_report(sweep_dir, out)
+    except SweepIndexError as exc:
+        fail(str(exc))
     typer.echo(f"report: {path} (and report.md, table1.csv, runs.csv beside it)")

@@ -15,8 +15,7 @@ from merchantbench.metrics.run_info import run_info
 from merchantbench.metrics.table1 import call_metrics, order_metrics, store_metrics
 from merchantbench.metrics.windows import window_activity
 from merchantbench.record.files import atomic_write_bytes
-
-METRICS_FILE = "metrics.json"
+from merchantbench.record.schema import METRICS_FILE
 
 
 def json_ready(value: Any) -> Any:

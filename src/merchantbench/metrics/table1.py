@@ -55,6 +55,8 @@ TABLE1_KEYS = (
     "anomaly_rate",
     "avg_active_listings",
 )
+# The headline of a finished run, what `merchantbench run` prints and a front end shows last.
+HEADLINE_METRICS = ("final_net_assets", "gmv", "orders", "net_profit_margin", "fines", "swr")
 
 
 @dataclass(frozen=True)

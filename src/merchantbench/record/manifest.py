@@ -8,13 +8,22 @@ starts (`RunManifest.start`) and changes it only through its methods (`progress`
 
 from __future__ import annotations
 
+import asyncio
 import json
 import platform
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 import merchantbench
 from merchantbench.money import rmb
@@ -58,12 +67,22 @@ class MarketRef(_Part):
 
 
 class AgentRef(_Part):
-    """The agent's registered name, its settings (never a secret), and whether it was handed
-    the hidden market (the oracle)."""
+    """The agent's registered name (or, for an agent from outside the package, its
+    `module:Class` or absolute `file.py:Class`), its settings (never a secret), whether it was
+    handed the hidden market (the oracle), and the hash of an outside agent's code
+    (record/agent_code.py; not written for built-in agents, whose code the package hash covers)."""
 
     name: str
     settings: dict[str, Any]
     privileged: bool = False
+    source_sha256: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_builtin_source(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("source_sha256") is None:
+            data.pop("source_sha256", None)
+        return data
 
 
 class CodeChange(_Part):
@@ -182,6 +201,9 @@ class RunManifest(BaseModel):
         """The record of a run that starts now: of `seed`, or of a sealed seed known only by
         its `seed_commitment` (then `seed` is None); `driver` for a run played from outside."""
         money = scenario.money
+        code = current_code(agent.name)
+        if code.agent_source_sha256 is not None:
+            agent = agent.model_copy(update={"source_sha256": code.agent_source_sha256})
         return cls(
             scenario=ScenarioRef(
                 name=scenario.name, version=scenario.version, hash=scenario.content_hash
@@ -194,7 +216,7 @@ class RunManifest(BaseModel):
             tool_schema_sha256=tool_schema_sha256,
             package_version=merchantbench.__version__,
             git_commit=git_commit,
-            source_sha256=current_code().source_sha256,
+            source_sha256=code.source_sha256,
             python=platform.python_version(),
             initial_net_assets=rmb(money.initial_balance_fen + money.initial_deposit_fen),
             started=_now(),
@@ -223,7 +245,11 @@ class RunManifest(BaseModel):
         """The code the run continues with: that of its start, or of its last allowed change."""
         if self.code_changes:
             return self.code_changes[-1].after
-        return CodeVersion(package_version=self.package_version, source_sha256=self.source_sha256)
+        return CodeVersion(
+            package_version=self.package_version,
+            source_sha256=self.source_sha256,
+            agent_source_sha256=self.agent.source_sha256,
+        )
 
     def record_code_change(self, before: CodeVersion, after: CodeVersion, window: int) -> None:
         """A resume continues the state `before` wrote, at `window`, with the code `after`. A
@@ -278,8 +304,10 @@ class RunManifest(BaseModel):
         self.error = None
 
     def fail(self, exc: BaseException) -> None:
-        """The run broke off: `interrupted` for Ctrl-C, else `error` (both resumable)."""
-        self.ended = "interrupted" if isinstance(exc, KeyboardInterrupt) else "error"
+        """The run broke off: `interrupted` when stopped from outside (Ctrl-C, SIGTERM, its task
+        cancelled), else `error` (both resumable)."""
+        stopped = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
+        self.ended = "interrupted" if stopped else "error"
         self.error = f"{type(exc).__name__}: {exc}"
 
     def reopen(self) -> None:

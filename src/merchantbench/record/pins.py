@@ -70,7 +70,7 @@ def pins_of_run(
         agent_settings=json.loads(json.dumps(dict(agent_settings))),  # as run.json holds them
         catalog=_catalog(catalog),
         tool_schema_sha256=tool_schema_sha256,
-        code=current_code(),
+        code=current_code(agent),
     )
 
 

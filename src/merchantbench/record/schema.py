@@ -9,25 +9,30 @@ from typing import Any
 import pyarrow as pa
 
 RUN_FILE = "run.json"
+METRICS_FILE = "metrics.json"  # written last, from the other files (merchantbench.metrics)
 TRACE_FILE = "trace.jsonl"
 TRANSCRIPT_FILE = "transcript.jsonl"  # what each window showed and each call answered
 MODEL_CALLS_FILE = "model_calls.jsonl"  # one line per model call of an LLM agent
+TIMESERIES_FILE = "timeseries.parquet"
+ORDERS_FILE = "orders.parquet"
+DAILY_FILE = "daily.parquet"
+LISTINGS_FILE = "listings.parquet"
 
 # Column kinds: "int" (hours, ids, counts), "money" (integer fen), "float", "bool", "str".
 PARQUET_SCHEMAS: dict[str, dict[str, str]] = {
-    "timeseries.parquet": {
+    TIMESERIES_FILE: {
         "t": "int", "day": "int", "balance": "money", "deposit": "money",
         "in_transit": "money", "receivable": "money", "net_assets": "money",
         "rating": "float", "stars": "int", "active_listings": "int",
     },
-    "orders.parquet": {
+    ORDERS_FILE: {
         "order_id": "int", "product_id": "str", "product_type": "str", "sale_price": "money",
         "cost": "money", "placed_t": "int", "ship_t": "int", "cancel_t": "int",
         "delivered_t": "int", "resolved_t": "int", "late": "bool", "outcome": "str",
         "fees": "money", "fines_assessed": "money", "fines_collected": "money",
     },
-    "daily.parquet": {"day": "int", "rating": "float", "stars": "int"},
-    "listings.parquet": {
+    DAILY_FILE: {"day": "int", "rating": "float", "stars": "int"},
+    LISTINGS_FILE: {
         "product_id": "str", "product_type": "str", "listed_t": "int", "delisted_t": "int",
         "first_price": "money", "last_price": "money", "cost_at_listing": "money",
     },

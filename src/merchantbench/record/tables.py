@@ -10,7 +10,13 @@ import pyarrow.parquet as pq
 
 from merchantbench.catalog.market import Market
 from merchantbench.money import rmb
-from merchantbench.record.schema import arrow_table
+from merchantbench.record.schema import (
+    DAILY_FILE,
+    LISTINGS_FILE,
+    ORDERS_FILE,
+    TIMESERIES_FILE,
+    arrow_table,
+)
 from merchantbench.sim.engine import Engine
 from merchantbench.sim.ledger import Reason
 from merchantbench.sim.orders import OUTCOME_NAMES
@@ -88,10 +94,10 @@ def listings_columns(engine: Engine) -> dict[str, list]:
 def write_tables(engine: Engine, run_dir: Path) -> None:
     """Write the four Parquet tables of a run record."""
     for name, columns in (
-        ("timeseries.parquet", timeseries_columns(engine)),
-        ("orders.parquet", orders_columns(engine)),
-        ("daily.parquet", daily_columns(engine)),
-        ("listings.parquet", listings_columns(engine)),
+        (TIMESERIES_FILE, timeseries_columns(engine)),
+        (ORDERS_FILE, orders_columns(engine)),
+        (DAILY_FILE, daily_columns(engine)),
+        (LISTINGS_FILE, listings_columns(engine)),
     ):
         pq.write_table(arrow_table(name, columns), run_dir / name)
 

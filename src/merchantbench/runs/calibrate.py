@@ -3,7 +3,9 @@ processes, and the figures the calibration document reports.
 
 Each run writes an ordinary run record under `<root>/<scenario>/<label>-s<seed>/`. A finished
 record of the same run identity (`merchantbench.runs.identity`: configuration, package version
-and source hash) is reused, so an interrupted calibration picks up where it stopped. Besides the
+and source hash) is reused and an unfinished one resumed from its checkpoint, so an interrupted
+calibration picks up where it stopped. No record is deleted: one of another identity, one that
+cannot be read, or (`fresh`) any, is moved aside (`merchantbench.runs.aside`). Besides the
 Table-1 metrics, `decision_stats` reads each
 record against the hidden market (an analysis only the harness can make: agents never see these
 figures) to show which decisions separate the agents: how near the profit-maximising price they
@@ -14,15 +16,15 @@ run the expert with one decision reverted to the rule-based operator's way.
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from merchantbench.agents.load import agent_slug
 from merchantbench.catalog.cache import get_market
 from merchantbench.catalog.market import Market
 from merchantbench.metrics import load_run_record
@@ -30,8 +32,11 @@ from merchantbench.metrics.aggregate import MetricSummary, aggregate_runs
 from merchantbench.metrics.record import RunRecord, is_one_of
 from merchantbench.metrics.table1 import TABLE1_KEYS
 from merchantbench.money import rmb
-from merchantbench.record.manifest import read_manifest
+from merchantbench.record.manifest import ManifestError, read_manifest
+from merchantbench.record.schema import METRICS_FILE
+from merchantbench.runs.aside import clear_for_start, holds_a_record, move_aside
 from merchantbench.runs.identity import run_identity, same_identity, write_identity
+from merchantbench.runs.pool import worker_pool
 from merchantbench.runs.runner import RunSpec, run_agent
 from merchantbench.scenario import Scenario
 from merchantbench.sim.demand import exposure
@@ -82,7 +87,7 @@ def plan_grid(
     agents: Sequence[str], seeds: Sequence[int], ablation_seeds: Sequence[int] = ()
 ) -> list[GridRun]:
     """The main grid (every agent on every seed) and the expert's ablations."""
-    runs = [GridRun(agent, agent, seed) for agent in agents for seed in seeds]
+    runs = [GridRun(agent_slug(agent), agent, seed) for agent in agents for seed in seeds]
     runs += [
         GridRun(a.label, "expert", s, tuple(sorted(a.settings.items())))
         for a in ABLATIONS
@@ -101,17 +106,38 @@ def _finished(run_dir: Path, scenario: Scenario, run: GridRun) -> dict[str, Any]
         return None  # another configuration or another code version: re-run
     try:
         meta = read_manifest(run_dir)
-        metrics: dict[str, Any] = json.loads((run_dir / "metrics.json").read_text())
+        metrics: dict[str, Any] = json.loads((run_dir / METRICS_FILE).read_text())
     except (OSError, ValueError):  # ManifestError is a ValueError: an old record is re-run
         return None
     return metrics if meta.ended == "completed" else None
 
 
-def _execute(scenario_json: str, run: GridRun, run_dir: str) -> dict[str, Any]:
+def _make_ready(
+    run_dir: Path, scenario: Scenario, run: GridRun, fresh: bool
+) -> tuple[bool, Path | None]:
+    """Get `run_dir` ready for `run`: whether to resume it, and where a record it will not
+    continue was moved (never deleted)."""
+    identity = _identity(scenario, run)
+    same = same_identity(run_dir, identity)
+    if same and not fresh:
+        try:
+            if read_manifest(run_dir).resumable:
+                return True, None  # broke off: continue from its checkpoint
+        except ManifestError:
+            pass
+    aside = None
+    if holds_a_record(run_dir) and (fresh or not same):
+        aside = move_aside(run_dir, "replaced" if fresh and same else "stale")
+    aside = clear_for_start(run_dir) or aside  # an unreadable record is set aside as damaged
+    write_identity(run_dir, identity)
+    return False, aside
+
+
+def _execute(scenario_json: str, run: GridRun, run_dir: str, resume: bool) -> dict[str, Any]:
     """Run one grid run in a worker process (a module-level function, so it pickles)."""
     scenario = Scenario.model_validate_json(scenario_json)
     spec = RunSpec(run.agent, scenario, run.seed, run.options)
-    return run_agent(spec, Path(run_dir))
+    return run_agent(spec, Path(run_dir), resume=resume)
 
 
 def run_grid(
@@ -121,10 +147,12 @@ def run_grid(
     jobs: int = 2,
     fresh: bool = False,
     on_done: Callable[[GridRun, bool], None] | None = None,
+    on_set_aside: Callable[[GridRun, Path], None] | None = None,
 ) -> dict[GridRun, dict[str, Any]]:
     """Run (or reuse) every run of the grid, `jobs` processes at a time; return its metrics.
 
-    `on_done(run, reused)` is called as each run finishes.
+    `on_done(run, reused)` is called as each run finishes, `on_set_aside(run, where)` for each
+    record moved aside. The worker processes end with this one (`worker_pool`).
     """
     results: dict[GridRun, dict[str, Any]] = {}
     todo = []
@@ -138,13 +166,15 @@ def run_grid(
             todo.append(run)
     for seed in sorted({run.seed for run in todo}):
         get_market(scenario, seed)  # build each market once, before the workers share it
-    with ProcessPoolExecutor(max_workers=max(jobs, 1)) as pool:
+    with worker_pool(jobs) as pool:
         futures = {}
         for run in todo:
             run_dir = run.run_dir(root, scenario)
-            shutil.rmtree(run_dir, ignore_errors=True)
-            write_identity(run_dir, _identity(scenario, run))
-            futures[pool.submit(_execute, scenario.model_dump_json(), run, str(run_dir))] = run
+            resume, aside = _make_ready(run_dir, scenario, run, fresh)
+            if aside is not None and on_set_aside:
+                on_set_aside(run, aside)
+            job = pool.submit(_execute, scenario.model_dump_json(), run, str(run_dir), resume)
+            futures[job] = run
         for future in as_completed(futures):
             results[futures[future]] = future.result()
             if on_done:

@@ -4,8 +4,8 @@ A finished record is reused (by a sweep or by calibration) only when its identit
 about to be run. The identity hashes the agent's name and validated settings (with the content of
 the models-file entry an LLM agent names, so an edited entry is a new run), the scenario's content
 hash, the seed, the catalog, and the code version: the package version *and* a hash of the
-package's source files, so a changed agent under an unchanged version number is never confused
-with an old record.
+package's source files (and of an outside agent's own code), so a changed agent under an
+unchanged version number is never confused with an old record.
 
 The identity is kept beside the run directory, in `<run_dir>.identity.json`, so the run directory
 itself stays an ordinary run record.
@@ -20,6 +20,7 @@ from typing import Any
 
 import merchantbench
 from merchantbench.agents.registry import check_settings
+from merchantbench.record.agent_code import agent_source_sha256
 from merchantbench.record.code_version import source_sha256
 from merchantbench.record.files import atomic_write_json
 from merchantbench.scenario import Scenario
@@ -57,7 +58,7 @@ def run_identity(
     entry = _model_entry(checked)
     if entry is not None:
         checked.pop("models_file")  # the entry's content counts, not where the file lies
-    return {
+    identity = {
         "agent": agent,
         "settings": checked,
         "model_entry": entry,
@@ -66,6 +67,8 @@ def run_identity(
         "catalog": catalog,
         **code_version(),
     }
+    own = agent_source_sha256(agent)  # an agent of your own: its code (built-ins: None)
+    return identity if own is None else {**identity, "agent_source_sha256": own}
 
 
 def identity_key(identity: dict[str, Any]) -> str:

@@ -68,7 +68,13 @@ from merchantbench.record.pins import (
     pins_of_run,
     request_difference,
 )
-from merchantbench.record.schema import MODEL_CALLS_FILE, TRACE_FILE, TRANSCRIPT_FILE
+from merchantbench.record.schema import (
+    METRICS_FILE,
+    MODEL_CALLS_FILE,
+    RUN_FILE,
+    TRACE_FILE,
+    TRANSCRIPT_FILE,
+)
 from merchantbench.record.tables import final_accounts, write_tables
 from merchantbench.runs.driver import PLAYED_BY, Driver, encode_state
 from merchantbench.runs.kill_points import KillPoints
@@ -262,10 +268,8 @@ class RunLifecycle:
     def _recorded_run(self) -> RunManifest:
         """`run.json` of the run to resume, refused if it is finished or asks for another
         scenario, seed, agent or catalog (before any market is built for it)."""
-        from merchantbench.metrics.run_metrics import METRICS_FILE
-
         run_dir = self.run_dir
-        if not (run_dir / "run.json").is_file():
+        if not (run_dir / RUN_FILE).is_file():
             raise RunError(f"{run_dir} is not a run directory: nothing to resume")
         try:
             meta = read_manifest(run_dir)

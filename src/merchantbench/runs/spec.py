@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from merchantbench.agents.load import agent_slug
 from merchantbench.record.sealed import SealedSeed
 from merchantbench.scenario import Scenario
 from merchantbench.seeds import seed_label
@@ -52,7 +53,7 @@ class RunSpec:
 def default_run_dir(spec: RunSpec, root: Path = Path("runs")) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     label = "sealed" if spec.sealed is not None else seed_label(spec.seed)
-    base = root / f"{spec.agent}-{spec.scenario.name}-{label}-{stamp}"
+    base = root / f"{agent_slug(spec.agent)}-{spec.scenario.name}-{label}-{stamp}"
     path, n = base, 1
     while path.exists():
         n += 1

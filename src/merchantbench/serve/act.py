@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from merchantbench.tools.toolset import END_OF_STEP
+
 __all__ = [
     "ENV_ORIGIN",
     "PlannedCall",
@@ -17,7 +19,6 @@ __all__ = [
 ]
 
 ENV_ORIGIN = "merchantbench_env"  # tool calls with this origin (the default) are ours to run
-END_OF_STEP = "end_of_step"
 ROLES = ("system", "user", "assistant", "tool")
 MAX_ID_LENGTH = 200
 

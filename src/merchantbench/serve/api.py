@@ -17,6 +17,7 @@ from merchantbench.serve.fastjson import JSONResponse, fast_json
 from merchantbench.serve.host import RunHost
 from merchantbench.serve.registry import Hosted, RunRegistry, new_run_id, run_env
 from merchantbench.serve.settings import HostSettings, gone
+from merchantbench.tools.toolset import END_OF_STEP
 
 __all__ = ["CreateRun", "router"]
 
@@ -116,7 +117,23 @@ async def observation(host: Run) -> dict[str, Any]:
     async with host.cond:  # not while a window is being simulated in a worker thread
         if host.finished:
             raise gone()
-        return {"text": host.surface.observation(), "tick": host.tick(), "status": host.status}
+        return {
+            "text": host.surface.observation(),
+            "tick": host.tick(),
+            "status": host.status,
+            "store": host.surface.status().to_json(),
+        }
+
+
+@router.get("/runs/{run_id}/store")
+async def store_status(host: Run) -> dict[str, Any]:
+    """The store status: the public numbers of the open window (clock, accounts, net assets,
+    rating, listings, orders, calls left; `merchantbench.surface.StoreStatus`), or where the
+    store ended (`over: true`) once the run is over. Costs no call of the window."""
+    if not isinstance(host, RunHost):
+        raise gone()
+    async with host.cond:
+        return host.surface.status().to_json()
 
 
 @router.post("/runs/{run_id}/tools/{tool}")
@@ -134,9 +151,15 @@ async def call_tool(
 @router.post("/runs/{run_id}/end-window")
 async def end_window(host: Run) -> dict[str, Any]:
     """Close the open window (`end_of_step`); the next one opens at once."""
-    result = await host.call_tool("end_of_step", {}, None)
+    result = await host.call_tool(END_OF_STEP, {}, None)
     if isinstance(host, RunHost):
-        return {"result": result, "tick": host.tick(), "status": host.status}
+        async with host.cond:  # not while another request simulates a window
+            return {
+                "result": result,
+                "tick": host.tick(),
+                "status": host.status,
+                "store": host.surface.status().to_json(),
+            }
     return {"result": result}
 
 

@@ -1,8 +1,9 @@
 """The read-only dashboard of the served runs on `merchantbench serve`, for the operator.
 
-    app = create_app(config, extensions=[mcp_extension(), dashboard_extension()])
+    app = create_app(config, extensions=[mcp_extension(), dashboard_extension(web_extension)])
 
-The dashboard (`merchantbench.web.dashboard`) is mounted at `/` over the server's runs
+The dashboard (`merchantbench.web.dashboard`, handed in as `web.app.web_extension` by whoever
+composes the server: front ends never import each other) is mounted at `/` over the server's runs
 directory: `GET /`, `/runs/view`, `/runs/trace`, `/runs/progress`, and its assets at
 `/web-static/`. None of these paths is one of the agent protocol's (`/runs/{run}/...` has three
 or more segments, the JSON API lives under `/api`, MCP under `/runs/{run}/mcp`).
@@ -20,7 +21,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from typing import Annotated
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.responses import RedirectResponse
@@ -82,13 +85,22 @@ async def login(
     return response
 
 
-def dashboard_extension() -> AppExtension:
-    """The extension that serves the dashboard of the runs directory at `/` (operator only)."""
-    from merchantbench.web.app import web_extension  # Jinja and the templates only when asked
+DashboardPages = Callable[..., Callable[[FastAPI, Any], None]]
+"""`merchantbench.web.app.web_extension`: called with `runs_root: Path` and `guards`."""
+
+
+def dashboard_extension(pages: DashboardPages) -> AppExtension:
+    """The extension that serves the dashboard of the runs directory at `/` (operator only).
+
+    Args:
+        pages: The web front end's extension factory (`merchantbench.web.app.web_extension`),
+            given the runs directory and the operator check as its guards.
+    """
 
     def extend(app: FastAPI, registry: RunRegistry) -> None:
-        guards = [Depends(require_operator)]
-        web_extension(runs_root=registry.runs_dir, guards=guards)(app, registry)
+        guards: Sequence[Any] = [Depends(require_operator)]
+        runs_root: Path = registry.runs_dir
+        pages(runs_root=runs_root, guards=guards)(app, registry)
         app.add_api_route(LOGIN_PATH, login, methods=["GET"], include_in_schema=False)
 
     return extend

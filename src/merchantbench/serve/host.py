@@ -24,6 +24,7 @@ from merchantbench.serve.external import ExternalDriver, ProtocolState, add_usag
 from merchantbench.serve.settings import FRONT_END, HostSettings, gone
 from merchantbench.serve.usage import usage_record
 from merchantbench.session import Session
+from merchantbench.surface import StoreStatus
 
 __all__ = ["HostSettings", "RunHost", "gone"]
 
@@ -76,14 +77,9 @@ class RunHost:
         return "paused" if self.settings.paused else "open"
 
     def tick(self) -> dict[str, int]:
-        hour = self.surface.hour
-        return {
-            "step": hour,
-            "day": hour // 24 + 1,
-            "hour": hour % 24,
-            "window": self.surface.window,
-            "windows_total": self.surface.windows_total,
-        }
+        """The protocol's clock, from the store status: `step` is the open window's first hour
+        since the start, `hour` the hour of the day."""
+        return tick_of(self.surface.status())
 
     def save_settings(self) -> None:
         """Record how the server hosts the run in run.json (`front_end`), so a restart keeps it."""
@@ -337,6 +333,17 @@ class RunHost:
         """Checkpoint where the run stands (mid-window is fine), mark it interrupted (a
         restart resumes it) and let go of its files."""
         self.life.suspend()
+
+
+def tick_of(status: StoreStatus) -> dict[str, int]:
+    """The artifact protocol's `tick` of a store status."""
+    return {
+        "step": status.hour,
+        "day": status.day,
+        "hour": status.hour_of_day,
+        "window": status.window,
+        "windows_total": status.windows_total,
+    }
 
 
 async def _inline(fn: Any, *args: Any) -> Any:

@@ -20,6 +20,7 @@ import anyio
 
 from merchantbench.agents.base import AgentSettings
 from merchantbench.mcp_surface import call_locked
+from merchantbench.metrics.table1 import HEADLINE_METRICS
 from merchantbench.record.manifest import RunManifest
 from merchantbench.runs.driver import Driver
 from merchantbench.runs.lifecycle import CheckpointPolicy, RunLifecycle
@@ -32,7 +33,7 @@ __all__ = ["MCP_AGENT", "SUMMARY_METRICS", "HostedRun", "McpDriver", "run_summar
 
 MCP_AGENT = "mcp"
 # What the final summary tells the agent: the headline metrics of the finished record.
-SUMMARY_METRICS = ("final_net_assets", "gmv", "orders", "net_profit_margin", "fines", "swr")
+SUMMARY_METRICS = HEADLINE_METRICS
 
 
 class McpSettings(AgentSettings):

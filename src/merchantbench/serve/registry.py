@@ -13,7 +13,7 @@ from typing import Any
 
 from merchantbench.record.files import atomic_write_bytes, read_json
 from merchantbench.record.manifest import ManifestError, RunManifest, read_manifest
-from merchantbench.record.schema import RUN_FILE
+from merchantbench.record.schema import METRICS_FILE, RUN_FILE
 from merchantbench.record.sealed import SealedSeed, read_sealed
 from merchantbench.runs.lifecycle import CheckpointPolicy, RunLifecycle
 from merchantbench.runs.spec import RunSpec
@@ -61,7 +61,7 @@ class RecordedRun:
     observation = act = call_tool = register = record_usage = set_paused = refuse
 
     def summary(self) -> dict[str, Any]:
-        metrics = read_json(self.run_dir / "metrics.json")
+        metrics = read_json(self.run_dir / METRICS_FILE)
         return {
             "run_id": self.run_id,
             "label": self.settings.label,

@@ -15,9 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from merchantbench.record.schema import METRICS_FILE
 from merchantbench.report.paper import TABLE1_COLUMNS, load_paper_table
 from merchantbench.sweeps.index import FRAMEWORK_COUNTS, read_index
 from merchantbench.sweeps.leaderboard import group_rows
+from merchantbench.sweeps.state import read_set_aside
 
 BOOTSTRAP_SAMPLES = 10_000
 BOOTSTRAP_SEED = 0  # a fixed stream: the same runs give the same interval
@@ -172,7 +174,7 @@ def sweep_analysis(sweep_dir: Path) -> dict[str, Any]:
     done = [r for r in rows if r["status"] == "done"]
     groups = group_rows(done)
     metrics = {
-        label: [json.loads((sweep_dir / r["run_dir"] / "metrics.json").read_text()) for r in runs]
+        label: [json.loads((sweep_dir / r["run_dir"] / METRICS_FILE).read_text()) for r in runs]
         for label, runs in groups.items()
     }
     paper = [{"framework": p.framework, "model": p.model, **p.values} for p in load_paper_table()]
@@ -184,6 +186,7 @@ def sweep_analysis(sweep_dir: Path) -> dict[str, Any]:
             for r in rows
             if r["status"] != "done"
         ],  # fmt: skip
+        "set_aside": read_set_aside(sweep_dir),
         "table1": table1(groups),
         "net_assets_by_configuration": {
             label: [r["final_net_assets"] for r in runs] for label, runs in groups.items()

@@ -9,7 +9,14 @@ from rich.console import Console
 
 from merchantbench.sweeps.budget import OnEvent, Result, RunGate, Spending
 from merchantbench.sweeps.display import SweepDisplay, show
-from merchantbench.sweeps.execute import Executor, SweepOutcome, Todo, prepare, warm_markets
+from merchantbench.sweeps.execute import (
+    Executor,
+    SetAsideHook,
+    SweepOutcome,
+    Todo,
+    prepare,
+    warm_markets,
+)
 from merchantbench.sweeps.index import write_index
 from merchantbench.sweeps.plan import SweepRun, plan_sweep, write_plan
 from merchantbench.sweeps.spec import SweepFile
@@ -22,6 +29,7 @@ def run_sweep(
     executor: Executor,
     retry_failed: bool = False,
     console: Console | None = None,
+    on_set_aside: SetAsideHook | None = None,
 ) -> SweepOutcome:
     """Run every run of `sweep` not finished yet into `sweep_dir`; return what happened.
 
@@ -32,6 +40,7 @@ def run_sweep(
         executor: `LocalExecutor` or `RayExecutor`.
         retry_failed: Run again (resuming where possible) runs that failed before.
         console: Where to show live progress; `None` shows none.
+        on_set_aside: Told of each record moved aside (never deleted) before runs start.
 
     Raises:
         SweepPlanError: The sweep cannot be planned (one-line reason).
@@ -40,7 +49,7 @@ def run_sweep(
     sweep_dir.mkdir(parents=True, exist_ok=True)
     write_plan(sweep_dir, sweep, runs)
     outcome = SweepOutcome()
-    todo = prepare(runs, sweep_dir, retry_failed, outcome)
+    todo = prepare(runs, sweep_dir, retry_failed, outcome, on_set_aside)
     write_index(runs, sweep_dir)
     warm_markets(todo)
     display = None

@@ -1,26 +1,28 @@
 """Run a sweep's plan: skip finished runs, resume killed ones, start new ones within budget.
 
-The local executor (the default) runs CPU agents in `jobs` worker processes and every LLM run in
-the driver's own event loop, under the sweep's `max_concurrency` and each models-file entry's
-`max_concurrency`, so dozens of model runs wait on their endpoints together without a thread or
-process each. The Ray executor (`merchantbench.sweeps.ray_executor`) takes the same `Todo`s.
+The local executor (the default) runs CPU agents in `jobs` worker processes (which end with the
+driver: `merchantbench.runs.pool`) and every LLM run in the driver's own event loop, under the
+sweep's `max_concurrency` and each models-file entry's `max_concurrency`, so dozens of model
+runs wait on their endpoints together without a thread or process each. The Ray executor
+(`merchantbench.sweeps.ray_executor`) takes the same `Todo`s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import shutil
-from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from merchantbench.catalog.cache import get_market
+from merchantbench.record.schema import RUN_FILE
+from merchantbench.runs.aside import clear_for_start, move_aside
 from merchantbench.runs.identity import write_identity
+from merchantbench.runs.pool import worker_pool
 from merchantbench.sweeps.budget import Result, RunGate
 from merchantbench.sweeps.plan import SweepRun
-from merchantbench.sweeps.state import progress_path, run_state, set_aside
+from merchantbench.sweeps.state import FAILURE_FILE, note_set_aside, progress_path, run_state
 from merchantbench.sweeps.worker import execute_group_async, execute_run
 
 
@@ -40,6 +42,8 @@ class SweepOutcome:
     finished: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)  # reason
     not_retried: dict[str, str] = field(default_factory=dict)  # failed before; no --retry-failed
+    damaged: dict[str, str] = field(default_factory=dict)  # unreadable; kept as it is
+    set_aside: dict[str, tuple[Path, str]] = field(default_factory=dict)  # where to, and why
     not_started: list[str] = field(default_factory=list)  # the budget was spent
     budget_reason: str | None = None
 
@@ -54,26 +58,45 @@ class SweepOutcome:
             self.budget_reason = reason
 
 
+SetAsideHook = Callable[[str, Path, str], None]  # run name, where its record went, why
+
+
 def prepare(
-    runs: Sequence[SweepRun], sweep_dir: Path, retry_failed: bool, out: SweepOutcome
+    runs: Sequence[SweepRun],
+    sweep_dir: Path,
+    retry_failed: bool,
+    out: SweepOutcome,
+    on_set_aside: SetAsideHook | None = None,
 ) -> list[Todo]:
-    """Classify every run and get its directory ready; return the runs to execute."""
+    """Classify every run and get its directory ready; return the runs to execute.
+
+    No record is ever deleted: one of another identity, or one that cannot be read (retried on
+    request only), is moved aside (`merchantbench.runs.aside`) and listed in `out.set_aside`.
+    """
     todo = []
     for run in runs:
         state, run_dir = run_state(run, sweep_dir), run.run_dir(sweep_dir)
         if state.status == "done":
             out.skipped.append(run.name)
             continue
-        if state.status == "failed" and not retry_failed:
-            out.not_retried[run.name] = state.reason or "unknown"
+        if state.status in ("failed", "damaged") and not retry_failed:
+            kept = out.damaged if state.status == "damaged" else out.not_retried
+            kept[run.name] = state.reason or "unknown"
             continue
-        if state.status == "stale":
-            set_aside(run_dir)
-        resume = state.status in ("killed", "failed") and (run_dir / "run.json").is_file()
+        aside: Path | None = None
+        if state.status in ("stale", "damaged"):
+            aside = move_aside(run_dir, "stale" if state.status == "stale" else "damaged")
+        resume = state.status in ("killed", "failed") and (run_dir / RUN_FILE).is_file()
         if not resume:
-            shutil.rmtree(run_dir, ignore_errors=True)
+            aside = clear_for_start(run_dir) or aside
             write_identity(run_dir, run.identity())
-        (run_dir / "failure.json").unlink(missing_ok=True)
+        if aside is not None:
+            reason = "another identity" if state.status == "stale" else state.reason
+            out.set_aside[run.name] = (aside, reason or "not a run record")
+            note_set_aside(sweep_dir, run, aside, out.set_aside[run.name][1])
+            if on_set_aside is not None:
+                on_set_aside(run.name, aside, out.set_aside[run.name][1])
+        (run_dir / FAILURE_FILE).unlink(missing_ok=True)
         progress_path(run, sweep_dir).unlink(missing_ok=True)
         todo.append(Todo(run, resume))
     return todo
@@ -117,7 +140,7 @@ class LocalExecutor:
         llm = [t for t in todo if t.run.is_llm]
         loop = asyncio.get_running_loop()
         slots = asyncio.Semaphore(self.jobs)
-        with ProcessPoolExecutor(max_workers=self.jobs) as pool:
+        with worker_pool(self.jobs) as pool:  # workers end with this process
 
             async def cpu_run(item: Todo) -> tuple[SweepRun, Result]:
                 async with slots:

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from merchantbench.metrics.table1 import TABLE1_KEYS
 from merchantbench.record.files import atomic_write_bytes
 from merchantbench.record.manifest import ManifestError, read_manifest
-from merchantbench.record.schema import TRACE_FILE
+from merchantbench.record.schema import METRICS_FILE, TRACE_FILE
 from merchantbench.sweeps.plan import SweepRun
 from merchantbench.sweeps.state import run_state
 
@@ -61,7 +61,7 @@ def framework_counts(run_dir: Path) -> dict[str, int]:
 
 
 def _finished_row(run_dir: Path) -> dict[str, Any]:
-    metrics = json.loads((run_dir / "metrics.json").read_text())
+    metrics = json.loads((run_dir / METRICS_FILE).read_text())
     meta = read_manifest(run_dir)
     usage = meta.llm_usage or {}
     row: dict[str, Any] = {key: metrics.get(key) for key in (*TABLE1_KEYS, *EXTRA_METRICS)}
@@ -119,7 +119,23 @@ def write_index(runs: Sequence[SweepRun], sweep_dir: Path) -> Path:
     return path
 
 
+class SweepIndexError(ValueError):
+    """`index.parquet` cannot be read; the message says so in one line."""
+
+
 def read_index(sweep_dir: Path) -> list[dict[str, Any]]:
-    """The rows of `index.parquet`."""
-    rows: list[dict[str, Any]] = pq.read_table(sweep_dir / INDEX_FILE).to_pylist()
+    """The rows of `index.parquet`.
+
+    Raises:
+        SweepIndexError: The file is damaged (running the sweep again rewrites it).
+        OSError: It cannot be opened (missing: not a sweep directory, or not run yet).
+    """
+    path = sweep_dir / INDEX_FILE
+    try:
+        rows: list[dict[str, Any]] = pq.read_table(path).to_pylist()
+    except pa.ArrowInvalid as exc:
+        raise SweepIndexError(
+            f"{path} cannot be read ({' '.join(str(exc).split())[:160]}); run the sweep again "
+            "to rewrite it"
+        ) from exc
     return rows

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from merchantbench.agents.llm.models import ModelConfigError, entry_max_concurrency
-from merchantbench.agents.registry import AgentConfigError, agent_entry
+from merchantbench.agents.load import AgentConfigError, agent_slug, resolve_agent_name
+from merchantbench.agents.registry import agent_entry
 from merchantbench.record.files import atomic_write_json
 from merchantbench.record.sealed import SEED_FILE, read_sealed
 from merchantbench.runs.identity import code_version, identity_key, run_identity
@@ -34,7 +35,8 @@ class SweepRun:
 
     Attributes:
         label: The configuration's label (shared by its seeds).
-        agent: Registered agent name.
+        agent: Registered agent name, or the target of an agent of your own (a file's path
+            absolute).
         settings: The agent's settings.
         scenario: The scenario, overrides applied.
         seed: The seed.
@@ -116,10 +118,11 @@ def _configurations(sweep: SweepFile, base: Path) -> list[tuple[str, str, dict[s
     configs = []
     for axis in sweep.agents:
         try:
-            agent_entry(axis.agent)
+            agent = resolve_agent_name(axis.agent, base)  # a file: relative to the sweep file
+            agent_entry(agent)
         except AgentConfigError as exc:
             raise SweepPlanError(str(exc)) from None
-        configs.append((axis.label or axis.agent, axis.agent, dict(axis.settings)))
+        configs.append((axis.label or agent_slug(agent), agent, dict(axis.settings)))
     if sweep.models and sweep.models_file is None:
         raise SweepPlanError("models: needs models_file, the file holding those entries")
     for model in sweep.models:

@@ -8,7 +8,9 @@ is shared by every worker of a machine: a market is built once per node.
 
 Runs write their records, progress files and the index into the sweep directory, which must be
 on a filesystem every node mounts at the same path (NFS, a cluster filesystem; one machine
-trivially). The budget gate reads that directory too, so it works on every worker.
+trivially). The budget gate reads that directory too, so it works on every worker. An agent of
+your own is found the same way: a file target by its absolute path, a module target on the
+`sys.path` entry the driver found it on, which each task puts on the worker's `sys.path`.
 """
 
 from __future__ import annotations
@@ -26,13 +28,31 @@ os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
 
 import ray  # noqa: E402
 
+from merchantbench.agents.load import add_import_roots, import_root
 from merchantbench.sweeps.budget import Result, RunGate
 from merchantbench.sweeps.execute import Todo, entry_caps
 from merchantbench.sweeps.plan import SweepRun
 from merchantbench.sweeps.worker import execute_group, execute_one
 
-_one = ray.remote(num_cpus=1)(execute_one)
-_group = ray.remote(num_cpus=1)(execute_group)
+
+def _one_task(roots: list[str], *args: Any) -> Result:
+    add_import_roots(roots)
+    return execute_one(*args)
+
+
+def _group_task(roots: list[str], *args: Any) -> list[Result]:
+    add_import_roots(roots)
+    return execute_group(*args)
+
+
+_one = ray.remote(num_cpus=1)(_one_task)
+_group = ray.remote(num_cpus=1)(_group_task)
+
+
+def import_roots(runs: Sequence[SweepRun]) -> list[str]:
+    """Where the driver found the modules of the sweep's own agents (module targets)."""
+    found = (import_root(name) for name in sorted({run.agent for run in runs}))
+    return sorted({root for root in found if root is not None})
 
 
 def _groups(llm: Sequence[Todo], workers: int) -> list[list[Todo]]:
@@ -61,15 +81,18 @@ class RayExecutor:
     ) -> list[tuple[SweepRun, Result]]:
         cpus = self._connect()
         plan, budget, where = gate.runs, gate.spending.budget, str(sweep_dir)
+        roots = import_roots(plan)
         pending: dict[Any, list[SweepRun]] = {}
         for item in (t for t in todo if not t.run.is_llm):
-            pending[_one.remote(item.run, where, item.resume, plan, budget)] = [item.run]
+            task = _one.remote(roots, item.run, where, item.resume, plan, budget)
+            pending[task] = [item.run]
         groups = _groups([t for t in todo if t.run.is_llm], cpus)
         for group in groups:
             caps = {k: max(1, v // len(groups)) for k, v in entry_caps(group).items()}
             cap = max(1, math.ceil(max_concurrency / len(groups)))
             pairs = [(t.run, t.resume) for t in group]
-            pending[_group.remote(pairs, where, caps, cap, plan, budget)] = [t.run for t in group]
+            task = _group.remote(roots, pairs, where, caps, cap, plan, budget)
+            pending[task] = [t.run for t in group]
         for runs in pending.values():
             for run in runs:
                 if gate.on_event:

@@ -138,8 +138,14 @@ def render_markdown(data: dict[str, Any], name: str, figures: dict[str, str]) ->
     missing = "".join(
         f"\n- {m['run']}: {m['status']} {m['reason'] or ''}" for m in data["not_done"]
     )
+    aside = "".join(
+        f"\n- {a.get('run')}: moved to {a.get('moved_to')} ({a.get('reason')})"
+        for a in data.get("set_aside", [])
+    )
     head = (f"# Sweep report: {name}\n\n{data['runs_done']} of {data['runs_planned']} runs "
             "finished; the figures below are over finished runs only." + missing)  # fmt: skip
+    if aside:
+        head += "\n\nRecords set aside (kept, not counted):" + aside
     return "\n\n".join([
         head, table1_section(data), figure5_section(data, figures["figure5"]),
         f"![final net assets]({figures['net_assets']})", paired_section(data),

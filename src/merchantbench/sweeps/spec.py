@@ -5,6 +5,7 @@
     scenarios: [{name: smoke, set: ["clock.days=20"]}]
     seeds: [1, 2]                     # or {sealed: 3}
     agents: [{agent: rule-based}, {agent: expert, label: expert-2x, settings: {fixed_markup: 2}}]
+    # your own agents: {agent: mypkg.agents:MyAgent} or {agent: agents/mine.py:MyAgent}
     models: [model-a, model-b]        # entries of models_file
     harnesses: [react, hermes]
     harness_settings: {hermes: {review_every: 20}}
@@ -38,7 +39,8 @@ class _Strict(BaseModel):
 
 
 class AgentAxis(_Strict):
-    """One agent configuration: a registered agent with settings."""
+    """One agent configuration: a registered agent, or your own (`module:Class`, or
+    `file.py:Class` relative to the sweep file), with settings."""
 
     agent: str
     label: str | None = Field(default=None, pattern=LABEL_PATTERN)

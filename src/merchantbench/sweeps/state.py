@@ -2,31 +2,36 @@
 
 A run is `done` (a finished record of the same identity), `killed` (a record that broke off
 without an error: resumed from its checkpoint), `failed` (it ended with an error, or could not
-start: skipped unless retried), `stale` (a record of another identity: set aside and re-run) or
-`new`. Running runs write `SWEEP_DIR/progress/<label>/s<seed>.json` every few windows (window,
-net assets, tokens and cost so far) so the driver can show them wherever they run.
+start: skipped unless retried), `damaged` (a directory whose record cannot be read: kept as it
+is and skipped unless retried, then moved aside, never deleted), `stale` (a record of another
+identity: set aside and re-run) or `new`. Running runs write
+`SWEEP_DIR/progress/<label>/s<seed>.json` every few windows (window, net assets, tokens and cost
+so far) so the driver can show them wherever they run.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
+import os
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from merchantbench.money import rmb
 from merchantbench.record.files import atomic_write_json
 from merchantbench.record.manifest import ManifestError, read_manifest
-from merchantbench.record.schema import MODEL_CALLS_FILE
+from merchantbench.record.schema import METRICS_FILE, MODEL_CALLS_FILE, RUN_FILE
+from merchantbench.runs.aside import holds_a_record
 from merchantbench.runs.identity import identity_path, same_identity
 from merchantbench.session import Session
 from merchantbench.sweeps.plan import SweepRun
 
-Status = Literal["done", "killed", "failed", "stale", "new"]
+Status = Literal["done", "killed", "failed", "damaged", "stale", "new"]
 FINISHED = ("completed", "closed", "stopped")
 FAILURE_FILE = "failure.json"  # beside run.json when a run could not even start
 PROGRESS_DIR = "progress"
+SET_ASIDE_FILE = "set-aside.jsonl"  # one line per record moved aside, never rewritten
 PROGRESS_EVERY = 5  # windows between progress writes
 
 
@@ -43,34 +48,73 @@ def run_state(run: SweepRun, sweep_dir: Path) -> RunState:
         return RunState("new")
     if not same_identity(run_dir, run.identity()):
         return RunState("stale")
-    failure = run_dir / FAILURE_FILE
-    if failure.is_file():
-        return RunState("failed", json.loads(failure.read_text()).get("error"))
+    failure = _failure(run_dir)
+    if failure is not None:
+        return RunState("failed", failure)
+    if not holds_a_record(run_dir):
+        return RunState("new")  # killed before its record was started
+    if not (run_dir / RUN_FILE).is_file():
+        return RunState("damaged", f"{run_dir} has files but no {RUN_FILE}")
     try:
         meta = read_manifest(run_dir)
-    except ManifestError:
-        return RunState("new")  # killed before its record was written: start it again
-    if meta.ended in FINISHED and (run_dir / "metrics.json").is_file():
-        return RunState("done")
+    except ManifestError as exc:
+        return RunState("damaged", str(exc))
+    if meta.ended in FINISHED:
+        if (run_dir / METRICS_FILE).is_file():
+            return RunState("done")
+        return RunState("damaged", f"{run_dir} ended {meta.ended} but has no {METRICS_FILE}")
     if meta.ended == "error":
         return RunState("failed", meta.error)
     return RunState("killed")
 
 
-def set_aside(run_dir: Path) -> Path:
-    """Move a stale record (another identity) out of the way, keeping it for inspection."""
-    n = 1
-    while (target := run_dir.with_name(f"{run_dir.name}.stale-{n}")).exists():
-        n += 1
-    if run_dir.exists():
-        shutil.move(run_dir, target)
-    identity_path(run_dir).unlink(missing_ok=True)
-    return target
+def _failure(run_dir: Path) -> str | None:
+    """Why a run could not start, from its `failure.json` (`None` if it has none)."""
+    path = run_dir / FAILURE_FILE
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return f"{path} cannot be read"
+    error = data.get("error") if isinstance(data, dict) else None
+    return str(error) if error else "unknown"
+
+
+def note_set_aside(sweep_dir: Path, run: SweepRun, target: Path, reason: str) -> None:
+    """Append to the sweep's log of records moved aside (read by the report)."""
+    entry = {
+        "time": datetime.now(UTC).isoformat(timespec="seconds"),
+        "run": run.name,
+        "moved_to": str(target.relative_to(sweep_dir)),
+        "reason": reason,
+    }
+    with open(sweep_dir / SET_ASIDE_FILE, "a", encoding="utf-8") as log:
+        log.write(json.dumps(entry) + "\n")
+        log.flush()
+        os.fsync(log.fileno())
+
+
+def read_set_aside(sweep_dir: Path) -> list[dict[str, Any]]:
+    """The records this sweep moved aside, oldest first (a damaged line is skipped)."""
+    try:
+        lines = (sweep_dir / SET_ASIDE_FILE).read_text(encoding="utf-8").splitlines()
+    except (OSError, ValueError):
+        return []
+    entries = []
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            entries.append(entry)
+    return entries
 
 
 def record_failure(run_dir: Path, error: str) -> None:
     """Note why a run failed when the runner could not record it in run.json."""
-    if (run_dir / "run.json").is_file():
+    if (run_dir / RUN_FILE).is_file():
         return  # the runner wrote the failure there
     atomic_write_json(run_dir / FAILURE_FILE, {"error": error})
 

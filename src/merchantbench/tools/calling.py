@@ -2,7 +2,9 @@
 
 The steps, each of which may refuse (and then nothing has changed):
 
-1. decode the arguments (a dict, or the raw JSON string a model produced);
+1. decode the arguments (a dict, or the raw JSON string a model produced) with the agent
+   surface's decoder and checks (`tools.agent_input.decode_arguments`); a dict is taken as it
+   is: the surface (`Session.call`) or the harness that decoded it has checked it already;
 2. take out the idempotency key of a state-changing call (sent as an argument or beside it);
 3. validate the arguments with the tool's pydantic model;
 4. for a key seen before, answer the first outcome again, or refuse if the arguments differ;
@@ -25,11 +27,11 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from merchantbench.tools.agent_input import HostileInput, decode_arguments
 from merchantbench.tools.declare import IdempotencyRecord, Tool, ToolContext
 from merchantbench.tools.errors import (
     IDEMPOTENCY_CONFLICT,
     INVALID_ARGUMENT,
-    INVALID_JSON,
     ToolError,
     failure,
     invalid_arguments,
@@ -43,38 +45,6 @@ class Refused(Exception):
     def __init__(self, result: dict[str, Any]) -> None:
         super().__init__(result["error"]["message"])
         self.result = result
-
-
-def _reject_constant(name: str) -> Any:
-    # Python's json accepts NaN and Infinity; JSON does not, and neither do prices.
-    raise ValueError(f"{name} is not a JSON number")
-
-
-# Built once: json.loads with any keyword argument builds a new decoder on every call.
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
-
-
-def decode_arguments(args: Mapping[str, Any] | str | None) -> dict[str, Any]:
-    """The arguments as a dict; an empty string or `null` means no arguments."""
-    if type(args) is dict:  # the usual case (the session has decoded them): nothing to do
-        return args
-    if isinstance(args, str):
-        if not args.strip():
-            return {}
-        try:
-            args = _DECODER.decode(args)
-        except (json.JSONDecodeError, ValueError) as exc:
-            raise Refused(failure(INVALID_JSON, f"arguments are not valid JSON: {exc}")) from None
-        except RecursionError:
-            raise Refused(failure(INVALID_JSON, "arguments are nested too deeply")) from None
-    if args is None:
-        return {}
-    if isinstance(args, dict):
-        return args
-    if isinstance(args, Mapping):
-        return dict(args)
-    kind = type(args).__name__
-    raise Refused(failure(INVALID_ARGUMENT, f"arguments must be a JSON object, got {kind}", "$"))
 
 
 def take_idempotency_key(
@@ -175,13 +145,15 @@ def prepare(
     """Steps 1-4: the call ready to run, or the answer to give without running it (a refusal,
     or the first outcome of a keyed call)."""
     try:
-        arguments, key = take_idempotency_key(tool, decode_arguments(args), key)
+        # A dict comes decoded and checked (the usual case): nothing to do.
+        decoded = args if type(args) is dict else decode_arguments(args)
+        arguments, key = take_idempotency_key(tool, decoded, key)
         validated = validate_arguments(tool, arguments)
         if key is None:
             return Prepared(validated.__dict__)
         digest = arguments_digest(validated)
         first = replay(ctx, tool, key, digest)
-    except Refused as refusal:
+    except (Refused, HostileInput) as refusal:
         return refusal.result
     return first if first is not None else Prepared(validated.__dict__, key, digest)
 

@@ -16,10 +16,8 @@ from merchantbench.tools.context import (
     PageSize,
     ProductId,
     clock_text,
-    date_of,
     event_name,
     is_late,
-    open_order_ids,
     open_orders,
     order_status,
     paged,
@@ -29,23 +27,12 @@ from merchantbench.tools.context import (
     updates_since,
 )
 from merchantbench.tools.declare import tool
-from merchantbench.tools.observation import net_assets_at, system_brief
+from merchantbench.tools.observation import system_brief
+from merchantbench.tools.status import ACCOUNTS, accounts, net_assets_at, store_status
 
 if TYPE_CHECKING:
     from merchantbench.sim.orders import Order
     from merchantbench.tools.context import StoreContext
-
-
-def accounts(ctx: StoreContext) -> dict[str, float]:
-    """The four cash accounts and net assets, RMB."""
-    a = ctx.engine.state.ledger.accounts
-    return {
-        "balance": rmb(a.balance),
-        "deposit": rmb(a.deposit),
-        "in_transit": rmb(a.in_transit),
-        "receivable": rmb(a.receivable),
-        "net_assets": rmb(a.net_assets),
-    }
 
 
 @tool(kind="read", group="cash")
@@ -63,21 +50,19 @@ def query_balance(ctx: StoreContext) -> dict[str, Any]:
 @tool(kind="read", group="cash")
 def get_store_snapshot(ctx: StoreContext) -> dict[str, Any]:
     """The store at a glance: time, cash, rating, listings, open orders and calls left."""
-    state, t = ctx.engine.state, ctx.engine.t
-    rating = state.rating
-    calls = ctx.scenario.clock.calls_per_window
+    status = store_status(ctx)
     return {
-        "at": clock_text(t),
-        "date": date_of(ctx.scenario.clock.start_date, t // 24).isoformat(),
-        "store": "closed" if state.closed else "open",
-        **accounts(ctx),
-        "rating": round(rating.published, 3),
-        "stars": rating.stars,
-        "rating_multiplier": rating.multiplier,
-        "active_listings": len(state.listings),
-        "listing_cap": ctx.scenario.tools.max_active_listings,
-        "open_orders": len(open_order_ids(state)),
-        "calls_left_in_window": max(calls - ctx.window_calls, 0),
+        "at": status.at,
+        "date": status.date,
+        "store": status.store,
+        **{name: getattr(status, name) for name in ACCOUNTS},
+        "rating": round(status.rating, 3),
+        "stars": status.stars,
+        "rating_multiplier": status.rating_multiplier,
+        "active_listings": status.active_listings,
+        "listing_cap": status.listing_cap,
+        "open_orders": status.open_orders,
+        "calls_left_in_window": status.calls_left_in_window,
     }
 
 

@@ -8,13 +8,15 @@ and run out, not how often a given one will.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from merchantbench.money import rmb_text
+from merchantbench.money import fen, rmb_text
 from merchantbench.tools.context import clock_text, date_of, event_fine, event_name, updates_since
 from merchantbench.tools.monitoring import anomaly_rows
 from merchantbench.tools.render import byte_size_text
+from merchantbench.tools.status import store_status
 
 if TYPE_CHECKING:
     from merchantbench.scenario import Scenario
@@ -184,16 +186,6 @@ def system_brief(ctx: StoreContext) -> str:
     return f"{intro}\n\n{body}\n\n{goal(sc)}"
 
 
-def net_assets_at(ctx: StoreContext, hour: int) -> int:
-    """Net assets when hour `hour` began."""
-    if hour <= 0:
-        m = ctx.scenario.money
-        return m.initial_balance_fen + m.initial_deposit_fen
-    s = ctx.engine.state.samples
-    return int(s.balance[hour - 1] + s.deposit[hour - 1] + s.in_transit[hour - 1]
-               + s.receivable[hour - 1])  # fmt: skip
-
-
 def _transition_lines(ctx: StoreContext) -> list[str]:
     since = ctx.previous_window_t
     if since < 0:
@@ -243,30 +235,33 @@ def _anomaly_lines(ctx: StoreContext) -> list[str]:
 
 
 def build_observation(ctx: StoreContext) -> str:
-    """Where the store stands as the window opens, and what changed since the last one."""
-    engine, sc = ctx.engine, ctx.scenario
-    t, state = engine.t, engine.state
-    a = state.ledger.accounts
-    date = date_of(sc.clock.start_date, t // 24)
-    rating = state.rating
+    """Where the store stands as the window opens (its status: `tools.status`), and what
+    changed since the last one."""
+    sc, status = ctx.scenario, store_status(ctx)
+    date = dt.date.fromisoformat(status.date)
     lines = [
-        f"{clock_text(t)}, {date:%A} {date.isoformat()}: window {engine.window + 1} of "
-        f"{sc.clock.windows}.",
-        f"Cash (RMB): balance {money(a.balance)}, deposit {money(a.deposit)}, in transit "
-        f"{money(a.in_transit)}, receivable {money(a.receivable)}.",
+        f"{status.at}, {date:%A} {status.date}: window {status.window + 1} of "
+        f"{status.windows_total}.",
+        f"Cash (RMB): balance {_rmb(status.balance)}, deposit {_rmb(status.deposit)}, in transit "
+        f"{_rmb(status.in_transit)}, receivable {_rmb(status.receivable)}.",
     ]
     change = ""
-    if ctx.previous_window_t >= 0:
-        delta = a.net_assets - net_assets_at(ctx, ctx.previous_window_t)
-        change = f" ({'+' if delta >= 0 else '-'}{money(abs(delta))} since the last window)"
-    lines.append(f"Net assets: {money(a.net_assets)} RMB{change}.")
-    stars = f"{rating.stars} star" + ("s" if rating.stars != 1 else "")
+    if status.net_assets_change is not None:
+        delta = status.net_assets_change
+        change = f" ({'+' if delta >= 0 else '-'}{_rmb(abs(delta))} since the last window)"
+    lines.append(f"Net assets: {_rmb(status.net_assets)} RMB{change}.")
+    stars = f"{status.stars} star" + ("s" if status.stars != 1 else "")
     lines.append(
-        f"Store rating: {rating.published:.2f} ({stars}, orders ×{rating.multiplier:.2f}). "
-        f"Listings: {len(state.listings)} of {sc.tools.max_active_listings} slots used."
+        f"Store rating: {status.rating:.2f} ({stars}, orders ×{status.rating_multiplier:.2f}). "
+        f"Listings: {status.active_listings} of {status.listing_cap} slots used."
     )
-    if state.closed:
-        lines.append(f"The store was closed at {clock_text(state.closed_t)}: the deposit ran out.")
+    if status.closed_at is not None:
+        lines.append(f"The store was closed at {status.closed_at}: the deposit ran out.")
     lines += _transition_lines(ctx) + _anomaly_lines(ctx)
     lines.append(f"{goal(sc)} Close this window with end_of_step when you are done.")
     return "\n".join(lines)
+
+
+def _rmb(amount: float) -> str:
+    """An RMB amount of the status as the observation writes money (exact: see tools.status)."""
+    return money(fen(amount))

@@ -20,6 +20,7 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse
 
 from merchantbench.metrics.table1 import TABLE1_KEYS
+from merchantbench.record.schema import RUN_FILE
 from merchantbench.web.pages import templates
 from merchantbench.web.records import (
     inside,
@@ -109,5 +110,5 @@ def progress(request: Request) -> list[dict[str, Any]]:
 
 
 def _meta(run_dir: Path) -> dict[str, Any]:
-    meta = read_json_or_empty(run_dir / "run.json")
+    meta = read_json_or_empty(run_dir / RUN_FILE)
     return {k: v for k, v in meta.items() if k not in HIDDEN_KEYS}

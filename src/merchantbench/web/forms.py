@@ -4,7 +4,15 @@ tool takes is on the page (and stays there when a tool gains one)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from merchantbench.scenario import Scenario
+    from merchantbench.tools.registry import ToolRegistry
+
+# The sale price the basket suggests for a product: this many times its procurement price
+# (at most the scenario's price cap); the person changes it before listing.
+DEFAULT_PRICE_MULTIPLE = 2.0
 
 # The pages, in order, and the tools each one offers as forms. Tools used through their own
 # controls (list_product's basket, delist and reprice buttons, the notes pad, end_of_step) are
@@ -102,3 +110,15 @@ def panel_forms(schemas: list[dict[str, Any]]) -> list[tuple[str, str, list[Tool
         (key, title, [tool_form(by_name[t]) for t in tools if t in by_name])
         for key, title, tools in PANELS
     ]
+
+
+def page_config(registry: ToolRegistry, scenario: Scenario) -> dict[str, Any]:
+    """What the playground page takes from the server instead of knowing it: the tools that
+    change the store (their declared kind: the page sends each of their actions with one
+    idempotency key), the tool that ends the window, and the basket's price multiple."""
+    cap = scenario.demand.max_price_multiple_of_cost
+    return {
+        "write_tools": [t.name for t in registry.tools() if t.kind == "write"],
+        "window_closer": registry.window_closer,
+        "default_price_multiple": min(DEFAULT_PRICE_MULTIPLE, cap),
+    }

@@ -1,14 +1,16 @@
 """The playground's routes: a participant's page and the JSON it talks to.
 
     GET  /play/{token}                 the page (server-rendered)
-    GET  /play/{token}/state           clock, observation, charts' numbers
-    POST /play/{token}/call/{tool}     one tool call through the agent surface
+    GET  /play/{token}/state           clock, store status, observation, charts' numbers
+    POST /play/{token}/call/{tool}     one tool call through the agent surface (header
+                                       `X-Window`: the window the action was made in)
     POST /play/{token}/pause           save and come back later
     POST /play/{token}/resume          back at the store
 
 A wrong token answers 404 and learns nothing. Answers carry only what the agent surface gives
-(tool results, the observation, the brief, the schemas) and the public numbers read off the
-observations; the seed and the run's files stay on the server.
+(tool results, the observation, the store status, the brief, the schemas) and, in the page's
+config, which tools change the store (`web.forms.page_config`); the seed and the run's files stay
+on the server.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Header, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
-from merchantbench.web.forms import panel_forms
+from merchantbench.web.forms import page_config, panel_forms
 from merchantbench.web.pages import templates
 from merchantbench.web.room import PlayRoom
 from merchantbench.web.store import PlayStore
@@ -37,11 +39,17 @@ def _store(request: Request, token: str) -> PlayStore:
 @router.get("/{token}", response_class=HTMLResponse)
 def page(request: Request, token: str) -> HTMLResponse:
     store = _store(request, token)
-    context = {
+    state = store.state()
+    config = {
         "token": token,
+        "window": state["store"]["window"],
+        **page_config(store.session.registry, store.session.scenario),
+    }
+    context = {
         "panels": panel_forms(store.tool_schemas()),
         "brief": store.brief(),
-        "state": store.state(),
+        "state": state,
+        "config": config,
     }
     return templates.TemplateResponse(request, "play.html", context)
 
@@ -58,9 +66,10 @@ def call(
     tool: str,
     arguments: Annotated[dict[str, Any] | None, Body()] = None,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+    x_window: Annotated[int | None, Header(ge=0, le=1_000_000)] = None,
 ) -> JSONResponse:
     store = _store(request, token)
-    result = store.call(tool, arguments or {}, idempotency_key)
+    result = store.call(tool, arguments or {}, idempotency_key, x_window)
     return JSONResponse({"result": result, "state": store.state()})
 
 

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 
 from merchantbench.metrics.table1 import TABLE1_KEYS
 from merchantbench.money import rmb
+from merchantbench.record.schema import METRICS_FILE, ORDERS_FILE, RUN_FILE, TIMESERIES_FILE
 
 MAX_DEPTH = 5  # how deep under the root run directories are looked for
 MAX_RUNS = 5000
@@ -58,7 +59,7 @@ def find_runs(root: Path) -> list[Path]:
     for _ in range(MAX_DEPTH + 1):
         deeper = []
         for folder in frontier:
-            if (folder / "run.json").is_file():
+            if (folder / RUN_FILE).is_file():
                 found.append(folder)
                 continue
             try:
@@ -73,8 +74,8 @@ def find_runs(root: Path) -> list[Path]:
 
 def run_row(root: Path, run_dir: Path) -> RunRow:
     """The summary of one run directory."""
-    meta = read_json_or_empty(run_dir / "run.json")
-    metrics = read_json_or_empty(run_dir / "metrics.json")
+    meta = read_json_or_empty(run_dir / RUN_FILE)
+    metrics = read_json_or_empty(run_dir / METRICS_FILE)
     scenario = meta.get("scenario_config", {})
     clock = scenario.get("clock", {}) if isinstance(scenario, dict) else {}
     total = int(clock.get("days", 0)) * 24 // max(int(clock.get("hours_per_window", 12)), 1)
@@ -121,13 +122,13 @@ def inside(root: Path, rel: str) -> Path | None:
     base = root.resolve()
     if candidate != base and base not in candidate.parents:
         return None
-    return candidate if (candidate / "run.json").is_file() else None
+    return candidate if (candidate / RUN_FILE).is_file() else None
 
 
 def window_series(run_dir: Path, windows: int, hours: int) -> dict[str, list[float]]:
     """Net assets and rating at each window's opening, and orders placed so far, for charts."""
     series: dict[str, list[float]] = {"window": [], "net_assets": [], "rating": [], "orders": []}
-    ts_file, orders_file = run_dir / "timeseries.parquet", run_dir / "orders.parquet"
+    ts_file, orders_file = run_dir / TIMESERIES_FILE, run_dir / ORDERS_FILE
     if not ts_file.is_file():
         return series
     ts = pq.read_table(ts_file, columns=["t", "net_assets", "rating"]).to_pydict()

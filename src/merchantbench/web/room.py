@@ -35,6 +35,32 @@ class Seat:
     token: str
 
 
+def _read_seats(path: Path) -> dict[str, Seat]:
+    """The seats `participants.json` lists (a one-line `RoomError` if it is damaged)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise RoomError(f"{path} cannot be read: {exc.strerror}") from exc
+    except ValueError as exc:  # not UTF-8, or not JSON
+        raise RoomError(f"{path} is damaged: not a JSON file") from exc
+    shape = "expected {token: {participant, run}} with run a directory name in the playground"
+    if not isinstance(data, dict):
+        raise RoomError(f"{path} is damaged: {shape}")
+    seats = {}
+    for token, seat in data.items():
+        fields = seat if isinstance(seat, dict) else {}
+        participant, run = fields.get("participant"), fields.get("run")
+        if not (isinstance(participant, str) and isinstance(run, str) and _plain_name(run)):
+            raise RoomError(f"{path} is damaged: {shape}")
+        seats[token] = Seat(participant, run, token)
+    return seats
+
+
+def _plain_name(name: str) -> bool:
+    """A single directory name (no separator, not `.` or `..`)."""
+    return name not in ("", ".", "..") and Path(name).name == name and "\\" not in name
+
+
 class PlayRoom:
     """The stores of one directory, by token."""
 
@@ -43,10 +69,11 @@ class PlayRoom:
         self.seats: dict[str, Seat] = {}
         self._stores: dict[str, PlayStore] = {}
         self._opening = threading.Lock()  # two first requests must not open a store twice
+        if root.exists() and not root.is_dir():
+            raise RoomError(f"{root} is a file, not a playground directory")
         path = root / PARTICIPANTS_FILE
         if path.is_file():
-            for token, seat in json.loads(path.read_text()).items():
-                self.seats[token] = Seat(seat["participant"], seat["run"], token)
+            self.seats = _read_seats(path)
 
     def _save(self) -> None:
         body = {t: {"participant": s.participant, "run": s.run} for t, s in self.seats.items()}

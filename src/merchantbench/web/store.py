@@ -10,50 +10,73 @@ policy's seconds), and a restarted server continues where the person stopped.
 
 from __future__ import annotations
 
-import re
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from merchantbench.metrics.table1 import HEADLINE_METRICS
 from merchantbench.record.files import atomic_write_json, read_json
 from merchantbench.record.manifest import read_manifest
+from merchantbench.record.schema import METRICS_FILE
 from merchantbench.record.sealed import read_sealed
 from merchantbench.runs.lifecycle import CheckpointPolicy, RunLifecycle
 from merchantbench.runs.spec import RunSpec
 from merchantbench.scenario import Scenario
 from merchantbench.session import Session
+from merchantbench.surface import StoreStatus
 from merchantbench.tools.toolset import END_OF_STEP
 from merchantbench.web.human import HUMAN_ORIGIN, HumanDriver
 
 HISTORY_FILE = "web-history.json"  # what the pages drew so far (public numbers only)
-_NET = re.compile(r"Net assets: (-?[\d,]+\.\d\d) RMB")
-_RATING = re.compile(r"Store rating: (\d+\.\d\d)")
-_PLACED = re.compile(r"(\d+) placed")
 
 
 @dataclass(frozen=True)
 class WindowPoint:
-    """The public numbers at the opening of one window, as its observation states them."""
+    """The public numbers at the opening of one window, from its store status."""
 
     window: int
     day: int
     hour: int
     net_assets: float
     rating: float
-    orders: int  # orders placed so far
+    orders: int  # customer orders placed so far
+
+    @classmethod
+    def of(cls, status: StoreStatus) -> WindowPoint:
+        return cls(
+            status.window,
+            status.day,
+            status.hour_of_day,
+            status.net_assets,
+            status.rating,
+            status.orders_placed,
+        )
 
 
-def read_observation_numbers(text: str) -> tuple[float, float, int]:
-    """Net assets, rating and orders placed since the last window, read off an observation."""
-    net = _NET.search(text)
-    rating = _RATING.search(text)
-    placed = _PLACED.search(text.split("\n\n")[0])
-    return (
-        float(net.group(1).replace(",", "")) if net else 0.0,
-        float(rating.group(1)) if rating else 0.0,
-        int(placed.group(1)) if placed else 0,
+def stale_window(window: int, open_window: int) -> dict[str, Any]:
+    """The answer to closing a window that is not the open one."""
+    message = (f"that action was for window {window + 1}, which is not open: window "
+               f"{open_window + 1} is (nothing was done)")  # fmt: skip
+    return {"ok": False, "error": {"code": "window_closed", "message": message}}
+
+
+def clock_of(status: StoreStatus) -> dict[str, Any]:
+    """The page's clock: its numbers and the line it shows (the page draws nothing itself)."""
+    window = min(status.window, status.windows_total) + 1
+    left = status.windows_left
+    text = (
+        f"Day {status.day}, {status.hour_of_day:02d}:00 · window {window} of "
+        f"{status.windows_total} · {left} window{'' if left == 1 else 's'} left"
     )
+    return {
+        "day": status.day,
+        "hour": status.hour_of_day,
+        "window": window,
+        "windows_total": status.windows_total,
+        "windows_left": status.windows_left,
+        "text": text,
+    }
 
 
 class PlayStore:
@@ -114,26 +137,18 @@ class PlayStore:
     def over(self) -> bool:
         return self.metrics is not None or self.surface.over
 
-    def clock(self) -> dict[str, int]:
-        hour, total = self.surface.hour, self.surface.windows_total
-        window = min(self.surface.window, total)
-        return {
-            "day": hour // 24 + 1,
-            "hour": hour % 24,
-            "window": window + 1,
-            "windows_total": total,
-            "windows_left": max(total - window, 0),
-        }
-
     def state(self) -> dict[str, Any]:
-        """Everything the page shows besides tool answers: clock, observation, history."""
+        """Everything the page shows besides tool answers: clock, store status, observation,
+        history."""
         with self.lock:
+            status = self.surface.status()
             observation = "" if self.over else self.surface.observation()
-            net_assets = read_observation_numbers(observation)[0] if observation else None
+            net_assets = None if self.over else status.net_assets
             if self.over and self.metrics:
                 net_assets = self.metrics.get("final_net_assets")
             return {
-                "clock": self.clock(),
+                "clock": clock_of(status),
+                "store": status.to_json(),
                 "net_assets": net_assets,
                 "observation": observation,
                 "history": [asdict(p) for p in self.history],
@@ -149,11 +164,17 @@ class PlayStore:
         return self.surface.tool_schemas()
 
     # --- what the person does ---------------------------------------------------------------------
-    def call(self, tool: str, args: Any, key: str | None = None) -> dict[str, Any]:
-        """One tool call through the surface; `end_of_step` closes the window."""
+    def call(
+        self, tool: str, args: Any, key: str | None = None, window: int | None = None
+    ) -> dict[str, Any]:
+        """One tool call through the surface; `end_of_step` closes the window. `window`: the
+        window (0-based) the person's action was made in; closing a window that is no longer
+        open (a double click, a retry after a lost answer) is refused and changes nothing."""
         with self.lock:
             if self.over:
                 return {"ok": False, "error": {"code": "run_over", "message": "the run has ended"}}
+            if tool == END_OF_STEP and window is not None and window != self.surface.window:
+                return stale_window(window, self.surface.window)
             self.paused = False
             window = self.surface.window
             result = self.surface.call(tool, args, key)
@@ -190,11 +211,7 @@ class PlayStore:
         window = self.surface.window
         if self.history and self.history[-1].window >= window:
             return
-        net, rating, placed = read_observation_numbers(self.surface.observation())
-        before = self.history[-1].orders if self.history else 0
-        hour = self.surface.hour
-        point = WindowPoint(window, hour // 24 + 1, hour % 24, net, rating, before + placed)
-        self.history.append(point)
+        self.history.append(WindowPoint.of(self.surface.status()))
         self._save_history()
 
     def _save_history(self) -> None:
@@ -202,7 +219,7 @@ class PlayStore:
         atomic_write_json(self.run_dir / HISTORY_FILE, body)
 
     def _finish(self) -> None:
-        metrics_file = self.run_dir / "metrics.json"
+        metrics_file = self.run_dir / METRICS_FILE
         if self.life.manifest.ended is None:
             self.metrics = self.life.finish()
         elif metrics_file.is_file():
@@ -214,5 +231,4 @@ class PlayStore:
         """The Table-1 headline of a finished store (the seed stays on disk)."""
         if self.metrics is None:
             return None
-        keys = ("final_net_assets", "gmv", "orders", "net_profit_margin", "fines", "swr")
-        return {k: self.metrics.get(k) for k in keys}
+        return {k: self.metrics.get(k) for k in HEADLINE_METRICS}

@@ -6,7 +6,10 @@ run inside too), talking to this run's surface only through our MCP server and t
 only through our recorder (`gateway.py`). One Hermes conversation runs through the year: each
 window the driver sends the observation as a user message; Hermes works with its tools until
 it calls `end_of_step` or stops answering with tools; a window it leaves open is closed and
-recorded as forced. Hermes' own memory, skills, todo list and context compression do the rest.
+recorded as forced. The window and Hermes' turn end when its `end_of_step` succeeds, whatever
+the model would do next: the worker stops Hermes' loop before its next model call or tool
+(`worker.WindowGuard`), and a call that still comes runs nothing (`gateway.WindowRun`).
+Hermes' own memory, skills, todo list and context compression do the rest.
 
 Checkpoints pickle the driver without its process and servers. On resume the store continues
 from its checkpoint and Hermes restarts in the same private home: its memory, skills and
@@ -36,6 +39,7 @@ from merchantbench.agents.hermes_agent.process import (
     HermesProcessError,
     command,
     process_env,
+    terminal_limits,
     write_config,
 )
 from merchantbench.agents.llm.models import ModelConfig, resolve_model
@@ -65,7 +69,10 @@ class HermesAgentSettings(AgentSettings):
         version: The `hermes-agent` release to install and run.
         toolsets: Hermes' own toolsets to turn on, among `CONFINED_TOOLSETS` (those of
             `SANDBOXED_TOOLSETS` only with `confine`).
-        max_iterations: Hermes' tool-calling iterations per window.
+        max_iterations: Hermes' tool-calling iterations (model calls) per window; none
+            follows a successful `end_of_step` (see the module docstring).
+        code_timeout_seconds: Time limit of one run of Hermes' code tool (`execute_code`)
+            and of one terminal command in the foreground, in seconds.
         window_timeout_seconds: A window Hermes has not finished by then is closed (forced)
             and Hermes is restarted.
         confine: Run Hermes under bubblewrap (its file system holds only its home; its
@@ -81,6 +88,7 @@ class HermesAgentSettings(AgentSettings):
     version: str = HERMES_VERSION
     toolsets: tuple[str, ...] = CONFINED_TOOLSETS
     max_iterations: int = Field(default=30, ge=1)
+    code_timeout_seconds: int = Field(default=60, ge=1)
     window_timeout_seconds: float = Field(default=900.0, gt=0)
     confine: bool = True
 
@@ -210,7 +218,8 @@ class HermesAgentDriver(BaseAgent[HermesAgentSettings]):
             raise
         port = gateway.port if socket_dir is None else SANDBOX_PORT
         base = f"http://127.0.0.1:{port}"
-        write_config(self.home, base + MCP_PATH, self.config.window_timeout_seconds)
+        c = self.config
+        write_config(self.home, base + MCP_PATH, c.window_timeout_seconds, c.code_timeout_seconds)
         variables = process_env(
             self.home,
             env,
@@ -219,6 +228,7 @@ class HermesAgentDriver(BaseAgent[HermesAgentSettings]):
                 "MB_BASE_URL": base + MODEL_PREFIX,
                 "MB_TOOLSETS": ",".join([*self.config.toolsets, MCP_TOOLSET]),
                 "MB_MAX_ITERATIONS": str(self.config.max_iterations),
+                **terminal_limits(c.code_timeout_seconds),
             },
         )
         try:

@@ -7,8 +7,11 @@ socket's directory is the only way out of Hermes' network namespace, `process.py
 
 - `/mcp`: our MCP server (`merchantbench.mcp_surface.McpHttpEndpoint`, streamable HTTP)
   over *this run's* agent surface, so every environment call lands in the run's own trace.
-  Per window it accepts calls until `end_of_step`; after that it refuses them, so Hermes
-  cannot play into the next window on its own (the driver hands it the next observation).
+  Per window it accepts calls until `end_of_step`; after that it runs none, so Hermes cannot
+  play into the next window on its own (the driver hands it the next observation). Such a
+  call is answered as a plain result that says the window is closed and nothing ran (`ok`
+  true, `ran` false, `window_closed` true), not as an MCP error: Hermes counts error results
+  toward its MCP circuit breaker, and the worker ends Hermes' turn on `window_closed`.
 - `/v1/...`: forwards Hermes' model requests to the real endpoint, swapping the token for the
   real key (which thus stays in our process only), and records each call with its tokens,
   latency and cost.
@@ -34,14 +37,18 @@ from merchantbench.agents.llm.usage import CallRecord
 from merchantbench.mcp_surface import McpHttpEndpoint, call_locked
 from merchantbench.session import END_OF_STEP
 from merchantbench.surface import AgentSurface
-from merchantbench.tools.errors import failure
 
 MCP_PATH = "/mcp"
 MODEL_PREFIX = "/v1"
 WINDOW_CLOSED = (
-    "this window is closed; stop calling tools and reply in one line. The next window's "
-    "observation comes as the next message."
+    "this window is closed: nothing more runs in it. The next window's observation comes as "
+    "the next message."
 )
+
+
+def closed_answer() -> dict[str, Any]:
+    """The answer to a call made after the window's `end_of_step`: nothing ran."""
+    return {"ok": True, "ran": False, "window_closed": True, "message": WINDOW_CLOSED}
 
 
 class WindowRun:
@@ -64,11 +71,11 @@ class WindowRun:
         idempotency_key: str | None = None,
     ) -> dict[str, Any]:
         if self.window_closed:
-            return failure("window_closed", WINDOW_CLOSED)
+            return closed_answer()
         result = self.surface.call(tool, args, idempotency_key)
         if tool == END_OF_STEP and result.get("ok"):
             self.window_closed = True
-            result = {**result, "next": WINDOW_CLOSED}
+            result = {**result, "window_closed": True, "next": WINDOW_CLOSED}
         return result
 
     async def call_async(

@@ -1,15 +1,15 @@
 """The Hermes process: its private home, its confinement, and the JSON-lines protocol.
 
-The process runs `worker.py` with the interpreter of Hermes' own environment, in a private
-home (`HERMES_HOME` and `HOME`, holding config.yaml, memory, skills and Hermes' session store)
-and with an environment made from nothing: no variable of ours, no provider key (it talks to
-the driver's server with a token, sent over stdin). Under bubblewrap its file system is only
-the system's `/usr`, the two interpreter trees read-only, its home writable and a private
-`/tmp`, so
-neither Hermes nor any of its tools (terminal and code execution included: they are its
-child processes) can see the run directory, the market cache or our checkout. Its network
-namespace is its own (loopback only): the one way out is the driver's Unix socket, which
-`forwarder.py`, the sandbox's entry command, offers Hermes on `127.0.0.1:SANDBOX_PORT`.
+The process runs `worker.py` with the interpreter of Hermes' own environment, in a private home
+(`HERMES_HOME` and `HOME`, holding config.yaml, memory, skills and Hermes' session store) and
+with an environment made from nothing: no variable of ours, no provider key (it talks to the
+driver's server with a token, sent over stdin). Under bubblewrap its file system is only the
+system's `/usr`, the two interpreter trees read-only, its home writable (but for its
+config.yaml, the driver's settings and limits) and a private `/tmp`, so neither Hermes nor any
+of its tools (terminal and code execution included: they are its child processes) can see the
+run directory, the market cache or our checkout. Its network namespace is its own (loopback
+only): the one way out is the driver's Unix socket, which `forwarder.py`, the sandbox's entry
+command, offers Hermes on `127.0.0.1:SANDBOX_PORT`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from merchantbench.agents.hermes_agent.env import HermesEnv
-from merchantbench.agents.llm.sandbox import find_bwrap
+from merchantbench.agents.llm.sandbox import find_bwrap, user_namespace_flags
 
 SERVER_NAME = "merchantbench"
 WORKER = Path(__file__).with_name("worker.py")
@@ -35,6 +35,7 @@ FORWARDER = Path(__file__).with_name("forwarder.py")
 SANDBOX_SOCKET_DIR = "/run/merchantbench"
 SANDBOX_PORT = 8765
 SOCKET_NAME = "gateway.sock"
+CONFIG_NAME = "config.yaml"  # Hermes' own settings file, in its home
 _TOKEN_VAR = "MB_MCP_TOKEN"
 
 
@@ -42,10 +43,11 @@ class HermesProcessError(RuntimeError):
     """The Hermes process could not start or answered nothing usable."""
 
 
-def write_config(home: Path, mcp_url: str, tool_timeout: float) -> None:
+def write_config(home: Path, mcp_url: str, tool_timeout: float, code_timeout: int) -> None:
     """Hermes' own config.yaml: our MCP server (the token is never on disk: the worker
     puts it in its environment for the MCP discovery, then removes it)
-    with its tools only, and Hermes' own tools set for a sandbox nobody watches."""
+    with its tools only, and Hermes' own tools set for a sandbox nobody watches; one run of
+    its code tool is killed after `code_timeout` seconds (Hermes' default: 300)."""
     lines = [
         "mcp_servers:",
         f"  {SERVER_NAME}:",
@@ -63,6 +65,7 @@ def write_config(home: Path, mcp_url: str, tool_timeout: float) -> None:
         f'  cwd: "{home}"',
         "code_execution:",
         "  mode: strict",  # Hermes' interpreter, a temporary directory of the private /tmp
+        f"  timeout: {int(code_timeout)}",
         # No one answers approval prompts (the sandbox is the safeguard), and tirith, Hermes'
         # command scanner, would try to download itself.
         "approvals:",
@@ -70,7 +73,13 @@ def write_config(home: Path, mcp_url: str, tool_timeout: float) -> None:
         "security:",
         "  tirith_enabled: false",
     ]
-    (home / "config.yaml").write_text("\n".join(lines) + "\n")
+    (home / CONFIG_NAME).write_text("\n".join(lines) + "\n")
+
+
+def terminal_limits(seconds: int) -> dict[str, str]:
+    """Hermes' terminal tool's limits (read from its environment, not config.yaml, when Hermes
+    runs without its CLI): a command's default and largest foreground time, in seconds."""
+    return {"TERMINAL_TIMEOUT": str(seconds), "TERMINAL_MAX_FOREGROUND_TIMEOUT": str(seconds)}
 
 
 def process_env(home: Path, env: HermesEnv, settings: dict[str, str]) -> dict[str, str]:
@@ -102,6 +111,7 @@ def command(
     if bwrap is None:
         raise HermesProcessError("bubblewrap (bwrap) is not installed: apt-get install bubblewrap")
     argv = [bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net"]
+    argv += user_namespace_flags(bwrap)  # its capabilities, if any, stay inside; no nested one
     # /tmp first: trees under /tmp (tests) must stay visible over the tmpfs.
     argv += ["--die-with-parent", "--new-session", "--tmpfs", "/tmp", "--ro-bind", "/usr", "/usr"]
     for top in ("bin", "lib", "lib64", "sbin"):
@@ -109,6 +119,10 @@ def command(
     for tree in {Path(sys.base_prefix).resolve(), env.root}:
         argv += ["--ro-bind", str(tree), str(tree)]
     argv += ["--bind", str(home), str(home), "--bind", str(socket_dir), SANDBOX_SOCKET_DIR]
+    # The driver's settings (MCP server, tool time limits, approvals) stay as written: Hermes'
+    # own tools can write anywhere in its home but here.
+    config = str(home / CONFIG_NAME)
+    argv += ["--ro-bind", config, config]
     argv += ["--proc", "/proc", "--dev", "/dev", "--chdir", str(home), "--clearenv"]
     argv += [a for k, v in variables.items() for a in ("--setenv", k, v)]
     socket_path = f"{SANDBOX_SOCKET_DIR}/{SOCKET_NAME}"

@@ -10,6 +10,16 @@ conversation for the whole run and speaks JSON lines with the driver:
     worker -> {"done": true, "final": "...", "error": null}
     driver -> {"quit": true}                           (or EOF) to end
 
+A window's turn ends when the window does (`WindowGuard`): as soon as an answer of our MCP
+server says the window is closed (its `end_of_step` succeeded), the guard stops Hermes' loop
+with `AIAgent.interrupt` (Hermes' own stop). The loop checks it before every model call and
+every further tool of the batch, so no model call and no tool starts after the close, whatever
+the model would have done next (tools Hermes ran at once with `end_of_step`, in one parallel
+batch, found the window closed: nothing of theirs ran). Our server answering a call (even with
+a refusal) is proof it is reachable, so the guard also clears Hermes' MCP circuit breaker,
+which would otherwise count three refusals in a row (a model's mistakes) as a dead server and
+fail every call for a minute.
+
 The protocol runs over the worker's original stdout; Hermes' own prints go to stderr, so they
 can never corrupt a reply. Configuration comes from the environment the driver builds:
 `HERMES_HOME` (the private home with config.yaml), `MB_MODEL`, `MB_BASE_URL`, `MB_TOOLSETS`
@@ -23,6 +33,7 @@ import os
 import sys
 
 MCP_PREFIX = "mcp__"
+SERVER_NAME = "merchantbench"  # process.SERVER_NAME: the MCP server of config.yaml
 
 
 def _protocol_stream():
@@ -32,7 +43,7 @@ def _protocol_stream():
     return out
 
 
-def _build_agent(out, token):
+def _build_agent(out, token, guard):
     from tools.mcp_tool import discover_mcp_tools
 
     # config.yaml's MCP headers name the token as ${MB_MCP_TOKEN}; discovery reads it once.
@@ -57,23 +68,69 @@ def _build_agent(out, token):
         quiet_mode=True,
         skip_context_files=True,
         tool_delay=0.0,
-        tool_complete_callback=_reporter(out),
+        tool_complete_callback=guard.tool_completed,
     )
+    guard.agent = agent
     return agent
 
 
-def _reporter(out):
-    """Hermes' tool-complete callback: each of its own (non-MCP) tool calls, at once, so the
-    driver records it in the window, in order with the environment calls."""
+class WindowGuard:
+    """Hermes' tool callback: it reports Hermes' own tool calls to the driver, and ends the
+    turn once the window is closed (see the module docstring)."""
 
-    def report(call_id, name, args, result):
-        if str(name).startswith(MCP_PREFIX):
+    def __init__(self, out):
+        self.out = out
+        self.agent = None
+        self.closed = False
+
+    def begin(self):
+        self.closed = False
+
+    def tool_completed(self, call_id, name, args, result):
+        if not str(name).startswith(MCP_PREFIX):
+            self._report(name, args, result)
             return
+        answer = _server_answer(result)
+        if answer is None:
+            return  # not our server's answer (a transport failure, an interrupted call)
+        _close_breaker()
+        if answer.get("window_closed") and not self.closed:
+            self.closed = True
+            self.agent.interrupt()  # no model call and no further tool of this turn
+
+    def _report(self, name, args, result):
+        """Each of Hermes' own (non-MCP) tool calls, at once, so the driver records it in the
+        window, in order with the environment calls."""
         error = _error_of(str(result or ""))
         event = {"tool": name, "args": args, "ok": error is None, "error": error}
-        out.write(json.dumps({"framework_call": event}, default=str) + "\n")
+        self.out.write(json.dumps({"framework_call": event}, default=str) + "\n")
 
-    return report
+
+def _server_answer(result):
+    """Our MCP server's JSON answer inside Hermes' tool result, or None. Hermes wraps it as
+    `{"result": text, "structuredContent": {...}}`, or `{"error": text}` for a refusal."""
+    try:
+        wrapped = json.loads(str(result or ""))
+    except ValueError:
+        return None
+    if not isinstance(wrapped, dict):
+        return None
+    answer = wrapped.get("structuredContent")
+    if not isinstance(answer, dict):
+        try:
+            answer = json.loads(str(wrapped.get("result", wrapped.get("error"))))
+        except ValueError:
+            return None
+    return answer if isinstance(answer, dict) and "ok" in answer else None
+
+
+def _close_breaker():
+    """Reset Hermes' consecutive-failure count of our server (its MCP circuit breaker)."""
+    from tools import mcp_tool
+
+    reset = getattr(mcp_tool, "_reset_server_error", None)
+    if reset is not None:
+        reset(SERVER_NAME)
 
 
 def _error_of(answer):
@@ -89,13 +146,15 @@ def _error_of(answer):
 def main():
     out = _protocol_stream()
     token = json.loads(sys.stdin.readline())["token"]
-    agent = _build_agent(out, token)
+    guard = WindowGuard(out)
+    agent = _build_agent(out, token, guard)
     history = []
     out.write(json.dumps({"ready": True}) + "\n")
     for line in sys.stdin:
         request = json.loads(line)
         if "turn" not in request:
             break
+        guard.begin()
         try:
             result = agent.run_conversation(request["turn"], conversation_history=history)
         except Exception as exc:  # the driver closes the window and records why

@@ -9,13 +9,16 @@ host: no `/usr`, no system or host site-packages, no `/proc` (its mount table wo
 host paths the tree is bound from), nothing of the run directory, checkpoint, catalog cache,
 home directory or host `/tmp`. It runs with no network (a new, empty network namespace), its own
 pid, IPC, UTS and cgroup namespaces, a scrubbed environment and a new session, and dies with
-the parent. Limits: `SandboxLimits`.
+the parent. Limits: `SandboxLimits`, per process (set by the launcher) and for the whole
+sandbox: a cgroup of its own bounds memory (shared memory and tmpfs included) and processes
+where one can be made (`sandbox_cgroup`), and a system-call filter (`sandbox_seccomp`) refuses
+memfds, System V shared memory and new user namespaces everywhere.
 
-The process limit is `RLIMIT_NPROC`, which the kernel counts per user and does not enforce on
-root. So when the parent is root, the launcher (the trusted code that runs first inside the
-sandbox) sets the limits and then drops to a fresh unprivileged uid before running the snippet;
-otherwise bubblewrap makes a user namespace, in which the kernel counts the sandbox's processes
-on their own.
+The per-process limit on processes is `RLIMIT_NPROC`, which the kernel counts per user and does
+not enforce on root. So when the parent is root, the launcher (the trusted code that runs first
+inside the sandbox) sets the limits and then drops to a fresh unprivileged uid before running the
+snippet; otherwise bubblewrap makes a user namespace, in which the kernel counts the sandbox's
+processes on their own, and (bubblewrap 0.8 or later) forbids nested ones (`--disable-userns`).
 
 Where bubblewrap is missing or cannot build namespaces, `probe_sandbox()` says why and code
 execution stays off, unless a harness explicitly asks for `CodeRunner(mode="unsafe")`: a plain
@@ -36,7 +39,9 @@ import functools
 import itertools
 import json
 import os
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -44,6 +49,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any, Literal
 
+from merchantbench.agents.llm.sandbox_cgroup import (
+    JOIN_FAILED,
+    JOIN_FAILED_EXIT,
+    CgroupError,
+    ExecutionCgroup,
+    cgroup_support,
+)
 from merchantbench.agents.llm.sandbox_launcher import BRIDGE_ENV as BRIDGE_ENV
 from merchantbench.agents.llm.sandbox_runtime import (
     SANDBOX_PREFIX,
@@ -52,6 +64,7 @@ from merchantbench.agents.llm.sandbox_runtime import (
     runtime,
 )
 from merchantbench.agents.llm.sandbox_runtime import SandboxError as SandboxError
+from merchantbench.agents.llm.sandbox_seccomp import seccomp_program
 from merchantbench.agents.llm.sandbox_staging import (
     LIB_DIR,
     SCRATCH_DIR,
@@ -85,6 +98,25 @@ def find_bwrap() -> str | None:
     if found:
         return found
     return "/usr/bin/bwrap" if os.access("/usr/bin/bwrap", os.X_OK) else None
+
+
+@functools.cache
+def bwrap_version(bwrap: str) -> tuple[int, ...]:
+    """The version `bwrap --version` reports, e.g. (0, 8, 0); () if it says none."""
+    try:
+        said = subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    found = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", said.stdout)
+    return tuple(int(part) for part in found.groups() if part is not None) if found else ()
+
+
+def user_namespace_flags(bwrap: str) -> list[str]:
+    """A user namespace of the sandbox's own, in which no further one can be made: bubblewrap's
+    `--disable-userns` came with version 0.8; an older one gets the namespace alone."""
+    if bwrap_version(bwrap) >= (0, 8):
+        return ["--unshare-user", "--disable-userns"]
+    return ["--unshare-user"]
 
 
 def protected_paths() -> list[Path]:
@@ -166,22 +198,49 @@ class CodeRunner:
         config = {"limits": asdict(self.limits), "result_fd": result_write.fileno()}
         config.update(variables=variables, bridge=",".join(map(str, bridge_fds)) or None)
         started = time.monotonic()
+        cgroup: ExecutionCgroup | None = None
+        seccomp_fd = -1
         try:
             config.update(self._placement(lib))
-            argv, cwd, env = self._command(lib)
+            if self.mode == "sandbox":
+                seccomp_fd = _open_filter(lib.parent / "seccomp.bpf")
+            argv, cwd, env = self._command(lib, seccomp_fd)
             write_readable(lib / "config.json", json.dumps(config))
+            if (parents := cgroup_support()[0]) is not None:
+                cgroup = ExecutionCgroup(parents, self.limits.memory_bytes, self.limits.processes)
+                argv = cgroup.join_command(argv)
+            passed = (
+                result_write.fileno(),
+                *bridge_fds,
+                *([seccomp_fd] if seccomp_fd >= 0 else []),
+            )
             proc = await asyncio.create_subprocess_exec(
-                *argv, cwd=cwd, env=env, pass_fds=(result_write.fileno(), *bridge_fds),
+                *argv, cwd=cwd, env=env, pass_fds=passed,
                 start_new_session=True, stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             )  # fmt: skip
-        except (SandboxError, OSError) as exc:
+        except (SandboxError, CgroupError, OSError) as exc:
+            if cgroup is not None:
+                await cgroup.close()
             return Execution(error_code="sandbox_failed", error_message=f"cannot start: {exc}")
+        except BaseException:  # cancelled while starting: no cgroup outlives its snippet
+            if cgroup is not None:
+                await asyncio.shield(cgroup.close())
+            raise
+        finally:
+            if seccomp_fd >= 0:
+                os.close(seccomp_fd)
         result_write.close()  # only the snippet holds it now: its exit reads as end of file
         if bridge is not None:
             bridge.child_started()
-        execution = await Supervisor(proc, self.limits, result_read).watch(bridge)
+        try:
+            execution = await Supervisor(proc, self.limits, result_read).watch(bridge)
+        finally:
+            if cgroup is not None:
+                await asyncio.shield(cgroup.close())  # every process of the snippet ends here
         execution.seconds = time.monotonic() - started
+        if cgroup is not None:
+            _diagnose_cgroup(execution, cgroup, self.limits)
         if self.mode == "sandbox":
             _scrub_host_paths(execution, [lib.parent, runtime(self.packages).root])
         return execution
@@ -198,18 +257,19 @@ class CodeRunner:
             "paths": [LIB_DIR, SITE_DIR],
         }
 
-    def _command(self, lib: Path) -> tuple[list[str], str, dict[str, str]]:
+    def _command(self, lib: Path, seccomp_fd: int) -> tuple[list[str], str, dict[str, str]]:
         """Command line, working directory and environment of one execution."""
         flags = ["-I", "-S", "-B", "-u"]
         if self.mode == "unsafe":
             scratch = str(lib.parent / "scratch")
             argv = [os.path.realpath(sys.executable), *flags, str(lib / "launcher.py")]
             return [*argv, str(lib / "config.json")], scratch, sandbox_env(scratch)
-        argv = [*self.bwrap_argv(lib), runtime(self.packages).interpreter, *flags]
+        argv = [*self.bwrap_argv(lib, seccomp_fd), runtime(self.packages).interpreter, *flags]
         return [*argv, f"{LIB_DIR}/launcher.py", f"{LIB_DIR}/config.json"], "/", dict(_HOST_ENV)
 
-    def bwrap_argv(self, lib: Path) -> list[str]:
-        """The bubblewrap part of the command line: namespaces, mounts, environment.
+    def bwrap_argv(self, lib: Path, seccomp_fd: int) -> list[str]:
+        """The bubblewrap part of the command line: namespaces, mounts, environment, and the
+        system-call filter read from `seccomp_fd` (`sandbox_seccomp`).
 
         No `/proc` is mounted: it would show the mount table, whose bind sources are host
         paths, and it offers a snippet nothing it needs.
@@ -219,12 +279,15 @@ class CodeRunner:
             raise SandboxError("bubblewrap is not installed (Debian package `bubblewrap`)")
         argv = [bwrap, "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
         argv += ["--unshare-cgroup-try", "--hostname", "sandbox", "--die-with-parent"]
-        argv += ["--new-session"]
+        argv += ["--new-session", "--seccomp", str(seccomp_fd)]
         if os.geteuid() != 0:
-            argv += ["--unshare-user", "--disable-userns"]
+            argv += user_namespace_flags(bwrap)  # (where too old, the filter alone refuses)
         argv += self._runtime_mounts(lib) + ["--dev", "/dev"]
         argv += ["--perms", "1777", "--size", str(self.limits.scratch_bytes)]
         argv += ["--tmpfs", SCRATCH_DIR, "--symlink", SCRATCH_DIR, "/tmp", "--chdir", SCRATCH_DIR]
+        # bwrap's root and /dev are tmpfs without a size, which the sandbox's uid owns when
+        # it is not root: read-only, so that /scratch is the one place a snippet can write.
+        argv += ["--remount-ro", "/dev", "--remount-ro", "/"]
         env = {**sandbox_env(SCRATCH_DIR), "PATH": f"{SANDBOX_PREFIX}/bin"}
         env["LD_LIBRARY_PATH"] = SANDBOX_SYSLIB
         return [*argv, "--clearenv", *(a for k, v in env.items() for a in ("--setenv", k, v))]
@@ -242,6 +305,25 @@ class CodeRunner:
         loader_dir = str(Path(tree.loader).parent)
         argv += ["--perms", "0755", "--dir", loader_dir]
         return [*argv, "--symlink", f"{SANDBOX_SYSLIB}/{tree.loader_name}", tree.loader]
+
+
+def _open_filter(path: Path) -> int:
+    """Write the system-call filter where bubblewrap will read it; its open descriptor."""
+    path.write_bytes(seccomp_program())
+    return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+
+
+def _diagnose_cgroup(execution: Execution, cgroup: ExecutionCgroup, limits: SandboxLimits) -> None:
+    """What the cgroup saw: a failure to join it, or a process killed at the memory bound."""
+    if execution.exit_code == JOIN_FAILED_EXIT and JOIN_FAILED in execution.stderr:
+        execution.error_code, execution.error_message = "sandbox_failed", JOIN_FAILED
+    elif execution.error_code not in (None, "timeout") and cgroup.memory_kills:
+        execution.error_code = "memory_limit"
+        execution.error_message = (
+            f"out of memory: the whole sandbox (its processes, files in /scratch and shared "
+            f"memory together) may use at most {limits.memory_bytes / 2**30:g} GiB; the kernel "
+            "stopped a process at that bound"
+        )
 
 
 def _scrub_host_paths(execution: Execution, extra: list[Path]) -> None:

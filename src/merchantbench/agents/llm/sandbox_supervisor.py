@@ -25,12 +25,15 @@ class SandboxLimits:
 
     Attributes:
         cpu_seconds: CPU time of each process (RLIMIT_CPU; SIGXCPU ends it).
-        memory_bytes: Address space of each process (RLIMIT_AS); allocations past it fail.
-        processes: Processes and threads (RLIMIT_NPROC); a fork past it fails.
+        memory_bytes: Address space of each process (RLIMIT_AS; allocations past it fail) and,
+            where a cgroup can be made (`sandbox_cgroup`), memory of the whole sandbox, shared
+            memory and tmpfs included (past it the kernel kills one of its processes).
+        processes: Processes and threads (RLIMIT_NPROC; a fork past it fails); the whole
+            sandbox's cgroup allows bubblewrap's own two on top (`pids.max`).
         wall_seconds: Wall-clock time of the whole execution; then every process is killed.
         output_bytes: Bytes kept of stdout and of stderr each; the rest is read and dropped.
         file_bytes: Largest file a snippet may write (RLIMIT_FSIZE).
-        scratch_bytes: Size of the scratch tmpfs.
+        scratch_bytes: Size of the scratch tmpfs, the only file system a snippet can write.
         open_files: Open file descriptors (RLIMIT_NOFILE).
     """
 

@@ -7,6 +7,14 @@ fast-shipping products at a 35 % markup, then ends the window; otherwise it chec
 orders and ends the window. Asked to save notes before a trim, it writes its memory document.
 A reply that the harness rejected as unparsable is simply made again.
 
+`tool_loop` misbehaves on purpose, as weak models do: it never answers in words while it has
+tools. Each window it makes three calls the store refuses, one that works, then `end_of_step`,
+and after every later tool result it calls `end_of_step` again. It finds the tools by their
+bare names or as an MCP client prefixes them (`mcp__merchantbench__end_of_step`), so it drives
+the built-in harnesses and the real Hermes Agent alike. A harness must end the window at the
+first `end_of_step` anyway, keep the model calls after it bounded, and not mistake the refusals
+for a dead server.
+
 Being a pure function of the request, a policy answers a resumed run exactly as it answered the
 original one, which is what makes resumed runs comparable to uninterrupted ones.
 """
@@ -123,6 +131,38 @@ def idle_policy(request: dict[str, Any]) -> dict[str, Any]:
     return _call("end_of_step")
 
 
+# tool_loop's calls of a window before its end_of_step: refused (no such product), then one
+# that works. Each refused call differs, so no client takes them for one call repeated.
+TOOL_LOOP_STEPS: tuple[tuple[str, dict[str, Any]], ...] = (
+    *(("get_product_detail", {"product_id": f"no-such-product-{n}"}) for n in (1, 2, 3)),
+    ("query_balance", {}),
+)
+
+
+def offered_tools(request: dict[str, Any]) -> dict[str, str]:
+    """The request's tools by bare name: `end_of_step` -> the name to call it by (itself, or
+    an MCP client's prefixed name such as `mcp__merchantbench__end_of_step`)."""
+    names: dict[str, str] = {}
+    for tool in request.get("tools") or ():
+        name = str((tool.get("function") or {}).get("name") or "")
+        names.setdefault(name.rsplit("__", 1)[-1], name)
+    return names
+
+
+def tool_loop_policy(request: dict[str, Any]) -> dict[str, Any]:
+    """Never a word while tools are offered (see the module docstring)."""
+    tools = offered_tools(request)
+    if "end_of_step" not in tools:
+        return {"content": "ok"}  # a side request (a title, a summary) offers no store tools
+    messages = request.get("messages") or []
+    start = _window_start(messages)
+    done = sum(1 for m in messages[start + 1 :] if m["role"] == "tool")
+    if done < len(TOOL_LOOP_STEPS):
+        name, arguments = TOOL_LOOP_STEPS[done]
+        return _call(tools.get(name, name), **arguments)
+    return _call(tools["end_of_step"])
+
+
 def silent_policy(request: dict[str, Any]) -> dict[str, Any]:
     """Answer in words, never with a tool: every window is closed by force."""
     return {"content": "I will wait and see how the market develops."}
@@ -132,4 +172,5 @@ POLICIES: dict[str, Policy] = {
     "store": store_policy,
     "idle": idle_policy,
     "silent": silent_policy,
+    "tool_loop": tool_loop_policy,
 }

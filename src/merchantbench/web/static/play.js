@@ -1,32 +1,53 @@
-// The playground page: every action is one tool call through the run's agent surface.
+// The playground page: every action is one tool call through the run's agent surface. What the
+// page knows of the server's business (which tools change the store, which one ends the window,
+// the basket's first price, the clock's wording) comes from the server: the page's config and
+// each state answer.
 "use strict";
-const TOKEN = document.getElementById("play-script").dataset.token;
-const BASE = `/play/${encodeURIComponent(TOKEN)}`;
-const basket = new Map();  // product_id -> {title, cost}
+const CONFIG = pageData("play-config");
+const BASE = `/play/${encodeURIComponent(CONFIG.token)}`;
+const WRITE_TOOLS = new Set(CONFIG.write_tools);
+const basket = new Map();  // product_id -> {title, cost, price}
 let busy = false;
+let shownWindow = CONFIG.window;  // the window on screen (0-based, as the server counts)
 
-const $ = (sel) => document.querySelector(sel);
-const el = (tag, attrs, text) => {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
-  if (text !== undefined && text !== null) node.textContent = String(text);
-  return node;
-};
 const money = (v) => Number(v).toLocaleString("en-US", {minimumFractionDigits: 2, maximumFractionDigits: 2});
 const newKey = () => `web-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
 
 function say(text) { $("#status").textContent = text; }
 
-async function call(tool, args, panel) {
+// --- actions -----------------------------------------------------------------------------------
+// One user action: a tool call with its arguments, made in the window on screen, with one
+// idempotency key when the tool changes the store. Each control (a form, the basket, a reprice
+// cell, the notes, End window) keeps its last action: sending the same action again (Enter twice,
+// a retry after a lost answer, the second click of a double click) sends the same key, so the
+// server acts once; any change of tool, arguments or window makes a new action with a new key.
+const lastActions = new Map();  // control -> its last action
+
+function actionFor(control, tool, args, again) {
+  const last = lastActions.get(control);
+  const same = JSON.stringify([tool, args || {}, shownWindow]);
+  if (last && (again || last.same === same)) return last;
+  const action = {tool, args: args || {}, window: shownWindow, same, key: WRITE_TOOLS.has(tool) ? newKey() : null};
+  lastActions.set(control, action);
+  return action;
+}
+
+// A read from a link or a pager: no key, nothing to repeat.
+const call = (tool, args, panel) => send({tool, args: args || {}, window: shownWindow, key: null}, panel);
+// A control's action; `again`: the event repeats the control's last gesture (a double click's
+// second click), whatever the screen shows since.
+const act = (control, tool, args, panel, again) => send(actionFor(control, tool, args, again), panel);
+
+async function send(action, panel) {
   if (busy) return null;
   busy = true;
   document.body.classList.add("busy");
+  const tool = action.tool;
   try {
-    const headers = {"Content-Type": "application/json"};
-    if (["list_product", "delist_product", "adjust_price", "write_memory_doc", "end_of_step"].includes(tool)) {
-      headers["Idempotency-Key"] = newKey();
-    }
-    const resp = await fetch(`${BASE}/call/${tool}`, {method: "POST", headers, body: JSON.stringify(args || {})});
+    const headers = {"Content-Type": "application/json", "X-Window": String(action.window)};
+    if (action.key) headers["Idempotency-Key"] = action.key;
+    const url = `${BASE}/call/${encodeURIComponent(tool)}`;
+    const resp = await fetch(url, {method: "POST", headers, body: JSON.stringify(action.args)});
     const body = await resp.json();
     if (!resp.ok) { say(body.error || `the server answered ${resp.status}`); return null; }
     showState(body.state);
@@ -62,7 +83,7 @@ function pager(result, tool, panel) {
   if (!field || !result || typeof result.page !== "number" || typeof result.pages !== "number") return null;
   const last = Math.max(result.pages, 1);
   const nav = el("nav", {class: "pages", "aria-label": `${tool.replaceAll("_", " ")} pages`});
-  const go = (page) => { field.value = page; call(tool, formArgs(form), panel); };
+  const go = (page) => { field.value = page; act(`form:${tool}`, tool, formArgs(form), panel, false); };
   const prev = el("button", {type: "button", class: "page-prev", title: "Previous page ([)"}, "← Previous page");
   const next = el("button", {type: "button", class: "page-next", title: "Next page (])"}, "Next page →");
   prev.disabled = result.page <= 1;
@@ -162,8 +183,9 @@ function repriceCell(pid, price) {
   const td = el("td");
   const input = el("input", {type: "number", step: "0.01", min: "0.01", value: price, "aria-label": `new price for ${pid}`, class: "reprice"});
   const go = el("button", {type: "button"}, "Set");
-  go.addEventListener("click", async () => {
-    const r = await call("adjust_price", {product_id: pid, sale_price: Number(input.value)}, "listings");
+  go.addEventListener("click", async (ev) => {
+    const args = {product_id: pid, sale_price: Number(input.value)};
+    const r = await act(`reprice:${pid}`, "adjust_price", args, "listings", ev.detail > 1);
     if (r && r.ok) refreshListings();
   });
   td.append(input, go);
@@ -174,7 +196,7 @@ function repriceCell(pid, price) {
 function pick(on, pid, columns, row) {
   const cost = Number(row[columns.indexOf("price")]);
   const title = row[columns.indexOf("title")];
-  if (on) basket.set(pid, {title, cost, price: Math.round(cost * 200) / 100});
+  if (on) basket.set(pid, {title, cost, price: Math.round(cost * CONFIG.default_price_multiple * 100) / 100});
   else basket.delete(pid);
   drawBasket();
 }
@@ -199,17 +221,17 @@ function drawBasket() {
   $("#basket-count").textContent = basket.size;
 }
 
-async function listBasket() {
+async function listBasket(ev) {
   if (!basket.size) { say("tick products in a search result first"); return; }
   const items = [...basket].map(([pid, item]) => ({product_id: pid, sale_price: Number(item.price.toFixed(2))}));
-  const r = await call("list_product", {items}, "find");
+  const r = await act("basket", "list_product", {items}, "find", ev.detail > 1);
   if (r && r.ok) { basket.clear(); drawBasket(); }
 }
 
-async function delistTicked() {
+async function delistTicked(ev) {
   const ids = [...document.querySelectorAll("#panel-listings .delist-pick:checked")].map((b) => b.dataset.product);
   if (!ids.length) { say("tick listings in the table first"); return; }
-  const r = await call("delist_product", {product_ids: [...new Set(ids)]}, "listings");
+  const r = await act("delist", "delist_product", {product_ids: [...new Set(ids)]}, "listings", ev.detail > 1);
   if (r && r.ok) refreshListings();
 }
 
@@ -235,15 +257,15 @@ function wireForms() {
     form.addEventListener("submit", (ev) => {
       ev.preventDefault();
       const panel = form.closest("section").id.replace("panel-", "");
-      call(form.dataset.tool, formArgs(form), panel);
+      act(`form:${form.dataset.tool}`, form.dataset.tool, formArgs(form), panel, false);
     });
   }
 }
 
 // --- state: clock, what changed, charts --------------------------------------------------------
 function showState(state) {
-  const c = state.clock;
-  $("#clock").textContent = `Day ${c.day}, ${String(c.hour).padStart(2, "0")}:00 · window ${c.window} of ${c.windows_total} · ${c.windows_left} windows left`;
+  shownWindow = state.store.window;
+  $("#clock").textContent = state.clock.text;
   const hist = state.history;
   if (state.net_assets !== null) $("#net-assets").textContent = money(state.net_assets);
   $("#observation").textContent = state.observation;
@@ -299,8 +321,8 @@ function openHelp(show) {
   else localStorage.setItem("merchantbench-tour-seen", "1");
 }
 
-async function endWindow() {
-  const r = await call("end_of_step", {}, null);
+async function endWindow(again) {
+  const r = await act("end", CONFIG.window_closer, {}, null, again);
   if (r && r.ok !== false) { showPanel("today"); say("a new window is open: see what changed"); }
 }
 
@@ -311,7 +333,7 @@ function onKey(ev) {
   const tabs = [...document.querySelectorAll('[role="tab"]')];
   if (/^[1-9]$/.test(ev.key) && tabs[Number(ev.key) - 1]) { showPanel(tabs[Number(ev.key) - 1].dataset.panel); return; }
   if (ev.key === "/") { ev.preventDefault(); showPanel("find"); document.getElementById("f-search_products-query").focus(); }
-  else if (ev.key === "e" || ev.key === "E") endWindow();
+  else if ((ev.key === "e" || ev.key === "E") && !ev.repeat) endWindow(false);
   else if (ev.key === "p" || ev.key === "P") pause();
   else if (ev.key === "?") openHelp(true);
   else if (ev.key === "[") turnPage("prev");
@@ -330,8 +352,7 @@ async function resume() {
 
 let notesWindow = null;  // the window whose notes were last loaded
 function notesShown() {
-  const win = $("#clock").textContent;
-  if (notesWindow !== win) { notesWindow = win; loadNotes(); }
+  if (notesWindow !== shownWindow) { notesWindow = shownWindow; loadNotes(); }
 }
 
 async function loadNotes() {
@@ -342,14 +363,16 @@ async function loadNotes() {
 function wire() {
   wireForms();
   for (const tab of document.querySelectorAll('[role="tab"]')) tab.addEventListener("click", () => showPanel(tab.dataset.panel));
-  $("#end-window").addEventListener("click", endWindow);
+  $("#end-window").addEventListener("click", (ev) => endWindow(ev.detail > 1));
   $("#pause").addEventListener("click", pause);
   $("#resume").addEventListener("click", resume);
   $("#help-open").addEventListener("click", () => openHelp(true));
   $("#help-close").addEventListener("click", () => openHelp(false));
   $("#list-basket").addEventListener("click", listBasket);
   $("#delist").addEventListener("click", delistTicked);
-  $("#notes-save").addEventListener("click", () => call("write_memory_doc", {content: $("#notes-text").value, mode: "replace"}, null));
+  $("#notes-save").addEventListener("click", (ev) => {
+    act("notes", "write_memory_doc", {content: $("#notes-text").value, mode: "replace"}, null, ev.detail > 1);
+  });
   $("#notes-load").addEventListener("click", loadNotes);
   document.addEventListener("keydown", onKey);
   if (!localStorage.getItem("merchantbench-tour-seen")) openHelp(true);

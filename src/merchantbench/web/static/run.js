@@ -2,18 +2,12 @@
 // agent saw, what it called, what came back (from the record's files, via /runs/trace).
 "use strict";
 const RUN_PATH = document.getElementById("run-script").dataset.path;
-const series = JSON.parse(document.getElementById("series").textContent);
+const series = pageData("series");
 lineChart(document.getElementById("chart-net"), series.window, series.net_assets);
 lineChart(document.getElementById("chart-rating"), series.window, series.rating);
 lineChart(document.getElementById("chart-orders"), series.window, series.orders, {min: 0});
 
 const pickWindow = document.getElementById("window-pick");
-const node = (tag, attrs, text) => {
-  const n = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) n.setAttribute(k, v);
-  if (text !== undefined && text !== null) n.textContent = String(text);
-  return n;
-};
 // JSON pretty-printed, but what fits on a line stays on one, and so does a list of plain
 // values (a table's columns, one of its rows).
 const plain = (v) => v === null || typeof v !== "object";
@@ -43,7 +37,7 @@ async function showWindow(w) {
   const resp = await fetch(`/runs/trace?path=${encodeURIComponent(RUN_PATH)}&window=${w - 1}`);
   const box = document.getElementById("trace");
   if (!resp.ok) {
-    box.replaceChildren(node("p", {class: "note"}, "This window could not be read from the record."));
+    box.replaceChildren(el("p", {class: "note"}, "This window could not be read from the record."));
     return;
   }
   const body = await resp.json();
@@ -62,36 +56,36 @@ async function showWindow(w) {
 }
 
 function windowParts(w, body) {
-  const parts = [node("h3", {id: "window-title"}, `Window ${w}: ${body.calls.length} calls`)];
+  const parts = [el("h3", {id: "window-title"}, `Window ${w}: ${body.calls.length} calls`)];
   if (!body.transcript) {
-    parts.push(node("p", {class: "note", id: "no-transcript"},
+    parts.push(el("p", {class: "note", id: "no-transcript"},
       "This record has no transcript.jsonl (written before transcripts existed, or with --no-transcript): " +
       "the calls are shown, but not the observation or the answers."));
   } else {
-    parts.push(node("h4", {}, "What the agent saw as the window opened"));
-    parts.push(node("pre", {class: "observation", id: "observation"}, body.observation ?? "(no observation: the run had ended)"));
+    parts.push(el("h4", {}, "What the agent saw as the window opened"));
+    parts.push(el("pre", {class: "observation", id: "observation"}, body.observation ?? "(no observation: the run had ended)"));
   }
-  parts.push(node("h4", {}, "Calls and answers"));
-  const list = node("ol", {class: "calls", id: "calls"});
+  parts.push(el("h4", {}, "Calls and answers"));
+  const list = el("ol", {class: "calls", id: "calls"});
   for (const call of body.calls) list.appendChild(callItem(call, body.transcript));
   parts.push(list);
-  if (body.model_calls.length) parts.push(node("h4", {}, "Model calls"), modelTable(body.model_calls));
+  if (body.model_calls.length) parts.push(el("h4", {}, "Model calls"), modelTable(body.model_calls));
   return parts;
 }
 
 function callItem(call, transcript) {
-  const li = node("li", {class: `call${call.ok ? "" : " error"}${call.forced ? " forced" : ""}`, "data-seq": call.seq});
-  const details = node("details");
-  const summary = node("summary");
-  summary.append(node("span", {class: "seq"}, `#${call.seq}`), ` hour ${call.t} · `, node("strong", {}, call.tool), ` · ${call.origin}`);
-  summary.append(" ", node("span", {class: call.ok ? "badge ok" : "badge bad"}, call.ok ? "ok" : `error: ${call.error}`));
-  if (call.forced) summary.append(" ", node("span", {class: "badge forced"}, "forced close"));
+  const li = el("li", {class: `call${call.ok ? "" : " error"}${call.forced ? " forced" : ""}`, "data-seq": call.seq});
+  const details = el("details");
+  const summary = el("summary");
+  summary.append(el("span", {class: "seq"}, `#${call.seq}`), ` hour ${call.t} · `, el("strong", {}, call.tool), ` · ${call.origin}`);
+  summary.append(" ", el("span", {class: call.ok ? "badge ok" : "badge bad"}, call.ok ? "ok" : `error: ${call.error}`));
+  if (call.forced) summary.append(" ", el("span", {class: "badge forced"}, "forced close"));
   details.appendChild(summary);
-  details.append(node("h5", {}, "Arguments"), node("pre", {class: "json args"}, pretty(call.args)));
-  details.appendChild(node("h5", {}, "Answer"));
-  if (call.answered && call.answer !== null) details.appendChild(node("pre", {class: "json answer"}, pretty(call.answer)));
-  else if (call.answered) details.appendChild(node("p", {class: "note"}, "A framework tool of the agent's harness: its answer stays in the harness."));
-  else details.appendChild(node("p", {class: "note"}, transcript ? "Not in the transcript." : "Not recorded (no transcript)."));
+  details.append(el("h5", {}, "Arguments"), el("pre", {class: "json args"}, pretty(call.args)));
+  details.appendChild(el("h5", {}, "Answer"));
+  if (call.answered && call.answer !== null) details.appendChild(el("pre", {class: "json answer"}, pretty(call.answer)));
+  else if (call.answered) details.appendChild(el("p", {class: "note"}, "A framework tool of the agent's harness: its answer stays in the harness."));
+  else details.appendChild(el("p", {class: "note"}, transcript ? "Not in the transcript." : "Not recorded (no transcript)."));
   li.appendChild(details);
   return li;
 }
@@ -100,14 +94,14 @@ function modelTable(calls) {
   const cols = [["seq", "#"], ["model", "model"], ["input_tokens", "input tokens"], ["cached_tokens", "cached"],
                 ["output_tokens", "output tokens"], ["latency_s", "latency (s)"], ["finish_reason", "finish"],
                 ["retries", "retries"], ["tool_calls", "tool calls"], ["error", "error"]];
-  const table = node("table", {class: "data", id: "model-calls"});
-  const head = node("tr");
-  for (const [, label] of cols) head.appendChild(node("th", {scope: "col"}, label));
-  table.appendChild(node("thead")).appendChild(head);
-  const rows = node("tbody");
+  const table = el("table", {class: "data", id: "model-calls"});
+  const head = el("tr");
+  for (const [, label] of cols) head.appendChild(el("th", {scope: "col"}, label));
+  table.appendChild(el("thead")).appendChild(head);
+  const rows = el("tbody");
   for (const call of calls) {
-    const tr = node("tr");
-    for (const [key] of cols) tr.appendChild(node("td", {"data-key": key}, call[key] ?? "—"));
+    const tr = el("tr");
+    for (const [key] of cols) tr.appendChild(el("td", {"data-key": key}, call[key] ?? "—"));
     rows.appendChild(tr);
   }
   table.appendChild(rows);
