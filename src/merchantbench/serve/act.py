@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from merchantbench.serve.limits import nests_deeper
+from merchantbench.tools.agent_input import MAX_ARGUMENT_CHARS, MAX_DEPTH, json_depth
 from merchantbench.tools.toolset import END_OF_STEP
 
 __all__ = [
@@ -48,13 +50,26 @@ class PlannedCall:
 
 def canonical_arguments(arguments: Any) -> str:
     """The arguments as canonical JSON text, so equal calls compare equal however they were
-    spelled (a JSON string that does not parse is kept as it was)."""
+    spelled (a JSON string that does not parse is kept as it was). Arguments too large or
+    nested too deep to be any tool's input are refused (400) before anything decodes them: a
+    decoder or encoder would recurse once per level."""
     if isinstance(arguments, str):
+        if len(arguments) > MAX_ARGUMENT_CHARS:
+            raise _bad_arguments(f"arguments are {len(arguments)} characters")
+        if json_depth(arguments) > MAX_DEPTH:
+            raise _bad_arguments("arguments nest too deep")
         try:
             arguments = json.loads(arguments) if arguments.strip() else {}
         except ValueError:
             return "raw:" + arguments
+    elif nests_deeper(arguments, MAX_DEPTH):
+        raise _bad_arguments("arguments nest too deep")
     return json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _bad_arguments(problem: str) -> ProtocolError:
+    limits = f"at most {MAX_ARGUMENT_CHARS} characters and {MAX_DEPTH} levels"
+    return ProtocolError(400, "invalid_arguments", f"{problem}: tool arguments take {limits}")
 
 
 def stale_step(header: str | None, hour: int) -> None:

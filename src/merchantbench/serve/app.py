@@ -23,6 +23,7 @@ import merchantbench
 from merchantbench.serve import api, protocol
 from merchantbench.serve.act import ProtocolError
 from merchantbench.serve.host import RunHost
+from merchantbench.serve.limits import BodyLimit, ServerLimits
 from merchantbench.serve.registry import RunRegistry
 
 __all__ = ["AppExtension", "ServeConfig", "create_app"]
@@ -41,6 +42,7 @@ class ServeConfig:
     checkpoint_every: int = 1
     only_runs: frozenset[str] | None = None  # host just these runs of the directory
     on_ready: Callable[[RunRegistry], None] | None = None  # called once the runs are loaded
+    limits: ServerLimits = ServerLimits()  # body sizes, MCP sessions (serve.limits)
 
 
 async def _watch_windows(registry: RunRegistry) -> None:
@@ -104,6 +106,8 @@ def create_app(config: ServeConfig, extensions: Sequence[AppExtension] = ()) -> 
         lifespan=lifespan,
     )
     app.state.registry = registry
+    app.state.limits = config.limits
+    app.add_middleware(BodyLimit, max_bytes=config.limits.max_body_bytes)
     _install_error_handlers(app)
     app.include_router(protocol.router)
     app.include_router(api.router)

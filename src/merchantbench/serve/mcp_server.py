@@ -242,19 +242,40 @@ class McpHttpEndpoint:
         path: The app's route for MCP requests.
         host: The host the server is reached at; loopback names turn on the SDK's DNS
             rebinding protection (Host and Origin checks).
+        idle_seconds: A session with no request in flight for this long is closed and
+            forgotten (its client then opens a new one); None keeps sessions until deleted.
+        max_sessions: Open sessions at most; one more is refused until one ends.
     """
 
-    def __init__(self, run: McpRun, path: str = "/mcp", host: str = "127.0.0.1") -> None:
+    def __init__(
+        self,
+        run: McpRun,
+        path: str = "/mcp",
+        host: str = "127.0.0.1",
+        idle_seconds: float | None = 600.0,
+        max_sessions: int | None = 16,
+    ) -> None:
         self.server = build_mcp_server(run)
+        self.max_sessions = max_sessions
         self.app: Starlette = self.server.streamable_http_app(
             # Plain JSON answers, not one SSE stream per call: the server sends no
             # notifications mid-call, and JSON costs less (docs/performance.md).
             streamable_http_path=path,
             host=host,
-            session_idle_timeout=None,
+            session_idle_timeout=idle_seconds,
+            max_sessions=max_sessions,
             json_response=True,
         )
         self._stopped = anyio.Event()
+
+    @property
+    def live_sessions(self) -> int:
+        """Sessions open now (the SDK's session manager keeps one transport per session)."""
+        return len(self.server.session_manager._server_instances)
+
+    def full(self) -> bool:
+        """Whether a new session would be refused (`max_sessions` are open)."""
+        return self.max_sessions is not None and self.live_sessions >= self.max_sessions
 
     async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Run the session manager until `stop()` (for a host that mounts `app`)."""
