@@ -39,6 +39,7 @@ def _announce(base_url: str):
     from merchantbench.serve.registry import RunRegistry, run_env
 
     def on_ready(registry: RunRegistry) -> None:
+        report_damage(registry)
         typer.echo(f"MerchantBench server at {base_url} (OpenAPI: {base_url}/docs)")
         typer.echo(f"dashboard (operator): {dashboard_link(base_url, registry.admin_token)}")
         for run_id, host in registry.hosts.items():
@@ -48,6 +49,14 @@ def _announce(base_url: str):
             typer.echo(f"# MCP (streamable HTTP, same token): {base_url}/runs/{run_id}/mcp")
 
     return on_ready
+
+
+def report_damage(registry) -> None:
+    """One line on stderr for each run left out (and for a damaged tokens file)."""
+    if registry.tokens_problem is not None:
+        typer.echo(f"warning: {registry.tokens_problem}", err=True)
+    for run_id, reason in registry.damaged.items():
+        typer.echo(f"run {run_id} is damaged and not served: {reason}", err=True)
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -133,18 +142,30 @@ def serve_run(spec: RunSpec, run_dir: Path, resume: bool, host: str, port: int) 
         except RunError as exc:
             fail(str(exc))
         created.close()  # the server below picks it up from its checkpoint
+    announce = _announce(f"http://{host}:{port}")
+    servers: list = []
+    damage: list[str] = []
+
+    def on_ready(registry: RunRegistry) -> None:
+        reason = registry.damaged.get(run_dir.name)
+        if reason is None:
+            return announce(registry)
+        damage.append(reason)  # nothing to serve: stop at once, and say why below
+        for server in servers:
+            server.should_exit = True
+
     config = ServeConfig(
-        run_dir.parent,
-        token,
-        only_runs=frozenset({run_dir.name}),
-        on_ready=_announce(f"http://{host}:{port}"),
+        run_dir.parent, token, only_runs=frozenset({run_dir.name}), on_ready=on_ready
     )
     app = create_app(config, extensions=_extensions(host))
 
     def stop_when_done(server) -> None:
+        servers.append(server)
         app.state.registry.on_finish.append(lambda _: setattr(server, "should_exit", True))
 
     serve_app(app, host, port, stop_when_done)
+    if damage:
+        fail(f"cannot resume {run_dir}: {damage[0]}")
     from merchantbench.metrics.table1 import HEADLINE_METRICS
 
     metrics_file = run_dir / METRICS_FILE
@@ -160,8 +181,8 @@ def _check_resumable(run_dir: Path) -> None:
 
     try:
         meta = read_manifest(run_dir)
-    except ManifestError:
-        fail(f"{run_dir} is not a served run: nothing to resume")
+    except ManifestError as exc:
+        fail(f"cannot resume {run_dir}: {exc}")
     if hosted_settings(meta) is None:
         fail(f"{run_dir} is not a served run: nothing to resume")
     if not meta.resumable:

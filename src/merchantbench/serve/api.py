@@ -90,8 +90,14 @@ async def create_run(body: CreateRun, request: Request) -> dict[str, Any]:
 
 @router.get("/runs", dependencies=Admin)
 async def list_runs(request: Request) -> list[dict[str, Any]]:
-    """Every run of the server (operator)."""
-    return [host.summary() for host in _registry(request).hosts.values()]
+    """Every run of the server (operator); a run found damaged at start is listed with
+    `status: "damaged"` and the `reason`, and is not served."""
+    registry = _registry(request)
+    damaged = [
+        {"run_id": run_id, "status": "damaged", "over": None, "reason": reason}
+        for run_id, reason in registry.damaged.items()
+    ]
+    return [host.summary() for host in registry.hosts.values()] + damaged
 
 
 @router.get("/runs/{run_id}")
