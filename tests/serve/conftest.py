@@ -60,8 +60,8 @@ def start_server(
     extensions: Sequence[AppExtension] = (),
 ) -> LiveServer:
     """Serve `runs_dir` on 127.0.0.1 at an ephemeral port; returns once it accepts requests."""
-    config = ServeConfig(runs_dir=runs_dir, admin_token=admin_token, limits=limits or ServerLimits())
-    app = create_app(config, extensions)
+    serve = ServeConfig(runs_dir=runs_dir, admin_token=admin_token, limits=limits or ServerLimits())
+    app = create_app(serve, extensions)
     config = uvicorn.Config(
         app,
         host="127.0.0.1",

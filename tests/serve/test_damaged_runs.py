@@ -23,6 +23,7 @@ from merchantbench.record.schema import RUN_FILE, TRACE_FILE
 from merchantbench.record.sealed import SEED_FILE
 from merchantbench.serve.dashboard_mount import dashboard_extension
 from merchantbench.serve.registry import TOKENS_FILE
+from merchantbench.web.app import web_extension
 
 DAMAGES = ("checkpoint", "trace", "sealed_seed", "run_json", "metrics")
 
@@ -77,7 +78,7 @@ def records(tmp_path_factory) -> tuple[Path, dict[str, dict[str, Any]]]:
 def test_the_healthy_runs_serve_and_the_damaged_are_listed(records) -> None:
     runs, made = records
     before = {p: p.read_bytes() for p in runs.rglob("*") if p.is_file()}
-    server = start_server(runs, extensions=[dashboard_extension()])
+    server = start_server(runs, extensions=[dashboard_extension(web_extension)])
     try:
         with server.client() as admin:
             listing = admin.get("/api/runs")

@@ -24,7 +24,7 @@ from merchantbench.serve.mcp_mount import McpMounts, mcp_extension
 LIMITS = ServerLimits(
     max_body_bytes=256 * 1024,
     max_extra_bytes=4096,
-    mcp_idle_seconds=0.5,
+    mcp_idle_seconds=600,
     mcp_sessions_per_run=3,
 )
 INITIALIZE = {
@@ -140,29 +140,54 @@ def wait_until(condition: Any, seconds: float = 20.0) -> None:
         time.sleep(0.05)
 
 
-def test_mcp_sessions_are_capped_per_run_and_idle_ones_expire(limited: LiveServer) -> None:
+def test_a_run_holds_at_most_so_many_mcp_sessions(limited: LiveServer) -> None:
     _, run = agent(limited)
     _, other = agent(limited)
     opened = [open_session(limited, run) for _ in range(LIMITS.mcp_sessions_per_run)]
     assert all(r.status_code == 200 and r.headers.get("mcp-session-id") for r in opened)
     endpoint = mounts_of(limited).endpoints[run["run_id"]]
-    transports = [weakref.ref(t) for t in endpoint.server.session_manager._server_instances.values()]
     assert endpoint.live_sessions == LIMITS.mcp_sessions_per_run
     refused = open_session(limited, run)
     assert refused.status_code == 429 and refused.json()["error"] == "too_many_mcp_sessions"
     assert "DELETE" in refused.json()["message"]
     assert open_session(limited, other).status_code == 200  # another run has its own room
-    # Nobody uses them: they expire, are forgotten, and their memory is freed.
-    wait_until(lambda: endpoint.live_sessions == 0)
-    gc.collect()
-    wait_until(lambda: all(ref() is None for ref in transports))
-    old = opened[0].headers["mcp-session-id"]
     headers = {**MCP_HEADERS, "Authorization": f"Bearer {run['agent_token']}",
-               "mcp-session-id": old}  # fmt: skip
-    ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+               "mcp-session-id": opened[0].headers["mcp-session-id"]}  # fmt: skip
     url = f"{limited.base_url}/runs/{run['run_id']}/mcp"
-    assert httpx.post(url, json=ping, headers=headers).status_code == 404  # expired
+    assert httpx.delete(url, headers=headers).status_code == 200  # the client ends one
     assert open_session(limited, run).status_code == 200  # room again
+
+
+def test_idle_mcp_sessions_expire_and_their_memory_is_freed(tmp_path) -> None:
+    limits = ServerLimits(mcp_idle_seconds=1.0, mcp_sessions_per_run=5)
+    server = start_server(tmp_path / "runs", limits=limits, extensions=[mcp_extension()])
+    try:
+        _, run = agent(server)
+        mounts = mounts_of(server)
+        sessions, transports = [], []
+        for _ in range(limits.mcp_sessions_per_run):
+            session = open_session(server, run).headers["mcp-session-id"]
+            manager = mounts.endpoints[run["run_id"]].server.session_manager
+            transport = manager._server_instances.get(session)
+            if transport is not None:  # None only if it expired already (a stalled machine)
+                transports.append(weakref.ref(transport))
+            sessions.append(session)
+            del transport
+        assert transports, "no session was seen open"
+        endpoint = mounts.endpoints[run["run_id"]]
+        # Nobody uses them: they expire, are forgotten, and their memory is freed.
+        wait_until(lambda: endpoint.live_sessions == 0)
+        gc.collect()
+        wait_until(lambda: all(ref() is None for ref in transports))
+        headers = {**MCP_HEADERS, "Authorization": f"Bearer {run['agent_token']}"}
+        url = f"{server.base_url}/runs/{run['run_id']}/mcp"
+        ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+        for session in sessions:  # an expired session is unknown: the client starts anew
+            expired = httpx.post(url, json=ping, headers={**headers, "mcp-session-id": session})
+            assert expired.status_code == 404
+        assert open_session(server, run).status_code == 200
+    finally:
+        server.stop()
 
 
 def test_the_limits_refuse_nonsense() -> None:

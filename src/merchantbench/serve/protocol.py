@@ -102,8 +102,10 @@ async def tools_schema(run_id: str, host: Run) -> dict[str, Any]:
 
 @router.post(
     "/runs/{run_id}/agent/register",
-    responses={400: {"description": "`extra` nests too deep"},
-               413: {"description": "`extra` is over the server's limit"}},
+    responses={
+        400: {"description": "`extra` nests too deep"},
+        413: {"description": "`extra` is over the server's limit"},
+    },
 )
 async def register(host: Run, body: RegisterBody, request: Request) -> dict[str, Any]:
     """Say who the agent is (framework, model, version); may be repeated, the last one counts.
