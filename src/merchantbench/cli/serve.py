@@ -17,6 +17,12 @@ from merchantbench.record.schema import METRICS_FILE
 from merchantbench.runs.runner import RunError, RunSpec
 
 ADMIN_ENV = "MERCHANTBENCH_ADMIN_TOKEN"
+LIMIT_HELP = {  # the defaults are ServerLimits' (merchantbench.serve.limits; docs/http.md)
+    "body": "largest request body in bytes, else 413 [default: 8 MiB]",
+    "extra": "largest /agent/register `extra` in bytes of JSON, else 413 [default: 64 KiB]",
+    "idle": "seconds after which an idle MCP session closes [default: 600]",
+    "sessions": "open MCP sessions a run (its agent token) may hold, else 429 [default: 16]",
+}
 GRACE_SECONDS = 5  # on shutdown, open long-polls are cut after this; then runs are checkpointed
 
 
@@ -88,6 +94,14 @@ def serve_app(
     server.run(sockets=[listener or listen(host, port)])
 
 
+def body_limited(app):
+    """The web app (playground, dashboard) with the same request-body limit as `serve`."""
+    from merchantbench.serve.limits import BodyLimit, ServerLimits
+
+    app.add_middleware(BodyLimit, max_bytes=ServerLimits().max_body_bytes)
+    return app
+
+
 def _family(host: str) -> socket.AddressFamily:
     return socket.AF_INET6 if ":" in host else socket.AF_INET
 
@@ -99,14 +113,35 @@ def serve(
     no_auth: Annotated[
         bool, typer.Option("--no-auth", help="no tokens at all (loopback addresses only)")
     ] = False,
+    max_body_bytes: Annotated[
+        int | None, typer.Option("--max-body-bytes", min=1024, help=LIMIT_HELP["body"])
+    ] = None,
+    max_extra_bytes: Annotated[
+        int | None, typer.Option("--max-extra-bytes", min=1, help=LIMIT_HELP["extra"])
+    ] = None,
+    mcp_idle_seconds: Annotated[
+        float | None, typer.Option("--mcp-idle-seconds", min=0.1, help=LIMIT_HELP["idle"])
+    ] = None,
+    mcp_sessions_per_run: Annotated[
+        int | None, typer.Option("--mcp-sessions-per-run", min=1, help=LIMIT_HELP["sessions"])
+    ] = None,
 ) -> None:
     """Serve runs over HTTP: the public artifact's agent protocol and a JSON API (/docs)."""
     from merchantbench.serve import ServeConfig, create_app
+    from merchantbench.serve.limits import ServerLimits
 
     token = _admin_token(no_auth, host)
     if runs_dir.exists() and not runs_dir.is_dir():
         fail(f"--runs-dir {runs_dir} is not a directory")
-    config = ServeConfig(runs_dir, token, on_ready=_announce(f"http://{host}:{port}"))
+    given = {
+        "max_body_bytes": max_body_bytes,
+        "max_extra_bytes": max_extra_bytes,
+        "mcp_idle_seconds": mcp_idle_seconds,
+        "mcp_sessions_per_run": mcp_sessions_per_run,
+    }
+    limits = ServerLimits(**{k: v for k, v in given.items() if v is not None})
+    announce = _announce(f"http://{host}:{port}")
+    config = ServeConfig(runs_dir, token, on_ready=announce, limits=limits)
     serve_app(create_app(config, extensions=_extensions(host)), host, port)
 
 

@@ -25,6 +25,11 @@ router = APIRouter(prefix="/api", tags=["json api"])
 Run = Annotated[Hosted, Depends(require_run)]
 Admin = [Depends(require_admin)]
 MAX_SEED = 2**63 - 1
+GONE: dict[int | str, dict[str, Any]] = {410: {"description": "the run is over"}}
+CLOSED: dict[int | str, dict[str, Any]] = {
+    **GONE,
+    425: {"description": "no window is open (the run is paused)"},
+}
 
 
 class CreateRun(BaseModel):
@@ -115,7 +120,7 @@ async def agent_env(host: Run, request: Request) -> dict[str, str]:
     return run_env(_base_url(request), host, _registry(request).agent_token(host.run_id))
 
 
-@router.get("/runs/{run_id}/observation")
+@router.get("/runs/{run_id}/observation", responses=GONE)
 async def observation(host: Run) -> dict[str, Any]:
     """The open window's observation text and clock (no waiting)."""
     if not isinstance(host, RunHost):
@@ -142,7 +147,7 @@ async def store_status(host: Run) -> dict[str, Any]:
         return host.surface.status().to_json()
 
 
-@router.post("/runs/{run_id}/tools/{tool}")
+@router.post("/runs/{run_id}/tools/{tool}", responses=CLOSED)
 async def call_tool(
     tool: str,
     host: Run,
@@ -154,7 +159,7 @@ async def call_tool(
     return fast_json(await host.call_tool(tool, arguments or {}, idempotency_key))
 
 
-@router.post("/runs/{run_id}/end-window")
+@router.post("/runs/{run_id}/end-window", responses=CLOSED)
 async def end_window(host: Run) -> dict[str, Any]:
     """Close the open window (`end_of_step`); the next one opens at once."""
     result = await host.call_tool(END_OF_STEP, {}, None)
@@ -169,14 +174,14 @@ async def end_window(host: Run) -> dict[str, Any]:
     return {"result": result}
 
 
-@router.post("/runs/{run_id}/pause", dependencies=Admin)
+@router.post("/runs/{run_id}/pause", dependencies=Admin, responses=GONE)
 async def pause(host: Run) -> dict[str, Any]:
     """Stop opening windows (operator): observation long-polls wait, acts answer 425."""
     await host.set_paused(True)
     return host.summary()
 
 
-@router.post("/runs/{run_id}/resume", dependencies=Admin)
+@router.post("/runs/{run_id}/resume", dependencies=Admin, responses=GONE)
 async def resume(host: Run) -> dict[str, Any]:
     """Open windows again (operator); the wall-clock limit restarts."""
     await host.set_paused(False)

@@ -67,7 +67,7 @@ def _agent(host: Hosted, agent_id: str) -> Hosted:
     return host
 
 
-@router.get("/runs/{run_id}/tools/schema")
+@router.get("/runs/{run_id}/tools/schema", responses={410: {"description": "the run is over"}})
 async def tools_schema(run_id: str, host: Run) -> dict[str, Any]:
     """The environment tools (each with its OpenAI schema), their hash and protocol facts."""
     if not isinstance(host, RunHost):
@@ -104,6 +104,7 @@ async def tools_schema(run_id: str, host: Run) -> dict[str, Any]:
     "/runs/{run_id}/agent/register",
     responses={
         400: {"description": "`extra` nests too deep"},
+        410: {"description": "the run is over"},
         413: {"description": "`extra` is over the server's limit"},
     },
 )
@@ -158,7 +159,11 @@ async def act(
     return fast_json(await host.act(body.messages, body.token_usage, x_agent_step))
 
 
-@router.post("/runs/{run_id}/agents/{agent_id}/usage")
+@router.post(
+    "/runs/{run_id}/agents/{agent_id}/usage",
+    responses={409: {"description": "a usage_id recorded with other figures"},
+               410: {"description": "the run was over when the server picked it up"}},
+)
 async def usage(agent_id: str, host: Run, body: UsageBody) -> dict[str, Any]:
     """Record token usage idempotently by `usage_id` (also after the run ended)."""
     _agent(host, agent_id)
