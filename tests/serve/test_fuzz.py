@@ -13,7 +13,6 @@ import pytest
 import schemathesis
 from conftest import ADMIN, LiveServer, start_server
 from hypothesis import HealthCheck, settings
-
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,

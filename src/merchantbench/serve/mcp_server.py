@@ -36,11 +36,11 @@ import anyio
 import mcp_types as types
 from anyio.abc import TaskStatus
 from mcp.server import Server
-from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
 
 import merchantbench
+from merchantbench.serve.mcp_stdio import checked_stdio
 from merchantbench.session import END_OF_STEP
 from merchantbench.surface import AgentSurface
 from merchantbench.tools.errors import failure
@@ -222,9 +222,10 @@ def build_mcp_server(run: McpRun) -> Server[Any]:
 
 
 async def serve_stdio(run: McpRun) -> None:
-    """Serve one run over stdin/stdout until the client disconnects."""
+    """Serve one run over stdin/stdout until the client disconnects; a line that is not a
+    message the server can read gets a JSON-RPC error answer (`serve.mcp_stdio`)."""
     server = build_mcp_server(run)
-    async with stdio_server() as (read_stream, write_stream):
+    async with checked_stdio() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 

@@ -161,8 +161,10 @@ async def act(
 
 @router.post(
     "/runs/{run_id}/agents/{agent_id}/usage",
-    responses={409: {"description": "a usage_id recorded with other figures"},
-               410: {"description": "the run was over when the server picked it up"}},
+    responses={
+        409: {"description": "a usage_id recorded with other figures"},
+        410: {"description": "the run was over when the server picked it up"},
+    },
 )
 async def usage(agent_id: str, host: Run, body: UsageBody) -> dict[str, Any]:
     """Record token usage idempotently by `usage_id` (also after the run ended)."""
