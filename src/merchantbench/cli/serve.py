@@ -133,13 +133,13 @@ def serve(
     token = _admin_token(no_auth, host)
     if runs_dir.exists() and not runs_dir.is_dir():
         fail(f"--runs-dir {runs_dir} is not a directory")
-    given = {
-        "max_body_bytes": max_body_bytes,
-        "max_extra_bytes": max_extra_bytes,
-        "mcp_idle_seconds": mcp_idle_seconds,
-        "mcp_sessions_per_run": mcp_sessions_per_run,
-    }
-    limits = ServerLimits(**{k: v for k, v in given.items() if v is not None})
+    defaults = ServerLimits()
+    limits = ServerLimits(
+        max_body_bytes=max_body_bytes or defaults.max_body_bytes,
+        max_extra_bytes=max_extra_bytes or defaults.max_extra_bytes,
+        mcp_idle_seconds=mcp_idle_seconds or defaults.mcp_idle_seconds,
+        mcp_sessions_per_run=mcp_sessions_per_run or defaults.mcp_sessions_per_run,
+    )
     announce = _announce(f"http://{host}:{port}")
     config = ServeConfig(runs_dir, token, on_ready=announce, limits=limits)
     serve_app(create_app(config, extensions=_extensions(host)), host, port)
