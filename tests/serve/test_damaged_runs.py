@@ -128,7 +128,8 @@ def test_the_command_reports_each_damaged_run_in_one_line_and_serves(records, tm
     subprocess.run(["cp", "-a", str(runs), str(copy)], check=True)
     (copy / TOKENS_FILE).write_text("{not json")
     port = free_port()
-    process = serve_command("serve", "--runs-dir", str(copy), "--port", str(port))
+    process = serve_command("serve", "--runs-dir", str(copy), "--port", str(port),
+                            "--max-body-bytes", "4096")  # fmt: skip
     try:
         deadline = time.monotonic() + 120
         while True:
@@ -147,6 +148,9 @@ def test_the_command_reports_each_damaged_run_in_one_line_and_serves(records, tm
         agent = {"Authorization": f"Bearer {tokens[healthy]}"}
         url = f"http://127.0.0.1:{port}/api/runs/{healthy}/observation"
         assert httpx.get(url, headers=agent).status_code == 200
+        call = f"http://127.0.0.1:{port}/api/runs/{healthy}/tools/write_memory_doc"
+        big = httpx.post(call, json={"content": "m" * 5000}, headers=agent)
+        assert big.status_code == 413  # --max-body-bytes
     finally:
         process.terminate()
         _, stderr = process.communicate(timeout=60)

@@ -17,8 +17,9 @@ import pytest
 from conftest import LiveServer, start_server
 from protocol_client import ProtocolClient, assistant
 
+from merchantbench.cli.serve import LIMIT_HELP
 from merchantbench.serve.host import RunHost
-from merchantbench.serve.limits import ServerLimits
+from merchantbench.serve.limits import MIB, ServerLimits
 from merchantbench.serve.mcp_mount import McpMounts, mcp_extension
 
 LIMITS = ServerLimits(
@@ -188,6 +189,14 @@ def test_idle_mcp_sessions_expire_and_their_memory_is_freed(tmp_path) -> None:
         assert open_session(server, run).status_code == 200
     finally:
         server.stop()
+
+
+def test_the_command_line_help_states_the_defaults() -> None:
+    defaults = ServerLimits()
+    assert f"[default: {defaults.max_body_bytes // MIB} MiB]" in LIMIT_HELP["body"]
+    assert f"[default: {defaults.max_extra_bytes // 1024} KiB]" in LIMIT_HELP["extra"]
+    assert f"[default: {defaults.mcp_idle_seconds:g}]" in LIMIT_HELP["idle"]
+    assert f"[default: {defaults.mcp_sessions_per_run}]" in LIMIT_HELP["sessions"]
 
 
 def test_the_limits_refuse_nonsense() -> None:
