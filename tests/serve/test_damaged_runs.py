@@ -89,7 +89,7 @@ def test_the_healthy_runs_serve_and_the_damaged_are_listed(records) -> None:
             for how in DAMAGES:
                 row = by_id[made[how]["run_id"]]
                 assert row["status"] == "damaged" and row["reason"], (how, row)
-                assert "\n" not in row["reason"]
+                assert "\n" not in row["reason"] and str(runs) not in row["reason"]
             assert server.registry.damaged.keys() == {made[h]["run_id"] for h in DAMAGES}
             play(server, made["healthy"], 1)  # the healthy run goes on with its own token
             damaged_id = made["checkpoint"]["run_id"]

@@ -126,6 +126,7 @@ class McpMounts:
                     host=self.host,
                     idle_seconds=self.limits.mcp_idle_seconds,
                     max_sessions=self.limits.mcp_sessions_per_run,
+                    max_body_bytes=self.limits.max_body_bytes,
                 )
                 await self.task_group.start(endpoint.serve)
                 self.endpoints[hosted.run_id] = endpoint

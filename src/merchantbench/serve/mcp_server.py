@@ -40,6 +40,7 @@ from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
 
 import merchantbench
+from merchantbench.serve.limits import ServerLimits
 from merchantbench.serve.mcp_stdio import checked_stdio
 from merchantbench.session import END_OF_STEP
 from merchantbench.surface import AgentSurface
@@ -58,6 +59,7 @@ __all__ = [
     "serve_stdio",
 ]
 
+DEFAULT_LIMITS = ServerLimits()  # of `McpHttpEndpoint` on its own (`merchantbench mcp`)
 SERVER_NAME = "merchantbench"
 BRIEF_PROMPT = "brief"
 RULES_URI = "merchantbench://platform-rules"
@@ -246,6 +248,7 @@ class McpHttpEndpoint:
         idle_seconds: A session with no request in flight for this long is closed and
             forgotten (its client then opens a new one); None keeps sessions until deleted.
         max_sessions: Open sessions at most; one more is refused until one ends.
+        max_body_bytes: The largest request body (413 above it).
     """
 
     def __init__(
@@ -253,8 +256,9 @@ class McpHttpEndpoint:
         run: McpRun,
         path: str = "/mcp",
         host: str = "127.0.0.1",
-        idle_seconds: float | None = 600.0,
-        max_sessions: int | None = 16,
+        idle_seconds: float | None = DEFAULT_LIMITS.mcp_idle_seconds,
+        max_sessions: int | None = DEFAULT_LIMITS.mcp_sessions_per_run,
+        max_body_bytes: int = DEFAULT_LIMITS.max_body_bytes,
     ) -> None:
         self.server = build_mcp_server(run)
         self.max_sessions = max_sessions
@@ -265,6 +269,7 @@ class McpHttpEndpoint:
             host=host,
             session_idle_timeout=idle_seconds,
             max_sessions=max_sessions,
+            max_request_body_size=max_body_bytes,
             json_response=True,
         )
         self._stopped = anyio.Event()

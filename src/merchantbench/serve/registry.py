@@ -124,7 +124,7 @@ class RunRegistry:
             aside = path.with_name(f"{TOKENS_FILE}.damaged-{secrets.token_hex(3)}")
             path.replace(aside)
             self.tokens_problem = (
-                f"{path} cannot be read ({damage_of(exc)}); kept as {aside.name}, "
+                f"{path} cannot be read ({damage_of(exc, self.runs_dir)}); kept as {aside.name}, "
                 "and the runs get new agent tokens"
             )
             tokens = {}
@@ -202,7 +202,7 @@ class RunRegistry:
                 if self._load(run_dir):
                     resumed.append(run_dir.name)
             except Exception as exc:  # whatever is damaged, only this run is left out
-                self.damaged[run_dir.name] = damage_of(exc)
+                self.damaged[run_dir.name] = damage_of(exc, self.runs_dir)
         if self.tokens_problem is not None:
             self._new_tokens_for_all()
         return resumed
@@ -227,9 +227,11 @@ class RunRegistry:
                 await host.aclose()
 
 
-def damage_of(exc: BaseException) -> str:
-    """Why a record could not be opened, on one short line."""
+def damage_of(exc: BaseException, runs_dir: Path) -> str:
+    """Why a record could not be opened, on one short line; paths are given from the runs
+    directory (no answer names the server's directories)."""
     text = " ".join(str(exc).split()) or "no details"
+    text = text.replace(f"{runs_dir.resolve()}/", "").replace(f"{runs_dir}/", "")
     if not isinstance(exc, RunError | ManifestError):
         text = f"{type(exc).__name__}: {text}"
     return text[:MAX_REASON_CHARS]
