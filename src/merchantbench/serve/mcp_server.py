@@ -59,7 +59,7 @@ __all__ = [
     "serve_stdio",
 ]
 
-DEFAULT_LIMITS = ServerLimits()  # of `McpHttpEndpoint` on its own (`merchantbench mcp`)
+DEFAULT_LIMITS = ServerLimits()
 SERVER_NAME = "merchantbench"
 BRIEF_PROMPT = "brief"
 RULES_URI = "merchantbench://platform-rules"
@@ -246,8 +246,11 @@ class McpHttpEndpoint:
         host: The host the server is reached at; loopback names turn on the SDK's DNS
             rebinding protection (Host and Origin checks).
         idle_seconds: A session with no request in flight for this long is closed and
-            forgotten (its client then opens a new one); None keeps sessions until deleted.
-        max_sessions: Open sessions at most; one more is refused until one ends.
+            forgotten (its client then opens a new one); None keeps sessions until deleted
+            (for a host with one trusted client; a server open to agents sets a limit, see
+            `merchantbench.serve.limits`).
+        max_sessions: Open sessions at most (None: no limit); one more is refused until one
+            ends.
         max_body_bytes: The largest request body (413 above it).
     """
 
@@ -256,8 +259,8 @@ class McpHttpEndpoint:
         run: McpRun,
         path: str = "/mcp",
         host: str = "127.0.0.1",
-        idle_seconds: float | None = DEFAULT_LIMITS.mcp_idle_seconds,
-        max_sessions: int | None = DEFAULT_LIMITS.mcp_sessions_per_run,
+        idle_seconds: float | None = None,
+        max_sessions: int | None = None,
         max_body_bytes: int = DEFAULT_LIMITS.max_body_bytes,
     ) -> None:
         self.server = build_mcp_server(run)
