@@ -77,6 +77,10 @@ def test_deeply_nested_arguments_get_400_and_change_nothing(limited: LiveServer)
             "function": {"name": "read_memory_doc", "arguments": value}}  # fmt: skip
     response = client.act(assistant(call))
     assert response.status_code == 400 and response.json()["error"] == "invalid_arguments"
+    # A call of the agent's own framework (recorded in the trace, not run) is bounded too.
+    framework = {**nested_call(990, "own"), "tool_origin": "agent_framework"}
+    response = client.act(assistant(framework))
+    assert response.status_code == 400 and response.json()["error"] == "invalid_arguments"
     assert host.session.state_hash() == before and host.agent.state.turns == 0
     # Shallow arguments still work, and a malformed (not deep) string is the tool's refusal.
     ok = client.act(assistant(nested_call(3, "shallow")))
