@@ -136,7 +136,7 @@ async def observation(host: Run) -> dict[str, Any]:
         }
 
 
-@router.get("/runs/{run_id}/store")
+@router.get("/runs/{run_id}/store", responses=GONE)
 async def store_status(host: Run) -> dict[str, Any]:
     """The store status: the public numbers of the open window (clock, accounts, net assets,
     rating, listings, orders, calls left; `merchantbench.surface.StoreStatus`), or where the
