@@ -39,11 +39,12 @@ import anyio
 import mcp_types as types
 from anyio.abc import TaskStatus
 from mcp.server import Server
-from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
 
 import merchantbench
+from merchantbench.serve.limits import ServerLimits
+from merchantbench.serve.mcp_stdio import checked_stdio
 from merchantbench.session import END_OF_STEP
 from merchantbench.surface import AgentSurface
 from merchantbench.tools.errors import failure
@@ -61,6 +62,7 @@ __all__ = [
     "serve_stdio",
 ]
 
+DEFAULT_LIMITS = ServerLimits()
 SERVER_NAME = "merchantbench"
 BRIEF_PROMPT = "brief"
 RULES_URI = "merchantbench://platform-rules"
@@ -225,9 +227,10 @@ def build_mcp_server(run: McpRun) -> Server[Any]:
 
 
 async def serve_stdio(run: McpRun) -> None:
-    """Serve one run over stdin/stdout until the client disconnects."""
+    """Serve one run over stdin/stdout until the client disconnects; a line that is not a
+    message the server can read gets a JSON-RPC error answer (`serve.mcp_stdio`)."""
     server = build_mcp_server(run)
-    async with stdio_server() as (read_stream, write_stream):
+    async with checked_stdio() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
@@ -245,19 +248,46 @@ class McpHttpEndpoint:
         path: The app's route for MCP requests.
         host: The host the server is reached at; loopback names turn on the SDK's DNS
             rebinding protection (Host and Origin checks).
+        idle_seconds: A session with no request in flight for this long is closed and
+            forgotten (its client then opens a new one); None keeps sessions until deleted
+            (for a host with one trusted client; a server open to agents sets a limit, see
+            `merchantbench.serve.limits`).
+        max_sessions: Open sessions at most (None: no limit); one more is refused until one
+            ends.
+        max_body_bytes: The largest request body (413 above it).
     """
 
-    def __init__(self, run: McpRun, path: str = "/mcp", host: str = "127.0.0.1") -> None:
+    def __init__(
+        self,
+        run: McpRun,
+        path: str = "/mcp",
+        host: str = "127.0.0.1",
+        idle_seconds: float | None = None,
+        max_sessions: int | None = None,
+        max_body_bytes: int = DEFAULT_LIMITS.max_body_bytes,
+    ) -> None:
         self.server = build_mcp_server(run)
+        self.max_sessions = max_sessions
         self.app: Starlette = self.server.streamable_http_app(
             # Plain JSON answers, not one SSE stream per call: the server sends no
             # notifications mid-call, and JSON costs less (docs/performance.md).
             streamable_http_path=path,
             host=host,
-            session_idle_timeout=None,
+            session_idle_timeout=idle_seconds,
+            max_sessions=max_sessions,
+            max_request_body_size=max_body_bytes,
             json_response=True,
         )
         self._stopped = anyio.Event()
+
+    @property
+    def live_sessions(self) -> int:
+        """Sessions open now (the SDK's session manager keeps one transport per session)."""
+        return len(self.server.session_manager._server_instances)
+
+    def full(self) -> bool:
+        """Whether a new session would be refused (`max_sessions` are open)."""
+        return self.max_sessions is not None and self.live_sessions >= self.max_sessions
 
     async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Run the session manager until `stop()` (for a host that mounts `app`)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +15,8 @@ import pytest
 import uvicorn
 
 from merchantbench.serve import ServeConfig, create_app
+from merchantbench.serve.app import AppExtension
+from merchantbench.serve.limits import ServerLimits
 from merchantbench.serve.registry import RunRegistry
 
 ADMIN = "admin-token-for-tests"
@@ -51,9 +53,15 @@ class LiveServer:
         assert not self.thread.is_alive()
 
 
-def start_server(runs_dir: Path, admin_token: str | None = ADMIN) -> LiveServer:
+def start_server(
+    runs_dir: Path,
+    admin_token: str | None = ADMIN,
+    limits: ServerLimits | None = None,
+    extensions: Sequence[AppExtension] = (),
+) -> LiveServer:
     """Serve `runs_dir` on 127.0.0.1 at an ephemeral port; returns once it accepts requests."""
-    app = create_app(ServeConfig(runs_dir=runs_dir, admin_token=admin_token))
+    serve = ServeConfig(runs_dir=runs_dir, admin_token=admin_token, limits=limits or ServerLimits())
+    app = create_app(serve, extensions)
     config = uvicorn.Config(
         app,
         host="127.0.0.1",

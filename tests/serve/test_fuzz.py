@@ -1,5 +1,7 @@
-"""API fuzzing from the OpenAPI schema (schemathesis, bounded examples): no route answers 500,
-and a refused request (4xx) changes no run."""
+"""API fuzzing from the OpenAPI schema (schemathesis, bounded examples) of the app `merchantbench
+serve` runs (MCP and dashboard mounted): no route answers 5xx, every answer conforms to the
+document (its status code is documented, its body matches the documented schema), and a
+refused request (4xx) changes no run."""
 
 from __future__ import annotations
 
@@ -11,17 +13,35 @@ import pytest
 import schemathesis
 from conftest import ADMIN, LiveServer, start_server
 from hypothesis import HealthCheck, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from merchantbench.serve import ServeConfig, create_app
+from merchantbench.serve.dashboard_mount import dashboard_extension
 from merchantbench.serve.host import RunHost
+from merchantbench.serve.mcp_mount import mcp_extension
+from merchantbench.web.app import web_extension
 
-schema = schemathesis.openapi.from_dict(create_app(ServeConfig(Path("unused"), ADMIN)).openapi())
+EXTENSIONS = (mcp_extension(), dashboard_extension(web_extension))  # as `serve` composes it
+schema = schemathesis.openapi.from_dict(
+    create_app(ServeConfig(Path("unused"), ADMIN), EXTENSIONS).openapi()
+)
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
 MAX_POLL = 0.05  # long-polls of a paused run must not hold the fuzzer
 
 
 @pytest.fixture(scope="module")
 def target(tmp_path_factory) -> Any:
-    server = start_server(tmp_path_factory.mktemp("fuzz") / "runs")
+    server = start_server(tmp_path_factory.mktemp("fuzz") / "runs", extensions=EXTENSIONS)
     run = server.create_run(label="fuzzed")
     yield server, run
     server.stop()
@@ -57,7 +77,7 @@ def aim(case: Any, run_id: str) -> None:
 
 
 @schema.parametrize()
-@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
 def test_no_500_and_no_change_on_refusal(case: Any, target: Any) -> None:
     server, run = target
     aim(case, run["run_id"])
@@ -65,6 +85,7 @@ def test_no_500_and_no_change_on_refusal(case: Any, target: Any) -> None:
     response = case.call(base_url=server.base_url, timeout=30)
     print("FUZZ", case.method, case.path, response.status_code)
     assert response.status_code < 500, (case.method, case.path, response.text[:300])
+    case.validate_response(response, checks=CHECKS)
     if response.status_code >= 400:
         after = world(server)
         assert after == before, (case.method, case.formatted_path, response.status_code)

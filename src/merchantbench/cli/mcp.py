@@ -88,7 +88,15 @@ def _serve_http(run: HostedRun, port: int) -> None:
     import uvicorn
 
     from merchantbench.mcp_surface import McpHttpEndpoint
+    from merchantbench.serve.limits import ServerLimits
 
-    endpoint = McpHttpEndpoint(run, host=LOOPBACK)
+    limits = ServerLimits()  # those of `merchantbench serve` (docs/http.md)
+    endpoint = McpHttpEndpoint(
+        run,
+        host=LOOPBACK,
+        idle_seconds=limits.mcp_idle_seconds,
+        max_sessions=limits.mcp_sessions_per_run,
+        max_body_bytes=limits.max_body_bytes,
+    )
     typer.echo(f"MCP (streamable HTTP): http://{LOOPBACK}:{port}/mcp", err=True)
     uvicorn.run(endpoint.app, host=LOOPBACK, port=port, log_level="warning")

@@ -18,7 +18,7 @@ from merchantbench.cli.common import (
     scenario_from_options,
     writable_dir,
 )
-from merchantbench.cli.serve import listen, serve_app
+from merchantbench.cli.serve import body_limited, listen, serve_app
 
 study_app = typer.Typer(help="Human-baseline studies: one private store per participant.")
 DirOption = Annotated[Path, typer.Option("--dir", help="the playground directory (stores, links)")]
@@ -84,7 +84,7 @@ def play(
     listener = listen(host, port)  # the printed link answers at once
     _links(directory, host, port)
     typer.echo("Open the link in a browser; Ctrl-C stops the server (your store is saved).")
-    serve_app(create_web_app(play_dir=directory), host, port, listener=listener)
+    serve_app(body_limited(create_web_app(play_dir=directory)), host, port, listener=listener)
 
 
 @study_app.command("create")
@@ -126,4 +126,4 @@ def dashboard(
         fail(f"the dashboard has no tokens: refusing to listen on {host}; use 127.0.0.1")
     listener = listen(host, port)
     typer.echo(f"dashboard of {runs_root} at http://{host}:{port}/")
-    serve_app(create_web_app(runs_root=runs_root), host, port, listener=listener)
+    serve_app(body_limited(create_web_app(runs_root=runs_root)), host, port, listener=listener)

@@ -17,6 +17,12 @@ from merchantbench.record.schema import METRICS_FILE
 from merchantbench.runs.runner import RunError, RunSpec
 
 ADMIN_ENV = "MERCHANTBENCH_ADMIN_TOKEN"
+LIMIT_HELP = {  # the defaults are ServerLimits' (merchantbench.serve.limits; docs/http.md)
+    "body": "largest request body in bytes, else 413 [default: 8 MiB]",
+    "extra": "largest /agent/register `extra` in bytes of JSON, else 413 [default: 64 KiB]",
+    "idle": "seconds after which an idle MCP session closes [default: 600]",
+    "sessions": "open MCP sessions a run (its agent token) may hold, else 429 [default: 16]",
+}
 GRACE_SECONDS = 5  # on shutdown, open long-polls are cut after this; then runs are checkpointed
 
 
@@ -39,6 +45,7 @@ def _announce(base_url: str):
     from merchantbench.serve.registry import RunRegistry, run_env
 
     def on_ready(registry: RunRegistry) -> None:
+        report_damage(registry)
         typer.echo(f"MerchantBench server at {base_url} (OpenAPI: {base_url}/docs)")
         typer.echo(f"dashboard (operator): {dashboard_link(base_url, registry.admin_token)}")
         for run_id, host in registry.hosts.items():
@@ -48,6 +55,14 @@ def _announce(base_url: str):
             typer.echo(f"# MCP (streamable HTTP, same token): {base_url}/runs/{run_id}/mcp")
 
     return on_ready
+
+
+def report_damage(registry) -> None:
+    """One line on stderr for each run left out (and for a damaged tokens file)."""
+    if registry.tokens_problem is not None:
+        typer.echo(f"warning: {registry.tokens_problem}", err=True)
+    for run_id, reason in registry.damaged.items():
+        typer.echo(f"run {run_id} is damaged and not served: {reason}", err=True)
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -79,6 +94,14 @@ def serve_app(
     server.run(sockets=[listener or listen(host, port)])
 
 
+def body_limited(app):
+    """The web app (playground, dashboard) with the same request-body limit as `serve`."""
+    from merchantbench.serve.limits import BodyLimit, ServerLimits
+
+    app.add_middleware(BodyLimit, max_bytes=ServerLimits().max_body_bytes)
+    return app
+
+
 def _family(host: str) -> socket.AddressFamily:
     return socket.AF_INET6 if ":" in host else socket.AF_INET
 
@@ -90,14 +113,35 @@ def serve(
     no_auth: Annotated[
         bool, typer.Option("--no-auth", help="no tokens at all (loopback addresses only)")
     ] = False,
+    max_body_bytes: Annotated[
+        int | None, typer.Option("--max-body-bytes", min=1024, help=LIMIT_HELP["body"])
+    ] = None,
+    max_extra_bytes: Annotated[
+        int | None, typer.Option("--max-extra-bytes", min=1, help=LIMIT_HELP["extra"])
+    ] = None,
+    mcp_idle_seconds: Annotated[
+        float | None, typer.Option("--mcp-idle-seconds", min=0.1, help=LIMIT_HELP["idle"])
+    ] = None,
+    mcp_sessions_per_run: Annotated[
+        int | None, typer.Option("--mcp-sessions-per-run", min=1, help=LIMIT_HELP["sessions"])
+    ] = None,
 ) -> None:
     """Serve runs over HTTP: the public artifact's agent protocol and a JSON API (/docs)."""
     from merchantbench.serve import ServeConfig, create_app
+    from merchantbench.serve.limits import ServerLimits
 
     token = _admin_token(no_auth, host)
     if runs_dir.exists() and not runs_dir.is_dir():
         fail(f"--runs-dir {runs_dir} is not a directory")
-    config = ServeConfig(runs_dir, token, on_ready=_announce(f"http://{host}:{port}"))
+    defaults = ServerLimits()
+    limits = ServerLimits(
+        max_body_bytes=max_body_bytes or defaults.max_body_bytes,
+        max_extra_bytes=max_extra_bytes or defaults.max_extra_bytes,
+        mcp_idle_seconds=mcp_idle_seconds or defaults.mcp_idle_seconds,
+        mcp_sessions_per_run=mcp_sessions_per_run or defaults.mcp_sessions_per_run,
+    )
+    announce = _announce(f"http://{host}:{port}")
+    config = ServeConfig(runs_dir, token, on_ready=announce, limits=limits)
     serve_app(create_app(config, extensions=_extensions(host)), host, port)
 
 
@@ -133,18 +177,30 @@ def serve_run(spec: RunSpec, run_dir: Path, resume: bool, host: str, port: int) 
         except RunError as exc:
             fail(str(exc))
         created.close()  # the server below picks it up from its checkpoint
+    announce = _announce(f"http://{host}:{port}")
+    servers: list = []
+    damage: list[str] = []
+
+    def on_ready(registry: RunRegistry) -> None:
+        reason = registry.damaged.get(run_dir.name)
+        if reason is None:
+            return announce(registry)
+        damage.append(reason)  # nothing to serve: stop at once, and say why below
+        for server in servers:
+            server.should_exit = True
+
     config = ServeConfig(
-        run_dir.parent,
-        token,
-        only_runs=frozenset({run_dir.name}),
-        on_ready=_announce(f"http://{host}:{port}"),
+        run_dir.parent, token, only_runs=frozenset({run_dir.name}), on_ready=on_ready
     )
     app = create_app(config, extensions=_extensions(host))
 
     def stop_when_done(server) -> None:
+        servers.append(server)
         app.state.registry.on_finish.append(lambda _: setattr(server, "should_exit", True))
 
     serve_app(app, host, port, stop_when_done)
+    if damage:
+        fail(f"cannot resume {run_dir}: {damage[0]}")
     from merchantbench.metrics.table1 import HEADLINE_METRICS
 
     metrics_file = run_dir / METRICS_FILE
@@ -160,8 +216,8 @@ def _check_resumable(run_dir: Path) -> None:
 
     try:
         meta = read_manifest(run_dir)
-    except ManifestError:
-        fail(f"{run_dir} is not a served run: nothing to resume")
+    except ManifestError as exc:
+        fail(f"cannot resume {run_dir}: {exc}")
     if hosted_settings(meta) is None:
         fail(f"{run_dir} is not a served run: nothing to resume")
     if not meta.resumable:

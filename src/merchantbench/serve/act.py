@@ -7,12 +7,15 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from merchantbench.serve.limits import nests_deeper
+from merchantbench.tools.agent_input import MAX_ARGUMENT_CHARS, MAX_DEPTH, json_depth
 from merchantbench.tools.toolset import END_OF_STEP
 
 __all__ = [
     "ENV_ORIGIN",
     "PlannedCall",
     "ProtocolError",
+    "bounded_arguments",
     "canonical_arguments",
     "plan_calls",
     "stale_step",
@@ -46,15 +49,33 @@ class PlannedCall:
         return self.origin == ENV_ORIGIN
 
 
+def bounded_arguments(arguments: Any) -> None:
+    """Refuse (400) arguments too large or nested too deep to be any tool's input, before
+    anything decodes or encodes them (a JSON decoder or encoder recurses once per level)."""
+    if isinstance(arguments, str):
+        if len(arguments) > MAX_ARGUMENT_CHARS:
+            raise _bad_arguments(f"arguments are {len(arguments)} characters")
+        if json_depth(arguments) > MAX_DEPTH:
+            raise _bad_arguments("arguments nest too deep")
+    elif nests_deeper(arguments, MAX_DEPTH):
+        raise _bad_arguments("arguments nest too deep")
+
+
 def canonical_arguments(arguments: Any) -> str:
     """The arguments as canonical JSON text, so equal calls compare equal however they were
-    spelled (a JSON string that does not parse is kept as it was)."""
+    spelled (a JSON string that does not parse is kept as it was); `bounded_arguments` first."""
+    bounded_arguments(arguments)
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments) if arguments.strip() else {}
         except ValueError:
             return "raw:" + arguments
     return json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _bad_arguments(problem: str) -> ProtocolError:
+    limits = f"at most {MAX_ARGUMENT_CHARS} characters and {MAX_DEPTH} levels"
+    return ProtocolError(400, "invalid_arguments", f"{problem}: tool arguments take {limits}")
 
 
 def stale_step(header: str | None, hour: int) -> None:
@@ -92,7 +113,9 @@ def _call_of(raw: Any, message_origin: Any, seen: set[str]) -> PlannedCall:
     if not isinstance(function, dict) or not isinstance(function.get("name"), str):
         raise _bad(f"tool call {call_id}: function.name is required")
     origin = raw.get("tool_origin") or message_origin or ENV_ORIGIN
-    return PlannedCall(call_id, function["name"], function.get("arguments", "{}"), str(origin))
+    arguments = function.get("arguments", "{}")
+    bounded_arguments(arguments)  # a framework call's too: its arguments go into the trace
+    return PlannedCall(call_id, function["name"], arguments, str(origin))
 
 
 def _answered(messages: list[dict[str, Any]]) -> dict[str, int]:

@@ -25,6 +25,11 @@ router = APIRouter(prefix="/api", tags=["json api"])
 Run = Annotated[Hosted, Depends(require_run)]
 Admin = [Depends(require_admin)]
 MAX_SEED = 2**63 - 1
+GONE: dict[int | str, dict[str, Any]] = {410: {"description": "the run is over"}}
+CLOSED: dict[int | str, dict[str, Any]] = {
+    **GONE,
+    425: {"description": "no window is open (the run is paused)"},
+}
 
 
 class CreateRun(BaseModel):
@@ -90,8 +95,14 @@ async def create_run(body: CreateRun, request: Request) -> dict[str, Any]:
 
 @router.get("/runs", dependencies=Admin)
 async def list_runs(request: Request) -> list[dict[str, Any]]:
-    """Every run of the server (operator)."""
-    return [host.summary() for host in _registry(request).hosts.values()]
+    """Every run of the server (operator); a run found damaged at start is listed with
+    `status: "damaged"` and the `reason`, and is not served."""
+    registry = _registry(request)
+    damaged = [
+        {"run_id": run_id, "status": "damaged", "over": None, "reason": reason}
+        for run_id, reason in registry.damaged.items()
+    ]
+    return [host.summary() for host in registry.hosts.values()] + damaged
 
 
 @router.get("/runs/{run_id}")
@@ -109,7 +120,7 @@ async def agent_env(host: Run, request: Request) -> dict[str, str]:
     return run_env(_base_url(request), host, _registry(request).agent_token(host.run_id))
 
 
-@router.get("/runs/{run_id}/observation")
+@router.get("/runs/{run_id}/observation", responses=GONE)
 async def observation(host: Run) -> dict[str, Any]:
     """The open window's observation text and clock (no waiting)."""
     if not isinstance(host, RunHost):
@@ -125,7 +136,7 @@ async def observation(host: Run) -> dict[str, Any]:
         }
 
 
-@router.get("/runs/{run_id}/store")
+@router.get("/runs/{run_id}/store", responses=GONE)
 async def store_status(host: Run) -> dict[str, Any]:
     """The store status: the public numbers of the open window (clock, accounts, net assets,
     rating, listings, orders, calls left; `merchantbench.surface.StoreStatus`), or where the
@@ -136,7 +147,7 @@ async def store_status(host: Run) -> dict[str, Any]:
         return host.surface.status().to_json()
 
 
-@router.post("/runs/{run_id}/tools/{tool}")
+@router.post("/runs/{run_id}/tools/{tool}", responses=CLOSED)
 async def call_tool(
     tool: str,
     host: Run,
@@ -148,7 +159,7 @@ async def call_tool(
     return fast_json(await host.call_tool(tool, arguments or {}, idempotency_key))
 
 
-@router.post("/runs/{run_id}/end-window")
+@router.post("/runs/{run_id}/end-window", responses=CLOSED)
 async def end_window(host: Run) -> dict[str, Any]:
     """Close the open window (`end_of_step`); the next one opens at once."""
     result = await host.call_tool(END_OF_STEP, {}, None)
@@ -163,14 +174,14 @@ async def end_window(host: Run) -> dict[str, Any]:
     return {"result": result}
 
 
-@router.post("/runs/{run_id}/pause", dependencies=Admin)
+@router.post("/runs/{run_id}/pause", dependencies=Admin, responses=GONE)
 async def pause(host: Run) -> dict[str, Any]:
     """Stop opening windows (operator): observation long-polls wait, acts answer 425."""
     await host.set_paused(True)
     return host.summary()
 
 
-@router.post("/runs/{run_id}/resume", dependencies=Admin)
+@router.post("/runs/{run_id}/resume", dependencies=Admin, responses=GONE)
 async def resume(host: Run) -> dict[str, Any]:
     """Open windows again (operator); the wall-clock limit restarts."""
     await host.set_paused(False)

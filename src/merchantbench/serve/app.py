@@ -15,15 +15,18 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import merchantbench
 from merchantbench.runs.lifecycle import CheckpointPolicy
 from merchantbench.serve import api, protocol
 from merchantbench.serve.act import ProtocolError
 from merchantbench.serve.host import RunHost
+from merchantbench.serve.limits import BodyLimit, ServerLimits
+from merchantbench.serve.openapi import document_answers
 from merchantbench.serve.registry import RunRegistry
 
 __all__ = ["AppExtension", "ServeConfig", "create_app"]
@@ -43,6 +46,7 @@ class ServeConfig:
     checkpoints: CheckpointPolicy = CheckpointPolicy(seconds=0)
     only_runs: frozenset[str] | None = None  # host just these runs of the directory
     on_ready: Callable[[RunRegistry], None] | None = None  # called once the runs are loaded
+    limits: ServerLimits = ServerLimits()  # body sizes, MCP sessions (serve.limits)
 
 
 async def _watch_windows(registry: RunRegistry) -> None:
@@ -60,8 +64,8 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def protocol_error(request: Request, exc: ProtocolError) -> JSONResponse:
         return JSONResponse(exc.body, status_code=exc.status)
 
-    @app.exception_handler(HTTPException)
-    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+    @app.exception_handler(StarletteHTTPException)  # FastAPI's own too (a body that does not
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:  # parse)
         body = exc.detail if isinstance(exc.detail, dict) else {"ok": False, "error": exc.detail}
         return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
 
@@ -106,9 +110,12 @@ def create_app(config: ServeConfig, extensions: Sequence[AppExtension] = ()) -> 
         lifespan=lifespan,
     )
     app.state.registry = registry
+    app.state.limits = config.limits
+    app.add_middleware(BodyLimit, max_bytes=config.limits.max_body_bytes)
     _install_error_handlers(app)
     app.include_router(protocol.router)
     app.include_router(api.router)
     for extend in extensions:  # per-run sub-apps of other front ends (e.g. MCP) go here
         extend(app, registry)
+    document_answers(app)
     return app

@@ -30,6 +30,7 @@ from fastapi.responses import RedirectResponse
 
 from merchantbench.serve.app import AppExtension
 from merchantbench.serve.auth import bearer_token, same_secret
+from merchantbench.serve.openapi import ADMIN_ROUTE, GUARD_ANSWERS
 from merchantbench.serve.registry import RunRegistry
 
 __all__ = ["DASHBOARD_COOKIE", "LOGIN_PATH", "dashboard_extension", "dashboard_link"]
@@ -65,6 +66,9 @@ async def require_operator(request: Request) -> None:
     if same_secret(token, admin) or same_secret(cookie, _cookie_value(admin)):
         return
     raise _denied(401 if token is None and cookie is None else 403, "operator_only")
+
+
+GUARD_ANSWERS[require_operator] = ADMIN_ROUTE  # what the OpenAPI document says of it
 
 
 async def login(

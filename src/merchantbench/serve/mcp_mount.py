@@ -29,6 +29,7 @@ from merchantbench.serve.act import ProtocolError
 from merchantbench.serve.app import AppExtension
 from merchantbench.serve.auth import require_run
 from merchantbench.serve.host import RunHost
+from merchantbench.serve.limits import ServerLimits
 from merchantbench.serve.mcp_run import run_summary
 from merchantbench.serve.registry import RunRegistry
 from merchantbench.session import END_OF_STEP
@@ -38,6 +39,7 @@ from merchantbench.tools.errors import failure
 __all__ = ["MCP_PATH", "McpMounts", "ServedMcpRun", "mcp_extension"]
 
 MCP_PATH = "/mcp"  # under /runs/{run_id}
+MCP_SESSION_HEADER = "mcp-session-id"  # a request without one opens a new session
 
 
 class ServedMcpRun:
@@ -75,9 +77,10 @@ class McpMounts:
     """The ASGI app mounted at `/runs/{run_id}`: checks the token, then hands the request to
     the run's MCP endpoint (made on first use)."""
 
-    def __init__(self, registry: RunRegistry, host: str) -> None:
+    def __init__(self, registry: RunRegistry, host: str, limits: ServerLimits) -> None:
         self.registry = registry
         self.host = host
+        self.limits = limits
         self.endpoints: dict[str, McpHttpEndpoint] = {}
         self.task_group: TaskGroup | None = None
         self._making = anyio.Lock()
@@ -98,7 +101,18 @@ class McpMounts:
             body = {"ok": False, "error": "run_finished", "message": "the run is over"}
             return await JSONResponse(body, status_code=410)(scope, receive, send)
         endpoint = await self._endpoint(hosted)
+        if MCP_SESSION_HEADER not in request.headers and endpoint.full():
+            return await JSONResponse(self._full(), status_code=429)(scope, receive, send)
         await endpoint.app(scope, receive, send)
+
+    def _full(self) -> dict[str, Any]:
+        cap, idle = self.limits.mcp_sessions_per_run, self.limits.mcp_idle_seconds
+        message = (
+            f"this run already has {cap} open MCP sessions (the server's limit per run and "
+            f"agent token): end one (HTTP DELETE with its mcp-session-id) or wait, an idle "
+            f"session closes after {idle:g} s"
+        )
+        return {"ok": False, "error": "too_many_mcp_sessions", "message": message, "limit": cap}
 
     async def _endpoint(self, hosted: RunHost) -> McpHttpEndpoint:
         async with self._making:
@@ -106,7 +120,14 @@ class McpMounts:
             if endpoint is None:
                 if self.task_group is None:
                     raise RuntimeError("the MCP mounts start with the app's lifespan")
-                endpoint = McpHttpEndpoint(ServedMcpRun(hosted), path=MCP_PATH, host=self.host)
+                endpoint = McpHttpEndpoint(
+                    ServedMcpRun(hosted),
+                    path=MCP_PATH,
+                    host=self.host,
+                    idle_seconds=self.limits.mcp_idle_seconds,
+                    max_sessions=self.limits.mcp_sessions_per_run,
+                    max_body_bytes=self.limits.max_body_bytes,
+                )
                 await self.task_group.start(endpoint.serve)
                 self.endpoints[hosted.run_id] = endpoint
             return endpoint
@@ -125,7 +146,7 @@ def mcp_extension(host: str = "127.0.0.1") -> AppExtension:
     """
 
     def extend(app: FastAPI, registry: RunRegistry) -> None:
-        mounts = McpMounts(registry, host)
+        mounts = McpMounts(registry, host, app.state.limits)
         core = app.router.lifespan_context
 
         @asynccontextmanager

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Query
+from fastapi import APIRouter, Depends, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from merchantbench.serve.act import ENV_ORIGIN, ProtocolError
@@ -13,8 +13,10 @@ from merchantbench.serve.auth import require_run
 from merchantbench.serve.external import PROTOCOL
 from merchantbench.serve.fastjson import JSONResponse, fast_json
 from merchantbench.serve.host import RunHost
+from merchantbench.serve.limits import ServerLimits, json_size, nests_deeper, too_large
 from merchantbench.serve.registry import Hosted
 from merchantbench.serve.settings import gone
+from merchantbench.tools.agent_input import MAX_DEPTH, scrub
 
 __all__ = ["router"]
 
@@ -65,7 +67,7 @@ def _agent(host: Hosted, agent_id: str) -> Hosted:
     return host
 
 
-@router.get("/runs/{run_id}/tools/schema")
+@router.get("/runs/{run_id}/tools/schema", responses={410: {"description": "the run is over"}})
 async def tools_schema(run_id: str, host: Run) -> dict[str, Any]:
     """The environment tools (each with its OpenAI schema), their hash and protocol facts."""
     if not isinstance(host, RunHost):
@@ -98,11 +100,26 @@ async def tools_schema(run_id: str, host: Run) -> dict[str, Any]:
     }
 
 
-@router.post("/runs/{run_id}/agent/register")
-async def register(host: Run, body: RegisterBody) -> dict[str, Any]:
-    """Say who the agent is (framework, model, version); may be repeated, the last one counts."""
+@router.post(
+    "/runs/{run_id}/agent/register",
+    responses={
+        400: {"description": "`extra` nests too deep"},
+        410: {"description": "the run is over"},
+        413: {"description": "`extra` is over the server's limit"},
+    },
+)
+async def register(host: Run, body: RegisterBody, request: Request) -> dict[str, Any]:
+    """Say who the agent is (framework, model, version); may be repeated, the last one counts.
+    `extra` is kept in the run record: at most the server's `max_extra_bytes` as JSON."""
     _agent(host, body.agent_id)
-    return await host.register(body.model_dump())
+    limits: ServerLimits = request.app.state.limits
+    if nests_deeper(body.extra, MAX_DEPTH):
+        raise ProtocolError(400, "invalid_extra", f"extra nests deeper than {MAX_DEPTH} levels")
+    size = json_size(body.extra)
+    if size > limits.max_extra_bytes:
+        answer = too_large("extra", size, limits.max_extra_bytes)
+        raise ProtocolError(413, answer["error"], answer["message"], limit=answer["limit"])
+    return await host.register(scrub(body.model_dump()))  # text as it can be written
 
 
 @router.get(
@@ -142,7 +159,13 @@ async def act(
     return fast_json(await host.act(body.messages, body.token_usage, x_agent_step))
 
 
-@router.post("/runs/{run_id}/agents/{agent_id}/usage")
+@router.post(
+    "/runs/{run_id}/agents/{agent_id}/usage",
+    responses={
+        409: {"description": "a usage_id recorded with other figures"},
+        410: {"description": "the run was over when the server picked it up"},
+    },
+)
 async def usage(agent_id: str, host: Run, body: UsageBody) -> dict[str, Any]:
     """Record token usage idempotently by `usage_id` (also after the run ended)."""
     _agent(host, agent_id)

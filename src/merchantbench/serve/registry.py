@@ -16,16 +16,17 @@ from merchantbench.record.manifest import ManifestError, RunManifest, read_manif
 from merchantbench.record.schema import METRICS_FILE, RUN_FILE
 from merchantbench.record.sealed import SealedSeed, read_sealed
 from merchantbench.runs.lifecycle import CheckpointPolicy, RunLifecycle
-from merchantbench.runs.spec import RunSpec
+from merchantbench.runs.spec import RunError, RunSpec
 from merchantbench.scenario import Scenario
 from merchantbench.serve.auth import new_token
 from merchantbench.serve.external import EXTERNAL, ExternalDriver
 from merchantbench.serve.host import RunHost
 from merchantbench.serve.settings import HostSettings, gone, hosted_settings
 
-__all__ = ["TOKENS_FILE", "Hosted", "RecordedRun", "RunRegistry", "run_env"]
+__all__ = ["TOKENS_FILE", "Hosted", "RecordedRun", "RunRegistry", "damage_of", "run_env"]
 
 TOKENS_FILE = ".serve-tokens.json"  # agent tokens, readable by the operator only (0600)
+MAX_REASON_CHARS = 300
 
 
 def run_env(base_url: str, host: Hosted, token: str | None) -> dict[str, str]:
@@ -50,6 +51,10 @@ class RecordedRun:
     def __init__(self, settings: HostSettings, run_dir: Path) -> None:
         self.settings = settings
         self.run_dir = run_dir
+        metrics = read_json(run_dir / METRICS_FILE)  # a finished record has them
+        if not isinstance(metrics, dict):
+            raise ValueError(f"{run_dir / METRICS_FILE} is not a JSON object")
+        self.metrics: dict[str, Any] = metrics
 
     @property
     def run_id(self) -> str:
@@ -61,7 +66,7 @@ class RecordedRun:
     observation = act = call_tool = register = record_usage = set_paused = refuse
 
     def summary(self) -> dict[str, Any]:
-        metrics = read_json(self.run_dir / METRICS_FILE)
+        metrics = self.metrics
         return {
             "run_id": self.run_id,
             "label": self.settings.label,
@@ -96,6 +101,8 @@ class RunRegistry:
         self.checkpoints = checkpoints or CheckpointPolicy(seconds=0)
         self.only = only
         self.hosts: dict[str, Hosted] = {}
+        self.damaged: dict[str, str] = {}  # runs found but not served: id → why (one line)
+        self.tokens_problem: str | None = None  # why the tokens file was set aside, if it was
         self._tokens: dict[str, str] = {}
         self.on_finish: list[Any] = []  # callbacks(host) for every run that ends
 
@@ -104,8 +111,31 @@ class RunRegistry:
         return self._tokens.get(run_id)
 
     def _load_tokens(self) -> None:
+        """The agent tokens of the runs. A damaged tokens file is moved aside (kept, for the
+        operator) and the runs get new tokens (`tokens_problem` says so)."""
         path = self.runs_dir / TOKENS_FILE
-        self._tokens = json.loads(path.read_text()) if path.is_file() else {}
+        try:
+            tokens = json.loads(path.read_text()) if path.is_file() else {}
+            if not isinstance(tokens, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in tokens.items()
+            ):
+                raise ValueError("not an object of run ids and tokens")
+        except (OSError, ValueError) as exc:
+            aside = path.with_name(f"{TOKENS_FILE}.damaged-{secrets.token_hex(3)}")
+            path.replace(aside)
+            self.tokens_problem = (
+                f"{path} cannot be read ({damage_of(exc, self.runs_dir)}); kept as {aside.name}, "
+                "and the runs get new agent tokens"
+            )
+            tokens = {}
+        self._tokens = tokens
+
+    def _new_tokens_for_all(self) -> None:
+        """After a damaged tokens file: a new agent token for every live run."""
+        for run_id, host in self.hosts.items():
+            if isinstance(host, RunHost) and run_id not in self._tokens:
+                self._tokens[run_id] = new_token()
+        self._save_tokens()
 
     def _save_tokens(self) -> None:
         path = self.runs_dir / TOKENS_FILE
@@ -159,7 +189,9 @@ class RunRegistry:
         return host
 
     def load_existing(self) -> list[str]:
-        """Pick up the runs of the runs directory; returns the ids of those resumed."""
+        """Pick up the runs of the runs directory; returns the ids of those resumed. A run
+        that cannot be opened (a damaged record) is skipped and listed in `damaged`: one
+        damaged run never keeps the others offline."""
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         self._load_tokens()
         resumed = []
@@ -167,25 +199,42 @@ class RunRegistry:
             if self.only is not None and run_dir.name not in self.only:
                 continue
             try:
-                meta = read_manifest(run_dir)
-            except ManifestError:
-                continue  # not a run record this version reads: not ours to serve
-            settings = hosted_settings(meta)
-            if settings is None:
-                continue  # a run of another kind (an in-process agent, MCP)
-            if not meta.resumable:
-                self.hosts[settings.run_id] = RecordedRun(settings, run_dir)
-                continue
-            spec = _spec_of(meta, run_dir)
-            self._adopt(self._open(spec, run_dir, settings, resume=True))
-            resumed.append(settings.run_id)
+                if self._load(run_dir):
+                    resumed.append(run_dir.name)
+            except Exception as exc:  # whatever is damaged, only this run is left out
+                self.damaged[run_dir.name] = damage_of(exc, self.runs_dir)
+        if self.tokens_problem is not None:
+            self._new_tokens_for_all()
         return resumed
+
+    def _load(self, run_dir: Path) -> bool:
+        """Host one recorded run; True if it was resumed (live), False otherwise."""
+        meta = read_manifest(run_dir)
+        settings = hosted_settings(meta)
+        if settings is None:
+            return False  # a run of another kind (an in-process agent, MCP)
+        if not meta.resumable:
+            self.hosts[settings.run_id] = RecordedRun(settings, run_dir)
+            return False
+        spec = _spec_of(meta, run_dir)
+        self._adopt(self._open(spec, run_dir, settings, resume=True))
+        return True
 
     async def aclose_all(self) -> None:
         """Checkpoint every live run (server shutdown)."""
         for host in self.hosts.values():
             if isinstance(host, RunHost):
                 await host.aclose()
+
+
+def damage_of(exc: BaseException, runs_dir: Path) -> str:
+    """Why a record could not be opened, on one short line; paths are given from the runs
+    directory (no answer names the server's directories)."""
+    text = " ".join(str(exc).split()) or "no details"
+    text = text.replace(f"{runs_dir.resolve()}/", "").replace(f"{runs_dir}/", "")
+    if not isinstance(exc, RunError | ManifestError):
+        text = f"{type(exc).__name__}: {text}"
+    return text[:MAX_REASON_CHARS]
 
 
 def _spec_of(meta: RunManifest, run_dir: Path) -> RunSpec:

@@ -33,7 +33,7 @@ from merchantbench.web.records import (
 )
 from merchantbench.web.windows import window_view, windows_recorded
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(responses={404: {"description": "no run records here, or none at that path"}})
 LABELS = {
     "final_net_assets": "net assets (RMB)",
     "gmv": "GMV (RMB)",

@@ -117,12 +117,16 @@ def leaderboard(runs: list[RunRow]) -> list[dict[str, Any]]:
 
 
 def inside(root: Path, rel: str) -> Path | None:
-    """The run directory `rel` names under `root`, or None if it is not one (no escaping)."""
-    candidate = (root / rel).resolve()
-    base = root.resolve()
-    if candidate != base and base not in candidate.parents:
+    """The run directory `rel` names under `root`, or None if it is not one (no escaping; a
+    name the file system refuses, e.g. too long, is not one either)."""
+    try:
+        candidate = (root / rel).resolve()
+        base = root.resolve()
+        if candidate != base and base not in candidate.parents:
+            return None
+        return candidate if (candidate / RUN_FILE).is_file() else None
+    except (OSError, ValueError):  # ValueError: a NUL in the name
         return None
-    return candidate if (candidate / RUN_FILE).is_file() else None
 
 
 def window_series(run_dir: Path, windows: int, hours: int) -> dict[str, list[float]]:
