@@ -81,7 +81,7 @@ def test_deeply_nested_arguments_get_400_and_change_nothing(limited: LiveServer)
     framework = {**nested_call(990, "own"), "tool_origin": "agent_framework"}
     response = client.act(assistant(framework))
     assert response.status_code == 400 and response.json()["error"] == "invalid_arguments"
-    assert host.session.state_hash() == before and host.agent.state.turns == 0
+    assert host.session.state_hash() == before and host.protocol.turns == 0
     # Shallow arguments still work, and a malformed (not deep) string is the tool's refusal.
     ok = client.act(assistant(nested_call(3, "shallow")))
     assert ok.status_code == 200
@@ -107,7 +107,7 @@ def test_bodies_over_the_limit_get_413_before_any_route(limited: LiveServer) -> 
         body = b'{"scenario": "smoke", "label": "' + b"z" * LIMITS.max_body_bytes + b'"}'
         assert admin.post("/api/runs", content=body, headers=headers).status_code == 413
     host = limited.registry.hosts[run["run_id"]]
-    assert isinstance(host, RunHost) and host.agent.state.turns == 0
+    assert isinstance(host, RunHost) and host.protocol.turns == 0
     assert client.observation().status_code == 200  # the server goes on
 
 
