@@ -14,9 +14,9 @@ import httpx
 import pytest
 import uvicorn
 
+from merchantbench.limits import ServerLimits
 from merchantbench.serve import ServeConfig, create_app
 from merchantbench.serve.app import AppExtension
-from merchantbench.serve.limits import ServerLimits
 from merchantbench.serve.registry import RunRegistry
 
 ADMIN = "admin-token-for-tests"

@@ -18,8 +18,8 @@ from conftest import LiveServer, start_server
 from protocol_client import ProtocolClient, assistant
 
 from merchantbench.cli.serve import LIMIT_HELP
+from merchantbench.limits import MIB, ServerLimits
 from merchantbench.serve.host import RunHost
-from merchantbench.serve.limits import MIB, ServerLimits
 from merchantbench.serve.mcp_mount import McpMounts, mcp_extension
 
 LIMITS = ServerLimits(

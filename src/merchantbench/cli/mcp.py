@@ -87,8 +87,8 @@ def mcp(
 def _serve_http(run: HostedRun, port: int) -> None:
     import uvicorn
 
+    from merchantbench.limits import ServerLimits
     from merchantbench.mcp_surface import McpHttpEndpoint
-    from merchantbench.serve.limits import ServerLimits
 
     limits = ServerLimits()  # those of `merchantbench serve` (docs/http.md)
     endpoint = McpHttpEndpoint(

@@ -17,7 +17,7 @@ from merchantbench.record.schema import METRICS_FILE
 from merchantbench.runs.runner import RunError, RunSpec
 
 ADMIN_ENV = "MERCHANTBENCH_ADMIN_TOKEN"
-LIMIT_HELP = {  # the defaults are ServerLimits' (merchantbench.serve.limits; docs/http.md)
+LIMIT_HELP = {  # the defaults are ServerLimits' (merchantbench.limits; docs/http.md)
     "body": "largest request body in bytes, else 413 [default: 8 MiB]",
     "extra": "largest /agent/register `extra` in bytes of JSON, else 413 [default: 64 KiB]",
     "idle": "seconds after which an idle MCP session closes [default: 600]",
@@ -96,7 +96,7 @@ def serve_app(
 
 def body_limited(app):
     """The web app (playground, dashboard) with the same request-body limit as `serve`."""
-    from merchantbench.serve.limits import BodyLimit, ServerLimits
+    from merchantbench.limits import BodyLimit, ServerLimits
 
     app.add_middleware(BodyLimit, max_bytes=ServerLimits().max_body_bytes)
     return app
@@ -127,8 +127,8 @@ def serve(
     ] = None,
 ) -> None:
     """Serve runs over HTTP: the public artifact's agent protocol and a JSON API (/docs)."""
+    from merchantbench.limits import ServerLimits
     from merchantbench.serve import ServeConfig, create_app
-    from merchantbench.serve.limits import ServerLimits
 
     token = _admin_token(no_auth, host)
     if runs_dir.exists() and not runs_dir.is_dir():

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from merchantbench.serve.limits import nests_deeper
+from merchantbench.limits import nests_deeper
 from merchantbench.tools.agent_input import MAX_ARGUMENT_CHARS, MAX_DEPTH, json_depth
 from merchantbench.tools.toolset import END_OF_STEP
 

@@ -21,11 +21,11 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import merchantbench
+from merchantbench.limits import BodyLimit, ServerLimits
 from merchantbench.runs.lifecycle import CheckpointPolicy
 from merchantbench.serve import api, protocol
 from merchantbench.serve.act import ProtocolError
 from merchantbench.serve.host import RunHost
-from merchantbench.serve.limits import BodyLimit, ServerLimits
 from merchantbench.serve.openapi import document_answers
 from merchantbench.serve.registry import RunRegistry
 

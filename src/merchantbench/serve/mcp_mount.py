@@ -24,12 +24,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
+from merchantbench.limits import ServerLimits
 from merchantbench.mcp_surface import McpHttpEndpoint
 from merchantbench.serve.act import ProtocolError
 from merchantbench.serve.app import AppExtension
 from merchantbench.serve.auth import require_run
 from merchantbench.serve.host import RunHost
-from merchantbench.serve.limits import ServerLimits
 from merchantbench.serve.mcp_run import run_summary
 from merchantbench.serve.registry import RunRegistry
 from merchantbench.session import END_OF_STEP

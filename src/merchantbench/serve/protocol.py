@@ -8,12 +8,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
+from merchantbench.limits import ServerLimits, json_size, nests_deeper, too_large
 from merchantbench.serve.act import ENV_ORIGIN, ProtocolError
 from merchantbench.serve.auth import require_run
 from merchantbench.serve.external import PROTOCOL
 from merchantbench.serve.fastjson import JSONResponse, fast_json
 from merchantbench.serve.host import RunHost
-from merchantbench.serve.limits import ServerLimits, json_size, nests_deeper, too_large
 from merchantbench.serve.registry import Hosted
 from merchantbench.serve.settings import gone
 from merchantbench.tools.agent_input import MAX_DEPTH, scrub

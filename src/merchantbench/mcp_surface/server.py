@@ -43,8 +43,8 @@ from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
 
 import merchantbench
-from merchantbench.serve.limits import ServerLimits
-from merchantbench.serve.mcp_stdio import checked_stdio
+from merchantbench.limits import ServerLimits
+from merchantbench.mcp_surface.stdio import checked_stdio
 from merchantbench.session import END_OF_STEP
 from merchantbench.surface import AgentSurface
 from merchantbench.tools.errors import failure
@@ -228,7 +228,7 @@ def build_mcp_server(run: McpRun) -> Server[Any]:
 
 async def serve_stdio(run: McpRun) -> None:
     """Serve one run over stdin/stdout until the client disconnects; a line that is not a
-    message the server can read gets a JSON-RPC error answer (`serve.mcp_stdio`)."""
+    message the server can read gets a JSON-RPC error answer (`mcp_surface.stdio`)."""
     server = build_mcp_server(run)
     async with checked_stdio() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
@@ -251,7 +251,7 @@ class McpHttpEndpoint:
         idle_seconds: A session with no request in flight for this long is closed and
             forgotten (its client then opens a new one); None keeps sessions until deleted
             (for a host with one trusted client; a server open to agents sets a limit, see
-            `merchantbench.serve.limits`).
+            `merchantbench.limits`).
         max_sessions: Open sessions at most (None: no limit); one more is refused until one
             ends.
         max_body_bytes: The largest request body (413 above it).
