@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from merchantbench.agents.llm import hermes, sandbox
+from merchantbench.agents.llm import hermes
 from merchantbench.agents.llm.hermes import REVIEW_PROMPT, HermesAgent, HermesSettings
 from merchantbench.agents.llm.hermes_tools import FRAMEWORK_TOOLS, LIMITS, skill_kind
 from merchantbench.agents.llm.scripted_server import ScriptedServer, script_responder
@@ -20,7 +20,7 @@ from merchantbench.runs.runner import RunSpec, run_agent
 from merchantbench.scenario import load_scenario
 from merchantbench.session import Session
 
-needs_bwrap = pytest.mark.skipif(sandbox.find_bwrap() is None, reason="bubblewrap not installed")
+needs_bwrap = pytest.mark.requires("bwrap")
 LOCAL = {"model": "scripted", "base_url": "http://127.0.0.1:9/v1"}
 CASH_SKILL = (
     "import merchantbench_tools as mt\n"

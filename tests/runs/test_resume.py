@@ -12,10 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 from merchantbench.cli import app
+from merchantbench.record import code_version
 from merchantbench.record.checkpoint import CHECKPOINT, read_checkpoint_pins
 from merchantbench.record.manifest import read_manifest
 from merchantbench.record.pins import pins_of_checkpoint, pins_of_record
-from merchantbench.record import code_version
 from merchantbench.runs.runner import RunError, RunSpec, run_agent
 from merchantbench.scenario import load_scenario
 from merchantbench.session import Session

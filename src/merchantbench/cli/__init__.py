@@ -10,6 +10,7 @@ import typer
 from merchantbench.cli import calibrate as calibrate_cmd
 from merchantbench.cli import catalog as catalog_cmd
 from merchantbench.cli import check as check_cmd
+from merchantbench.cli import doctor as doctor_cmd
 from merchantbench.cli import mcp as mcp_cmd
 from merchantbench.cli import play as play_cmd
 from merchantbench.cli import report as report_cmd
@@ -59,6 +60,7 @@ app.add_typer(play_cmd.study_app, name="study")
 app.command("dashboard")(play_cmd.dashboard)
 app.command("sweep")(sweep_cmd.sweep)
 app.command("leaderboard")(sweep_cmd.leaderboard)
+app.command("doctor")(doctor_cmd.doctor)
 
 
 def main() -> None:
