@@ -47,7 +47,7 @@ def subcommands() -> list[tuple[str, ...]]:
     found: list[tuple[str, ...]] = []
 
     def walk(group, path: tuple[str, ...]) -> None:
-        ctx = group.make_context("merchantbench", [], resilient_parsing=True)
+        ctx = group.context_class(group, info_name="merchantbench")  # nothing parsed
         for name in group.list_commands(ctx):
             sub = group.get_command(ctx, name)
             found.append((*path, name))

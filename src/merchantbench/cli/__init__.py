@@ -28,6 +28,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain help (click's): typer's Rich help imports Rich's Markdown, Syntax and Traceback,
+    # about as long again as the rest of `--help` (docs/performance.md, "Start-up").
+    rich_markup_mode=None,
 )
 _DEBUG = {"on": bool(os.environ.get("MERCHANTBENCH_DEBUG"))}
 
