@@ -74,6 +74,9 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)
     except typer.TyperException as exc:  # a usage error: the bad option, in one line
+        if type(exc).__name__ == "NoArgsIsHelpError":  # a group given no command: its help
+            exc.show()
+            sys.exit(exc.exit_code)
         print(f"error: {' '.join(exc.format_message().split())}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except (KeyboardInterrupt, typer.Abort):

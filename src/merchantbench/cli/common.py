@@ -2,7 +2,7 @@
 
 Every command module imports at its top only typer, the standard library, this module and other
 light ones (their options need nothing more); what a command does is imported inside it, when it
-runs. So `merchantbench --help` and each `--help` start fast (tests/test_cli_imports.py).
+runs. So `merchantbench --help` and each `--help` start fast (tests/test_cli_start.py).
 """
 
 from __future__ import annotations

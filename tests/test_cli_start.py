@@ -56,3 +56,13 @@ def test_the_cli_and_every_help_import_nothing_heavy():
     }
     loaded = {path: mods for path, mods in helps.items() if mods}
     assert loaded == {}, f"--help loads heavy modules: {loaded}"
+
+
+def test_a_group_given_no_command_shows_its_help():
+    done = subprocess.run(
+        [sys.executable, "-m", "merchantbench.cli", "scenario"], capture_output=True, text=True
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("Usage: ") and "scenario [OPTIONS] COMMAND" in done.stderr
+    assert "show" in done.stderr
+    assert "error:" not in done.stderr
