@@ -75,7 +75,7 @@ def main() -> None:
         code = app(standalone_mode=False)
     except typer.TyperException as exc:  # a usage error: the bad option, in one line
         if type(exc).__name__ == "NoArgsIsHelpError":  # a group given no command: its help
-            exc.show()
+            print(exc.format_message(), file=sys.stderr)
             sys.exit(exc.exit_code)
         print(f"error: {' '.join(exc.format_message().split())}", file=sys.stderr)
         sys.exit(exc.exit_code)
