@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import typer
 
@@ -22,8 +23,22 @@ from merchantbench.cli import serve as serve_cmd
 from merchantbench.cli import sweep as sweep_cmd
 from merchantbench.cli import tools as tools_cmd
 
+
+class _Group(typer.core.TyperGroup):
+    """A command group whose `--help` defaults to False rather than None: typer coerces a
+    non-bool value with pydantic (typer._adapters, about as long as the rest of a subcommand's
+    `--help`), and a group's help option is read on every command line below it."""
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)
+        if option is not None:
+            option.default = False
+        return option
+
+
 app = typer.Typer(
     name="merchantbench",
+    cls=_Group,
     help="MerchantBench: a 365-day drop-shipping benchmark for LLM agents.",
     no_args_is_help=True,
     add_completion=False,
@@ -46,9 +61,9 @@ def _root(
         _DEBUG["on"] = True
 
 
-app.add_typer(scenario_cmd.app, name="scenario")
-app.add_typer(catalog_cmd.app, name="catalog")
-app.add_typer(tools_cmd.app, name="tools")
+app.add_typer(scenario_cmd.app, name="scenario", cls=_Group)
+app.add_typer(catalog_cmd.app, name="catalog", cls=_Group)
+app.add_typer(tools_cmd.app, name="tools", cls=_Group)
 app.command("report")(report_cmd.report)
 app.command("compare")(report_cmd.compare)
 app.command("run")(run_cmd.run)
@@ -59,7 +74,7 @@ app.command("check")(check_cmd.check)
 app.command("reveal")(reveal_cmd.reveal)
 app.command("serve")(serve_cmd.serve)
 app.command("play")(play_cmd.play)
-app.add_typer(play_cmd.study_app, name="study")
+app.add_typer(play_cmd.study_app, name="study", cls=_Group)
 app.command("dashboard")(play_cmd.dashboard)
 app.command("sweep")(sweep_cmd.sweep)
 app.command("leaderboard")(sweep_cmd.leaderboard)
