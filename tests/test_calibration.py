@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from merchantbench.catalog.cache import get_market
-from merchantbench.cli.calibrate import write_document
+from merchantbench.cli.calibration_doc import write_document
 from merchantbench.metrics import load_run_record
 from merchantbench.runs.calibrate import (
     ABLATIONS,

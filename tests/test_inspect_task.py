@@ -14,10 +14,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip(
-    "inspect_ai",
-    reason="inspect-ai is not installed (the `inspect` extra: uv sync --extra inspect)",
-)
+from requires import need
+
+need("inspect", module=True)
 
 from inspect_ai import eval as inspect_eval  # noqa: E402
 from inspect_ai.log import EvalLog, read_eval_log  # noqa: E402

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from merchantbench.agents.llm import hermes, sandbox
+from merchantbench.agents.llm import hermes
 from merchantbench.agents.llm.hermes import REVIEW_PROMPT, HermesAgent, HermesSettings
 from merchantbench.agents.llm.hermes_tools import FRAMEWORK_TOOLS, LIMITS, skill_kind
 from merchantbench.agents.llm.scripted_policy import TOOL_LOOP_STEPS, tool_loop_policy
@@ -22,7 +22,7 @@ from merchantbench.scenario import load_scenario
 from merchantbench.session import Session
 from window_close import calls_after_close
 
-needs_bwrap = pytest.mark.skipif(sandbox.find_bwrap() is None, reason="bubblewrap not installed")
+needs_bwrap = pytest.mark.requires("bwrap")
 LOCAL = {"model": "scripted", "base_url": "http://127.0.0.1:9/v1"}
 CASH_SKILL = (
     "import merchantbench_tools as mt\n"

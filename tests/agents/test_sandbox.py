@@ -25,7 +25,7 @@ from merchantbench.catalog.cache import cache_root, get_market
 from merchantbench.scenario import load_scenario
 from merchantbench.session import Session
 
-needs_bwrap = pytest.mark.skipif(sandbox.find_bwrap() is None, reason="bubblewrap not installed")
+needs_bwrap = pytest.mark.requires("bwrap")
 FAST = SandboxLimits(cpu_seconds=2, wall_seconds=20, processes=16)
 
 

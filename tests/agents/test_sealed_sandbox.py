@@ -16,7 +16,6 @@ import secrets
 import numpy as np
 import pytest
 
-from merchantbench.agents.llm import sandbox
 from merchantbench.agents.llm.sandbox import CodeRunner, Execution, SandboxLimits
 from merchantbench.catalog.cache import get_market
 from merchantbench.record.sealed import SEED_FILE, read_sealed
@@ -24,7 +23,7 @@ from merchantbench.runs.lifecycle import RunLifecycle
 from merchantbench.runs.runner import RunSpec
 from merchantbench.scenario import load_scenario
 
-needs_bwrap = pytest.mark.skipif(sandbox.find_bwrap() is None, reason="bubblewrap not installed")
+needs_bwrap = pytest.mark.requires("bwrap")
 ATTACK_LIMITS = SandboxLimits(cpu_seconds=30, wall_seconds=60, processes=16)
 PUBLIC_SEED = 37
 SEARCHED = 2000  # small seeds the attack tries

@@ -24,9 +24,10 @@ from merchantbench.sweeps.driver import run_sweep
 from merchantbench.sweeps.execute import LocalExecutor
 from merchantbench.sweeps.index import read_index
 from merchantbench.sweeps.spec import load_sweep_file
+from requires import need
 from sweep_fixtures import comparable_rows
 
-pytest.importorskip("ray", reason="Ray is not installed: install the `ray` extra")
+need("ray", module=True)
 START_SECONDS = 300
 SWEEP_SECONDS = 900
 BIN = Path(sys.executable).parent

@@ -1,6 +1,6 @@
 """Browser tests: a real uvicorn server on 127.0.0.1 (in a thread) and Debian's Chromium
-driven by Playwright. No browser is downloaded: without /usr/bin/chromium these tests fail
-with the reason (CI installs it, see .ci/run)."""
+driven by Playwright. No browser is downloaded: without Chromium these tests skip with the
+reason (`merchantbench doctor`); CI installs it and fails them without it (see .ci/run)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
-CHROMIUM = Path(os.environ.get("MERCHANTBENCH_CHROMIUM", "/usr/bin/chromium"))
+from merchantbench.optional_parts import chromium_path
+from requires import need
+
 # Set to a directory (e.g. docs/img) to keep the screenshots the tests take.
 SHOTS_ENV = "MERCHANTBENCH_SCREENSHOTS"
 
@@ -56,10 +58,9 @@ class LiveServer:
 def browser() -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 
-    if not CHROMIUM.is_file():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
+    need("chromium")
     with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        launched = p.chromium.launch(executable_path=str(chromium_path()), args=["--no-sandbox"])
         yield launched
         launched.close()
 

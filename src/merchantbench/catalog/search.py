@@ -24,16 +24,13 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, get_args
 
 import bm25s
 import numpy as np
 
 from merchantbench.catalog import verified
 from merchantbench.catalog.market import CatalogView, Market
-
-SortKey = Literal["relevance", "price_asc", "price_desc", "rating", "sales_30d", "ship_speed"]
-SORT_KEYS: tuple[str, ...] = get_args(SortKey)
+from merchantbench.catalog.sort_keys import SORT_KEYS, SortKey
 
 # Bump when tokenisation or scoring changes: saved indexes of an older format are rebuilt.
 INDEX_FORMAT = 2  # 2: content hashes (catalog.verified)

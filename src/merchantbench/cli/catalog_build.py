@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import json
 import time
+from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from merchantbench.catalog.cache import get_market, market_path
-from merchantbench.catalog.real_format import CatalogError
-from merchantbench.catalog.stats import market_stats
 from merchantbench.cli.common import (
     CatalogOption,
     JsonOption,
@@ -23,6 +18,9 @@ from merchantbench.cli.common import (
     fail,
     scenario_from_options,
 )
+
+if TYPE_CHECKING:  # the work is imported when the command runs (cli/common.py)
+    from rich.table import Table
 
 
 def _fmt(value: object) -> str:
@@ -38,6 +36,8 @@ def _fmt(value: object) -> str:
 
 
 def _stats_table(stats: dict[str, object]) -> Table:
+    from rich.table import Table
+
     table = Table(title="Market statistics", show_header=True, header_style="bold")
     table.add_column("statistic")
     table.add_column("value", justify="right")
@@ -63,6 +63,13 @@ def build(
 ) -> None:
     """Build the scenario's synthetic market, or load a real catalog (--catalog), into the cache
     (or load it from there) and print statistics."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from merchantbench.catalog.cache import get_market, market_path
+    from merchantbench.catalog.real_format import CatalogError
+    from merchantbench.catalog.stats import market_stats
+
     sc = scenario_from_options(scenario, file, set_)
     path = market_path(sc, seed, catalog)
     cached = (path / "meta.json").exists()

@@ -4,17 +4,11 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import typer
-from rich import box
-from rich.console import Console, JustifyMethod
-from rich.table import Table
 
-from merchantbench.catalog.cache import get_market, get_search_index
-from merchantbench.catalog.market import CatalogView, Market
-from merchantbench.catalog.real_format import CatalogError
-from merchantbench.catalog.search import SORT_KEYS, SearchFilters, SearchPage
-from merchantbench.catalog.view import catalog_view_at
+from merchantbench.catalog.sort_keys import SORT_KEYS
 from merchantbench.cli.common import (
     CatalogOption,
     JsonOption,
@@ -25,7 +19,10 @@ from merchantbench.cli.common import (
     fail,
     scenario_from_options,
 )
-from merchantbench.money import rmb
+
+if TYPE_CHECKING:  # the work is imported when the command runs (cli/common.py)
+    from merchantbench.catalog.market import CatalogView, Market
+    from merchantbench.catalog.search import SearchPage
 
 COLUMNS = (
     "product_id", "title", "category", "price", "supplier_rating", "rating", "ship_h",
@@ -36,6 +33,8 @@ HEADERS = ("id", "title", "category", "price", "shop", "rating", "ship h", "log 
 
 
 def _rows(market: Market, view: CatalogView, found: SearchPage) -> list[list[object]]:
+    from merchantbench.money import rmb
+
     rows: list[list[object]] = []
     for i in found.products:
         rows.append(
@@ -56,6 +55,10 @@ def _rows(market: Market, view: CatalogView, found: SearchPage) -> list[list[obj
 
 
 def _print_table(rows: list[list[object]], found: SearchPage, title: str) -> None:
+    from rich import box
+    from rich.console import Console, JustifyMethod
+    from rich.table import Table
+
     table = Table(
         title=title, header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True
     )
@@ -99,6 +102,11 @@ def search(
     json_out: JsonOption = False,
 ) -> None:
     """Search the catalog of a scenario's market on one day, with filters, sort and paging."""
+    from merchantbench.catalog.cache import get_market, get_search_index
+    from merchantbench.catalog.real_format import CatalogError
+    from merchantbench.catalog.search import SearchFilters
+    from merchantbench.catalog.view import catalog_view_at
+
     sc = scenario_from_options(scenario, file, set_)
     if day > sc.clock.days:
         fail(f"--day must be at most {sc.clock.days} for scenario {sc.name}")

@@ -1,19 +1,24 @@
-"""Shared CLI plumbing: one-line errors and scenario options."""
+"""Shared CLI plumbing: one-line errors and scenario options.
+
+Every command module imports at its top only typer, the standard library, this module and other
+light ones (their options need nothing more); what a command does is imported inside it, when it
+runs. So `merchantbench --help` and each `--help` start fast (tests/test_cli_start.py).
+"""
 
 from __future__ import annotations
 
 import os
 import tempfile
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from merchantbench.record.manifest import ManifestError, read_manifest
-from merchantbench.record.schema import RUN_FILE
-from merchantbench.record.sealed import SealedError, SealedSeed, read_sealed
-from merchantbench.scenario import Scenario, ScenarioError, load_scenario
 from merchantbench.seeds import SeedError, check_seed
+
+if TYPE_CHECKING:
+    from merchantbench.record.sealed import SealedSeed
+    from merchantbench.scenario import Scenario
 
 ScenarioName = Annotated[str, typer.Option("--scenario", "-s", help="preset: paper, small, smoke")]
 ScenarioFile = Annotated[
@@ -79,6 +84,10 @@ def run_seed(
     A new sealed run draws its seed; a resumed sealed run reads it back from its directory
     (checked against the commitment in run.json); any other run uses --seed (default 1).
     """
+    from merchantbench.record.manifest import ManifestError, read_manifest
+    from merchantbench.record.schema import RUN_FILE
+    from merchantbench.record.sealed import SealedError, SealedSeed, read_sealed
+
     if sealed and seed is not None:
         fail("--sealed draws the seed; give --seed or --sealed, not both")
     if resume and out is not None and (out / RUN_FILE).is_file():
@@ -110,6 +119,8 @@ def scenario_from_options(
 ) -> Scenario:
     """The scenario of `--scenario`, `--scenario-file`, `--set` and `--days` (a one-line
     failure if it is not valid)."""
+    from merchantbench.scenario import ScenarioError, load_scenario
+
     with_days = list(overrides or []) + ([f"clock.days={days}"] if days is not None else [])
     try:
         return load_scenario(name, overrides=with_days, file=file)

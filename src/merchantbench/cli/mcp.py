@@ -5,10 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-import anyio
 import typer
 
-from merchantbench.catalog.real_format import CatalogError
 from merchantbench.cli.common import (
     CatalogOption,
     DaysOption,
@@ -22,7 +20,6 @@ from merchantbench.cli.common import (
     scenario_from_options,
     writable_dir,
 )
-from merchantbench.runs.runner import RunError, RunSpec
 
 if TYPE_CHECKING:
     from merchantbench.serve.mcp_run import HostedRun
@@ -52,7 +49,9 @@ def mcp(
     set_: SetOption = None,
 ) -> None:
     """Serve one run as an MCP server; the client's model plays it. Writes a run record."""
+    from merchantbench.catalog.real_format import CatalogError
     from merchantbench.runs.lifecycle import CheckpointPolicy
+    from merchantbench.runs.spec import RunError, RunSpec
     from merchantbench.serve.mcp_run import MCP_AGENT, HostedRun
 
     sc = scenario_from_options(scenario, file, set_, days)
@@ -74,6 +73,8 @@ def mcp(
         fail(str(exc))
     try:
         if http_port is None:
+            import anyio
+
             from merchantbench.mcp_surface import serve_stdio
 
             anyio.run(serve_stdio, run)

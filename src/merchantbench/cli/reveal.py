@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from merchantbench.cli.common import fail
-from merchantbench.record.manifest import ManifestError, RunManifest, read_manifest
-from merchantbench.record.sealed import SealedError, SealedSeed
-from merchantbench.record.sealed import reveal as reveal_seed
-from merchantbench.runs.runner import RunError, RunSpec, run_agent
-from merchantbench.scenario import ScenarioError, load_scenario
+
+if TYPE_CHECKING:  # the work is imported when the command runs (cli/common.py)
+    from merchantbench.record.manifest import RunManifest
+    from merchantbench.record.sealed import SealedSeed
 
 
 def reveal(
@@ -33,6 +32,9 @@ def reveal(
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
 ) -> None:
     """Disclose a sealed run's seed and salt after the run, checked against its commitment."""
+    from merchantbench.record.sealed import SealedError
+    from merchantbench.record.sealed import reveal as reveal_seed
+
     try:
         secret, meta = reveal_seed(run_dir, force)
     except SealedError as exc:
@@ -65,6 +67,8 @@ def replay_command(meta: RunManifest, secret: SealedSeed) -> str:
     """A command line that replays the run as a public run of the revealed seed: with the
     preset and --days when the recorded scenario is one, else with the recorded scenario
     written to a YAML file (`scenario_config` of run.json)."""
+    from merchantbench.scenario import ScenarioError, load_scenario
+
     scenario = meta.scenario_model()
     where = "--scenario-file SCENARIO.yaml (run.json's scenario_config as YAML)"
     for days in (None, scenario.clock.days):
@@ -81,6 +85,9 @@ def replay_command(meta: RunManifest, secret: SealedSeed) -> str:
 
 def _replay(meta: RunManifest, secret: SealedSeed, out: Path) -> dict[str, object]:
     """Run the recorded agent, settings and scenario again with the revealed seed."""
+    from merchantbench.record.manifest import ManifestError, read_manifest
+    from merchantbench.runs.runner import RunError, RunSpec, run_agent
+
     spec = RunSpec(
         meta.agent.name,
         meta.scenario_model(),

@@ -4,23 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-import yaml
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from merchantbench.agents.llm.client import ModelCallFailed
-from merchantbench.agents.load import resolve_agent_name
-from merchantbench.agents.registry import (
-    AgentConfigError,
-    agent_entry,
-    agent_names,
-    check_settings,
-    make_agent,
-)
-from merchantbench.catalog.real_format import CatalogError
 from merchantbench.cli.common import (
     CatalogOption,
     DaysOption,
@@ -34,19 +21,18 @@ from merchantbench.cli.common import (
     scenario_from_options,
     writable_dir,
 )
-from merchantbench.money import rmb
-from merchantbench.record.manifest import read_manifest
-from merchantbench.runs.runner import (
-    CheckpointPolicy,
-    RunError,
-    RunSpec,
-    default_run_dir,
-    run_agent,
-)
-from merchantbench.session import Session
+
+if TYPE_CHECKING:  # the work is imported when the command runs (cli/common.py)
+    from rich.console import Console
+
+    from merchantbench.runs.lifecycle import CheckpointPolicy
+    from merchantbench.runs.spec import RunSpec
+    from merchantbench.session import Session
 
 
 def _progress_line(session: Session) -> str:
+    from merchantbench.money import rmb
+
     engine = session.engine
     a = engine.state.ledger.accounts
     day = min(engine.t, engine.horizon) // 24
@@ -105,6 +91,8 @@ AgentOptOption = Annotated[
 
 def _key_values(pairs: list[str] | None, option: str) -> dict[str, Any]:
     """`KEY=VALUE` pairs; values are read as YAML so numbers and booleans keep their type."""
+    import yaml
+
     parsed = {}
     for pair in pairs or []:
         key, sep, value = pair.partition("=")
@@ -118,6 +106,13 @@ def _agent_settings(
     agent: str, options: dict[str, Any], params: list[str] | None, extra: list[str] | None
 ) -> dict[str, Any]:
     """The settings given on the command line, checked by building the agent once."""
+    from merchantbench.agents.registry import (
+        AgentConfigError,
+        agent_entry,
+        check_settings,
+        make_agent,
+    )
+
     settings = {
         k: str(v) if isinstance(v, Path) else v for k, v in options.items() if v is not None
     }
@@ -202,6 +197,16 @@ def run(
     serve_port: Annotated[int, typer.Option("--port", help="--serve: TCP port")] = 8000,
 ) -> None:
     """Run an agent for a whole year (or --days) and write a run record to --out."""
+    from rich.console import Console
+
+    from merchantbench.agents.llm.client import ModelCallFailed
+    from merchantbench.agents.load import resolve_agent_name
+    from merchantbench.agents.registry import AgentConfigError, agent_entry, agent_names
+    from merchantbench.catalog.real_format import CatalogError
+    from merchantbench.record.manifest import read_manifest
+    from merchantbench.runs.lifecycle import CheckpointPolicy
+    from merchantbench.runs.spec import RunError, RunSpec, default_run_dir
+
     if list_agents:
         for name in agent_names():
             typer.echo(f"{name:<12} {agent_entry(name).summary}")
@@ -266,6 +271,7 @@ def run(
 
 def _run_external(spec: RunSpec, out: Path | None, resume: bool, host: str, port: int) -> None:
     from merchantbench.cli.serve import serve_run
+    from merchantbench.runs.spec import default_run_dir
 
     if resume and out is None:
         fail("--resume needs --out DIR, the run directory to continue")
@@ -284,6 +290,10 @@ def _run_with_progress(
     transcript: bool = True,
     checkpoints: CheckpointPolicy | None = None,
 ) -> dict:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from merchantbench.runs.runner import run_agent
+
     total = spec.scenario.clock.windows
     with Progress(
         TextColumn("[bold]{task.fields[agent]}"),

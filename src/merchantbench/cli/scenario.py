@@ -5,7 +5,6 @@ from __future__ import annotations
 import typer
 
 from merchantbench.cli.common import ScenarioFile, SetOption, scenario_from_options
-from merchantbench.scenario import PRESETS
 
 app = typer.Typer(help="Inspect scenario presets and overrides.", no_args_is_help=True)
 
@@ -21,6 +20,8 @@ def show(name: str = typer.Argument("paper"), file: ScenarioFile = None, set_: S
 @app.command("list")
 def list_presets():
     """List the preset scenarios."""
+    from merchantbench.scenario import PRESETS
+
     for name, sc in PRESETS.items():
         m = sc.market
         typer.echo(

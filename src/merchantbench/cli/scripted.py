@@ -9,20 +9,16 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-import yaml
 
+from merchantbench.agents.llm.faults import FAULT_KINDS
 from merchantbench.agents.llm.scripted_policy import POLICIES
-from merchantbench.agents.llm.scripted_server import (
-    FAULT_KINDS,
-    FaultPlan,
-    ScriptedServer,
-    script_responder,
-)
 from merchantbench.cli.common import fail
 
 
 def _load_script(path: Path) -> list[dict]:
     """A JSON or YAML list of reply specs (see `merchantbench.agents.llm.scripted_server`)."""
+    import yaml
+
     try:
         text = path.read_text()
     except OSError as exc:
@@ -64,6 +60,12 @@ def scripted_server(
         fail("give exactly one of --script FILE or --policy NAME")
     if policy is not None and policy not in POLICIES:
         fail(f"unknown policy {policy!r}; choose from {', '.join(POLICIES)}")
+    from merchantbench.agents.llm.scripted_server import (
+        FaultPlan,
+        ScriptedServer,
+        script_responder,
+    )
+
     responder = script_responder(_load_script(script)) if script else POLICIES[policy or ""]
     try:
         plan = FaultPlan(rate=fault_rate, kinds=tuple(fault or FAULT_KINDS), seed=seed)

@@ -7,14 +7,14 @@ import os
 import signal
 import socket
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from merchantbench.cli.common import HostOption, PortOption, fail
-from merchantbench.record.manifest import ManifestError, read_manifest
-from merchantbench.record.schema import METRICS_FILE
-from merchantbench.runs.runner import RunError, RunSpec
+
+if TYPE_CHECKING:  # the work is imported when the command runs (cli/common.py)
+    from merchantbench.runs.spec import RunSpec
 
 ADMIN_ENV = "MERCHANTBENCH_ADMIN_TOKEN"
 LIMIT_HELP = {  # the defaults are ServerLimits' (merchantbench.limits; docs/http.md)
@@ -157,6 +157,7 @@ def _extensions(host: str) -> list:
 
 def serve_run(spec: RunSpec, run_dir: Path, resume: bool, host: str, port: int) -> None:
     """`run --agent external --serve`: host this one run until it ends, then print its metrics."""
+    from merchantbench.runs.runner import RunError
     from merchantbench.serve import ServeConfig, create_app
     from merchantbench.serve.registry import RunRegistry
     from merchantbench.serve.settings import HostSettings
@@ -202,6 +203,7 @@ def serve_run(spec: RunSpec, run_dir: Path, resume: bool, host: str, port: int) 
     if damage:
         fail(f"cannot resume {run_dir}: {damage[0]}")
     from merchantbench.metrics.table1 import HEADLINE_METRICS
+    from merchantbench.record.schema import METRICS_FILE
 
     metrics_file = run_dir / METRICS_FILE
     if not metrics_file.is_file():
@@ -212,6 +214,7 @@ def serve_run(spec: RunSpec, run_dir: Path, resume: bool, host: str, port: int) 
 
 def _check_resumable(run_dir: Path) -> None:
     """`--resume` of a served run: its record must be one the server hosted, not finished."""
+    from merchantbench.record.manifest import ManifestError, read_manifest
     from merchantbench.serve.settings import hosted_settings
 
     try:

@@ -4,24 +4,24 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from merchantbench.cli.common import fail, writable_dir
-from merchantbench.sweeps.execute import Executor, LocalExecutor, SweepOutcome
-from merchantbench.sweeps.index import INDEX_FILE, SweepIndexError, read_index
-from merchantbench.sweeps.leaderboard import LEADERBOARD_COLUMNS, leaderboard_rows
-from merchantbench.sweeps.plan import SweepPlanError
-from merchantbench.sweeps.spec import SweepFileError, load_sweep_file
+
+if TYPE_CHECKING:  # the work is imported when the command runs (cli/common.py)
+    from rich.console import Console
+
+    from merchantbench.sweeps.execute import Executor, SweepOutcome
 
 DEFAULT_ROOT = Path("sweeps")
 MAX_JOBS = 256  # worker processes; more is a typo (each worker holds a market, ~130 MB idle)
 
 
 def _executor(kind: str, jobs: int, address: str | None) -> Executor:
+    from merchantbench.sweeps.execute import LocalExecutor
+
     if kind == "local":
         if address is not None:
             fail("--address goes with --executor ray")
@@ -66,7 +66,12 @@ def sweep(
     progress: Annotated[bool, typer.Option(help="show live progress")] = True,
 ) -> None:
     """Run a grid of agents × models × harnesses × scenarios × seeds; resumable."""
+    from rich.console import Console
+
     from merchantbench.sweeps.driver import run_sweep
+    from merchantbench.sweeps.index import INDEX_FILE
+    from merchantbench.sweeps.plan import SweepPlanError
+    from merchantbench.sweeps.spec import SweepFileError, load_sweep_file
 
     if not 1 <= jobs <= MAX_JOBS:
         fail(f"--jobs must lie between 1 and {MAX_JOBS}, not {jobs}")
@@ -99,6 +104,12 @@ def leaderboard(
     by: Annotated[str, typer.Option("--by", help="metric to rank by")] = "final_net_assets",
 ) -> None:
     """Print the sweep's configurations ranked by the mean of a metric over seeds."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from merchantbench.sweeps.index import INDEX_FILE, read_index
+    from merchantbench.sweeps.leaderboard import LEADERBOARD_COLUMNS, leaderboard_rows
+
     if not (sweep_dir / INDEX_FILE).is_file():
         fail(f"{sweep_dir} has no {INDEX_FILE}: not a sweep directory")
     try:
@@ -116,6 +127,7 @@ def leaderboard(
 
 def sweep_report(sweep_dir: Path, out: Path | None) -> None:
     """`merchantbench report SWEEP`: the sweep's report."""
+    from merchantbench.sweeps.index import INDEX_FILE, SweepIndexError
     from merchantbench.sweeps.report import write_sweep_report
 
     if not (sweep_dir / INDEX_FILE).is_file():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -14,8 +14,9 @@ from merchantbench.cli.common import (
     fail,
     scenario_from_options,
 )
-from merchantbench.tools.registry import ToolRegistry
-from merchantbench.tools.toolset import build_registry
+
+if TYPE_CHECKING:  # the work is imported when the command runs (cli/common.py)
+    from merchantbench.tools.registry import ToolRegistry
 
 app = typer.Typer(
     help="Inspect the agent's tools: schemas, list, descriptions.", no_args_is_help=True
@@ -27,6 +28,8 @@ AllOption = Annotated[
 
 
 def _registry(name: str, file: str | None, overrides: list[str] | None) -> ToolRegistry:
+    from merchantbench.tools.toolset import build_registry
+
     return build_registry(scenario_from_options(name, file, overrides))
 
 

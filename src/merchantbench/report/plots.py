@@ -10,20 +10,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
-import numpy as np  # noqa: E402
-from matplotlib.axes import Axes  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-from merchantbench.metrics.calendar import HOURS_PER_DAY, RunCalendar  # noqa: E402
-from merchantbench.metrics.record import RunRecord  # noqa: E402
-from merchantbench.metrics.run_info import RunInfo, run_info  # noqa: E402
-from merchantbench.metrics.table1 import OUTCOMES  # noqa: E402
-from merchantbench.money import rmb  # noqa: E402
+from merchantbench.metrics.calendar import HOURS_PER_DAY, RunCalendar
+from merchantbench.metrics.record import RunRecord
+from merchantbench.metrics.run_info import RunInfo, run_info
+from merchantbench.metrics.table1 import OUTCOMES
+from merchantbench.money import rmb
 
 FIGSIZE = (11, 4.5)
 DPI = 110
@@ -71,17 +66,23 @@ def _legend(ax: Axes) -> None:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
 
 
+def _subplots(*grid: int, figsize: tuple[float, float], **options: Any) -> tuple[Figure, Any]:
+    """A figure and its axes, drawn with Agg on saving: no pyplot (its import costs more than
+    the figures it would draw, and it keeps every figure until closed)."""
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots(*grid, **options)
+
+
 def _save(fig: Figure, path: Path) -> Path:
     fig.tight_layout()
     fig.savefig(path, dpi=DPI)
-    plt.close(fig)
     return path
 
 
 def plot_accounts(record: RunRecord, info: RunInfo, path: Path) -> Path:
     """Net assets and the four cash accounts, hourly."""
     series = record.timeseries
-    fig, ax = plt.subplots(figsize=FIGSIZE)
+    fig, ax = _subplots(figsize=FIGSIZE)
     days = series["t"] / HOURS_PER_DAY
     for column, (label, colour, width) in ACCOUNT_STYLES.items():
         ax.plot(days, rmb(series[column]), label=label, color=colour, linewidth=width)
@@ -95,7 +96,7 @@ def plot_accounts(record: RunRecord, info: RunInfo, path: Path) -> Path:
 def plot_rating(record: RunRecord, info: RunInfo, path: Path) -> Path:
     """Published store rating (with the star thresholds) above the stars, daily."""
     daily = record.daily.where(record.daily["day"] <= info.last_day)
-    fig, (ax, stars) = plt.subplots(
+    fig, (ax, stars) = _subplots(
         2, 1, figsize=(FIGSIZE[0], FIGSIZE[1] * 1.3), sharex=True, height_ratios=(3, 1)
     )
     ax.plot(daily["day"] + 0.5, daily["rating"], color="tab:red")
@@ -115,7 +116,7 @@ def plot_rating(record: RunRecord, info: RunInfo, path: Path) -> Path:
 def plot_active_listings(record: RunRecord, info: RunInfo, path: Path) -> Path:
     """Active listings, hourly, against the listing cap."""
     series = record.timeseries
-    fig, ax = plt.subplots(figsize=FIGSIZE)
+    fig, ax = _subplots(figsize=FIGSIZE)
     ax.plot(series["t"] / HOURS_PER_DAY, series["active_listings"], color="tab:blue")
     cap = info.scenario.tools.max_active_listings
     ax.axhline(cap, color="grey", linestyle="--", linewidth=0.8, label=f"cap ({cap})")
@@ -139,7 +140,7 @@ def weekly_outcome_counts(record: RunRecord) -> tuple[np.ndarray, dict[str, np.n
 def plot_weekly_orders(record: RunRecord, info: RunInfo, path: Path) -> Path:
     """Orders per week of arrival, stacked by outcome, with late orders as a line."""
     weeks, counts = weekly_outcome_counts(record)
-    fig, ax = plt.subplots(figsize=FIGSIZE)
+    fig, ax = _subplots(figsize=FIGSIZE)
     left, bottom = weeks * DAYS_PER_WEEK, np.zeros(len(weeks))
     for name, count in counts.items():
         if count.sum():
@@ -161,7 +162,7 @@ def plot_monthly_windows(metrics: Mapping[str, Any], path: Path) -> Path:
     """Monthly effective-window rate as labelled bars, with the SWR as a line."""
     rates = metrics["monthly_effective_window_rate"]
     labels = metrics["months"]
-    fig, ax = plt.subplots(figsize=FIGSIZE)
+    fig, ax = _subplots(figsize=FIGSIZE)
     heights = [0.0 if r is None else 100 * r for r in rates]
     bars = ax.bar(range(len(rates)), heights, color="tab:cyan", label="effective windows")
     texts = ["n/a" if r is None else f"{100 * r:.0f} %" for r in rates]

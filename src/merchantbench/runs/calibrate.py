@@ -35,14 +35,13 @@ from merchantbench.money import rmb
 from merchantbench.record.manifest import ManifestError, read_manifest
 from merchantbench.record.schema import METRICS_FILE
 from merchantbench.runs.aside import clear_for_start, holds_a_record, move_aside
+from merchantbench.runs.calibrate_defaults import DEFAULT_ROOT
 from merchantbench.runs.identity import run_identity, same_identity, write_identity
 from merchantbench.runs.pool import worker_pool
 from merchantbench.runs.runner import RunSpec, run_agent
 from merchantbench.scenario import Scenario
 from merchantbench.sim.demand import exposure
 
-DEFAULT_AGENTS = ("idle", "rule-based", "expert", "oracle")
-DEFAULT_ROOT = Path("runs/calibration")
 # The cheap scenario of the CI check (tests/test_calibration.py): `small` with the paper's
 # density of products per keyword, so the rule-based filters still find candidates, for 120 days.
 CI_OVERRIDES = ("market.n_products=15000", "market.n_suppliers=5550", "clock.days=120")

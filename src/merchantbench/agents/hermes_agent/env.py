@@ -52,6 +52,17 @@ def hermes_dir() -> Path:
     return Path(base) / ("" if configured else "hermes-agent")
 
 
+def find_env(version: str = HERMES_VERSION) -> HermesEnv | None:
+    """The environment of `version` if it has been made (its marker written last), else None;
+    never makes one (`merchantbench doctor` asks this)."""
+    root = hermes_dir() / f"env-{version}"
+    try:
+        seconds = float(json.loads((root / _MARKER).read_text())["setup_seconds"])
+    except (OSError, ValueError, KeyError, TypeError):  # not made, or a damaged marker: remade
+        return None
+    return HermesEnv(root, root / "bin" / "python", version, seconds)
+
+
 def ensure_env(version: str = HERMES_VERSION) -> HermesEnv:
     """The environment of `version`, made now if it does not exist yet (blocking).
 
@@ -62,10 +73,10 @@ def ensure_env(version: str = HERMES_VERSION) -> HermesEnv:
     root.parent.mkdir(parents=True, exist_ok=True)
     with open(root.parent / f".env-{version}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        found = find_env(version)
+        if found is not None:
+            return found
         marker = root / _MARKER
-        if marker.is_file():
-            seconds = float(json.loads(marker.read_text())["setup_seconds"])
-            return HermesEnv(root, root / "bin" / "python", version, seconds)
         started = time.perf_counter()
         _build(root, version)
         seconds = time.perf_counter() - started

@@ -24,38 +24,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from merchantbench.agents.llm.conversation import estimate_tokens, message_tokens
+from merchantbench.agents.llm.faults import FAULT_KINDS, FaultPlan
 
 Responder = Callable[[dict[str, Any]], dict[str, Any]]
-FAULT_KINDS = ("rate_limit", "server_error", "slow", "malformed_args", "truncated", "dropped")
-
-
-@dataclass(frozen=True)
-class FaultPlan:
-    """Which faults to inject and how often.
-
-    Attributes:
-        rate: Share of requests that meet a fault, 0 to 1.
-        kinds: Faults to choose from, uniformly.
-        seed: Seed of the fault draws (independent of any simulation seed).
-        slow_seconds: Delay of a `slow` answer (the answer itself is fine).
-        retry_after: `retry-after` header of a 429, in seconds.
-    """
-
-    rate: float = 0.0
-    kinds: tuple[str, ...] = FAULT_KINDS
-    seed: int = 0
-    slow_seconds: float = 0.05
-    retry_after: float = 0.0
-
-    def __post_init__(self) -> None:
-        unknown = set(self.kinds) - set(FAULT_KINDS)
-        if unknown or not 0.0 <= self.rate <= 1.0:
-            raise ValueError(f"bad fault plan: rate {self.rate}, unknown kinds {sorted(unknown)}")
 
 
 def script_responder(replies: Iterable[dict[str, Any]]) -> Responder:
