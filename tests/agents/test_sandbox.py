@@ -784,13 +784,14 @@ def test_the_hermes_agents_confinement_forbids_new_user_namespaces(tmp_path):
     # The real Hermes Agent runs under bubblewrap too (agents/hermes_agent/process.py): before,
     # as root, its processes could make user namespaces (and held every capability).
     from merchantbench.agents.hermes_agent.env import HermesEnv
-    from merchantbench.agents.hermes_agent.process import command
+    from merchantbench.agents.hermes_agent.process import CONFIG_NAME, command
 
     python = Path(os.path.realpath(sys.executable))
     env = HermesEnv(Path(sys.base_prefix).resolve(), python, "test", 0.0)
     home, sockets = tmp_path / "home", tmp_path / "sockets"
     home.mkdir()
     sockets.mkdir()
+    (home / CONFIG_NAME).write_text("")  # the confinement binds Hermes' settings read-only
     argv = command(home, env, {}, sockets)
     confinement = argv[: argv.index(str(python))]
     probe = (
