@@ -63,37 +63,26 @@ class AgentOutcome:
 SettingsT = TypeVar("SettingsT", bound=AgentSettings)
 
 
-class BaseAgent(Generic[SettingsT]):
-    """An agent with neutral defaults for everything but `act` (see the module docstring).
+class Player(Generic[SettingsT]):
+    """Whoever plays a run, as its record sees it: an agent in this process, or the driver of a
+    run played from outside (`runs/driver.py`). Its settings go to `run.json`; it reports its
+    outcome and model calls (none by default).
 
-    Subclasses set `name` and `Settings` (the class of their settings, also the type
-    parameter), and read their configuration from `self.config`.
+    Subclasses set `Settings` (the class of their settings, also the type parameter), and read
+    their configuration from `self.config`.
     """
 
-    name: ClassVar[str] = ""
     Settings: ClassVar[type[AgentSettings]] = AgentSettings
-    privileged: ClassVar[bool] = False
-    # Keys of `settings()` that report where a run keeps things, not how it is configured
-    # (e.g. a private home directory); a resume does not pin them.
-    runtime_settings: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, config: SettingsT | None = None) -> None:
         self.config: SettingsT = config if config is not None else self.Settings()  # type: ignore[assignment]
 
     def settings(self) -> dict[str, Any]:
-        """The agent's configuration as the run record states it."""
+        """The configuration as the run record states it."""
         return self.config.model_dump(mode="json")
 
-    def act(self, surface: AgentSurface) -> None:
-        """Make this window's calls (blocking form)."""
-        raise NotImplementedError(f"{type(self).__name__} implements neither act nor act_async")
-
-    async def act_async(self, surface: AgentSurface) -> None:
-        """Make this window's calls; by default, the blocking `act`."""
-        self.act(surface)
-
     def outcome(self) -> AgentOutcome:
-        """Usage and early-stop reason; none for agents without a model."""
+        """Usage and early-stop reason; none for a player without a model."""
         return AgentOutcome()
 
     @property
@@ -104,6 +93,28 @@ class BaseAgent(Generic[SettingsT]):
     def drain_model_calls(self) -> list[dict[str, Any]]:
         """Model-call records not yet written to the run directory."""
         return []
+
+
+class BaseAgent(Player[SettingsT]):
+    """An agent with neutral defaults for everything but `act` (see the module docstring).
+
+    Subclasses set `name` and `Settings` (the class of their settings, also the type
+    parameter), and read their configuration from `self.config`.
+    """
+
+    name: ClassVar[str] = ""
+    privileged: ClassVar[bool] = False
+    # Keys of `settings()` that report where a run keeps things, not how it is configured
+    # (e.g. a private home directory); a resume does not pin them.
+    runtime_settings: ClassVar[frozenset[str]] = frozenset()
+
+    def act(self, surface: AgentSurface) -> None:
+        """Make this window's calls (blocking form)."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither act nor act_async")
+
+    async def act_async(self, surface: AgentSurface) -> None:
+        """Make this window's calls; by default, the blocking `act`."""
+        self.act(surface)
 
     async def aclose(self) -> None:
         """Release clients and processes; called once when the run ends or fails."""

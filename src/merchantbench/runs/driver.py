@@ -11,9 +11,9 @@ across a restart is `state()`, plain JSON saved with each checkpoint (never a pi
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar, Generic, Self
+from typing import Any, ClassVar, Self
 
-from merchantbench.agents.base import AgentOutcome, AgentSettings, SettingsT
+from merchantbench.agents.base import Player, SettingsT
 from merchantbench.record.manifest import DriverName
 
 # How each driver's runs are played (the runner refuses them with this).
@@ -25,41 +25,20 @@ PLAYED_BY: dict[DriverName, str] = {
 }
 
 
-class Driver(Generic[SettingsT]):
+class Driver(Player[SettingsT]):
     """A run's driver (see the module docstring); subclasses set `name` and `Settings` (also
-    the type parameter).
+    the type parameter). What it reports (settings, outcome, model calls) is a `Player`'s.
 
     Args:
         config: The driver's settings (recorded in run.json, never a secret).
     """
 
     name: ClassVar[DriverName]
-    Settings: ClassVar[type[AgentSettings]] = AgentSettings
-
-    def __init__(self, config: SettingsT | None = None) -> None:
-        self.config: SettingsT = config if config is not None else self.Settings()  # type: ignore[assignment]
 
     @classmethod
     def from_settings(cls, settings: dict[str, Any]) -> Self:
         """A driver of `settings` as the run's spec gives them (validated by `Settings`)."""
         return cls(cls.Settings.model_validate(settings))  # type: ignore[arg-type]
-
-    def settings(self) -> dict[str, Any]:
-        """The settings as the run record states them."""
-        return self.config.model_dump(mode="json")
-
-    def outcome(self) -> AgentOutcome:
-        """Usage and early-stop reason, as the driver knows them (none by default)."""
-        return AgentOutcome()
-
-    @property
-    def model_calls_seq(self) -> int:
-        """Model calls made so far (`model_calls.jsonl`)."""
-        return 0
-
-    def drain_model_calls(self) -> list[dict[str, Any]]:
-        """Model-call records not yet written to the run directory."""
-        return []
 
     def state(self) -> dict[str, Any] | None:
         """What the protocol must remember across a restart, as JSON (None: nothing)."""

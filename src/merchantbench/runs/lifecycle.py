@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import merchantbench
-from merchantbench.agents.base import BaseAgent
+from merchantbench.agents.base import BaseAgent, Player
 from merchantbench.agents.registry import agent_entry, make_agent
 from merchantbench.record.checkpoint import (
     CheckpointError,
@@ -85,9 +85,6 @@ from merchantbench.surface import AgentSurface
 from merchantbench.tools.agent_input import scrub
 
 __all__ = ["CheckpointPolicy", "RunLifecycle"]
-
-# Who plays the run: an in-process agent, or a front end's driver.
-Player = BaseAgent[Any] | Driver[Any]
 
 
 @dataclass(frozen=True)
@@ -235,7 +232,7 @@ class RunLifecycle:
             how = PLAYED_BY[spec.agent]  # type: ignore[index]
             raise RunError(f"agent {spec.agent!r} plays through {how}, not `run`")
         session = Session.open(spec.scenario, spec.seed, spec.catalog, trace_sink=self._write)
-        player: Player
+        player: Player[Any]
         hidden = None
         if driver is not None:
             player = self.driver = driver
@@ -287,7 +284,7 @@ class RunLifecycle:
             raise RunError(f"cannot resume: {reason}")
         return meta
 
-    def _start_manifest(self, player: Player) -> RunManifest:
+    def _start_manifest(self, player: Player[Any]) -> RunManifest:
         spec, session = self.spec, self.session
         market = MarketRef(
             source="synthetic" if spec.catalog is None else "catalog",
@@ -397,7 +394,7 @@ class RunLifecycle:
         return self.metrics is not None
 
     @property
-    def _player(self) -> Player:
+    def _player(self) -> Player[Any]:
         player = self.agent if self.driver is None else self.driver
         assert player is not None
         return player
