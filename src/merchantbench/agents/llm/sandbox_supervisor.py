@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 from dataclasses import dataclass
 from typing import IO, Any, Protocol
@@ -203,6 +204,9 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
         pass  # the group is already gone
 
 
+_PROCESS_LIMIT_MARK = re.compile(r"Resource temporarily unavailable|can't start new thread")
+
+
 def _diagnose(
     code: int | None, timed_out: bool, stderr: str, limits: SandboxLimits
 ) -> tuple[str | None, str | None]:
@@ -223,9 +227,13 @@ def _diagnose(
     if "MemoryError" in last:
         gib = limits.memory_bytes / 2**30
         return "memory_limit", f"out of memory: the limit is {gib:g} GiB ({last.strip()})"
-    if "Resource temporarily unavailable" in last or "can't start new thread" in last:
+    # A fork bomb's processes all fail at once, and their tracebacks interleave: the line that
+    # names the process limit need not be the last one.
+    out_of_processes = [line for line in stderr.splitlines() if _PROCESS_LIMIT_MARK.search(line)]
+    if out_of_processes:
+        said = out_of_processes[-1].strip()
         return "process_limit", (
-            f"could not start a process or thread: at most {limits.processes} ({last.strip()})"
+            f"could not start a process or thread: at most {limits.processes} ({said})"
         )
     if signo in {s.value for s in signal.Signals}:
         return "killed", f"killed by signal {signal.Signals(signo).name}"
