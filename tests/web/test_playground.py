@@ -127,7 +127,7 @@ def test_a_participant_plays_pauses_reloads_and_continues(tmp_path: Path, browse
         page.keyboard.press("p")  # pause
         page.locator("#paused").wait_for()
         page.reload()
-        assert page.locator("#paused").is_visible()
+        page.locator("#paused").wait_for()  # the page shows the state once it has fetched it
         check_agree(page, store)
         assert (store.surface.window, session_net_assets(store)) == before
         page.click("#resume")
