@@ -263,9 +263,11 @@ def run(
 
     typer.echo(json.dumps({k: metrics[k] for k in HEADLINE_METRICS}, ensure_ascii=False))
     if report:
-        from merchantbench.report import write_report
+        from merchantbench.metrics import load_run_record
+        from merchantbench.report.markdown import write_run_report
 
-        path = write_report(run_dir)
+        # The finished run's metrics as it just wrote them: not computed a second time.
+        path = write_run_report(load_run_record(run_dir), metrics, run_dir)
         console.print(f"report: {path}")
 
 
