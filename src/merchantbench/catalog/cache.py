@@ -34,6 +34,7 @@ import platformdirs
 from merchantbench import random_streams, seeds
 from merchantbench.catalog import (
     calendar,
+    event_log,
     events,
     market_demand,
     offers,
@@ -54,6 +55,8 @@ from merchantbench.seeds import is_sealed_range, keyed_digest
 
 CACHE_ENV = "MERCHANTBENCH_CACHE"
 FORMAT_VERSION = 2  # bump when the directory layout changes (2: content hashes)
+SEARCH_INDEX_DIR = "search"  # the market's keyword index, a sealed directory of its own
+EVENT_LOG_DIR = "event_log"  # its supplier events sorted by hour (catalog.event_log)
 # The generator's source is part of the key, so editing it can never serve a stale market.
 _GENERATOR_MODULES = (
     synthetic, parts, population, offers, trust_signals, trajectories, market_demand, vocab,
@@ -186,7 +189,7 @@ def get_search_index(
 ) -> SearchIndex:
     """The keyword index of a cached market, built once and kept beside it (and shared with
     the process's other runs on the same market object while one holds it)."""
-    directory = market_path(scenario, seed, catalog) / "search"
+    directory = market_path(scenario, seed, catalog) / SEARCH_INDEX_DIR
     with _OPEN_LOCK:
         known = _OPEN_INDEXES.get(directory)
     if known is not None and known.market is market and _still_sound(directory):
@@ -265,6 +268,7 @@ def get_market(
             _build(scenario, seed, progress, catalog, final)
         try:
             market = load_market(final)
+            event_log.keep_logs_in(market, final / EVENT_LOG_DIR)
             with _OPEN_LOCK:
                 _OPEN_MARKETS[final] = market
             return market

