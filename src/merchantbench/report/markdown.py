@@ -210,7 +210,7 @@ def render_report(record: RunRecord, metrics: Mapping[str, Any], figures: Sequen
 
 def write_run_report(record: RunRecord, metrics: Mapping[str, Any], out_dir: Path) -> Path:
     """Write `report.md`, `metrics.json` and the figures into `out_dir`; return the report."""
-    from merchantbench.report.plots import write_plots  # matplotlib only when drawing
+    from merchantbench.report.plots import write_plots
 
     out_dir.mkdir(parents=True, exist_ok=True)
     figures = write_plots(record, metrics, out_dir)
