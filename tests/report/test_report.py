@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from xml.etree import ElementTree
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import numpy as np
 import pytest

@@ -74,7 +74,8 @@ class Changes:
     @classmethod
     def saved(cls, arrays: dict[str, np.ndarray]) -> Changes:
         """Changes from the arrays of `arrays()`, as saved: no sorting again."""
-        return cls(arrays["hour"], arrays["product"], arrays["value"], number_view(arrays["through"]))
+        through = number_view(arrays["through"])
+        return cls(arrays["hour"], arrays["product"], arrays["value"], through)
 
     def _count_through(self, hour: int) -> int:
         if hour < 0:

@@ -119,11 +119,11 @@ class _Box:
     xlim: tuple[float, float]
     ylim: tuple[float, float]
 
-    def px(self, x: np.ndarray) -> np.ndarray:
+    def px(self, x: np.ndarray | float) -> np.ndarray:
         lo, hi = self.xlim
         return self.x0 + (np.asarray(x, dtype=float) - lo) / ((hi - lo) or 1.0) * self.w
 
-    def py(self, y: np.ndarray) -> np.ndarray:
+    def py(self, y: np.ndarray | float) -> np.ndarray:
         lo, hi = self.ylim
         return self.y0 + self.h - (np.asarray(y, dtype=float) - lo) / ((hi - lo) or 1.0) * self.h
 
@@ -227,8 +227,9 @@ def _dash(style: str) -> str:
 def _mark(box: _Box, mark: Mark) -> list[str]:
     if isinstance(mark, HLine):
         y = float(box.py(mark.y))
-        return [f"<line x1='{box.x0:.1f}' x2='{box.x0 + box.w:.1f}' y1='{y:.1f}' y2='{y:.1f}' "
-                f"stroke='{mark.colour}' stroke-width='{mark.width}'{_dash(mark.style)}/>"]  # fmt: skip
+        stroke = f"stroke='{mark.colour}' stroke-width='{mark.width}'{_dash(mark.style)}"
+        x0, x1 = box.x0, box.x0 + box.w
+        return [f"<line x1='{x0:.1f}' x2='{x1:.1f}' y1='{y:.1f}' y2='{y:.1f}' {stroke}/>"]
     if isinstance(mark, Bars):
         return _bars(box, mark)
     return _line(box, mark)
