@@ -34,6 +34,7 @@ import platformdirs
 from merchantbench import random_streams, seeds
 from merchantbench.catalog import (
     calendar,
+    daily_report,
     event_log,
     events,
     market_demand,
@@ -57,6 +58,7 @@ CACHE_ENV = "MERCHANTBENCH_CACHE"
 FORMAT_VERSION = 2  # bump when the directory layout changes (2: content hashes)
 SEARCH_INDEX_DIR = "search"  # the market's keyword index, a sealed directory of its own
 EVENT_LOG_DIR = "event_log"  # its supplier events sorted by hour (catalog.event_log)
+DAILY_REPORTS_DIR = "daily_reports"  # every day's market report (catalog.daily_report)
 # The generator's source is part of the key, so editing it can never serve a stale market.
 _GENERATOR_MODULES = (
     synthetic, parts, population, offers, trust_signals, trajectories, market_demand, vocab,
@@ -269,6 +271,7 @@ def get_market(
         try:
             market = load_market(final)
             event_log.keep_logs_in(market, final / EVENT_LOG_DIR)
+            daily_report.keep_reports_in(market, final / DAILY_REPORTS_DIR)
             with _OPEN_LOCK:
                 _OPEN_MARKETS[final] = market
             return market
