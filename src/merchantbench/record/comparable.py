@@ -158,6 +158,14 @@ class PooledRun:
         return int((self.usage or {}).get("calls") or 0)
 
 
+def _default_label(meta: RunManifest) -> str:
+    """A run outside a sweep: its agent, and the models-file entry (or model) an LLM agent
+    called (`react-gpt-mini`, the sweep's naming)."""
+    settings = meta.agent.settings
+    model = settings.get("model_entry") or settings.get("model")
+    return f"{meta.agent.name}-{model}" if isinstance(model, str) and model else meta.agent.name
+
+
 def read_finished(run_dir: Path, label: str | None = None) -> PooledRun | None:
     """The finished run in `run_dir`, or None (unfinished, unreadable, or not a run record)."""
     try:
@@ -169,7 +177,7 @@ def read_finished(run_dir: Path, label: str | None = None) -> PooledRun | None:
         return None
     return PooledRun(
         run_dir=Path(run_dir),
-        label=label or meta.agent.name,
+        label=label or _default_label(meta),
         identity=identity_of(meta),
         seed=meta.seed,
         commitment=None if meta.seed_commitment is None else meta.seed_commitment.sha256,
@@ -211,10 +219,7 @@ class Pool:
     identity: ConfigIdentity
     runs: list[PooledRun]
     copies: int = 0  # duplicate copies left out
-
-    @property
-    def label(self) -> str:
-        return " = ".join(dict.fromkeys(run.label for run in self.runs))
+    label: str = ""  # set by `pool_runs`: the runs' labels, made distinct within a setting
 
     @property
     def seeds(self) -> list[int]:
@@ -258,7 +263,13 @@ def pool_runs(runs: Iterable[PooledRun]) -> dict[Setting, list[Pool]]:
         pool.runs.append(run)
     tables: dict[Setting, list[Pool]] = {}
     for identity, pool in pools.items():
+        pool.label = " = ".join(dict.fromkeys(run.label for run in pool.runs))
         tables.setdefault(identity.setting, []).append(pool)
+    for table in tables.values():
+        labels = [pool.label for pool in table]
+        for pool in table:
+            if labels.count(pool.label) > 1:  # one label, other settings: say which
+                pool.label += f" #{pool.identity.settings_sha256[:6]}"
     return tables
 
 
@@ -320,6 +331,18 @@ def provenance_lines(block: dict[str, Any]) -> list[tuple[str, str]]:
          "no: not comparable with the paper's Table 1 (365 days, 2,000 + 1,000 RMB, 50 slots)"),
         ("generated", f"{block['generated_date']} by merchantbench {block['generated_by']}"),
     ]  # fmt: skip
+
+
+def pool_cost(pool: Pool) -> tuple[str, float | None]:
+    """Mean model spend per run: `(text, value)`; "—" without model calls, "unknown" when a
+    run that called a model has no cost (a price not stated): never a silent 0."""
+    billed = [run for run in pool.runs if run.model_calls]
+    if not billed:
+        return "—", None
+    if any(run.cost is None for run in billed):
+        return "unknown", None
+    value = sum(run.cost or 0.0 for run in pool.runs) / len(pool.runs)
+    return f"{value:.4f}", value
 
 
 def spend_efficiency(net_assets: float | None, cost: float | None) -> float | None:

@@ -15,6 +15,7 @@ from merchantbench.record.comparable import (
     PooledRun,
     Setting,
     integer_text,
+    pool_cost,
     pool_runs,
     provenance,
     spend_efficiency,
@@ -49,18 +50,6 @@ def _cell(key: str, value: float | None, decimals: int = 2) -> str:
     if key in COUNT_METRICS:
         return integer_text(value, 1)
     return integer_text(value, decimals if abs(value) >= 10 else max(decimals, 4))
-
-
-def pool_cost(pool: Pool) -> tuple[str, float | None]:
-    """Mean model spend per run: `(text, value)`; "—" without model calls, "unknown" when a
-    run that called a model has no cost (a price not stated)."""
-    billed = [run for run in pool.runs if run.model_calls]
-    if not billed:
-        return "—", None
-    if any(run.cost is None for run in billed):
-        return "unknown", None
-    value = float(np.mean([run.cost or 0.0 for run in pool.runs]))
-    return f"{value:.4f}", value
 
 
 def pool_row(pool: Pool, by: str) -> tuple[float | None, list[str]]:
