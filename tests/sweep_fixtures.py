@@ -12,7 +12,7 @@ from merchantbench.agents.llm.scripted_policy import store_policy
 from merchantbench.agents.llm.scripted_server import ScriptedServer
 
 DAYS = 8  # 16 windows: a checkpoint after window 10, so a killed run resumes from one
-TIMING = ("wall_seconds",)
+TIMING = ("wall_seconds", "date")  # wall time; the provenance's dates
 
 
 def sweep_text(base_url: str) -> str:
