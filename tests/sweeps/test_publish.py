@@ -200,3 +200,18 @@ def test_a_sweep_budget_on_cost_refuses_an_unpriced_entry(tmp_path: Path) -> Non
         plan_sweep(parse_sweep_text(text, ".yaml"), tmp_path)
     priced = text.replace("models: [full, unpriced]", "models: [full]")
     assert plan_sweep(parse_sweep_text(priced, ".yaml"), tmp_path)  # every price stated: runs
+
+
+def test_compare_refuses_runs_of_two_settings(folder: Path) -> None:
+    runs = [
+        folder / "short" / "runs" / "idle" / "s1",
+        folder / "longer" / "runs" / "idle@smoke" / "s1",
+    ]
+    result = CliRunner().invoke(app, ["compare", *map(str, runs)])
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert "2 settings, which are never pooled: smoke · 2 days" in result.stderr
+    same = [
+        folder / "short" / "runs" / "idle" / "s1",
+        folder / "short-copy" / "runs" / "rule-based" / "s1",
+    ]
+    assert CliRunner().invoke(app, ["compare", *map(str, same)]).exit_code == 0

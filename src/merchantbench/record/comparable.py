@@ -95,7 +95,9 @@ def _code(meta: RunManifest) -> str:
     return " + ".join(sorted(parts))
 
 
-def _paper_like(config: dict[str, Any]) -> bool:
+def paper_setting(config: dict[str, Any]) -> bool:
+    """Whether a scenario (as `run.json` records it) is in the paper's setting: 365 days,
+    RMB 2,000 balance + 1,000 deposit, 50 listing slots (Table 1 compares only there)."""
     clock, money, tools = (config.get(k) or {} for k in ("clock", "money", "tools"))
     return (clock.get("days"), money.get("initial_balance_fen"),
             money.get("initial_deposit_fen"), tools.get("max_active_listings")) == (
@@ -115,7 +117,7 @@ def setting_of(meta: RunManifest) -> Setting:
         market=market,
         tool_schema_sha256=meta.tool_schema_sha256,
         code=_code(meta),
-        paper_like=_paper_like(config),
+        paper_like=paper_setting(config),
     )
 
 
