@@ -147,7 +147,8 @@ class PooledRun:
     @property
     def run_key(self) -> tuple[str, str, str]:
         """Copies of one run share it: configuration, seed (or commitment), final state."""
-        return self.identity.key, str(self.seed or self.commitment), self.state_hash
+        seed = str(self.seed) if self.seed is not None else f"sealed:{self.commitment}"
+        return self.identity.key, seed, self.state_hash
 
     @property
     def cost(self) -> float | None:
