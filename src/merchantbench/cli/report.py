@@ -71,10 +71,10 @@ def compare(
 
 def _one_setting(run_dirs: list[Path]) -> None:
     """Refuse to pool runs of different settings (scenario, days, market, tools, code)."""
-    from merchantbench.record.comparable import setting_of
+    from merchantbench.record.comparable import Setting, setting_of
     from merchantbench.record.manifest import ManifestError, read_manifest
 
-    settings = {}
+    settings: dict[Setting, Path] = {}
     for run_dir in run_dirs:
         try:
             settings.setdefault(setting_of(read_manifest(run_dir)), run_dir)
