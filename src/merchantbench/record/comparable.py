@@ -236,12 +236,14 @@ class Pool:
     def verified(self) -> int:
         return sum(run.verified for run in self.runs)
 
-    def what(self) -> str:
-        """What the row pools: `2 runs · seeds 1, 2 · 0 of 2 verified`."""
+    def what(self, show_seeds: bool = True) -> str:
+        """What the row pools: `2 runs · seeds 1, 2 · not verified` (`2 seeds` where seeds are
+        not shown, as on the dashboard)."""
         seeds = []
         if self.seeds:
-            seeds.append(f"seed{'s' if len(self.seeds) > 1 else ''} "
-                         + ", ".join(map(str, self.seeds)))  # fmt: skip
+            word = "seeds" if len(self.seeds) > 1 else "seed"
+            values = ", ".join(map(str, self.seeds))
+            seeds.append(f"{word} {values}" if show_seeds else f"{len(self.seeds)} {word}")
         if self.sealed:
             seeds.append(f"{self.sealed} sealed")
         runs = f"{len(self.runs)} run{'s' if len(self.runs) != 1 else ''}"
@@ -311,9 +313,12 @@ def provenance(setting: Setting, pools: Sequence[Pool]) -> dict[str, Any]:
     }
 
 
-def provenance_lines(block: dict[str, Any]) -> list[tuple[str, str]]:
-    """The provenance block as (label, text) lines for any renderer."""
+def provenance_lines(block: dict[str, Any], show_seeds: bool = True) -> list[tuple[str, str]]:
+    """The provenance block as (label, text) lines for any renderer (without the public seeds'
+    values where a page never shows a seed, as the dashboard)."""
     seeds = ", ".join(map(str, block["seeds"])) or "none public"
+    if not show_seeds:
+        seeds = f"{len(block['seeds'])} public (values not shown here)"
     if block["sealed_commitments"]:
         seeds += f"; sealed, commitments {', '.join(block['sealed_commitments'])}"
     dates = block["run_dates"]

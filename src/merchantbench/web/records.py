@@ -123,7 +123,8 @@ def _mean(values: list[float], key: str) -> float | int | None:
 def leaderboards(root: Path) -> list[dict[str, Any]]:
     """One ranking per setting (record/comparable.py: scenario, days, market, tool schema, code;
     never pooled), each row one configuration identity: mean Table-1 metrics over its finished
-    runs (copies of a run counted once), what it pools, cost per run, best net assets first."""
+    runs (copies of a run counted once), what it pools, cost per run, best net assets first.
+    Seeds are counted, never shown (the dashboard shows no seed)."""
     boards = []
     for setting, pools in pool_runs(finished_runs(root)).items():
         rows = []
@@ -135,11 +136,12 @@ def leaderboards(root: Path) -> list[dict[str, Any]]:
             assets = means.get("final_net_assets")
             efficiency = spend_efficiency(None if assets is None else float(assets), per_run)
             rows.append({"config": pool.label, "agent": pool.identity.agent,
-                         "runs": len(pool.runs), "pools": pool.what(), "cost": cost,
+                         "runs": len(pool.runs), "pools": pool.what(show_seeds=False), "cost": cost,
                          "efficiency": efficiency, **means})  # fmt: skip
         rows.sort(key=lambda row: -float(row["final_net_assets"] or 0.0))
+        block = provenance_lines(provenance(setting, pools), show_seeds=False)
         boards.append({"setting": setting.label, "key": setting.key, "rows": rows,
-                       "provenance": provenance_lines(provenance(setting, pools))})  # fmt: skip
+                       "provenance": block})  # fmt: skip
     return boards
 
 
