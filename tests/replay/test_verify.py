@@ -200,3 +200,20 @@ def test_an_unfinished_record_is_not_verified(copy) -> None:
     (copy / "run.json").write_text(json.dumps(meta))
     with pytest.raises(ReplayError, match="has not finished"):
         verify_record(copy)
+
+
+def test_verify_leaves_its_result_and_a_later_edit_undoes_it(copy) -> None:
+    from merchantbench.record.verification import VERIFICATION_FILE, is_verified
+
+    (copy / VERIFICATION_FILE).unlink(missing_ok=True)  # the module's record may be checked
+    assert not is_verified(copy)
+    assert verify_cli(str(copy)).exit_code == 0
+    kept = json.loads((copy / VERIFICATION_FILE).read_text())
+    assert kept["ok"] is True and "verified" in kept["detail"] and is_verified(copy)
+    metrics = json.loads((copy / "metrics.json").read_text())
+    metrics["net_profit"] += 100  # edited after the check: no longer verified
+    (copy / "metrics.json").write_text(json.dumps(metrics, indent=2))
+    assert not is_verified(copy)
+    assert verify_cli(str(copy)).exit_code == 1  # and checking again says why, and keeps it
+    assert json.loads((copy / VERIFICATION_FILE).read_text())["ok"] is False
+    assert not is_verified(copy)

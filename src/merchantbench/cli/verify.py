@@ -30,7 +30,10 @@ def verify(
 ) -> None:
     """Replay each run's actions in a fresh session and check every answer, window close, the
     final state hash, the tables and every metric against the record. Exit 0 only when all
-    match; 1 when a record differs (one line naming where); 2 when one cannot be replayed."""
+    match; 1 when a record differs (one line naming where); 2 when one cannot be replayed.
+    The result is kept in each run's `verified.json`, which the leaderboards, the sweep report,
+    the dashboard and the site read (a record changed since counts as not verified)."""
+    from merchantbench.record.verification import write_verification
     from merchantbench.replay import ReplayError, verify_record
 
     code = 0
@@ -45,6 +48,10 @@ def verify(
             code = 2
             continue
         typer.echo(report.to_json() if as_json else report.summary())
+        try:
+            write_verification(run_dir, report.ok, report.summary())
+        except OSError as exc:  # a read-only record is still verified; it just cannot say so
+            typer.echo(f"notice: {run_dir}: verified.json not written ({exc.strerror})", err=True)
         if not report.ok:
             code = max(code, 1)
     if code:

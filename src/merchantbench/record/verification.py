@@ -8,13 +8,16 @@
      "source_sha256": "<hash of the code that replayed it>", "detail": "…"}
 
 `is_verified(run_dir)` is the one reader every table uses (CLI leaderboard, sweep report,
-dashboard, static site): a run counts as verified only when that file says `ok` *and* names the
-state hash `run.json` holds now, so a record edited or replaced after its check is "not verified"
-again. A missing or damaged file means "not verified", never an error.
+dashboard, static site): a run counts as verified only when that file says `ok`, names the state
+hash `run.json` holds now, and the SHA-256 of the files a table reads (`run.json`,
+`metrics.json`, `trace.jsonl`) are those that were checked, so a record edited or replaced after
+its check is "not verified" again. A missing or damaged file means "not verified", never an
+error.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,9 +26,21 @@ from typing import Any
 import merchantbench
 from merchantbench.record.code_version import source_sha256
 from merchantbench.record.files import atomic_write_json
-from merchantbench.record.schema import RUN_FILE
+from merchantbench.record.schema import METRICS_FILE, RUN_FILE, TRACE_FILE
 
 VERIFICATION_FILE = "verified.json"
+CHECKED_FILES = (RUN_FILE, METRICS_FILE, TRACE_FILE)  # what a table's numbers come from
+
+
+def _digests(run_dir: Path) -> dict[str, str | None]:
+    digests: dict[str, str | None] = {}
+    for name in CHECKED_FILES:
+        try:
+            with open(run_dir / name, "rb") as handle:
+                digests[name] = hashlib.file_digest(handle, "sha256").hexdigest()
+        except OSError:
+            digests[name] = None
+    return digests
 
 
 def _json(path: Path) -> dict[str, Any]:
@@ -40,7 +55,9 @@ def is_verified(run_dir: Path) -> bool:
     """The run's record was replayed to the same result and has not changed since."""
     result = _json(Path(run_dir) / VERIFICATION_FILE)
     state_hash = _json(Path(run_dir) / RUN_FILE).get("state_hash")
-    return result.get("ok") is True and bool(state_hash) and result.get("state_hash") == state_hash
+    if not (result.get("ok") is True and state_hash and result.get("state_hash") == state_hash):
+        return False
+    return result.get("sha256") == _digests(Path(run_dir))
 
 
 def write_verification(run_dir: Path, ok: bool, detail: str = "") -> Path:
@@ -49,6 +66,7 @@ def write_verification(run_dir: Path, ok: bool, detail: str = "") -> Path:
     atomic_write_json(path, {
         "ok": ok,
         "state_hash": _json(Path(run_dir) / RUN_FILE).get("state_hash"),
+        "sha256": _digests(Path(run_dir)),
         "checked_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "package_version": merchantbench.__version__,
         "source_sha256": source_sha256(),
