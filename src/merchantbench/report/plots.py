@@ -189,3 +189,26 @@ def write_plots(record: RunRecord, metrics: Mapping[str, Any], out_dir: Path) ->
         plot_weekly_orders(record, info, out_dir / "weekly_orders.png"),
         plot_monthly_windows(metrics, out_dir / "monthly_effective_windows.png"),
     ]
+
+
+def curve_figure(
+    lines: Mapping[str, tuple[list[int], list[float]]],
+    continuing: float | None,
+    initial: float,
+    title: str,
+    path: Path,
+) -> Path:
+    """Takeover curves (docs/counterfactual.md): final net assets by fork day, one line per
+    label; the run's own end (`continuing`) and the initial net assets as horizontal lines."""
+    fig, ax = _subplots(figsize=FIGSIZE)
+    for label, (days, values) in lines.items():
+        ax.plot(days, values, marker="o", linewidth=1.6, label=label)
+    if continuing is not None:
+        ax.axhline(continuing, color="black", linewidth=1.2, linestyle="--", label="continuing")
+    ax.axhline(initial, color="grey", linewidth=0.8, linestyle=":", label="initial")
+    ax.set_xlabel("fork day (the policy runs the store from this day on)")
+    ax.set_ylabel("final net assets (RMB)")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    _legend(ax)
+    return _save(fig, path)
