@@ -109,10 +109,12 @@ class Parent:
 
 
 def fork_days(every_days: int, days: int) -> list[int]:
-    """The fork days of an analysis: day 0, then every `every_days` days before the end."""
+    """The fork days of an analysis: day 0, then every `every_days` days while a whole period
+    is left before the end (a paper year at 30 days: 0, 30, …, 330, 12 fork points; the last
+    period runs to the end, 35 days). A period longer than the run gives day 0 alone."""
     if every_days < 1:
         raise ForkError(f"--every must be at least 1 day, got {every_days}")
-    return list(range(0, days, every_days))
+    return list(range(0, max(days - every_days, 0) + 1, every_days))
 
 
 def parse_every(text: str) -> int:
