@@ -80,7 +80,7 @@ from merchantbench.record.tables import final_accounts, write_tables
 from merchantbench.runs.driver import PLAYED_BY, Driver, encode_state
 from merchantbench.runs.kill_points import KillPoints
 from merchantbench.runs.spec import RunError, RunSpec
-from merchantbench.runs.transcript import TranscriptFile, cut_transcript
+from merchantbench.runs.transcript import TranscriptFile, cut_transcript, json_line
 from merchantbench.session import Session
 from merchantbench.surface import AgentSurface
 from merchantbench.tools.agent_input import scrub
@@ -146,7 +146,7 @@ class _Trace:
         if self._file is None:
             raise RunError("the run record is closed; no more trace entries")
         # Strict JSON: the surface checked every agent string and number (no NaN, no surrogate).
-        self._file.write(json.dumps(entry, separators=(",", ":"), allow_nan=False) + "\n")
+        self._file.write(json_line(entry))
         self._kill.passed("trace")
 
     def sync(self) -> None:
