@@ -49,7 +49,7 @@ def test_a_takeover_at_day_0_is_the_policys_own_run(runs, tmp_path, parent, poli
     assert same_record(runs / policy, tmp_path / "fork") == []
     ref = read_manifest(tmp_path / "fork").fork
     assert ref is not None and (ref.window, ref.day, ref.parent_agent) == (0, 0, parent)
-    assert ref.parent == str(runs / parent) and ref.fresh_agent
+    assert ref.parent == str(runs / parent) and ref.fresh_agent == (policy != parent)
 
 
 @pytest.mark.parametrize("agent", ["rule-based", "expert"])
