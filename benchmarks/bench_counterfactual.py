@@ -29,14 +29,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from merchantbench.replay import snapshots
-
 from merchantbench.agents.registry import make_agent
 from merchantbench.catalog.cache import get_market, get_search_index
 from merchantbench.counterfactual.analysis import analyse, plan_windows
 from merchantbench.counterfactual.execute import executor_of
 from merchantbench.counterfactual.parent import Parent
 from merchantbench.counterfactual.takeover import Policy
+from merchantbench.replay import snapshots
 from merchantbench.runs.runner import play_windows, run_agent
 from merchantbench.runs.spec import RunSpec
 from merchantbench.scenario import load_scenario

@@ -39,7 +39,8 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
     configuration and one of another."""
     root = tmp_path_factory.mktemp("cli")
     (root / "sweep.json").write_text("{}")
-    for label, agent, seed in (("rb", "rule-based", 1), ("rb", "rule-based", 2), ("ex", "expert", 1)):
+    runs = (("rb", "rule-based", 1), ("rb", "rule-based", 2), ("ex", "expert", 1))
+    for label, agent, seed in runs:
         run_agent(RunSpec(agent, load_scenario("smoke"), seed), root / "runs" / label / f"s{seed}")
     return root
 
