@@ -174,11 +174,14 @@ def _tasks(
         days = dict((w, d) for d, w in plan_windows(parent, every_days))
         try:
             for window, session in snapshots(parent.run_dir, sorted(days), seed=parent.seed):
-                blob = session.snapshot()
-                for policy in policies:
+                # The replay's copy goes to the last policy as it is; the others get a snapshot.
+                blob = session.snapshot() if len(policies) > 1 else None
+                for k, policy in enumerate(policies):
+                    last = k + 1 == len(policies)
                     yield TakeoverTask(
                         str(parent.run_dir), window, days[window], policy, parent.scenario,
-                        parent.seed, parent.catalog, blob,
+                        parent.seed, parent.catalog, None if last else blob,
+                        session if last else None,
                     )  # fmt: skip
         except ReplayError as exc:
             raise ForkError(f"cannot replay {parent.run_dir}: {exc}") from None

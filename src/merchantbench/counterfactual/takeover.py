@@ -10,6 +10,7 @@ writing a record: the same restored session, the same `take_over`, the same wind
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,8 +40,9 @@ class Policy:
 
 @dataclass(frozen=True)
 class TakeoverTask:
-    """Hand the store of `run` (at the opening of `window`, `session` its snapshot there) to
-    `policy` and play it to the end of the run."""
+    """Hand the store of `run` at the opening of `window` to `policy` and play it to the end of
+    the run. The store is `live`, a session of this process that the takeover may use up (no
+    copy is made), or `session`, its snapshot (what another process is sent: `portable`)."""
 
     run: str  # the parent's run directory, as the analysis names it
     window: int
@@ -49,7 +51,14 @@ class TakeoverTask:
     scenario: Scenario
     seed: int = field(repr=False)
     catalog: Path | None
-    session: bytes = field(repr=False)
+    session: bytes | None = field(default=None, repr=False)
+    live: Session | None = field(default=None, repr=False, compare=False)
+
+    def portable(self) -> TakeoverTask:
+        """The task as another process can take it: the live session as its snapshot."""
+        if self.live is None:
+            return self
+        return dataclasses.replace(self, session=self.live.snapshot(), live=None)
 
 
 @dataclass(frozen=True)
@@ -66,11 +75,26 @@ def _discard(entry: dict[str, Any]) -> None:
     """No record: the trace entries of a takeover are dropped."""
 
 
+# The market and search index of the last takeover in this process, kept alive between tasks
+# (the cache holds them only while a session does): a worker loads a market once, not per task.
+_warm: list[object] = []
+
+
+def _session_of(task: TakeoverTask) -> Session:
+    if task.live is not None:
+        return task.live
+    if task.session is None:
+        raise ValueError("a takeover task needs its store: a live session or a snapshot")
+    session = Session.open(task.scenario, task.seed, task.catalog, trace_sink=_discard)
+    session.restore(task.session)
+    _warm[:] = [session.market, session.search_index]
+    return session
+
+
 def run_takeover(task: TakeoverTask) -> Takeover:
     """Play one takeover (module docstring)."""
     started = time.perf_counter()
-    session = Session.open(task.scenario, task.seed, task.catalog, trace_sink=_discard)
-    session.restore(task.session)
+    session = _session_of(task)
     hidden = session.market if agent_entry(task.policy.agent).privileged else None
     agent = make_agent(task.policy.agent, task.policy.settings, hidden_market=hidden)
 
