@@ -24,7 +24,6 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from merchantbench.counterfactual.execute import TakeoverExecutor
@@ -58,9 +57,6 @@ class Curve:
     continuing: float
     margin: float
     start_date: str
-
-    def value(self, day: int) -> float:
-        return next(p.final_net_assets for p in self.points if p.day == day)
 
     @property
     def from_start(self) -> float:
@@ -226,7 +222,3 @@ def analyse(
                                 parent.scenario.clock.start_date))  # fmt: skip
         analyses.append(RunAnalysis(parent, every_days, run_margin, curves))
     return analyses
-
-
-def read_parents(runs: Sequence[Path], seed: int | None = None) -> list[Parent]:
-    return [Parent.read(run, seed) for run in runs]
