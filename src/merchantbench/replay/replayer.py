@@ -96,6 +96,11 @@ class Replayer:
                 yield self.session.window
         if self._on_window is not None:
             self._on_window(self.session)
+        if self.source.finished and not self.session.over:
+            raise ReplayError(
+                f"{self.source.run_dir / TRACE_FILE} ends in window {self.session.window} with "
+                f"call {self.session.memory.seq}, before the run did: the record is truncated"
+            )
         if self._transcript is not None:
             extra = self._next_transcript()
             if extra is not None:
