@@ -127,3 +127,12 @@ def test_forks_outside_the_record_are_refused(runs, tmp_path):
         Parent.read(tmp_path)
     with pytest.raises(ForkError, match="seed"):
         Parent.read(runs / "idle", seed=SEED + 1)
+
+
+def test_a_fork_record_verifies_as_any_record(runs, tmp_path):
+    from merchantbench.replay import verify_record
+
+    source = Parent.read(runs / "rule-based")
+    fork_run(source, 9, fork_spec(source, "expert", None), tmp_path / "fork")
+    report = verify_record(tmp_path / "fork")
+    assert report.ok, report.first_divergence
