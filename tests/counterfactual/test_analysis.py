@@ -93,3 +93,18 @@ def test_an_unfinished_run_is_refused(parent, tmp_path):
     (tmp_path / "run" / "run.json").write_text(json.dumps(meta))
     with pytest.raises(ForkError, match="not finished"):
         analyse([Parent.read(Path(tmp_path / "run"))], [Policy("idle")], 4, InProcess())
+
+
+def test_no_fork_after_a_store_closed(parent, tmp_path):
+    """A run whose store closed early (fewer windows than scheduled) is forked only at windows
+    it opened."""
+    import shutil
+
+    from merchantbench.counterfactual.analysis import plan_windows
+
+    shutil.copytree(parent.run_dir, tmp_path / "run")
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    meta.update(windows=11, closed=True, ended="closed")
+    (tmp_path / "run" / "run.json").write_text(json.dumps(meta))
+    assert plan_windows(Parent.read(tmp_path / "run"), 3) == [(0, 0), (3, 6)]
+    assert plan_windows(parent, 3) == [(0, 0), (3, 6), (6, 12), (9, 18)]

@@ -158,7 +158,9 @@ def plan_windows(parent: Parent, every_days: int) -> list[tuple[int, int]]:
     """(day, window) of each fork of an analysis of `parent`."""
     if not parent.finished:
         raise ForkError(f"{parent.run_dir} has not finished: finish or resume it first")
-    return [(d, parent.window_of_day(d)) for d in fork_days(every_days, parent.scenario.clock.days)]
+    last = parent.windows_closed - 1  # a store closed early: no fork after its last window
+    days = fork_days(every_days, parent.scenario.clock.days)
+    return [(d, w) for d, w in ((d, parent.window_of_day(d)) for d in days) if w <= last]
 
 
 def _tasks(

@@ -58,15 +58,16 @@ def aggregate(labelled: Sequence[tuple[str, RunAnalysis]], sweep_dir: Path) -> d
         curves = []
         for k, curve in enumerate(analyses[0].curves):
             mine = [a.curves[k] for a in analyses]
+            # By fork day: a run whose store closed early has no forks after it closed.
+            by_day: dict[int, list[float]] = defaultdict(list)
+            for c in mine:
+                for point in c.points:
+                    by_day[point.day].append(point.final_net_assets)
             points = [
-                {
-                    "day": point.day,
-                    "mean": _mean([c.points[i].final_net_assets for c in mine]),
-                    "min": min(c.points[i].final_net_assets for c in mine),
-                    "max": max(c.points[i].final_net_assets for c in mine),
-                }
-                for i, point in enumerate(curve.points)
-            ]
+                {"day": day, "mean": _mean(values), "min": min(values), "max": max(values),
+                 "runs": len(values)}
+                for day, values in sorted(by_day.items())
+            ]  # fmt: skip
             curves.append({
                 "label": curve.policy.label,
                 "points": points,
