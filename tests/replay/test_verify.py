@@ -200,3 +200,40 @@ def test_an_unfinished_record_is_not_verified(copy) -> None:
     (copy / "run.json").write_text(json.dumps(meta))
     with pytest.raises(ReplayError, match="has not finished"):
         verify_record(copy)
+
+
+def test_progress_goes_to_stderr(record, monkeypatch) -> None:
+    monkeypatch.setattr("merchantbench.cli.verify.PROGRESS_SECONDS", 0.0)
+    result = verify_cli(str(record))
+    assert result.exit_code == 0
+    assert f"verify {record}: window 27 of 28" in result.stderr
+    assert "window" not in result.stdout.replace("windows", "")
+
+
+def test_a_call_that_breaks_a_tool_fails_in_one_line(copy, monkeypatch) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a tool's bug")
+
+    monkeypatch.setattr("merchantbench.tools.registry.ToolRegistry.call", broken)
+    with pytest.raises(ReplayError, match="line 1: replaying call 1 .* raised RuntimeError"):
+        verify_record(copy)
+
+
+def test_a_transcript_line_past_the_trace_fails(copy) -> None:
+    with (copy / "transcript.jsonl").open("a") as transcript:
+        transcript.write('{"seq":9999,"window":27,"answer":{"ok":true}}\n')
+    found = verify_record(copy).first_divergence
+    assert found is not None and found.file == "transcript.jsonl"
+
+
+def test_a_changed_observation_fails_at_its_window(copy) -> None:
+    rows = lines(copy / "transcript.jsonl")
+    seen = [r for r in rows if "observation" in r]
+    seen[5]["observation"] = seen[5]["observation"].replace("Day", "Dya", 1)
+    rewrite(copy / "transcript.jsonl", rows)
+    found = verify_record(copy).first_divergence
+    assert found is not None and (found.file, found.field, found.window) == (
+        "transcript.jsonl",
+        "observation",
+        seen[5]["window"],
+    )
