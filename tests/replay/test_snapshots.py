@@ -4,6 +4,7 @@ an independent session in the state the original run had there."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -70,3 +71,20 @@ def test_windows_past_the_record_or_not_windows_are_refused(recorded) -> None:
         list(snapshots(run_dir, [3, 28]))
     with pytest.raises(ReplayError, match="not a window index"):
         restore(run_dir, -1)
+
+
+def test_a_record_still_under_way_gives_its_windows(recorded, tmp_path) -> None:
+    run_dir, hashes = recorded
+    live = Path(shutil.copytree(run_dir, tmp_path / "live"))
+    trace = (live / "trace.jsonl").read_text().splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(trace) if json.loads(line)["window"] == 9)
+    (live / "trace.jsonl").write_text("".join(trace[:cut]))
+    meta = json.loads((live / "run.json").read_text())
+    meta["ended"] = "interrupted"
+    (live / "run.json").write_text(json.dumps(meta))
+    assert [(w, s.state_hash()) for w, s in snapshots(live, [2, 9])] == [
+        (2, hashes[2]),
+        (9, hashes[9]),
+    ]
+    with pytest.raises(ReplayError, match="past the record"):
+        restore(live, 10)

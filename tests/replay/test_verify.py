@@ -47,6 +47,12 @@ def verify_cli(*args: str) -> Any:
     return CliRunner().invoke(app, ["verify", *args])
 
 
+def said(result: Any) -> list[str]:
+    """What a verify command printed, without its progress lines (on a loaded machine a
+    smoke record can take the 2 s after which progress is shown)."""
+    return [line for line in result.output.splitlines() if not line.startswith("verify ")]
+
+
 def test_an_untouched_record_verifies(record) -> None:
     report = verify_record(record)
     assert report.ok and report.first_divergence is None, report.summary()
@@ -76,7 +82,7 @@ def test_a_changed_sale_price_in_the_trace_fails_naming_that_call(copy) -> None:
     )
     result = verify_cli(str(copy))
     assert result.exit_code == 1
-    [line] = result.output.splitlines()
+    [line] = said(result)
     assert f"call {listing['seq']} (list_product)" in line and f"window {listing['window']}" in line
 
 
@@ -138,7 +144,8 @@ def test_a_truncated_trace_fails_in_one_line(copy, cut) -> None:
         verify_record(copy)
     result = verify_cli(str(copy))
     assert result.exit_code == 2 and "Traceback" not in result.output
-    assert result.output.count("\n") == 1 and result.output.startswith("error: ")
+    [line] = said(result)
+    assert line.startswith("error: ") and "truncated" in line
 
 
 def test_damaged_and_missing_records_fail_in_one_line(copy, tmp_path) -> None:
@@ -148,7 +155,8 @@ def test_damaged_and_missing_records_fail_in_one_line(copy, tmp_path) -> None:
     for target in (copy, tmp_path / "nothing", tmp_path):
         result = verify_cli(str(target))
         assert result.exit_code == 2 and "Traceback" not in result.output, result.output
-        assert result.output.count("\n") == 1 and result.output.startswith("error: ")
+        [line] = said(result)
+        assert line.startswith("error: ")
 
 
 def test_several_records_and_json(record, copy) -> None:
@@ -157,7 +165,7 @@ def test_several_records_and_json(record, copy) -> None:
     (copy / "metrics.json").write_text(json.dumps(metrics))
     result = verify_cli("--json", str(record), str(copy))
     assert result.exit_code == 1
-    reports = [json.loads(line) for line in result.output.splitlines()]
+    reports = [json.loads(line) for line in result.stdout.splitlines()]
     assert [r["ok"] for r in reports] == [True, False]
     assert reports[1]["first_divergence"]["field"] == "orders"
 
@@ -217,3 +225,59 @@ def test_verify_leaves_its_result_and_a_later_edit_undoes_it(copy) -> None:
     assert verify_cli(str(copy)).exit_code == 1  # and checking again says why, and keeps it
     assert json.loads((copy / VERIFICATION_FILE).read_text())["ok"] is False
     assert not is_verified(copy)
+
+
+def test_progress_goes_to_stderr(record, monkeypatch) -> None:
+    monkeypatch.setattr("merchantbench.cli.verify.PROGRESS_SECONDS", 0.0)
+    result = verify_cli(str(record))
+    assert result.exit_code == 0
+    assert f"verify {record}: window 27 of 28" in result.stderr
+    assert "window" not in result.stdout.replace("windows", "")
+
+
+def test_a_call_that_breaks_a_tool_fails_in_one_line(copy, monkeypatch) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a tool's bug")
+
+    monkeypatch.setattr("merchantbench.tools.registry.ToolRegistry.call", broken)
+    with pytest.raises(ReplayError, match="line 1: replaying call 1 .* raised RuntimeError"):
+        verify_record(copy)
+
+
+def test_a_transcript_line_past_the_trace_fails(copy) -> None:
+    with (copy / "transcript.jsonl").open("a") as transcript:
+        transcript.write('{"seq":9999,"window":27,"answer":{"ok":true}}\n')
+    found = verify_record(copy).first_divergence
+    assert found is not None and found.file == "transcript.jsonl"
+
+
+def test_a_changed_observation_fails_at_its_window(copy) -> None:
+    rows = lines(copy / "transcript.jsonl")
+    seen = [r for r in rows if "observation" in r]
+    seen[5]["observation"] = seen[5]["observation"].replace("Day", "Dya", 1)
+    rewrite(copy / "transcript.jsonl", rows)
+    found = verify_record(copy).first_divergence
+    assert found is not None and (found.file, found.field, found.window) == (
+        "transcript.jsonl",
+        "observation",
+        seen[5]["window"],
+    )
+
+
+def test_a_folder_of_runs_verifies_each_record_beneath_it(record, copy, tmp_path) -> None:
+    folder = tmp_path / "sweep" / "runs" / "rule-based"
+    shutil.copytree(record, folder / "s1")
+    shutil.copytree(record, folder / "s2")
+    metrics = json.loads((folder / "s2" / "metrics.json").read_text())
+    metrics["gmv"] += 1
+    (folder / "s2" / "metrics.json").write_text(json.dumps(metrics))
+    result = verify_cli(str(tmp_path / "sweep"))
+    assert result.exit_code == 1
+    assert [line.split(":")[0] for line in result.stdout.splitlines()] == [
+        str(folder / "s1"),
+        str(folder / "s2"),
+    ]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    refused = verify_cli(str(empty))
+    assert refused.exit_code == 2 and "not a run record" in refused.output

@@ -17,6 +17,8 @@ drives it:
    usage and why it stopped early, if it did), `drain_model_calls()` and `model_calls_seq`
    (an LLM agent's log of model calls, appended to `model_calls.jsonl`).
 5. At the end (or on error) `await agent.aclose()` releases what it opened.
+6. Handed a store it did not build (a fork taken over at some window), it is first told so by
+   `take_over(surface)`; by default that does nothing.
 
 `BaseAgent` implements every part but `act` with a neutral default, so a new agent is:
 
@@ -115,6 +117,12 @@ class BaseAgent(Player[SettingsT]):
     async def act_async(self, surface: AgentSurface) -> None:
         """Make this window's calls; by default, the blocking `act`."""
         self.act(surface)
+
+    def take_over(self, surface: AgentSurface) -> None:
+        """The agent is handed a store it did not build (a fork, docs/counterfactual.md), at
+        the opening of a window, before its first `act`. An agent whose beliefs must cover the
+        store's listings reads them here. Called again when the fork resumes: do nothing once
+        done. Default: nothing (the agent reads the store as it plays)."""
 
     async def aclose(self) -> None:
         """Release clients and processes; called once when the run ends or fails."""

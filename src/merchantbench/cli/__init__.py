@@ -11,6 +11,7 @@ import typer
 from merchantbench.cli import calibrate as calibrate_cmd
 from merchantbench.cli import catalog as catalog_cmd
 from merchantbench.cli import check as check_cmd
+from merchantbench.cli import counterfactual as counterfactual_cmd
 from merchantbench.cli import doctor as doctor_cmd
 from merchantbench.cli import mcp as mcp_cmd
 from merchantbench.cli import play as play_cmd
@@ -81,6 +82,8 @@ app.command("dashboard")(play_cmd.dashboard)
 app.command("sweep")(sweep_cmd.sweep)
 app.command("leaderboard")(sweep_cmd.leaderboard)
 app.command("doctor")(doctor_cmd.doctor)
+app.command("fork")(counterfactual_cmd.fork)
+app.command("counterfactual")(counterfactual_cmd.counterfactual)
 
 
 def main() -> None:

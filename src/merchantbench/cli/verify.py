@@ -20,7 +20,12 @@ PROGRESS_SECONDS = 2.0  # a long record reports its progress on stderr this ofte
 
 def verify(
     run_dirs: Annotated[
-        list[Path], typer.Argument(help="run directories to verify", metavar="DIR...")
+        list[Path],
+        typer.Argument(
+            help="run directories to verify; a directory that is no run (a sweep, a folder of "
+            "runs): every run record beneath it",
+            metavar="DIR...",
+        ),
     ],
     seed: Annotated[
         int | None,
@@ -37,7 +42,7 @@ def verify(
     from merchantbench.replay import ReplayError, verify_record
 
     code = 0
-    for run_dir in run_dirs:
+    for run_dir in _records(run_dirs):
         try:
             report = verify_record(run_dir, seed=seed, on_window=_progress(run_dir))
         except ReplayError as exc:
@@ -56,6 +61,21 @@ def verify(
             code = max(code, 1)
     if code:
         raise typer.Exit(code)
+
+
+def _records(paths: list[Path]) -> list[Path]:
+    """The run directories to verify: each path that is a run record (it has `run.json`), and
+    for any other directory every run record beneath it, in path order. A path with neither
+    stays, so its one-line refusal is printed."""
+    found: list[Path] = []
+    for path in paths:
+        beneath = (
+            sorted(p.parent for p in path.rglob("run.json"))
+            if path.is_dir() and not (path / "run.json").exists()
+            else []
+        )
+        found += beneath or [path]
+    return found
 
 
 def _progress(run_dir: Path) -> Callable[[Session], None]:

@@ -127,6 +127,21 @@ class SeedCommitment(_Part):
     sha256: str
 
 
+class ForkRef(_Part):
+    """Where a fork record comes from (docs/counterfactual.md): the parent run directory as it
+    was named when the fork was made, its state hash and agent, and the window at whose opening
+    the store was handed over. The fork's record holds the parent's record up to that window,
+    then the continuation; `fresh_agent` says whether the continuing agent started with no
+    memory (another policy taking over) or was rebuilt by playing the parent's own prefix."""
+
+    parent: str
+    parent_state_hash: str | None
+    parent_agent: str
+    window: int
+    day: int
+    fresh_agent: bool
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -162,6 +177,14 @@ class RunManifest(BaseModel):
     error: str | None = None
     front_end: FrontEndRef | None = None
     driver: DriverName | None = None  # None: the runner drove an in-process agent
+    fork: ForkRef | None = None  # a fork of another run (written only for a fork)
+
+    @model_serializer(mode="wrap")
+    def _without_fork(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)  # a record that is no fork keeps the keys it always had
+        if isinstance(data, dict) and data.get("fork") is None:
+            data.pop("fork", None)
+        return data
 
     @model_validator(mode="before")
     @classmethod
@@ -197,6 +220,7 @@ class RunManifest(BaseModel):
         git_commit: str | None,
         seed_commitment: SeedCommitment | None = None,
         driver: DriverName | None = None,
+        fork: ForkRef | None = None,
     ) -> RunManifest:
         """The record of a run that starts now: of `seed`, or of a sealed seed known only by
         its `seed_commitment` (then `seed` is None); `driver` for a run played from outside."""
@@ -221,6 +245,7 @@ class RunManifest(BaseModel):
             initial_net_assets=rmb(money.initial_balance_fen + money.initial_deposit_fen),
             started=_now(),
             driver=driver,
+            fork=fork,
         )
 
     @property

@@ -101,7 +101,8 @@ class Replayer:
                 f"{self.source.run_dir / TRACE_FILE} ends in window {self.session.window} with "
                 f"call {self.session.memory.seq}, before the run did: the record is truncated"
             )
-        if self._transcript is not None:
+        if self._transcript is not None and self.source.finished:
+            # (A record still under way may hold lines past its trace: a resume cuts them.)
             extra = self._next_transcript()
             if extra is not None:
                 self.divergence = Divergence(
@@ -118,21 +119,17 @@ class Replayer:
     def _step(self, line: TraceLine) -> bool:
         """Replay one trace entry; True if it diverged."""
         entry = line.entry
-        session = self.session
         self.calls += 1
-        if entry["origin"] == "framework":
-            session.record_framework_call(entry["tool"], entry["args"], entry["ok"], entry["error"])
-        else:
-            session.env_origin = entry["origin"]
-            if _refused_raw(entry):
-                self._replay_raw(entry)
-            else:
-                session.call(
-                    entry["tool"],
-                    entry["args"],
-                    entry.get("idempotency_key"),
-                    forced=entry["forced"],
-                )
+        try:
+            self._replay(entry)
+        except ReplayError:
+            raise
+        except Exception as exc:  # a tool's bug, met by arguments no run could have recorded
+            reason = " ".join(str(exc).split())[:200]
+            raise ReplayError(
+                f"{self.source.run_dir / TRACE_FILE} line {line.number}: replaying call "
+                f"{entry['seq']} ({entry['tool']}) raised {type(exc).__name__}: {reason}"
+            ) from exc
         if len(self._emitted) != 1:  # a session records exactly one entry per call
             raise ReplayError(f"replaying call {entry['seq']} recorded {len(self._emitted)} calls")
         produced = self._emitted.pop()
@@ -149,12 +146,30 @@ class Replayer:
                 return True
         return self._check_transcript(entry)
 
+    def _replay(self, entry: dict[str, Any]) -> None:
+        """Make the call the trace entry records, as the run's caller made it."""
+        session = self.session
+        if entry["origin"] == "framework":
+            session.record_framework_call(entry["tool"], entry["args"], entry["ok"], entry["error"])
+        else:
+            session.env_origin = entry["origin"]
+            if _refused_raw(entry):
+                self._replay_raw(entry)
+            else:
+                session.call(
+                    entry["tool"],
+                    entry["args"],
+                    entry.get("idempotency_key"),
+                    forced=entry["forced"],
+                )
+
     def _replay_raw(self, entry: dict[str, Any]) -> None:
         """A refused call whose arguments the trace keeps as `{"_raw": text}`: either input
         refused before any tool saw it (hostile: the trace keeps only a shortened text, so
         it is recorded again with the record's answer), or a call that really sent `_raw`
         (refused by the tool, as the replay shows). Either way nothing but the window's call
-        count changes, so the first is tried and undone if it is not what the record holds."""
+        count changes, so the call is made as sent and undone if it is not what the record
+        holds."""
         session, memory = self.session, self.session.memory
         counted, seq, lines = memory.window_calls, memory.seq, len(self._recorder.lines)
         session.call(entry["tool"], entry["args"], forced=entry["forced"])

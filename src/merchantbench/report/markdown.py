@@ -15,6 +15,7 @@ from merchantbench.metrics.aggregate import (
 from merchantbench.metrics.record import RunRecord, load_run_record
 from merchantbench.metrics.run_metrics import metrics_of, write_metrics
 from merchantbench.record.comparable import paper_setting
+from merchantbench.report.counterfactual import counterfactual_section, read_counterfactual
 from merchantbench.report.paper import (
     PAPER_LABEL,
     TABLE1_COLUMNS,
@@ -23,18 +24,11 @@ from merchantbench.report.paper import (
     load_paper_table,
     table1_cells,
 )
+from merchantbench.report.table import markdown_table as markdown_table
 
 REPORT_FILE = "report.md"
 QUARTER_HEADERS = ("quarter", "months", "new products", "mean", "median")
 METADATA_LEFT_OUT = frozenset({"scenario_config", "final_accounts"})  # shown elsewhere
-
-
-def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A GitHub-flavoured Markdown table; `None` cells are shown as a dash."""
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    for row in rows:
-        lines.append("| " + " | ".join("–" if c is None else str(c) for c in row) + " |")
-    return "\n".join(lines)
 
 
 def _money(value: float | None) -> str | None:
@@ -205,6 +199,7 @@ def render_report(record: RunRecord, metrics: Mapping[str, Any], figures: Sequen
     seed = metrics["seed"] if metrics["seed"] is not None else "sealed"
     title = f"# MerchantBench run: {metrics['agent']}, seed {seed}"
     images = [f"![{f.stem.replace('_', ' ')}]({f.name})" for f in figures]
+    takeovers = read_counterfactual(record.path)
     return "\n\n".join([
         title,
         "## Run",
@@ -213,6 +208,7 @@ def render_report(record: RunRecord, metrics: Mapping[str, Any], figures: Sequen
         money_section(metrics),
         windows_section(metrics),
         coherence_section(metrics),
+        *([] if takeovers is None else [counterfactual_section(takeovers)]),
         "## Figures",
         *images,
     ]) + "\n"  # fmt: skip
@@ -224,6 +220,11 @@ def write_run_report(record: RunRecord, metrics: Mapping[str, Any], out_dir: Pat
 
     out_dir.mkdir(parents=True, exist_ok=True)
     figures = write_plots(record, metrics, out_dir)
+    takeovers = read_counterfactual(record.path)
+    if takeovers is not None:
+        from merchantbench.report.counterfactual import plot_counterfactual
+
+        figures.append(plot_counterfactual(takeovers, out_dir / "counterfactual.png"))
     write_metrics(dict(metrics), out_dir)
     path = out_dir / REPORT_FILE
     path.write_text(render_report(record, metrics, figures), encoding="utf-8")

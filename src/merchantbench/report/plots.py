@@ -166,3 +166,29 @@ def write_plots(record: RunRecord, metrics: Mapping[str, object], out_dir: Path)
         plot_weekly_orders(record, info, weekly),
         plot_monthly_windows(metrics, monthly),
     ]
+
+
+def curve_figure(
+    lines: Mapping[str, tuple[list[int], list[float]]],
+    continuing: float | None,
+    initial: float,
+    title: str,
+    path: Path,
+) -> Path:
+    """Takeover curves (docs/counterfactual.md): final net assets by fork day, one line per
+    label; the run's own end (`continuing`) and the initial net assets as horizontal lines."""
+    palette = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
+    marks: list = [
+        Line(np.asarray(days, dtype=float), np.asarray(values, dtype=float),
+             palette[k % len(palette)], 1.6, label, markers=True)
+        for k, (label, (days, values)) in enumerate(lines.items())
+    ]  # fmt: skip
+    if continuing is not None:
+        marks.append(HLine(continuing, "black", "dashed", 1.2, label="continuing"))
+    marks.append(HLine(initial, "grey", "dotted", 0.8, label="initial"))
+    last = max((max(days) for days, _ in lines.values() if days), default=1)
+    return Figure(
+        title, [Panel("final net assets (RMB)", marks)], xlim=(0.0, float(last) * 1.02 or 1.0),
+        xticks=[(float(d), str(d)) for d in sorted({d for ds, _ in lines.values() for d in ds})],
+        xlabel="fork day (the policy runs the store from this day on)",
+    ).save(path)  # fmt: skip

@@ -50,10 +50,11 @@ from merchantbench.record.checkpoint import (
     read_checkpoint_pins,
     save_checkpoint,
 )
-from merchantbench.record.files import write_cut
+from merchantbench.record.files import atomic_write_bytes, write_cut
 from merchantbench.record.manifest import (
     AgentRef,
     FinalAccounts,
+    ForkRef,
     ManifestError,
     MarketRef,
     RunManifest,
@@ -87,7 +88,7 @@ if TYPE_CHECKING:
     from merchantbench.metrics.record import RunRecord
 from merchantbench.tools.agent_input import scrub
 
-__all__ = ["CheckpointPolicy", "RunLifecycle"]
+__all__ = ["CheckpointPolicy", "ForkStart", "RunLifecycle"]
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,19 @@ def _git_commit() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+@dataclass(frozen=True)
+class ForkStart:
+    """Where a new run starts when it is a fork (runs/fork.py): the session at the opening of
+    the fork window, the parent record whose trace and transcript up to there begin the new
+    record, what `run.json` says of the parent, and the continuing agent when it was rebuilt
+    (None: the spec's agent is built fresh and handed the store with `take_over`)."""
+
+    session: bytes  # a `Session.snapshot()` at the opening of `ref.window`
+    parent_dir: Path
+    ref: ForkRef
+    agent: BaseAgent | None = None
 
 
 class _Trace:
@@ -200,6 +214,7 @@ class RunLifecycle:
         checkpoints: CheckpointPolicy | None = None,
         allow_code_change: bool = False,
         transcript: bool = True,
+        fork: ForkStart | None = None,
     ) -> RunLifecycle:
         """Open a new run, or resume the one recorded in `run_dir` from its last checkpoint.
 
@@ -214,15 +229,25 @@ class RunLifecycle:
                 the run (recorded in `run.json` as `code_changes`); refused otherwise.
             transcript: Write `transcript.jsonl` for a new run. On resume the record decides:
                 a transcript it has is continued, one it lacks is not started part-way.
+            fork: A new run that is a fork: it starts from `fork.session` with the parent's
+                record up to there (and its transcript, if the parent has one), checkpoints at
+                once, and a fresh agent is handed the store (`BaseAgent.take_over`). A resumed
+                fork hands it over again (a no-op once the agent has taken it).
 
         Raises:
             RunError: the run cannot start or resume; the message says why in one line.
         """
         life = cls(spec, run_dir, checkpoints or CheckpointPolicy(), allow_code_change, transcript)
-        life._open(resume, driver)
+        if fork is not None and (resume or driver is not None):
+            raise RunError("a fork starts as a new run of an in-process agent")
+        life._open(resume, driver, fork)
+        if fork is not None:
+            life.checkpoint()  # a killed fork resumes at its fork window, never at window 0
+        if life.manifest.fork is not None and life.manifest.fork.fresh_agent and life.agent:
+            life.agent.take_over(life.surface)
         return life
 
-    def _open(self, resume: bool, driver: Driver[Any] | None) -> None:
+    def _open(self, resume: bool, driver: Driver[Any] | None, fork: ForkStart | None) -> None:
         spec, run_dir = self.spec, self.run_dir
         if run_dir.exists() and not run_dir.is_dir():
             raise RunError(f"{run_dir} is a file, not a run directory; choose another --out")
@@ -244,7 +269,10 @@ class RunLifecycle:
         else:
             # A privileged agent (the oracle) is handed the hidden market here, in the open.
             hidden = session.market if agent_entry(spec.agent).privileged else None
-            player = self.agent = make_agent(spec.agent, spec.agent_settings, hidden_market=hidden)
+            rebuilt = None if fork is None else fork.agent
+            player = self.agent = rebuilt or make_agent(
+                spec.agent, spec.agent_settings, hidden_market=hidden
+            )
             configured = {
                 k: v for k, v in player.settings().items() if k not in player.runtime_settings
             }
@@ -257,12 +285,14 @@ class RunLifecycle:
         if resume:
             noted = self._restore(meta, hidden)
         else:
-            meta = self._start_manifest(player)
+            meta = self._start_manifest(player, None if fork is None else fork.ref)
             run_dir.mkdir(parents=True, exist_ok=True)  # only now: nothing before inputs passed
             self._created = True
             if spec.sealed is not None:  # the secret first: a record never lacks its seed
                 spec.sealed.write(run_dir)
             meta.write(run_dir)
+            if fork is not None:
+                noted = self._start_fork(fork)
         self.manifest = meta
         self._open_records(noted)
 
@@ -288,7 +318,29 @@ class RunLifecycle:
             raise RunError(f"cannot resume: {reason}")
         return meta
 
-    def _start_manifest(self, player: Player[Any]) -> RunManifest:
+    def _start_fork(self, fork: ForkStart) -> int | None:
+        """Restore the fork's session and begin its record with the parent's up to there.
+        Returns the last window whose observation the transcript holds."""
+        self.session.restore(fork.session)
+        seq = self.session.memory.seq
+        parent_transcript = fork.parent_dir / TRANSCRIPT_FILE
+        try:
+            trace = cut_trace(fork.parent_dir / TRACE_FILE, seq)
+            kept, noted = (
+                cut_transcript(parent_transcript, seq)
+                if parent_transcript.is_file() and self.transcribe
+                else (None, None)
+            )
+        except CheckpointError as exc:
+            raise RunError(f"cannot fork {fork.parent_dir}: {exc}") from None
+        atomic_write_bytes(self.run_dir / TRACE_FILE, trace or b"")
+        if kept is not None:
+            atomic_write_bytes(self.run_dir / TRANSCRIPT_FILE, kept)
+        elif seq:
+            self.transcribe = False  # a transcript is never started part-way
+        return noted
+
+    def _start_manifest(self, player: Player[Any], fork: ForkRef | None = None) -> RunManifest:
         spec, session = self.spec, self.session
         market = MarketRef(
             source="synthetic" if spec.catalog is None else "catalog",
@@ -305,6 +357,7 @@ class RunLifecycle:
             _git_commit(),
             seed_commitment=None if spec.sealed is None else spec.sealed.commitment,
             driver=None if self.driver is None else self.driver.name,
+            fork=fork,
         )
 
     def _restore(self, meta: RunManifest, hidden: Any) -> int | None:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from merchantbench.agents.base import BaseAgent
 from merchantbench.runs.lifecycle import CheckpointPolicy, RunLifecycle
 from merchantbench.runs.spec import RunError, RunSpec, default_run_dir
 from merchantbench.session import Session
@@ -18,11 +19,33 @@ __all__ = [
     "RunError",
     "RunSpec",
     "default_run_dir",
+    "play_lifecycle",
+    "play_windows",
     "run_agent",
     "run_agent_async",
 ]
 
 ProgressHook = Callable[[Session], None]
+
+
+async def play_windows(
+    agent: BaseAgent,
+    session: Session,
+    on_window: ProgressHook | None = None,
+    between: Callable[[], object] | None = None,
+) -> None:
+    """Let `agent` play `session` window by window until the run is over: a window the agent
+    leaves open is closed for it (recorded as forced). After each window `on_window(session)`,
+    then, unless the run is over, `between()` (a lifecycle's `after_window`)."""
+    while not session.over:
+        window = session.window
+        await agent.act_async(session.surface)
+        if not session.over and session.window == window:
+            session.force_end_of_step()
+        if on_window is not None:
+            on_window(session)
+        if not session.over and between is not None:  # the last window: finished by the host
+            between()
 
 
 def run_agent(
@@ -61,18 +84,19 @@ async def run_agent_async(
         spec, run_dir, resume=resume, checkpoints=checkpoints,
         allow_code_change=allow_code_change, transcript=transcript,
     )  # fmt: skip
+    return await play_lifecycle(life, on_window, report)
+
+
+async def play_lifecycle(
+    life: RunLifecycle, on_window: ProgressHook | None = None, report: bool = False
+) -> dict[str, Any]:
+    """Play an opened lifecycle's in-process agent to the end of the run and finish the record
+    (the last window is finished once the agent is closed); returns the metrics. `report`:
+    write the run's report too (`RunLifecycle.write_report`)."""
     agent, session = life.agent, life.session
     assert agent is not None
     try:
-        while not session.over:
-            window = session.window
-            await agent.act_async(session.surface)
-            if not session.over and session.window == window:
-                session.force_end_of_step()
-            if on_window is not None:
-                on_window(session)
-            if not session.over:  # the last window: finished below, once the agent is closed
-                life.after_window()
+        await play_windows(agent, session, on_window, life.after_window)
     except BaseException as exc:
         life.fail(exc)
         raise

@@ -42,6 +42,7 @@ from merchantbench.agents.baselines.expert_learning import DemandCurve, Elastici
 from merchantbench.agents.baselines.expert_valuation import ExpertValuation
 from merchantbench.agents.baselines.tables import open_store_hour, rows_of
 from merchantbench.surface import AgentSurface
+from merchantbench.tools.context import parse_clock_text
 
 __all__ = [
     "DemandCurve", "ElasticityTrial", "ExpertAgent", "ExpertSettings", "Holding", "RiskBook",
@@ -92,6 +93,32 @@ class ExpertAgent(ExpertValuation, BaseAgent[ExpertSettings]):
         self.day = 0
         self.sourced_day = -1
         self.priced_day = -1
+        self.taken_over = False
+
+    def take_over(self, surface: AgentSurface) -> None:
+        """Adopt the listings of a store built by another (a fork): each becomes a holding,
+        believed to sell like the least evidence the expert lists on (`min_sales_30d`) until
+        its own orders say otherwise. An empty store costs no call."""
+        if self.taken_over:
+            return
+        self.taken_over = True
+        if surface.status().active_listings == 0:
+            return
+        for row in rows_of(surface.call("query_my_listings", {"page_size": 50})):
+            detail = surface.call("get_product_detail", {"product_id": row["product_id"]})
+            if not detail.get("ok"):
+                continue
+            listed = parse_clock_text(row["listed_at"])
+            supplier = detail["supplier"]
+            held = Holding(
+                row["product_id"], self._keyword_of(detail), detail["category"],
+                supplier["supplier_id"], detail["price"], self.config.min_sales_30d,
+                trust_score(detail["rating"], supplier["shop_rating"]),
+                0 if listed is None else listed // 24, arm=len(self.holdings) % 2,
+                orders=row["orders"],
+            )  # fmt: skip
+            self.holdings[held.product_id] = held
+            self.risks.trust_of[held.product_id] = held.trust
 
     def act(self, surface: AgentSurface) -> None:
         snapshot = surface.call("get_store_snapshot", {})

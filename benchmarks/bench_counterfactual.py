@@ -1,0 +1,113 @@
+"""Speed of a counterfactual analysis (issue 21; docs/counterfactual.md, docs/performance.md).
+
+A paper year of a parent agent is recorded first (not timed). Then, each timed as wall and CPU
+seconds (`time.process_time` counts this process only, so CPU figures are given for the
+in-process executor, `--jobs 1`):
+
+- one in-process year of the takeover policy as `merchantbench run` makes it (`run_agent`,
+  record and transcript written) and without a record (the agent playing a session);
+- reaching the fork days: one replay pass of the parent's record with a snapshot at each fork
+  window (`merchantbench.replay.snapshots`);
+- the analysis: `analyse` with the policy at every `--every` days (12 fork points at 30 days:
+  day 0, 30, …, 330; the forks' remaining days add up to about 6.5 years).
+
+Goal: the analysis costs at most 8× one in-process year of the policy; with the rule-based
+policy at most 15 s on the project's 2-core machine.
+
+    uv run python benchmarks/bench_counterfactual.py [--policy rule-based] [--parent rule-based]
+        [--every 30] [--jobs 1] [--seed 1] [--scenario paper]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from merchantbench.agents.registry import make_agent
+from merchantbench.catalog.cache import get_market, get_search_index
+from merchantbench.counterfactual.analysis import analyse, plan_windows
+from merchantbench.counterfactual.execute import executor_of
+from merchantbench.counterfactual.parent import Parent
+from merchantbench.counterfactual.takeover import Policy
+from merchantbench.replay import snapshots
+from merchantbench.runs.runner import play_windows, run_agent
+from merchantbench.runs.spec import RunSpec
+from merchantbench.scenario import load_scenario
+from merchantbench.session import Session
+
+
+def timed(work: Callable[[], Any]) -> tuple[float, float, Any]:
+    """(wall seconds, CPU seconds of this process, the result) of `work()`."""
+    start, cpu = time.perf_counter(), time.process_time()
+    result = work()
+    return time.perf_counter() - start, time.process_time() - cpu, result
+
+
+def load_average() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} CPUs"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenario", default="paper")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--parent", default="rule-based", help="the agent of the analysed run")
+    parser.add_argument("--policy", default="rule-based", help="the takeover policy")
+    parser.add_argument("--every", type=int, default=30, help="days between fork points")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes (1: in process)")
+    args = parser.parse_args()
+    scenario = load_scenario(args.scenario)
+    get_search_index(scenario, args.seed, get_market(scenario, args.seed))
+    with tempfile.TemporaryDirectory(prefix="bench-counterfactual-") as tmp:
+        root = Path(tmp)
+        run_agent(RunSpec(args.parent, scenario, args.seed), root / "parent")
+        parent = Parent.read(root / "parent")
+        windows = [w for _, w in plan_windows(parent, args.every)]
+
+        def bare_year() -> float:
+            session = Session.open(scenario, args.seed)
+            asyncio.run(play_windows(make_agent(args.policy), session))
+            return session.status().net_assets
+
+        bare_year()  # warm-up: views, caches and imports of a first year in a process
+        recorded = timed(lambda: run_agent(RunSpec(args.policy, scenario, args.seed), root / "y"))
+        bare = timed(bare_year)
+        replay = timed(lambda: [w for w, _ in snapshots(parent.run_dir, windows)])
+        analysis = timed(
+            lambda: analyse(
+                [parent], [Policy(args.policy)], args.every, executor_of("local", args.jobs)
+            )
+        )
+    curve = analysis[2][0].curves[0]
+    print(load_average())
+    print(f"{args.scenario}, seed {args.seed}: parent {args.parent}, policy {args.policy}, "
+          f"{len(windows)} fork points every {args.every} days, jobs {args.jobs}")  # fmt: skip
+    print(f"one year of {args.policy}, record written : {recorded[0]:6.2f} s wall "
+          f"{recorded[1]:6.2f} s CPU")  # fmt: skip
+    print(f"one year of {args.policy}, no record      : {bare[0]:6.2f} s wall {bare[1]:6.2f} s CPU")
+    print(f"replay pass with {len(windows)} snapshots       : {replay[0]:6.2f} s wall "
+          f"{replay[1]:6.2f} s CPU")  # fmt: skip
+    print(f"counterfactual analysis              : {analysis[0]:6.2f} s wall "
+          f"{analysis[1]:6.2f} s CPU (CPU of this process only)")  # fmt: skip
+    print(
+        f"analysis / year with record: {analysis[0] / recorded[0]:.2f}x wall"
+        + (f", {analysis[1] / recorded[1]:.2f}x CPU" if args.jobs == 1 else "")
+    )
+    print(
+        f"analysis / year without record: {analysis[0] / bare[0]:.2f}x wall"
+        + (f", {analysis[1] / bare[1]:.2f}x CPU" if args.jobs == 1 else "")
+    )
+    takeovers = sum(p.seconds for p in curve.points)
+    print(f"takeovers' own wall seconds: {takeovers:.2f} s; "
+          f"curve: {[round(p.final_net_assets) for p in curve.points]}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,12 @@
+"""Forks of a run record and counterfactual takeovers (docs/counterfactual.md).
+
+- `parent.py`: the run a fork starts from, and its fork windows.
+- `fork.py`: `fork_run`, a fork as a normal run record naming its parent and fork window
+  (`merchantbench fork`).
+- `takeover.py`: one takeover without a record (the final net assets if a policy had run the
+  store from a window on), the unit of work of the analysis.
+- `execute.py`: where takeovers run: in this process, a local process pool, or Ray.
+- `analysis.py`: takeover curves and what they say of a run (value built, damage done, onset of
+  decay, regret by period); `sweep.py` aggregates them by configuration.
+- `render.py`: the JSON, the table and the figure.
+"""

@@ -1,0 +1,111 @@
+"""One takeover without a record: the final net assets if a policy had run the store from a
+window on. The unit of work of a counterfactual analysis (`TakeoverTask` → `Takeover`).
+
+It is exactly the continuation of a fork (counterfactual/fork.py) by a fresh agent, without
+writing a record: the same restored session, the same `take_over`, the same window loop
+(`play_windows`), so its final net assets are those of the fork record's `run.json`
+(tests/counterfactual/test_crn.py checks it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from merchantbench.agents.registry import agent_entry, make_agent
+from merchantbench.record.tables import final_accounts
+from merchantbench.runs.runner import play_windows
+from merchantbench.scenario import Scenario
+from merchantbench.session import Session
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A takeover policy: an agent (built-in name or your own target) and its settings."""
+
+    agent: str
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        if not self.settings:
+            return self.agent
+        shown = ",".join(f"{k}={v}" for k, v in sorted(self.settings.items()))
+        return f"{self.agent}[{shown}]"
+
+
+@dataclass(frozen=True)
+class TakeoverTask:
+    """Hand the store of `run` at the opening of `window` to `policy` and play it to the end of
+    the run. The store is `live`, a session of this process that the takeover may use up (no
+    copy is made), or `session`, its snapshot (what another process is sent: `portable`)."""
+
+    run: str  # the parent's run directory, as the analysis names it
+    window: int
+    day: int
+    policy: Policy
+    scenario: Scenario
+    seed: int = field(repr=False)
+    catalog: Path | None
+    session: bytes | None = field(default=None, repr=False)
+    live: Session | None = field(default=None, repr=False, compare=False)
+
+    def portable(self) -> TakeoverTask:
+        """The task as another process can take it: the live session as its snapshot."""
+        if self.live is None:
+            return self
+        return dataclasses.replace(self, session=self.live.snapshot(), live=None)
+
+
+@dataclass(frozen=True)
+class Takeover:
+    """What a takeover came to: net assets after draining (RMB), whether the store was
+    closed, and the wall seconds it took."""
+
+    final_net_assets: float
+    closed: bool
+    seconds: float
+
+
+def _discard(entry: dict[str, Any]) -> None:
+    """No record: the trace entries of a takeover are dropped."""
+
+
+# The market and search index of the last takeover in this process, kept alive between tasks
+# (the cache holds them only while a session does): a worker loads a market once, not per task.
+_warm: list[object] = []
+
+
+def _session_of(task: TakeoverTask) -> Session:
+    if task.live is not None:
+        return task.live
+    if task.session is None:
+        raise ValueError("a takeover task needs its store: a live session or a snapshot")
+    session = Session.open(task.scenario, task.seed, task.catalog, trace_sink=_discard)
+    session.restore(task.session)
+    _warm[:] = [session.market, session.search_index]
+    return session
+
+
+def run_takeover(task: TakeoverTask) -> Takeover:
+    """Play one takeover (module docstring)."""
+    started = time.perf_counter()
+    session = _session_of(task)
+    hidden = session.market if agent_entry(task.policy.agent).privileged else None
+    agent = make_agent(task.policy.agent, task.policy.settings, hidden_market=hidden)
+
+    async def play() -> None:
+        try:
+            agent.take_over(session.surface)
+            await play_windows(agent, session)
+        finally:
+            await agent.aclose()
+
+    asyncio.run(play())
+    accounts = final_accounts(session.engine)
+    seconds = time.perf_counter() - started
+    return Takeover(accounts["net_assets"], bool(session.engine.state.closed), seconds)
