@@ -151,7 +151,7 @@ def counterfactual(
 ) -> None:
     """Takeover curves: for each fork day, the final net assets had a policy run the store
     from that day on (same seed); value built, damage done, onset of decay, regret by period.
-    Written beside the run (counterfactual.json, counterfactual.png, the report's section) or,
+    Written beside the run (counterfactual.json, counterfactual.svg, the report's section) or,
     for a sweep, aggregated by configuration (counterfactual_sweep.*)."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn

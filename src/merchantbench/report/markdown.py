@@ -15,7 +15,11 @@ from merchantbench.metrics.aggregate import (
 from merchantbench.metrics.record import RunRecord, load_run_record
 from merchantbench.metrics.run_metrics import metrics_of, write_metrics
 from merchantbench.record.comparable import paper_setting
-from merchantbench.report.counterfactual import counterfactual_section, read_counterfactual
+from merchantbench.report.counterfactual import (
+    COUNTERFACTUAL_FIGURE,
+    counterfactual_section,
+    read_counterfactual,
+)
 from merchantbench.report.paper import (
     PAPER_LABEL,
     TABLE1_COLUMNS,
@@ -224,7 +228,7 @@ def write_run_report(record: RunRecord, metrics: Mapping[str, Any], out_dir: Pat
     if takeovers is not None:
         from merchantbench.report.counterfactual import plot_counterfactual
 
-        figures.append(plot_counterfactual(takeovers, out_dir / "counterfactual.png"))
+        figures.append(plot_counterfactual(takeovers, out_dir / COUNTERFACTUAL_FIGURE))
     write_metrics(dict(metrics), out_dir)
     path = out_dir / REPORT_FILE
     path.write_text(render_report(record, metrics, figures), encoding="utf-8")
