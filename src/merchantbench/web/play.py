@@ -53,6 +53,7 @@ def page(request: Request, token: str) -> HTMLResponse:
     config = {
         "token": token,
         "window": state["store"]["window"],
+        "forward_max": FORWARD_MAX,
         **page_config(store.session.registry, store.session.scenario),
     }
     context = {

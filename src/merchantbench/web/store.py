@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from merchantbench.metrics.table1 import HEADLINE_METRICS
+from merchantbench.money import rmb
 from merchantbench.record.files import atomic_write_json, read_json
 from merchantbench.record.manifest import read_manifest
 from merchantbench.record.schema import METRICS_FILE
@@ -219,9 +220,14 @@ class PlayStore:
 
     def _digest(self, status: StoreStatus) -> dict[str, Any]:
         digest = window_digest(self.session, status, self._before())
-        listed = set(self._listed())
+        market, engine = self.session.market, self.session.engine
+        listings = {str(market.product_ids[p]): p for p in engine.state.listings}
         for line in digest["lines"]:
-            line["listed"] = line["product_id"] in listed if line["product_id"] else None
+            product = listings.get(line["product_id"]) if line["product_id"] else None
+            line["listed"] = product is not None if line["product_id"] else None
+            if product is not None:  # what reprice needs, as review_my_listings shows it
+                line["sale_price_now"] = rmb(engine.state.listings[product].price)
+                line["cost_now"] = rmb(engine.suppliers.state(product, engine.t).price_fen)
         return digest
 
     def activity(self) -> dict[str, Any]:
