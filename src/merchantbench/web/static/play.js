@@ -351,7 +351,8 @@ async function listBasket(ev) {
     again = false;
     if (!r) return;  // not reached: the basket stays for a retry
     if (r.ok) {
-      for (const row of r.listed) note(row.product_id, `listed at ${rmb(row.sale_price)} RMB (margin ${rmb(row.unit_margin)})`, true);
+      const c = (name) => r.listed.columns.indexOf(name);
+      for (const row of r.listed.rows) note(String(row[c("product_id")]), `listed at ${rmb(row[c("sale_price")])} RMB (margin ${rmb(row[c("unit_margin")])})`, true);
       for (const it of items) basket.delete(it.product_id);
       break;
     }
