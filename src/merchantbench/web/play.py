@@ -80,8 +80,10 @@ def call(
     x_window: Annotated[int | None, Header(ge=0, le=1_000_000)] = None,
 ) -> JSONResponse:
     store = _store(request, token)
+    window = store.surface.window
     result = store.call(tool, arguments or {}, idempotency_key, x_window)
-    return JSONResponse({"result": result, "state": store.state()})
+    # The charts' history comes along only when the window changed.
+    return JSONResponse({"result": result, "state": store.state(store.surface.window != window)})
 
 
 @router.post("/{token}/pause")

@@ -10,6 +10,8 @@ policy's seconds), and a restarted server continues where the person stopped.
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 import time
 from dataclasses import asdict, dataclass
@@ -18,7 +20,7 @@ from typing import Any
 
 from merchantbench.metrics.table1 import HEADLINE_METRICS
 from merchantbench.money import rmb
-from merchantbench.record.files import atomic_write_json, read_json
+from merchantbench.record.files import read_json
 from merchantbench.record.manifest import read_manifest
 from merchantbench.record.schema import METRICS_FILE
 from merchantbench.record.sealed import read_sealed
@@ -184,9 +186,10 @@ class PlayStore:
     def over(self) -> bool:
         return self.metrics is not None or self.surface.over
 
-    def state(self) -> dict[str, Any]:
+    def state(self, history: bool = True) -> dict[str, Any]:
         """Everything the page shows besides tool answers: clock, store status, observation,
-        history."""
+        digest, history (the charts' points; None with `history` False: the page keeps its own
+        until the window changes)."""
         with self.lock:
             status = self.surface.status()
             observation = "" if self.over else self.surface.observation()
@@ -200,7 +203,7 @@ class PlayStore:
                 "observation": observation,
                 "digest": None if self.over else self._digest(status),
                 "listed": self._listed(),
-                "history": [asdict(p) for p in self.history],
+                "history": [asdict(p) for p in self.history] if history else None,
                 "paused": self.paused,
                 "over": self.over,
                 "final": self._public_final(),
@@ -215,8 +218,10 @@ class PlayStore:
     def _before(self) -> Before | None:
         """The previous window's numbers, when the history has them."""
         window = self.surface.window
-        earlier = [p for p in self.history if p.window < window]
-        return earlier[-1].before() if earlier else None
+        for point in reversed(self.history):
+            if point.window < window:
+                return point.before()
+        return None
 
     def _digest(self, status: StoreStatus) -> dict[str, Any]:
         digest = window_digest(self.session, status, self._before())
@@ -339,13 +344,18 @@ class PlayStore:
         self._save_history()
 
     def _save_history(self) -> None:
+        """The pages' file: replaced whole (a reader sees the old or the new one) but not synced
+        to disk, unlike the record: a crash may lose its last points, never the run."""
         body = {
             "history": [asdict(p) for p in self.history],
             "paused": self.paused,
             "active_seconds": round(self.active_seconds, 1),
             "last_activity": self.last_activity,
         }
-        atomic_write_json(self.run_dir / HISTORY_FILE, body)
+        path = self.run_dir / HISTORY_FILE
+        temporary = path.with_name(f".{path.name}.tmp")
+        temporary.write_bytes(json.dumps(body, separators=(",", ":")).encode())
+        os.replace(temporary, path)
 
     def _finish(self) -> None:
         metrics_file = self.run_dir / METRICS_FILE

@@ -15,6 +15,7 @@ function similarQuery(title) {
 function digestLine(line) {
   const li = el("li", {class: `line sev-${line.severity}`, tabindex: "-1", "data-kind": line.kind});
   if (line.product_id) li.dataset.product = line.product_id;
+  if (line.detail && line.detail.ship_hours !== undefined) li.dataset.ship = line.detail.ship_hours;
   const head = el("p", {class: "what"});
   head.appendChild(el("span", {class: `badge sev-${line.severity}`}, SEVERITY_WORDS[line.severity] || line.severity));
   const text = line.text.charAt(0).toUpperCase() + line.text.slice(1);
@@ -35,7 +36,8 @@ function digestLine(line) {
     about.appendChild(link(`${line.title} (${line.product_id})`, () => showDetail("get_product_detail", {product_id: line.product_id}, line.title)));
   }
   const facts = Object.entries(line.detail || {}).filter(([k]) => k !== "cause");
-  if (facts.length) about.appendChild(el("span", {class: "facts-inline"}, " · " + facts.map(([k, v]) => `${words(k)} ${cellText(k, v)}`).join(", ")));
+  const fact = ([k, v]) => (k === "ship_hours" ? `ships in ${v} h` : `${words(k)} ${cellText(k, v)}${MONEY_KEYS.has(k) ? " RMB" : ""}`);
+  if (facts.length) about.appendChild(el("span", {class: "facts-inline"}, " · " + facts.map(fact).join(", ")));
   if (line.detail && line.detail.cause) about.appendChild(el("span", {class: "cause"}, `Cause: ${line.detail.cause}.`));
   if (about.childNodes.length) li.appendChild(about);
   if (line.product_id) li.appendChild(lineActions(line));

@@ -41,7 +41,8 @@ const headText = (key) => words(key) + (MONEY_KEYS.has(key) ? " (RMB)" : "");
 function rawBlock(value) {
   const d = el("details", {class: "raw"});
   d.appendChild(el("summary", {}, "Raw answer (JSON)"));
-  d.appendChild(el("pre", {class: "json"}, JSON.stringify(value, null, 1)));
+  const pre = d.appendChild(el("pre", {class: "json"}));
+  d.addEventListener("toggle", () => { if (d.open && !pre.textContent) pre.textContent = JSON.stringify(value, null, 1); });
   return d;
 }
 

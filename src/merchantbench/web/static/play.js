@@ -11,6 +11,7 @@ let busy = false;
 let shownWindow = CONFIG.window;  // the window on screen (0-based, as the server counts)
 let listed = new Set();  // product ids of my listings (state.listed)
 let paused = false, over = false;
+let store = {active_listings: 0, listing_cap: 0};  // the last store status
 const loadedIn = new Map();  // section -> the window its data was last loaded in
 
 const newKey = () => `web-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
@@ -118,6 +119,7 @@ const SEARCH_TOOLS = new Set(["search_products", "list_supplier_products"]);
 
 function renderAnswer(result, tool) {
   if (tool === "query_platform_rules" && typeof result.rules === "string") return rulesSections(result.rules);
+  if (tool === "get_daily_report") keywordChips(result);
   const wrap = el("div", {class: "answer"});
   const scalars = Object.entries(result).filter(([k, v]) => k !== "ok" && k !== "columns" && k !== "rows" && isScalar(v));
   if (scalars.length) wrap.appendChild(factsTable(scalars));
@@ -147,6 +149,17 @@ function keywordTable(items) {
     td.replaceChildren(link(word, () => searchFor(word)));
   }
   return t;
+}
+
+// The daily report's keywords, also above the search (each one click from its results).
+function keywordChips(report) {
+  const box = $("#find-keywords");
+  box.replaceChildren();
+  const hot = (report.hot_keywords || []).map((k) => k.keyword);
+  const rising = (report.rising_keywords || []).map((k) => k.keyword).filter((k) => !hot.includes(k));
+  if (!hot.length && !rising.length) return;
+  box.appendChild(el("span", {class: "muted"}, `Day ${report.day} keywords: `));
+  for (const word of [...hot, ...rising]) box.appendChild(link(word, () => searchFor(word)));
 }
 
 function emptySearch(result) {
@@ -345,6 +358,9 @@ async function listBasket(ev) {
   const note = (pid, text, ok) => report.appendChild(el("li", {class: ok ? "ok" : "bad"}, `${basket.get(pid)?.title || pid} (${pid}): ${text}`));
   for (const pid of [...basket.keys()]) if (listed.has(pid)) { note(pid, "already listed, skipped", false); basket.delete(pid); }
   let items = [...basket].map(([pid, item]) => ({product_id: pid, sale_price: Number(item.price.toFixed(2))}));
+  const free = Math.max(0, store.listing_cap - store.active_listings);
+  for (const it of items.slice(free)) note(it.product_id, `no free slot (${store.active_listings} of ${store.listing_cap} used): kept in the basket`, false);
+  items = items.slice(0, free);
   let again = ev.detail > 1;
   while (items.length) {
     const r = await act("basket", "list_product", {items}, null, again);
@@ -466,6 +482,7 @@ function showState(state) {
   paused = state.paused && !state.over;
   over = state.over;
   const s = state.store;
+  store = s;
   $("#clock").textContent = state.clock.text;
   if (state.net_assets !== null) $("#net-assets").textContent = rmb(state.net_assets);
   $("#figures").textContent = over ? "" : `Balance ${rmb(s.balance)} · rating ${s.rating.toFixed(2)} (${s.stars}★, orders ×${s.rating_multiplier.toFixed(2)}) · listings ${s.active_listings}/${s.listing_cap} · calls left ${s.calls_left_in_window}`;
@@ -474,8 +491,9 @@ function showState(state) {
   $("#finished").hidden = !state.over;
   for (const id of ["#end-window", "#forward", "#forward-go"]) $(id).disabled = over;
   if (state.over && state.final) showFinal(state);
-  showDigest(state.digest, state.history.length < 2);
+  showDigest(state.digest, state.store.window === 0);
   if (newWindow) { closeDetail(); $("#basket-report").replaceChildren(); }
+  if (!state.history) return;  // unchanged: the window did not move
   const hist = state.history;
   const xs = hist.map((p) => p.window + 1);
   lineChart($("#chart-net"), xs, hist.map((p) => p.net_assets));
@@ -603,7 +621,12 @@ function keyOnRow(key) {
 
 function onKey(ev) {
   const typing = ["INPUT", "TEXTAREA", "SELECT"].includes(document.activeElement.tagName);
-  if (ev.key === "Escape") { if (!$("#help").hidden) openHelp(false); else closeDetail(); return; }
+  if (ev.key === "Escape") {  // closes the help, else the detail, else leaves a field (keys work again)
+    if (!$("#help").hidden) openHelp(false);
+    else if (typing) document.activeElement.blur();
+    else closeDetail();
+    return;
+  }
   if (typing || ev.ctrlKey || ev.metaKey || ev.altKey) return;
   if (paused) { if (ev.key === "?") openHelp(true); return; }  // the pause screen: no action keys
   if (!$("#help").hidden) return;
