@@ -41,8 +41,8 @@ window.mbTimes = [];
 const mbStart = () => {
   const t0 = performance.now();
   const idle = () => !(document.body && document.body.classList.contains('busy'));
-  const tick = () => idle() ? requestAnimationFrame(() => window.mbTimes.push(performance.now() - t0))
-                            : requestAnimationFrame(tick);
+  const done = () => window.mbTimes.push(performance.now() - t0);
+  const tick = () => requestAnimationFrame(idle() ? done : tick);
   setTimeout(tick, 0);
 };
 document.addEventListener('keydown', mbStart, true);
@@ -77,11 +77,11 @@ class Ui:
         """Click a field, select what is there (one key), type `text` (a key per character)."""
         self.click(selector)
         self.press("Control+a")
-        self._timed(lambda: self.page.keyboard.type(text), max(len(text), 1))
+        self._timed(lambda: self.page.keyboard.type(text), max(len(text), 1), "typed")
 
     def choose(self, selector: str, value: str) -> None:
         """Pick an option of a select: a click to open it, a click on the option."""
-        self._timed(lambda: self.page.select_option(selector, value), 2)
+        self._timed(lambda: self.page.select_option(selector, value), 2, "choose")
 
     def browser_times(self) -> list[float]:
         """Seconds per gesture as the browser measured them (see INSTRUMENT), so far."""
@@ -168,7 +168,8 @@ class ConsoleDriver:
         if ui.read("() => !!document.querySelector(\".tick-alert[data-alert='no_sales_7d']\")"):
             stale = ui.read(
                 "() => [...document.querySelectorAll('#results-listings tr[data-product]')]"
-                ".filter(tr => tr.textContent.includes('no sales 7d')).map(tr => tr.dataset.product)"
+                ".filter(tr => tr.textContent.includes('no sales 7d'))"
+                ".map(tr => tr.dataset.product)"
             )
             ui.click(".tick-alert[data-alert='no_sales_7d']")
             ui.press("d")
@@ -201,7 +202,8 @@ class ConsoleDriver:
             ui.page.locator("#results-find h3:text('search products')").wait_for()
             rows = ui.read(
                 "() => [...document.querySelectorAll('#results-find tr[data-product]')]"
-                ".filter(tr => !tr.classList.contains('listed') && !tr.querySelector('input:checked'))"
+                ".filter(tr => !tr.classList.contains('listed'))"
+                ".filter(tr => !tr.querySelector('input:checked'))"
                 ".map(tr => tr.dataset.product)"
             )
             wanted = [pid for pid in rows if pid not in self.person.dropped][:room]
@@ -219,14 +221,15 @@ class ConsoleDriver:
             ui.press("l")
 
 
-# --- the forms page (main before issue 22) ---------------------------------------------------------
+# --- the forms page (main before issue 22) -----------------------------------------------------
 ROWS = """(sel) => [...document.querySelectorAll(sel + ' table.data tbody tr')].map(tr =>
   [...tr.querySelectorAll('td')].map(td => td.textContent))"""
-HEADS = """(sel) => [...document.querySelectorAll(sel + ' table.data thead th')].map(th => th.textContent)"""
+HEADS = """(sel) => [...document.querySelectorAll(sel + ' table.data thead th')]
+  .map(th => th.textContent)"""
 
 
 class FormsDriver:
-    """The same workload on the forms page: a form and its button per tool, ticks and typed prices."""
+    """The same workload on the forms page: a form and a button per tool, ticks, typed prices."""
 
     def __init__(self, ui: Ui) -> None:
         self.ui = ui
@@ -234,7 +237,9 @@ class FormsDriver:
 
     def table(self, panel: str) -> list[dict[str, str]]:
         heads = self.ui.read(HEADS, f"#results-{panel}")
-        return [dict(zip(heads, row, strict=False)) for row in self.ui.read(ROWS, f"#results-{panel}")]
+        return [
+            dict(zip(heads, row, strict=False)) for row in self.ui.read(ROWS, f"#results-{panel}")
+        ]
 
     def play_window(self) -> None:
         ui = self.ui
@@ -263,10 +268,10 @@ class FormsDriver:
             for pid, price in reprice.items():
                 if pid in doomed:
                     continue
-                ui.type_into(f"#results-listings input[aria-label='new price for {pid}']", f"{price:.2f}")
-                ui.click(
-                    f"#results-listings input[aria-label='new price for {pid}'] + button"
+                ui.type_into(
+                    f"#results-listings input[aria-label='new price for {pid}']", f"{price:.2f}"
                 )
+                ui.click(f"#results-listings input[aria-label='new price for {pid}'] + button")
         if window % 2 == 0:
             self.daily()
         end_window(ui)
@@ -321,7 +326,9 @@ class FormsDriver:
                 pid = row.get("product id")
                 if chosen >= free or pid in self.person.dropped or pid in listed:
                     continue
-                if ui.read(f"() => document.querySelector(\"input[data-product='{pid}']\").checked"):
+                if ui.read(
+                    f"() => document.querySelector(\"input[data-product='{pid}']\").checked"
+                ):
                     continue
                 ui.click(f"#results-find input[data-product='{pid}']")
                 chosen += 1

@@ -237,7 +237,10 @@ class PlayStore:
 
     def activity(self) -> dict[str, Any]:
         """Active seconds so far and when the person last did something (Unix seconds)."""
-        return {"active_seconds": round(self.active_seconds, 1), "last_activity": self.last_activity}
+        return {
+            "active_seconds": round(self.active_seconds, 1),
+            "last_activity": self.last_activity,
+        }
 
     def note_activity(self, seconds: float) -> None:
         """The page was visible and in use for `seconds` since its last report (capped)."""
@@ -283,7 +286,7 @@ class PlayStore:
         `rating` (the rating moved at least this much, or the stars changed), `day` (a new day
         begins: the first window of a day).
         """
-        ended, reasons = 0, []
+        ended, reasons = 0, list[str]()
         with self.lock:
             if window is not None and window != self.surface.window:
                 return {**stale_window(window, self.surface.window), "ended": 0}
