@@ -233,3 +233,37 @@ def test_the_pause_screen_has_no_action_key_and_search_says_when_empty(
         page.locator("#results-find .empty button:text('browse everything (empty query)')").click()
         page.locator("#results-find tr[data-product]").first.wait_for()
         page.close()
+
+
+def test_the_study_view_shows_each_participant(tmp_path: Path, browser) -> None:
+    room = PlayRoom(tmp_path / "study")
+    seats = room.create(load_scenario("smoke"), [7, 8], names=["ann", "bob"])
+    operator = room.operator_token()
+    app = create_web_app(play_dir=tmp_path / "study")
+    with LiveServer(app) as server:
+        page = open_page(browser, server, seats[0].token)  # ann plays two windows, then pauses
+        for n in (2, 3):
+            page.keyboard.press("e")
+            page.wait_for_function(
+                f"document.querySelector('#clock').textContent.includes('window {n} of')"
+            )
+        page.evaluate("fetch(`${BASE}/activity`, {method: 'POST', headers: "
+                      "{'Content-Type': 'application/json'}, body: '{\"seconds\": 12}'})")  # fmt: skip
+        page.keyboard.press("p")
+        page.locator("#paused").wait_for()
+        page.wait_for_timeout(200)
+        view = browser.new_page()
+        assert view.goto(f"{server.url}/study/{seats[0].token}").status == 404  # not a seat's
+        view.goto(f"{server.url}/study/{operator}")
+        ann = view.locator("tr[data-participant=ann] td")
+        bob = view.locator("tr[data-participant=bob] td")
+        store = app.state.play_room.store(seats[0].token)
+        status = store.surface.status()
+        assert ann.nth(1).inner_text() == "paused" and bob.nth(1).inner_text() == "not opened"
+        assert ann.nth(2).inner_text() == f"3 of {status.windows_total}"
+        assert ann.nth(4).inner_text() == f"{status.net_assets:,.2f}"
+        assert ann.nth(7).inner_text() == "0 h 00 min 12 s"
+        rows = view.evaluate(f"fetch('/study/{operator}/data').then(r => r.json())")
+        assert [r["participant"] for r in rows["participants"]] == ["ann", "bob"]
+        view.close()
+        page.close()
