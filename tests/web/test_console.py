@@ -85,7 +85,8 @@ def digest_store(tmp_path: Path) -> tuple[Path, str]:
     assert store.call("list_product", {"items": items})["ok"]
     for _ in range(26):
         store.end_window()
-    room.close()
+    room.close()  # saved where it stands (and paused, as at a server's shutdown)
+    store.resume()
     return tmp_path / "play", seat.token
 
 

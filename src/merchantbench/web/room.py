@@ -138,7 +138,9 @@ class PlayRoom:
 
     def overview(self) -> list[dict[str, Any]]:
         """One row per participant for the study view (`web.study`), by participant name."""
-        return [self._row(seat) for seat in sorted(self.seats.values(), key=lambda s: s.participant)]
+        return [
+            self._row(seat) for seat in sorted(self.seats.values(), key=lambda s: s.participant)
+        ]
 
     def _row(self, seat: Seat) -> dict[str, Any]:
         run_dir = self.root / seat.run
