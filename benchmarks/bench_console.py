@@ -68,11 +68,12 @@ def run(windows: int, ui_kind: str, src: str | None, scenario: str, seed: int) -
 
     work = Path(tempfile.mkdtemp(prefix="bench-console-"))
     port = free_port()
-    create = cli(["study", "create", "--participants", "1", "--scenario", scenario,
-                  "--seed", str(seed), "--dir", str(work / "study"), "--port", str(port)], src)  # fmt: skip
+    study = str(work / "study")
+    options = ["--scenario", scenario, "--seed", str(seed), "--dir", study, "--port", str(port)]
+    create = cli(["study", "create", "--participants", "1", *options], src)
     out, _ = create.communicate(timeout=600)
     link = next(line.split(": ", 1)[1] for line in out.splitlines() if "/play/" in line)
-    server = cli(["play", "--dir", str(work / "study"), "--port", str(port)], src)
+    server = cli(["play", "--dir", study, "--port", str(port)], src)
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(chromium_path()), args=["--no-sandbox"])

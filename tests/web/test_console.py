@@ -248,8 +248,10 @@ def test_the_study_view_shows_each_participant(tmp_path: Path, browser) -> None:
             page.wait_for_function(
                 f"document.querySelector('#clock').textContent.includes('window {n} of')"
             )
-        page.evaluate("fetch(`${BASE}/activity`, {method: 'POST', headers: "
-                      "{'Content-Type': 'application/json'}, body: '{\"seconds\": 12}'})")  # fmt: skip
+        report = "{method: 'POST', headers: {'Content-Type': 'application/json'}, body: BODY}"
+        page.evaluate(
+            f"fetch(`${{BASE}}/activity`, {report})".replace("BODY", "'{\"seconds\": 12}'")
+        )
         page.keyboard.press("p")
         page.locator("#paused").wait_for()
         page.wait_for_timeout(200)

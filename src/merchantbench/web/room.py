@@ -14,7 +14,6 @@ import secrets
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-
 from typing import Any
 
 from merchantbench.record.files import atomic_write_bytes, read_json
