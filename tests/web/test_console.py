@@ -270,3 +270,27 @@ def test_the_study_view_shows_each_participant(tmp_path: Path, browser) -> None:
         assert [r["participant"] for r in rows["participants"]] == ["ann", "bob"]
         view.close()
         page.close()
+
+
+def test_the_end_screen_agrees_with_the_header(tmp_path: Path, browser) -> None:
+    scenario = load_scenario("smoke", overrides=["clock.days=1"])
+    [seat] = PlayRoom(tmp_path / "play").create(scenario, [7])
+    app = create_web_app(play_dir=tmp_path / "play")
+    with LiveServer(app) as server:
+        page = open_page(browser, server, seat.token)
+        store: PlayStore = app.state.play_room.store(seat.token)
+        found = store.call("search_products", {"query": "", "page_size": 5, "sort": "sales_30d"})
+        items = [{"product_id": r[0], "sale_price": round(r[3] * 1.5, 2)} for r in found["rows"]]
+        assert store.call("list_product", {"items": items})["ok"]
+        page.reload()
+        page.keyboard.press("f")  # to the end: no trigger fires before the run is over
+        page.locator("#finished").wait_for()
+        final = page.locator("#final td[data-metric=final_net_assets]").inner_text()
+        assert final == page.locator("#net-assets").inner_text()
+        assert final == f"{store.metrics['final_net_assets']:,.2f}"
+        margin = page.locator("#final td[data-metric=net_profit_margin]").inner_text()
+        assert margin.endswith(" %") and page.locator("#final").inner_text().count("RMB") >= 2
+        clock = page.locator("#clock").inner_text()
+        assert "run over: all 2 windows played" in clock and "window 3" not in clock
+        assert page.locator("#end-window").is_disabled()
+        page.close()
