@@ -84,9 +84,9 @@ function showDigest(digest, first) {
   }
   const n = digest.lines.length;
   const counts = Object.entries(digest.counts).map(([k, v]) => `${v} ${words(k)}`).join(", ");
-  box.appendChild(el("p", {class: "since"}, `Since ${dayTime(digest.since)}: ${n} line${n === 1 ? "" : "s"}` +
+  if (!n) { box.appendChild(el("p", {class: "since"}, `Since ${dayTime(digest.since)}: nothing happened (no orders, no supplier events on your listings, no rating or cash moves).`)); return; }
+  box.appendChild(el("p", {class: "since"}, `Since ${dayTime(digest.since)}: ${n} event${n === 1 ? "" : "s"}` +
     (digest.fines ? `, fines ${rmb(digest.fines)} RMB` : "") + (counts ? `. Order events: ${counts}.` : ".")));
-  if (!n) { box.appendChild(el("p", {}, "Nothing needs you: no orders, no supplier events, no rating or cash moves.")); return; }
   const list = el("ol", {class: "digest-lines", "aria-label": "Events since the last window, most urgent first"});
   for (const line of digest.lines) list.appendChild(digestLine(line));
   box.appendChild(list);
