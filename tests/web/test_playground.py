@@ -71,13 +71,14 @@ def search_and_list(page, store: PlayStore, shots: Path) -> list[str]:
 
 
 def reprice_one(page, store: PlayStore, pid: str) -> None:
-    page.keyboard.press("3")  # My listings
-    page.click("form[data-tool=query_my_listings] button[type=submit]")
+    page.keyboard.press("3")  # My listings: the section opens with its review
+    page.locator("#results-listings h3:text('review my listings')").wait_for()
     price = page.locator("#panel-listings").get_by_label(f"new price for {pid}")
     price.wait_for()
     new = round(float(price.input_value()) * 0.95, 2)
     price.fill(f"{new:.2f}")
-    refreshed = page.expect_response(lambda r: r.url.endswith("/call/query_my_listings"))
+    # The section's table (the listings review) comes again with the new price.
+    refreshed = page.expect_response(lambda r: r.url.endswith("/call/review_my_listings"))
     adjusted = page.expect_response(lambda r: r.url.endswith("/call/adjust_price"))
     with refreshed, adjusted as answer:
         price.locator("xpath=following-sibling::button").click()
@@ -120,7 +121,8 @@ def test_a_participant_plays_pauses_reloads_and_continues(tmp_path: Path, browse
         page.locator("#results-orders table.data tbody tr").first.locator(
             "button.link"
         ).first.click()
-        page.wait_for_selector("#results-orders h3:text('query order detail')")
+        page.wait_for_selector("#detail #detail-title:text('Order')")  # beside the orders
+        assert page.locator("#results-orders table.data").is_visible()
         page.keyboard.press("1")
         page.screenshot(path=str(shots / "playground-today.png"), full_page=True)
         before = (store.surface.window, session_net_assets(store))

@@ -95,7 +95,16 @@ def test_the_pages_numbers_are_the_store_status(tmp_path: Path) -> None:
         point = state["history"][-1]
         assert point == {"window": status.window, "day": status.day, "hour": status.hour_of_day,
                          "net_assets": status.net_assets, "rating": status.rating,
-                         "orders": status.orders_placed}  # fmt: skip
+                         "orders": status.orders_placed, "stars": status.stars,
+                         "rating_multiplier": status.rating_multiplier,
+                         "balance": status.balance, "deposit": status.deposit,
+                         "in_transit": status.in_transit,
+                         "receivable": status.receivable}  # fmt: skip
+        # The digest's cash line is the status against the previous window's status.
+        cash = [line for line in state["digest"]["lines"] if line["kind"] == "cash"]
+        previous = state["history"][-2] if len(state["history"]) > 1 else None
+        if previous is not None and previous["net_assets"] != status.net_assets:
+            assert cash[0]["amount"] == round(status.net_assets - previous["net_assets"], 2)
         clock = state["clock"]
         assert clock["text"] == (
             f"Day {status.day}, {status.hour_of_day:02d}:00 · window {status.window + 1} of "

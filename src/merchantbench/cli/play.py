@@ -60,6 +60,9 @@ def _links(directory: Path, host: str, port: int) -> None:
     base = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
     for token, seat in sorted(_room_seats(directory).items(), key=lambda s: s[1].participant):
         typer.echo(f"{seat.participant}: {base}/play/{token}")
+    from merchantbench.web.room import PlayRoom
+
+    typer.echo(f"operator (study view): {base}/study/{PlayRoom(directory).operator_token()}")
 
 
 def play(

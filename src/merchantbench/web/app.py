@@ -21,7 +21,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import merchantbench
-from merchantbench.web import dashboard, play
+from merchantbench.web import dashboard, play, study
 from merchantbench.web.pages import STATIC_DIR
 from merchantbench.web.room import PlayRoom
 
@@ -35,6 +35,7 @@ def _install(
     if play_dir is not None:
         app.state.play_room = PlayRoom(play_dir)
         app.include_router(play.router, dependencies=guards)
+        app.include_router(study.router, dependencies=guards)
     if runs_root is not None:
         app.state.runs_root = runs_root
         app.include_router(dashboard.router, dependencies=guards)

@@ -4,6 +4,10 @@
     GET  /play/{token}/state           clock, store status, observation, charts' numbers
     POST /play/{token}/call/{tool}     one tool call through the agent surface (header
                                        `X-Window`: the window the action was made in)
+    POST /play/{token}/forward         end windows until something needs the person (body:
+                                       `triggers`, `most`; header `X-Window`)
+    POST /play/{token}/activity        the page was in use for `seconds` (the study view's
+                                       active time)
     POST /play/{token}/pause           save and come back later
     POST /play/{token}/resume          back at the store
 
@@ -23,7 +27,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from merchantbench.web.forms import page_config, panel_forms
 from merchantbench.web.pages import templates
 from merchantbench.web.room import PlayRoom
-from merchantbench.web.store import PlayStore
+from merchantbench.web.store import FORWARD_MAX, PlayStore
 
 # In the OpenAPI document the web app builds (not published; the tests fuzz the routes with it).
 ANSWERS: dict[int | str, dict[str, Any]] = {
@@ -49,6 +53,7 @@ def page(request: Request, token: str) -> HTMLResponse:
     config = {
         "token": token,
         "window": state["store"]["window"],
+        "forward_max": FORWARD_MAX,
         **page_config(store.session.registry, store.session.scenario),
     }
     context = {
@@ -75,8 +80,10 @@ def call(
     x_window: Annotated[int | None, Header(ge=0, le=1_000_000)] = None,
 ) -> JSONResponse:
     store = _store(request, token)
+    window = store.surface.window
     result = store.call(tool, arguments or {}, idempotency_key, x_window)
-    return JSONResponse({"result": result, "state": store.state()})
+    # The charts' history comes along only when the window changed.
+    return JSONResponse({"result": result, "state": store.state(store.surface.window != window)})
 
 
 @router.post("/{token}/pause")
@@ -91,3 +98,27 @@ def resume(request: Request, token: str) -> dict[str, Any]:
     store = _store(request, token)
     store.resume()
     return store.state()
+
+
+@router.post("/{token}/forward")
+def forward(
+    request: Request,
+    token: str,
+    triggers: Annotated[dict[str, Any] | None, Body()] = None,
+    most: Annotated[int, Body(ge=1, le=FORWARD_MAX)] = FORWARD_MAX,
+    x_window: Annotated[int | None, Header(ge=0, le=1_000_000)] = None,
+) -> JSONResponse:
+    store = _store(request, token)
+    result = store.forward(triggers or {}, x_window, most)
+    return JSONResponse({"result": result, "state": store.state()})
+
+
+@router.post("/{token}/activity")
+def activity(
+    request: Request,
+    token: str,
+    seconds: Annotated[float, Body(ge=0, le=3600, embed=True)],
+) -> dict[str, Any]:
+    store = _store(request, token)
+    store.note_activity(seconds)
+    return store.activity()

@@ -14,12 +14,16 @@ import secrets
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from merchantbench.record.files import atomic_write_bytes
+from merchantbench.record.files import atomic_write_bytes, read_json
+from merchantbench.record.manifest import read_manifest
+from merchantbench.record.schema import METRICS_FILE
 from merchantbench.scenario import Scenario
-from merchantbench.web.store import PlayStore
+from merchantbench.web.store import HISTORY_FILE, PlayStore
 
 PARTICIPANTS_FILE = "participants.json"
+OPERATOR_FILE = "operator.json"  # the study view's token (mode 0600)
 
 
 class RoomError(ValueError):
@@ -110,6 +114,68 @@ class PlayRoom:
             if token not in self._stores:
                 self._stores[token] = PlayStore.reopen(self.root / seat.run)
             return self._stores[token]
+
+    def operator_token(self) -> str:
+        """The study view's token (made once, kept in `operator.json`)."""
+        path = self.root / OPERATOR_FILE
+        if path.is_file():
+            try:
+                token = json.loads(path.read_text(encoding="utf-8")).get("token")
+            except (OSError, ValueError, AttributeError):
+                token = None
+            if isinstance(token, str) and len(token) >= 16:
+                return token
+        token = secrets.token_urlsafe(18)
+        self.root.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(path, json.dumps({"token": token}).encode())
+        os.chmod(path, 0o600)
+        return token
+
+    def is_operator(self, token: str) -> bool:
+        path = self.root / OPERATOR_FILE
+        return path.is_file() and secrets.compare_digest(token, self.operator_token())
+
+    def overview(self) -> list[dict[str, Any]]:
+        """One row per participant for the study view (`web.study`), by participant name."""
+        return [
+            self._row(seat) for seat in sorted(self.seats.values(), key=lambda s: s.participant)
+        ]
+
+    def _row(self, seat: Seat) -> dict[str, Any]:
+        run_dir = self.root / seat.run
+        store = self._stores.get(seat.token)
+        row: dict[str, Any] = {"participant": seat.participant, "run": seat.run}
+        try:
+            meta = read_manifest(run_dir)
+            saved = read_json(run_dir / HISTORY_FILE) if (run_dir / HISTORY_FILE).is_file() else {}
+        except (OSError, ValueError) as exc:
+            return {**row, "state": f"unreadable: {exc}", "window": None, "windows_total": None,
+                    "day": None, "net_assets": None, "rating": None, "stars": None,
+                    "last_activity": None, "active_seconds": 0.0}  # fmt: skip
+        points = saved.get("history") or [{}]
+        last = points[-1]
+        finished = meta.ended is not None and not meta.resumable
+        if store is not None:
+            status = store.surface.status()
+            window, day, net, rating, stars = (status.window, status.day, status.net_assets,
+                                               status.rating, status.stars)  # fmt: skip
+            activity = store.activity()
+            paused = store.paused
+        else:
+            window, day = last.get("window"), last.get("day")
+            net, rating, stars = last.get("net_assets"), last.get("rating"), last.get("stars")
+            activity = {"active_seconds": saved.get("active_seconds", 0.0),
+                        "last_activity": saved.get("last_activity")}  # fmt: skip
+            paused = bool(saved.get("paused"))
+        if finished and (run_dir / METRICS_FILE).is_file():
+            net = read_json(run_dir / METRICS_FILE).get("final_net_assets", net)
+        state = ("finished" if finished else "paused" if paused
+                 else "playing" if store is not None and activity["last_activity"]
+                 else "not opened" if not activity["last_activity"] else "away")  # fmt: skip
+        total = meta.scenario_model().clock.windows
+        return {**row, "state": state, "window": min((window or 0) + 1, total),
+                "windows_total": total, "day": day, "net_assets": net, "rating": rating,
+                "stars": stars, **activity}  # fmt: skip
 
     def close(self) -> None:
         """Save every open store where it stands (server shutdown)."""

@@ -10,13 +10,17 @@ policy's seconds), and a restarted server continues where the person stopped.
 
 from __future__ import annotations
 
+import json
+import os
 import threading
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from merchantbench.metrics.table1 import HEADLINE_METRICS
-from merchantbench.record.files import atomic_write_json, read_json
+from merchantbench.money import rmb
+from merchantbench.record.files import read_json
 from merchantbench.record.manifest import read_manifest
 from merchantbench.record.schema import METRICS_FILE
 from merchantbench.record.sealed import read_sealed
@@ -26,9 +30,17 @@ from merchantbench.scenario import Scenario
 from merchantbench.session import Session
 from merchantbench.surface import StoreStatus
 from merchantbench.tools.toolset import END_OF_STEP
+from merchantbench.web.digest import SUPPLIER_EVENTS, Before, window_digest
 from merchantbench.web.human import HUMAN_ORIGIN, HumanDriver
 
 HISTORY_FILE = "web-history.json"  # what the pages drew so far (public numbers only)
+
+# Active time (the study view): the page reports the seconds it was visible and the person had
+# acted within its idle cap; the store takes at most this many seconds per report, and never more
+# than the wall time since the previous report.
+ACTIVITY_REPORT_MAX = 60.0
+# Fast-forward: at most this many windows per request (the page asks again to go on).
+FORWARD_MAX = 60
 
 
 @dataclass(frozen=True)
@@ -41,6 +53,13 @@ class WindowPoint:
     net_assets: float
     rating: float
     orders: int  # customer orders placed so far
+    # Since the window digest (older history files lack them: no comparison then).
+    stars: int | None = None
+    rating_multiplier: float | None = None
+    balance: float | None = None
+    deposit: float | None = None
+    in_transit: float | None = None
+    receivable: float | None = None
 
     @classmethod
     def of(cls, status: StoreStatus) -> WindowPoint:
@@ -51,6 +70,29 @@ class WindowPoint:
             status.net_assets,
             status.rating,
             status.orders_placed,
+            status.stars,
+            status.rating_multiplier,
+            status.balance,
+            status.deposit,
+            status.in_transit,
+            status.receivable,
+        )
+
+    def before(self) -> Before | None:
+        """These numbers as the next window's digest compares with them."""
+        if None in (self.stars, self.rating_multiplier, self.balance, self.deposit,
+                    self.in_transit, self.receivable):  # fmt: skip
+            return None
+        return Before(
+            rating=self.rating,
+            stars=int(self.stars or 0),
+            rating_multiplier=float(self.rating_multiplier or 0),
+            balance=float(self.balance or 0),
+            deposit=float(self.deposit or 0),
+            in_transit=float(self.in_transit or 0),
+            receivable=float(self.receivable or 0),
+            net_assets=self.net_assets,
+            orders=self.orders,
         )
 
 
@@ -63,12 +105,16 @@ def stale_window(window: int, open_window: int) -> dict[str, Any]:
 
 def clock_of(status: StoreStatus) -> dict[str, Any]:
     """The page's clock: its numbers and the line it shows (the page draws nothing itself)."""
-    window = min(status.window, status.windows_total) + 1
+    window = min(status.window + 1, status.windows_total)
     left = status.windows_left
-    text = (
-        f"Day {status.day}, {status.hour_of_day:02d}:00 · window {window} of "
-        f"{status.windows_total} · {left} window{'' if left == 1 else 's'} left"
-    )
+    when = f"Day {status.day}, {status.hour_of_day:02d}:00"
+    if status.over and status.closed_at is not None:
+        text = f"{when} · run over: the store was closed at {status.closed_at}"
+    elif status.over:
+        text = f"{when} · run over: all {status.windows_total} windows played"
+    else:
+        text = (f"{when} · window {window} of {status.windows_total} · "
+                f"{left} window{'' if left == 1 else 's'} left")  # fmt: skip
     return {
         "day": status.day,
         "hour": status.hour_of_day,
@@ -96,6 +142,9 @@ class PlayStore:
         saved = read_json(run_dir / HISTORY_FILE) if (run_dir / HISTORY_FILE).is_file() else {}
         self.history = [WindowPoint(**p) for p in saved.get("history", [])]
         self.paused: bool = bool(saved.get("paused", False))
+        self.active_seconds = float(saved.get("active_seconds", 0.0))
+        self.last_activity: float | None = saved.get("last_activity")
+        self._last_report = 0.0
         self.metrics: dict[str, Any] | None = None
         if not resume:
             self.life.checkpoint()
@@ -137,9 +186,10 @@ class PlayStore:
     def over(self) -> bool:
         return self.metrics is not None or self.surface.over
 
-    def state(self) -> dict[str, Any]:
+    def state(self, history: bool = True) -> dict[str, Any]:
         """Everything the page shows besides tool answers: clock, store status, observation,
-        history."""
+        digest, history (the charts' points; None with `history` False: the page keeps its own
+        until the window changes)."""
         with self.lock:
             status = self.surface.status()
             observation = "" if self.over else self.surface.observation()
@@ -151,11 +201,58 @@ class PlayStore:
                 "store": status.to_json(),
                 "net_assets": net_assets,
                 "observation": observation,
-                "history": [asdict(p) for p in self.history],
+                "digest": None if self.over else self._digest(status),
+                "listed": self._listed(),
+                "history": [asdict(p) for p in self.history] if history else None,
                 "paused": self.paused,
                 "over": self.over,
                 "final": self._public_final(),
+                "activity": self.activity(),
             }
+
+    def _listed(self) -> list[str]:
+        """The product ids of my listings (what query_my_listings lists), for marking rows."""
+        ids = self.session.market.product_ids
+        return sorted(str(ids[p]) for p in self.session.engine.state.listings)
+
+    def _before(self) -> Before | None:
+        """The previous window's numbers, when the history has them."""
+        window = self.surface.window
+        for point in reversed(self.history):
+            if point.window < window:
+                return point.before()
+        return None
+
+    def _digest(self, status: StoreStatus) -> dict[str, Any]:
+        digest = window_digest(self.session, status, self._before())
+        market, engine = self.session.market, self.session.engine
+        listings = {str(market.product_ids[p]): p for p in engine.state.listings}
+        for line in digest["lines"]:
+            product = listings.get(line["product_id"]) if line["product_id"] else None
+            line["listed"] = product is not None if line["product_id"] else None
+            if product is not None:  # what reprice needs, as review_my_listings shows it
+                line["sale_price_now"] = rmb(engine.state.listings[product].price)
+                line["cost_now"] = rmb(engine.suppliers.state(product, engine.t).price_fen)
+        return digest
+
+    def activity(self) -> dict[str, Any]:
+        """Active seconds so far and when the person last did something (Unix seconds)."""
+        return {
+            "active_seconds": round(self.active_seconds, 1),
+            "last_activity": self.last_activity,
+        }
+
+    def note_activity(self, seconds: float) -> None:
+        """The page was visible and in use for `seconds` since its last report (capped)."""
+        with self.lock:
+            now = time.time()
+            since = now - self._last_report if self._last_report else ACTIVITY_REPORT_MAX
+            self._last_report = now
+            taken = max(0.0, min(float(seconds), ACTIVITY_REPORT_MAX, since + 1.0))
+            if taken > 0:
+                self.active_seconds += taken
+                self.last_activity = now
+                self._save_history()
 
     def brief(self) -> str:
         return self.surface.brief()
@@ -175,12 +272,47 @@ class PlayStore:
                 return {"ok": False, "error": {"code": "run_over", "message": "the run has ended"}}
             if tool == END_OF_STEP and window is not None and window != self.surface.window:
                 return stale_window(window, self.surface.window)
-            self.paused = False
-            window = self.surface.window
-            result = self.surface.call(tool, args, key)
-            if self.surface.over or self.surface.window != window:
-                self._after_window()
-            return result
+            return self.call_locked(tool, args, key)
+
+    def forward(
+        self, triggers: dict[str, Any], window: int | None = None, most: int = FORWARD_MAX
+    ) -> dict[str, Any]:
+        """End windows until something needs the person: each one an `end_of_step` through the
+        surface, as the End window button sends, then the triggers are checked on the new
+        window's digest and status. Stops after `most` windows or when the run ends.
+
+        Triggers (any of): `adverse` (an order outcome or a late order), `supplier` (a supplier
+        event starting on one of my listings), `cash_below` (balance under this many RMB),
+        `rating` (the rating moved at least this much, or the stars changed), `day` (a new day
+        begins: the first window of a day).
+        """
+        ended, reasons = 0, list[str]()
+        with self.lock:
+            if window is not None and window != self.surface.window:
+                return {**stale_window(window, self.surface.window), "ended": 0}
+        while not reasons and ended < min(most, FORWARD_MAX) and not self.over:
+            with self.lock:
+                if self.over:
+                    break
+                result = self.call_locked(END_OF_STEP, {})
+                if result.get("ok") is False:
+                    return {**result, "ended": ended}
+                ended += 1
+                if self.over:
+                    break
+                status = self.surface.status()
+                reasons = forward_reasons(triggers, self._digest(status), status, self._before())
+        return {"ok": True, "ended": ended, "stopped_by": reasons, "over": self.over}
+
+    def call_locked(self, tool: str, args: Any, key: str | None = None) -> dict[str, Any]:
+        """`call` for a caller that holds the lock."""
+        self.paused = False
+        self.last_activity = time.time()
+        window = self.surface.window
+        result = self.surface.call(tool, args, key)
+        if self.surface.over or self.surface.window != window:
+            self._after_window()
+        return result
 
     def end_window(self) -> dict[str, Any]:
         return self.call(END_OF_STEP, {})
@@ -215,8 +347,18 @@ class PlayStore:
         self._save_history()
 
     def _save_history(self) -> None:
-        body = {"history": [asdict(p) for p in self.history], "paused": self.paused}
-        atomic_write_json(self.run_dir / HISTORY_FILE, body)
+        """The pages' file: replaced whole (a reader sees the old or the new one) but not synced
+        to disk, unlike the record: a crash may lose its last points, never the run."""
+        body = {
+            "history": [asdict(p) for p in self.history],
+            "paused": self.paused,
+            "active_seconds": round(self.active_seconds, 1),
+            "last_activity": self.last_activity,
+        }
+        path = self.run_dir / HISTORY_FILE
+        temporary = path.with_name(f".{path.name}.tmp")
+        temporary.write_bytes(json.dumps(body, separators=(",", ":")).encode())
+        os.replace(temporary, path)
 
     def _finish(self) -> None:
         metrics_file = self.run_dir / METRICS_FILE
@@ -232,3 +374,40 @@ class PlayStore:
         if self.metrics is None:
             return None
         return {k: self.metrics.get(k) for k in HEADLINE_METRICS}
+
+
+def forward_reasons(
+    triggers: dict[str, Any], digest: dict[str, Any], status: StoreStatus, before: Before | None
+) -> list[str]:
+    """Why fast-forward stops at this window (empty: go on); see `PlayStore.forward`."""
+    reasons = []
+    kinds = [line["kind"] for line in digest["lines"]]
+    if triggers.get("adverse"):
+        adverse = sorted({k for k in kinds if k in ADVERSE_KINDS})
+        if adverse:
+            reasons.append("adverse outcome: " + ", ".join(k.replace("_", " ") for k in adverse))
+    if triggers.get("supplier"):
+        events = sorted({k for k in kinds if k in SUPPLIER_STARTS})
+        if events:
+            reasons.append("supplier event: " + ", ".join(k.replace("_", " ") for k in events))
+    floor = triggers.get("cash_below")
+    if isinstance(floor, int | float) and not isinstance(floor, bool) and status.balance < floor:
+        reasons.append(f"balance {status.balance:,.2f} RMB is below {float(floor):,.2f} RMB")
+    move = triggers.get("rating")
+    if isinstance(move, int | float) and not isinstance(move, bool) and before is not None:
+        if status.stars != before.stars:
+            reasons.append(f"stars {before.stars} → {status.stars}")
+        elif abs(status.rating - before.rating) >= max(float(move), 0.01):
+            reasons.append(f"rating {before.rating:.2f} → {status.rating:.2f}")
+    if triggers.get("day") and status.hour_of_day == 0 and status.window > 0:
+        reasons.append(f"a new day: Day {status.day}")
+    return reasons
+
+
+ADVERSE_KINDS = frozenset(
+    ("store_closed", "stockout", "insufficient_balance", "bad_review", "return_refund",
+     "returnless_refund", "cancelled", "late")
+)  # fmt: skip
+SUPPLIER_STARTS = frozenset(
+    k for k in SUPPLIER_EVENTS if k in ("supplier_delisted", "shipment_delayed", "price_changed")
+)

@@ -1,7 +1,7 @@
 // The playground page: every action is one tool call through the run's agent surface. What the
 // page knows of the server's business (which tools change the store, which one ends the window,
-// the basket's first price, the clock's wording) comes from the server: the page's config and
-// each state answer.
+// the basket's first price, the clock's wording, the digest) comes from the server: the page's
+// config and each state answer. format.js writes values; digest.js draws the digest.
 "use strict";
 const CONFIG = pageData("play-config");
 const BASE = `/play/${encodeURIComponent(CONFIG.token)}`;
@@ -9,8 +9,11 @@ const WRITE_TOOLS = new Set(CONFIG.write_tools);
 const basket = new Map();  // product_id -> {title, cost, price}
 let busy = false;
 let shownWindow = CONFIG.window;  // the window on screen (0-based, as the server counts)
+let listed = new Set();  // product ids of my listings (state.listed)
+let paused = false, over = false;
+let store = {active_listings: 0, listing_cap: 0};  // the last store status
+const loadedIn = new Map();  // section -> the window its data was last loaded in
 
-const money = (v) => Number(v).toLocaleString("en-US", {minimumFractionDigits: 2, maximumFractionDigits: 2});
 const newKey = () => `web-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
 
 function say(text) { $("#status").textContent = text; }
@@ -38,26 +41,30 @@ const call = (tool, args, panel) => send({tool, args: args || {}, window: shownW
 // second click), whatever the screen shows since.
 const act = (control, tool, args, panel, again) => send(actionFor(control, tool, args, again), panel);
 
+async function post(path, headers, body) {
+  const resp = await fetch(`${BASE}${path}`, {method: "POST", headers: {"Content-Type": "application/json", ...headers}, body: JSON.stringify(body)});
+  const answer = await resp.json();
+  if (!resp.ok) throw new Error(answer.error || `the server answered ${resp.status}`);
+  return answer;
+}
+
 async function send(action, panel) {
   if (busy) return null;
   busy = true;
   document.body.classList.add("busy");
   const tool = action.tool;
   try {
-    const headers = {"Content-Type": "application/json", "X-Window": String(action.window)};
+    const headers = {"X-Window": String(action.window)};
     if (action.key) headers["Idempotency-Key"] = action.key;
-    const url = `${BASE}/call/${encodeURIComponent(tool)}`;
-    const resp = await fetch(url, {method: "POST", headers, body: JSON.stringify(action.args)});
-    const body = await resp.json();
-    if (!resp.ok) { say(body.error || `the server answered ${resp.status}`); return null; }
+    const body = await post(`/call/${encodeURIComponent(tool)}`, headers, action.args);
     showState(body.state);
     const result = body.result;
     if (panel) render(result, $(`#results-${panel}`), tool);
-    if (result.ok === false) say(`${tool.replaceAll("_", " ")}: ${result.error.message || result.error.code}`);
-    else say(`${tool.replaceAll("_", " ")}: done`);
+    if (result.ok === false) say(`${words(tool)}: ${errorText(result.error)}`);
+    else say(`${words(tool)}: done`);
     return result;
   } catch (err) {
-    say(`could not reach the server (${err}); your store is saved, try again`);
+    say(`could not reach the server (${err.message || err}); your store is saved, try again`);
     return null;
   } finally {
     busy = false;
@@ -65,14 +72,20 @@ async function send(action, panel) {
   }
 }
 
+const errorText = (error) => `${words(error.code)}: ${error.message || ""}${error.path ? ` (${error.path})` : ""}`;
+
 // --- results ---------------------------------------------------------------------------------
 function render(result, box, tool) {
   box.replaceChildren();
-  const head = el("h3", {}, tool.replaceAll("_", " "));
-  box.appendChild(head);
-  const pages = pager(result, tool, box.id.replace("results-", ""));
-  if (pages) box.appendChild(pages);
-  box.appendChild(renderValue(result, box.id === "results-listings"));
+  box.appendChild(el("h3", {}, words(tool)));
+  if (result.ok === false) {
+    box.appendChild(el("p", {class: "error"}, errorText(result.error)));
+  } else {
+    const pages = pager(result, tool, box.id.replace("results-", ""));
+    if (pages) box.appendChild(pages);
+    box.appendChild(renderAnswer(result, tool));
+  }
+  box.appendChild(rawBlock(result));
 }
 
 // A paged answer (search, listings, orders, ...): page P of N, previous and next. They re-send
@@ -82,7 +95,7 @@ function pager(result, tool, panel) {
   const field = form && form.querySelector('input[name="page"]');
   if (!field || !result || typeof result.page !== "number" || typeof result.pages !== "number") return null;
   const last = Math.max(result.pages, 1);
-  const nav = el("nav", {class: "pages", "aria-label": `${tool.replaceAll("_", " ")} pages`});
+  const nav = el("nav", {class: "pages", "aria-label": `${words(tool)} pages`});
   const go = (page) => { field.value = page; act(`form:${tool}`, tool, formArgs(form), panel, false); };
   const prev = el("button", {type: "button", class: "page-prev", title: "Previous page ([)"}, "← Previous page");
   const next = el("button", {type: "button", class: "page-next", title: "Next page (])"}, "Next page →");
@@ -101,76 +114,132 @@ function turnPage(which) {
   if (button && !button.disabled) button.click();
 }
 
-function renderValue(value, mine) {
-  if (value && typeof value === "object" && Array.isArray(value.columns) && Array.isArray(value.rows)) {
-    const wrap = el("div");
-    for (const [k, v] of Object.entries(value)) {
-      if (k === "columns" || k === "rows" || k === "ok") continue;
-      wrap.appendChild(renderValue({[k]: v}, mine));
-    }
-    wrap.appendChild(table(value.columns, value.rows, mine));
-    return wrap;
+const MY_LISTING_TOOLS = new Set(["review_my_listings", "query_my_listings"]);
+const SEARCH_TOOLS = new Set(["search_products", "list_supplier_products"]);
+
+function renderAnswer(result, tool) {
+  if (tool === "query_platform_rules" && typeof result.rules === "string") return rulesSections(result.rules);
+  if (tool === "get_daily_report") keywordChips(result);
+  const wrap = el("div", {class: "answer"});
+  const scalars = Object.entries(result).filter(([k, v]) => k !== "ok" && k !== "columns" && k !== "rows" && isScalar(v));
+  if (scalars.length) wrap.appendChild(factsTable(scalars));
+  if (isTable(result)) {
+    if (SEARCH_TOOLS.has(tool) && !result.rows.length) wrap.appendChild(emptySearch(result));
+    else wrap.appendChild(dataTable(result.columns, result.rows, MY_LISTING_TOOLS.has(tool)));
+    if (tool === "review_my_listings") tickByAlert(result);
   }
-  if (Array.isArray(value)) {
-    const list = el("ul");
-    for (const item of value) { const li = el("li"); li.appendChild(renderValue(item, mine)); list.appendChild(li); }
-    return list;
+  for (const [k, v] of Object.entries(result)) {
+    if (k === "columns" || k === "rows" || isScalar(v)) continue;
+    wrap.appendChild(el("h4", {}, words(k)));
+    if (isTable(v)) wrap.appendChild(dataTable(v.columns, v.rows, false));
+    else if (Array.isArray(v)) wrap.appendChild(k.endsWith("keywords") ? keywordTable(v) : objectsTable(v));
+    else if (v && typeof v === "object") wrap.appendChild(factsTable(Object.entries(v).map(([a, b]) => [a, isScalar(b) ? b : JSON.stringify(b)])));
   }
-  if (value && typeof value === "object") {
-    const dl = el("dl", {class: "kv"});
-    for (const [k, v] of Object.entries(value)) {
-      if (k === "ok") continue;
-      dl.appendChild(el("dt", {}, k.replaceAll("_", " ")));
-      const dd = el("dd");
-      dd.appendChild(renderValue(v, mine));
-      dl.appendChild(dd);
-    }
-    return dl;
-  }
-  return el("span", {}, value === null ? "—" : value);
+  return wrap;
 }
 
-// `mine`: a table of my listings (tick to delist, reprice); else product rows can go to the basket.
-function table(columns, rows, mine) {
+// Hot and rising keywords, each one click from its search.
+function keywordTable(items) {
+  const t = objectsTable(items);
+  const col = [...t.querySelectorAll("thead th")].findIndex((th) => th.textContent === "keyword");
+  if (col < 0) return t;
+  for (const tr of t.querySelectorAll("tbody tr")) {
+    const td = tr.children[col];
+    const word = td.textContent;
+    td.replaceChildren(link(word, () => searchFor(word)));
+  }
+  return t;
+}
+
+// The daily report's keywords, also above the search (each one click from its results).
+function keywordChips(report) {
+  const box = $("#find-keywords");
+  box.replaceChildren();
+  const hot = (report.hot_keywords || []).map((k) => k.keyword);
+  const rising = (report.rising_keywords || []).map((k) => k.keyword).filter((k) => !hot.includes(k));
+  if (!hot.length && !rising.length) return;
+  box.appendChild(el("span", {class: "muted"}, `Day ${report.day} keywords: `));
+  for (const word of [...hot, ...rising]) box.appendChild(link(word, () => searchFor(word)));
+}
+
+function emptySearch(result) {
+  const box = el("div", {class: "empty"});
+  const query = String(result.query || "").trim();
+  box.appendChild(el("p", {}, query
+    ? `No product matches every word of "${query}" with these filters.`
+    : "No product matches these filters."));
+  const tries = el("p", {}, "Try: ");
+  const words_ = query.split(/\s+/).filter(Boolean);
+  if (words_.length > 1) for (const w of words_) { tries.appendChild(link(w, () => searchFor(w))); tries.appendChild(document.createTextNode(" · ")); }
+  tries.appendChild(link("browse everything (empty query)", () => searchFor("")));
+  tries.appendChild(document.createTextNode(" · or the daily report's hot keywords (Today, Daily report)."));
+  box.appendChild(tries);
+  return box;
+}
+
+// `mine`: a table of my listings (tick to delist or reprice); else product rows can go to the basket.
+function dataTable(columns, rows, mine) {
   const t = el("table", {class: "data"});
   const tr = el("tr");
   const productCol = columns.indexOf("product_id");
-  const listed = Boolean(mine) && columns.includes("sale_price");
-  if (productCol >= 0) tr.appendChild(el("th", {scope: "col"}, listed ? "tick" : "list?"));
-  for (const c of columns) tr.appendChild(el("th", {scope: "col"}, c.replaceAll("_", " ")));
-  if (productCol >= 0 && listed) tr.appendChild(el("th", {scope: "col"}, "reprice"));
+  const listedTable = Boolean(mine) && columns.includes("sale_price");
+  if (productCol >= 0) tr.appendChild(el("th", {scope: "col"}, listedTable ? "tick" : "list?"));
+  for (const c of columns) tr.appendChild(el("th", {scope: "col"}, headText(c)));
+  if (productCol >= 0 && listedTable) tr.appendChild(el("th", {scope: "col"}, "reprice"));
   t.appendChild(el("thead")).appendChild(tr);
   const body = el("tbody");
-  for (const row of rows) body.appendChild(tableRow(columns, row, productCol, listed));
+  for (const row of rows) body.appendChild(tableRow(columns, row, productCol, listedTable));
   t.appendChild(body);
   return t;
 }
 
-function tableRow(columns, row, productCol, listed) {
+function tableRow(columns, row, productCol, listedTable) {
   const tr = el("tr");
+  const value = (name) => row[columns.indexOf(name)];
   const pid = productCol >= 0 ? String(row[productCol]) : null;
   if (pid !== null) {
-    const box = el("input", {type: "checkbox", "aria-label": `${listed ? "tick listing" : "add to the list basket"} ${pid}`, "data-product": pid});
+    tr.dataset.product = pid;
+    tr.tabIndex = -1;
+    if (columns.includes("title")) tr.dataset.title = value("title");
+    const cost = columns.includes("procurement_price") ? value("procurement_price") : value("price");
+    if (typeof cost === "number") tr.dataset.cost = cost;
+    if (listedTable) tr.dataset.price = value("sale_price");
+    const box = el("input", {type: "checkbox", "aria-label": `${listedTable ? "tick listing" : "add to the list basket"} ${pid}`, "data-product": pid});
     const td = el("td");
     td.appendChild(box);
     tr.appendChild(td);
-    if (listed) box.classList.add("delist-pick");
+    if (listedTable) box.classList.add("delist-pick");
     else {
+      box.classList.add("basket-pick");
       box.checked = basket.has(pid);
-      box.addEventListener("change", () => pick(box.checked, pid, columns, row));
+      box.addEventListener("change", () => pick(box.checked, pid, tr));
     }
   }
   row.forEach((cell, i) => {
-    const td = el("td");
+    const td = el("td", {class: typeof cell === "number" ? "num" : ""});
     const col = columns[i];
-    if (col === "product_id") td.appendChild(link(cell, () => call("get_product_detail", {product_id: String(cell)}, "find")));
-    else if (col === "supplier_id") td.appendChild(link(cell, () => call("get_supplier_profile", {supplier_id: String(cell)}, "find")));
-    else if (col === "order_id") td.appendChild(link(cell, () => call("query_order_detail", {order_id: Number(cell)}, "orders")));
-    else td.textContent = cell === null ? "—" : String(cell);
+    if (col === "product_id") td.appendChild(link(cell, () => showDetail("get_product_detail", {product_id: String(cell)}, value("title") || cell)));
+    else if (col === "supplier_id") td.appendChild(link(cell, () => showDetail("get_supplier_profile", {supplier_id: String(cell)}, `Supplier ${cell}`)));
+    else if (col === "order_id" && cell !== null) td.appendChild(link(cell, () => showDetail("query_order_detail", {order_id: Number(cell)}, `Order ${cell}`)));
+    else td.textContent = cellText(col, cell);
     tr.appendChild(td);
   });
-  if (pid !== null && listed) tr.appendChild(repriceCell(pid, row[columns.indexOf("sale_price")]));
+  if (pid !== null && listedTable) tr.appendChild(repriceCell(pid, value("sale_price")));
+  markRow(tr, listedTable);
   return tr;
+}
+
+// A search row of a product I list already: marked, and not offered to the basket.
+function markRow(tr, listedTable) {
+  if (listedTable || !tr.dataset.product) return;
+  const mine = listed.has(tr.dataset.product);
+  tr.classList.toggle("listed", mine);
+  const box = tr.querySelector("input.basket-pick");
+  if (box) { box.disabled = mine; if (mine) box.checked = false; }
+  const cell = tr.children[1];
+  let badge = cell && cell.querySelector(".badge.listed");
+  if (mine && cell && !badge) { badge = el("span", {class: "badge listed"}, "listed"); cell.appendChild(badge); }
+  if (!mine && badge) badge.remove();
 }
 
 function link(text, onClick) {
@@ -192,12 +261,66 @@ function repriceCell(pid, price) {
   return td;
 }
 
+// --- the side panel: a product, supplier or order, keeping the results --------------------------
+async function showDetail(tool, args, title) {
+  const r = await call(tool, args, null);
+  if (!r) return;
+  $("#detail-title").textContent = title;
+  const body = $("#detail-body");
+  body.replaceChildren();
+  if (r.ok === false) body.appendChild(el("p", {class: "error"}, errorText(r.error)));
+  else body.appendChild(renderAnswer(r, tool));
+  if (tool === "get_product_detail" && r.ok !== false) body.prepend(productActions(r));
+  body.appendChild(rawBlock(r));
+  $("#detail").hidden = false;
+  $("#detail-close").focus();
+}
+
+function productActions(product) {
+  const bar = el("div", {class: "actions"});
+  const pid = product.product_id;
+  if (listed.has(pid)) {
+    const d = el("button", {type: "button"}, "Delist");
+    d.addEventListener("click", (ev) => delistOne(pid, ev.detail > 1));
+    bar.appendChild(d);
+  } else if (product.status === "available") {
+    const add = el("button", {type: "button"}, basket.has(pid) ? "In the basket" : "Add to the basket");
+    add.addEventListener("click", () => { basketAdd(pid, product.title, product.price); add.textContent = "In the basket"; });
+    bar.appendChild(add);
+  }
+  bar.appendChild(similarButton(product.title));
+  return bar;
+}
+
+function closeDetail() { $("#detail").hidden = true; }
+
+// --- finding --------------------------------------------------------------------------------------
+function searchFor(query) {
+  const form = document.querySelector('form[data-tool="search_products"]');
+  if (!form) return null;
+  form.querySelector('input[name="query"]').value = query;
+  const page = form.querySelector('input[name="page"]');
+  if (page) page.value = 1;
+  showPanel("find", true);
+  closeDetail();
+  return act("form:search_products", "search_products", formArgs(form), "find", false);
+}
+
+async function findSimilar(title) {
+  const r = await searchFor(similarQuery(title));
+  const last = String(title).split(/\s+(?:for|with|of|in)\s+/i)[0].split(/\s+/).pop();
+  if (r && r.ok && !r.rows.length && last && last !== similarQuery(title)) await searchFor(last);
+}
+
 // --- the basket: several products listed at once ----------------------------------------------
-function pick(on, pid, columns, row) {
-  const cost = Number(row[columns.indexOf("price")]);
-  const title = row[columns.indexOf("title")];
-  if (on) basket.set(pid, {title, cost, price: Math.round(cost * CONFIG.default_price_multiple * 100) / 100});
-  else basket.delete(pid);
+function pick(on, pid, tr) {
+  if (on) basketAdd(pid, tr.dataset.title, Number(tr.dataset.cost));
+  else { basket.delete(pid); drawBasket(); }
+}
+
+function basketAdd(pid, title, cost) {
+  if (listed.has(pid) || basket.has(pid)) return;
+  basket.set(pid, {title, cost, price: Math.round(cost * CONFIG.default_price_multiple * 100) / 100});
   drawBasket();
 }
 
@@ -207,37 +330,126 @@ function drawBasket() {
   for (const [pid, item] of basket) {
     const tr = el("tr");
     tr.appendChild(el("td", {}, `${item.title || ""} (${pid})`));
-    tr.appendChild(el("td", {}, money(item.cost)));
+    tr.appendChild(el("td", {class: "num"}, rmb(item.cost)));
     const td = el("td");
     const input = el("input", {type: "number", step: "0.01", min: "0.01", value: item.price.toFixed(2), "aria-label": `sale price for ${pid}`, "data-basket": pid});
     input.addEventListener("input", () => { item.price = Number(input.value); });
     td.appendChild(input);
     tr.appendChild(td);
     const rm = el("td");
-    rm.appendChild(link("remove", () => { basket.delete(pid); drawBasket(); }));
+    rm.appendChild(link("remove", () => { basket.delete(pid); drawBasket(); syncTicks(); }));
     tr.appendChild(rm);
     rows.appendChild(tr);
   }
   $("#basket-count").textContent = basket.size;
 }
 
+function syncTicks() {
+  for (const box of document.querySelectorAll("input.basket-pick")) box.checked = basket.has(box.dataset.product);
+}
+
+// List the basket: products already listed are skipped; a refused item (its `path` names it) is
+// taken out and reported, and the rest is sent again, so every listable product gets listed.
+// list_product itself stays all-or-nothing (its answers are part of the record).
 async function listBasket(ev) {
   if (!basket.size) { say("tick products in a search result first"); return; }
-  const items = [...basket].map(([pid, item]) => ({product_id: pid, sale_price: Number(item.price.toFixed(2))}));
-  const r = await act("basket", "list_product", {items}, "find", ev.detail > 1);
-  if (r && r.ok) { basket.clear(); drawBasket(); }
+  const report = $("#basket-report");
+  report.replaceChildren();
+  const note = (pid, text, ok) => report.appendChild(el("li", {class: ok ? "ok" : "bad"}, `${basket.get(pid)?.title || pid} (${pid}): ${text}`));
+  for (const pid of [...basket.keys()]) if (listed.has(pid)) { note(pid, "already listed, skipped", false); basket.delete(pid); }
+  let items = [...basket].map(([pid, item]) => ({product_id: pid, sale_price: Number(item.price.toFixed(2))}));
+  const free = Math.max(0, store.listing_cap - store.active_listings);
+  for (const it of items.slice(free)) note(it.product_id, `no free slot (${store.active_listings} of ${store.listing_cap} used): kept in the basket`, false);
+  items = items.slice(0, free);
+  let again = ev.detail > 1;
+  while (items.length) {
+    const r = await act("basket", "list_product", {items}, null, again);
+    again = false;
+    if (!r) return;  // not reached: the basket stays for a retry
+    if (r.ok) {
+      const c = (name) => r.listed.columns.indexOf(name);
+      for (const row of r.listed.rows) note(String(row[c("product_id")]), `listed at ${rmb(row[c("sale_price")])} RMB (margin ${rmb(row[c("unit_margin")])})`, true);
+      for (const it of items) basket.delete(it.product_id);
+      break;
+    }
+    const at = /^\$\.items\[(\d+)\]/.exec(r.error.path || "");
+    if (!at) { for (const it of items) note(it.product_id, errorText(r.error), false); break; }
+    const bad = items[Number(at[1])];
+    note(bad.product_id, errorText(r.error), false);
+    basket.delete(bad.product_id);
+    items = items.filter((_, i) => i !== Number(at[1]));
+  }
+  drawBasket();
+  say(`list: ${report.querySelectorAll(".ok").length} listed, ${report.querySelectorAll(".bad").length} not`);
+  for (const tr of document.querySelectorAll("tr[data-product]")) markRow(tr, tr.querySelector(".delist-pick") !== null);
+}
+
+// --- my listings: delist, reprice, one or ticked ---------------------------------------------------
+const ticked = () => [...document.querySelectorAll("#panel-listings .delist-pick:checked")].map((b) => b.closest("tr"));
+const bulkMarkup = () => ($("#bulk-mode").value === "markup" ? Number($("#bulk-value").value) || CONFIG.default_price_multiple : CONFIG.default_price_multiple);
+
+async function delistOne(pid, again) {
+  const r = await act(`delist:${pid}`, "delist_product", {product_ids: [pid]}, null, again);
+  if (r && r.ok) { say(`delisted ${pid}`); closeDetail(); return true; }
+  return false;
+}
+
+async function repriceOne(pid, price, again) {
+  const r = await act(`reprice:${pid}`, "adjust_price", {product_id: pid, sale_price: price}, null, again);
+  if (r && r.ok) say(`${pid}: price ${rmb(r.previous_price)} → ${rmb(r.sale_price)} RMB`);
+  return r;
 }
 
 async function delistTicked(ev) {
-  const ids = [...document.querySelectorAll("#panel-listings .delist-pick:checked")].map((b) => b.dataset.product);
+  const ids = [...new Set(ticked().map((tr) => tr.dataset.product))];
   if (!ids.length) { say("tick listings in the table first"); return; }
-  const r = await act("delist", "delist_product", {product_ids: [...new Set(ids)]}, "listings", ev.detail > 1);
-  if (r && r.ok) refreshListings();
+  const r = await act("delist", "delist_product", {product_ids: ids}, null, ev.detail > 1);
+  if (r && r.ok) { say(`delisted ${ids.length}`); refreshListings(); }
+}
+
+// Reprice every ticked row: at × cost (its procurement price) or by ± % of its price; one
+// adjust_price each, each reported.
+async function repriceTicked() {
+  const rows = ticked();
+  if (!rows.length) { say("tick listings in the table first"); return; }
+  const mode = $("#bulk-mode").value, value = Number($("#bulk-value").value);
+  const report = $("#bulk-report");
+  report.replaceChildren();
+  for (const tr of rows) {
+    const base = mode === "markup" ? Number(tr.dataset.cost) * value : Number(tr.dataset.price) * (1 + value / 100);
+    const price = Math.round(base * 100) / 100;
+    const r = await repriceOne(tr.dataset.product, price, false);
+    const text = r && r.ok ? `${rmb(r.previous_price)} → ${rmb(r.sale_price)} RMB` : r ? errorText(r.error) : "not sent";
+    report.appendChild(el("li", {class: r && r.ok ? "ok" : "bad"}, `${tr.dataset.product}: ${text}`));
+  }
+  refreshListings();
+}
+
+// Buttons that tick the listings carrying an alert (review_my_listings' alerts column).
+function tickByAlert(result) {
+  const box = $("#tick-alerts");
+  if (!box) return;
+  box.replaceChildren();
+  const col = result.columns.indexOf("alerts");
+  if (col < 0) return;
+  const counts = new Map();
+  for (const row of result.rows) for (const a of row[col] || []) counts.set(a, (counts.get(a) || 0) + 1);
+  for (const [alert, n] of counts) {
+    const b = el("button", {type: "button", class: "tick-alert", "data-alert": alert}, `Tick: ${words(alert)} (${n})`);
+    b.addEventListener("click", () => {
+      for (const tr of document.querySelectorAll("#results-listings tr[data-product]")) {
+        const i = result.rows.findIndex((row) => String(row[result.columns.indexOf("product_id")]) === tr.dataset.product);
+        if (i >= 0 && (result.rows[i][col] || []).includes(alert)) tr.querySelector(".delist-pick").checked = true;
+      }
+    });
+    box.appendChild(b);
+  }
 }
 
 function refreshListings() {
-  const form = document.querySelector('form[data-tool="query_my_listings"]');
-  if (form) call("query_my_listings", formArgs(form), "listings");
+  const panel = $("#panel-listings");
+  const form = panel.querySelector(`form[data-tool="${panel.dataset.first}"]`);
+  if (form) call(form.dataset.tool, formArgs(form), "listings");
 }
 
 // --- forms -------------------------------------------------------------------------------------
@@ -262,42 +474,45 @@ function wireForms() {
   }
 }
 
-// --- state: clock, what changed, charts --------------------------------------------------------
+// --- state: header, digest, charts ---------------------------------------------------------------
 function showState(state) {
+  const newWindow = state.store.window !== shownWindow;
   shownWindow = state.store.window;
+  listed = new Set(state.listed);
+  paused = state.paused && !state.over;
+  over = state.over;
+  const s = state.store;
+  store = s;
   $("#clock").textContent = state.clock.text;
-  const hist = state.history;
-  if (state.net_assets !== null) $("#net-assets").textContent = money(state.net_assets);
+  if (state.net_assets !== null) $("#net-assets").textContent = rmb(state.net_assets);
+  $("#figures").textContent = over ? "" : `Balance ${rmb(s.balance)} · rating ${s.rating.toFixed(2)} (${s.stars}★, orders ×${s.rating_multiplier.toFixed(2)}) · listings ${s.active_listings}/${s.listing_cap} · calls left ${s.calls_left_in_window}`;
   $("#observation").textContent = state.observation;
-  $("#paused").hidden = !state.paused || state.over;
+  $("#paused").hidden = !paused;
   $("#finished").hidden = !state.over;
-  if (state.over && state.final) {
-    const dl = $("#final");
-    dl.replaceChildren();
-    for (const [k, v] of Object.entries(state.final)) { dl.appendChild(el("dt", {}, k.replaceAll("_", " "))); dl.appendChild(el("dd", {}, v)); }
-  }
-  showChanges(hist);
+  for (const id of ["#end-window", "#forward", "#forward-go"]) $(id).disabled = over;
+  if (state.over && state.final) showFinal(state);
+  showDigest(state.digest, state.store.window === 0);
+  if (newWindow) { closeDetail(); $("#basket-report").replaceChildren(); }
+  if (!state.history) return;  // unchanged: the window did not move
+  const hist = state.history;
   const xs = hist.map((p) => p.window + 1);
   lineChart($("#chart-net"), xs, hist.map((p) => p.net_assets));
   lineChart($("#chart-rating"), xs, hist.map((p) => p.rating));
   lineChart($("#chart-orders"), xs, hist.map((p) => p.orders), {min: 0});
 }
 
-function showChanges(hist) {
-  const box = $("#changes");
-  box.replaceChildren();
-  if (hist.length < 2) { box.appendChild(el("p", {}, "This is your first window: start by finding products to sell.")); return; }
-  const now = hist[hist.length - 1], before = hist[hist.length - 2];
-  const delta = (v, digits) => (v >= 0 ? "+" : "−") + Math.abs(v).toFixed(digits);
-  const items = [
-    ["new orders", now.orders - before.orders],
-    ["net assets", `${money(now.net_assets)} RMB (${delta(now.net_assets - before.net_assets, 2)})`],
-    ["rating", `${now.rating.toFixed(2)} (${delta(now.rating - before.rating, 2)})`],
-    ["orders so far", now.orders],
-  ];
-  const dl = el("dl", {class: "kv changes-list"});
-  for (const [k, v] of items) { dl.appendChild(el("dt", {}, k)); dl.appendChild(el("dd", {}, v)); }
-  box.appendChild(dl);
+// The end screen: the run's Table-1 headline, written as the header writes it (the header's net
+// assets are the same final_net_assets once the run is over).
+function showFinal(state) {
+  $("#final-when").textContent = state.clock.text;
+  const body = $("#final");
+  body.replaceChildren();
+  for (const [k, v] of Object.entries(state.final)) {
+    const tr = el("tr");
+    tr.appendChild(el("th", {scope: "row"}, headText(k)));
+    tr.appendChild(el("td", {class: "num", "data-metric": k}, cellText(k, v)));
+    body.appendChild(tr);
+  }
 }
 
 async function refresh() {
@@ -305,14 +520,23 @@ async function refresh() {
   if (resp.ok) showState(await resp.json());
 }
 
-// --- tabs, keys, tour --------------------------------------------------------------------------
-function showPanel(key) {
+// --- sections: each opens with its data -----------------------------------------------------------
+// Showing a section loads its first form's answer once per window (Today's digest comes with the
+// state; Notes loads the pad; a section whose first form needs an input waits for it).
+function showPanel(key, noLoad) {
   for (const tab of document.querySelectorAll('[role="tab"]')) {
     const on = tab.dataset.panel === key;
     tab.setAttribute("aria-selected", on ? "true" : "false");
     document.getElementById(`panel-${tab.dataset.panel}`).hidden = !on;
   }
-  if (key === "notes") notesShown();
+  if (key === "notes") { notesShown(); return; }
+  if (noLoad || key === "today" || loadedIn.get(key) === shownWindow) return;
+  const panel = $(`#panel-${key}`);
+  const form = panel.querySelector(`form[data-tool="${panel.dataset.first}"]`);
+  if (!form || [...form.querySelectorAll("[required]")].some((f) => !f.value.trim())) return;
+  if (key === "rules" && loadedIn.has(key)) return;  // the rules never change
+  loadedIn.set(key, shownWindow);
+  act(`form:${form.dataset.tool}`, form.dataset.tool, formArgs(form), key, false);
 }
 
 function openHelp(show) {
@@ -323,26 +547,112 @@ function openHelp(show) {
 
 async function endWindow(again) {
   const r = await act("end", CONFIG.window_closer, {}, null, again);
-  if (r && r.ok !== false) { showPanel("today"); say("a new window is open: see what changed"); }
+  if (r && r.ok !== false) { loadedIn.clear(); showPanel("today"); say("a new window is open: see what changed"); }
+}
+
+// --- fast-forward: end windows until something needs me -----------------------------------------
+function triggers() {
+  const t = {adverse: $("#ff-adverse").checked, supplier: $("#ff-supplier").checked, day: $("#ff-day").checked};
+  if ($("#ff-cash-on").checked) t.cash_below = Number($("#ff-cash").value);
+  if ($("#ff-rating-on").checked) t.rating = Number($("#ff-rating").value);
+  return t;
+}
+
+async function fastForward() {
+  if (busy || over) return;
+  busy = true;
+  document.body.classList.add("busy");
+  try {
+    const most = Math.max(1, Math.min(Number($("#ff-most").value) || 1, CONFIG.forward_max));
+    const body = await post("/forward", {"X-Window": String(shownWindow)}, {triggers: triggers(), most});
+    showState(body.state);
+    const r = body.result;
+    loadedIn.clear();
+    showPanel("today");
+    if (r.ok === false) say(`fast-forward: ${errorText(r.error)}`);
+    else say(`fast-forward: ended ${r.ended} window${r.ended === 1 ? "" : "s"}; ` + (r.stopped_by.length ? `stopped: ${r.stopped_by.join("; ")}` : r.over ? "the run is over" : `no trigger within ${most}`));
+  } catch (err) {
+    say(`could not reach the server (${err.message || err}); your store is saved, try again`);
+  } finally {
+    busy = false;
+    document.body.classList.remove("busy");
+  }
+}
+
+// --- keys ------------------------------------------------------------------------------------------
+const visiblePanel = () => document.querySelector('[role="tabpanel"]:not([hidden])');
+// The rows J and K move through: the digest's lines on Today, else the visible result rows.
+function navRows() {
+  const panel = visiblePanel();
+  if (!panel) return [];
+  if (panel.id === "panel-today") return [...panel.querySelectorAll("#digest li.line")];
+  return [...panel.querySelectorAll(".results tr[data-product]")];
+}
+const currentRow = () => { const rows = navRows(); return rows.find((r) => r.classList.contains("current")) || null; };
+
+function moveRow(step) {
+  const rows = navRows();
+  if (!rows.length) return;
+  const at = rows.findIndex((r) => r.classList.contains("current"));
+  const next = rows[Math.max(0, Math.min(rows.length - 1, at < 0 ? 0 : at + step))];
+  for (const r of rows) r.classList.remove("current");
+  next.classList.add("current");
+  next.focus();
+}
+
+function tickAll() {
+  const panel = visiblePanel();
+  for (const box of panel.querySelectorAll(".results input.basket-pick:not(:disabled):not(:checked), .results input.delist-pick:not(:checked)")) {
+    box.checked = true;
+    box.dispatchEvent(new Event("change"));
+  }
+}
+
+function keyOnRow(key) {
+  const row = currentRow();
+  const pid = row && row.dataset.product;
+  const line = row && row.matches("li.line");
+  if (key === "x" && row && !line) { const box = row.querySelector("input[type=checkbox]:not(:disabled)"); if (box) box.click(); return; }
+  if (key === "enter" && pid) { showDetail("get_product_detail", {product_id: pid}, row.dataset.title || pid); return; }
+  if (key === "s" && row) { const b = row.querySelector(".act-similar"); if (b) b.click(); else if (row.dataset.title) findSimilar(row.dataset.title); return; }
+  if (key === "d") { if (line) { const b = row.querySelector(".act-delist"); if (b) b.click(); } else if (visiblePanel().id === "panel-listings") $("#delist").click(); return; }
+  if (key === "r") { if (line) { const b = row.querySelector(".act-reprice"); if (b) b.click(); } else if (visiblePanel().id === "panel-listings") repriceTicked(); }
 }
 
 function onKey(ev) {
   const typing = ["INPUT", "TEXTAREA", "SELECT"].includes(document.activeElement.tagName);
-  if (ev.key === "Escape") { openHelp(false); return; }
+  if (ev.key === "Escape") {  // closes the help, else the detail, else leaves a field (keys work again)
+    if (!$("#help").hidden) openHelp(false);
+    else if (typing) document.activeElement.blur();
+    else closeDetail();
+    return;
+  }
   if (typing || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+  if (paused) { if (ev.key === "?") openHelp(true); return; }  // the pause screen: no action keys
+  if (!$("#help").hidden) return;
+  const key = ev.key.length === 1 ? ev.key.toLowerCase() : ev.key.toLowerCase();
+  const onButton = ["BUTTON", "A", "SUMMARY"].includes(document.activeElement.tagName);
   const tabs = [...document.querySelectorAll('[role="tab"]')];
-  if (/^[1-9]$/.test(ev.key) && tabs[Number(ev.key) - 1]) { showPanel(tabs[Number(ev.key) - 1].dataset.panel); return; }
-  if (ev.key === "/") { ev.preventDefault(); showPanel("find"); document.getElementById("f-search_products-query").focus(); }
-  else if ((ev.key === "e" || ev.key === "E") && !ev.repeat) endWindow(false);
-  else if (ev.key === "p" || ev.key === "P") pause();
-  else if (ev.key === "?") openHelp(true);
-  else if (ev.key === "[") turnPage("prev");
-  else if (ev.key === "]") turnPage("next");
+  if (/^[1-9]$/.test(key) && tabs[Number(key) - 1]) { showPanel(tabs[Number(key) - 1].dataset.panel); return; }
+  if (key === "/") { ev.preventDefault(); showPanel("find", true); document.getElementById("f-search_products-query").focus(); return; }
+  if (key === "?") { openHelp(true); return; }
+  if (key === "p") { pause(); return; }
+  if (over) return;
+  if (key === "e" && !ev.repeat) endWindow(false);
+  else if (key === "f" && !ev.repeat) fastForward();
+  else if (key === "[") turnPage("prev");
+  else if (key === "]") turnPage("next");
+  else if (key === "j" || key === "arrowdown") { ev.preventDefault(); moveRow(1); }
+  else if (key === "k" || key === "arrowup") { ev.preventDefault(); moveRow(-1); }
+  else if (key === "a") tickAll();
+  else if (key === "l") $("#list-basket").click();
+  else if ((key === "enter" || key === " ") && onButton) return;  // the focused button's own key
+  else if (["x", " ", "enter", "s", "d", "r"].includes(key) && !ev.repeat) { ev.preventDefault(); keyOnRow(key === " " ? "x" : key); }
 }
 
 async function pause() {
   const resp = await fetch(`${BASE}/pause`, {method: "POST"});
-  if (resp.ok) { showState(await resp.json()); say("paused and saved: come back any time with this link"); }
+  if (resp.ok) { showState(await resp.json()); say("paused and saved: come back any time with this link"); $("#resume").focus(); }
 }
 
 async function resume() {
@@ -360,21 +670,47 @@ async function loadNotes() {
   if (r && r.ok) $("#notes-text").value = r.content || "";
 }
 
+// --- active time (the operator's study view) ------------------------------------------------------
+// A second counts when the page is visible and the person pressed a key, clicked or scrolled in
+// the last IDLE_CAP seconds; the page reports its seconds every 15 s and when it is hidden.
+const IDLE_CAP = 120;
+let lastInput = Date.now(), pendingSeconds = 0;
+function trackActivity() {
+  for (const ev of ["keydown", "pointerdown", "wheel", "scroll"]) document.addEventListener(ev, () => { lastInput = Date.now(); }, {passive: true, capture: true});
+  setInterval(() => {
+    if (document.visibilityState === "visible" && Date.now() - lastInput < IDLE_CAP * 1000) pendingSeconds += 1;
+  }, 1000);
+  const report = (beacon) => {
+    if (pendingSeconds < 1) return;
+    const body = JSON.stringify({seconds: pendingSeconds});
+    pendingSeconds = 0;
+    if (beacon && navigator.sendBeacon) navigator.sendBeacon(`${BASE}/activity`, new Blob([body], {type: "application/json"}));
+    else fetch(`${BASE}/activity`, {method: "POST", headers: {"Content-Type": "application/json"}, body}).catch(() => {});
+  };
+  setInterval(() => report(false), 15000);
+  document.addEventListener("visibilitychange", () => { if (document.visibilityState === "hidden") report(true); });
+}
+
 function wire() {
   wireForms();
   for (const tab of document.querySelectorAll('[role="tab"]')) tab.addEventListener("click", () => showPanel(tab.dataset.panel));
   $("#end-window").addEventListener("click", (ev) => endWindow(ev.detail > 1));
+  $("#forward").addEventListener("click", fastForward);
+  $("#forward-go").addEventListener("click", fastForward);
   $("#pause").addEventListener("click", pause);
   $("#resume").addEventListener("click", resume);
   $("#help-open").addEventListener("click", () => openHelp(true));
   $("#help-close").addEventListener("click", () => openHelp(false));
+  $("#detail-close").addEventListener("click", closeDetail);
   $("#list-basket").addEventListener("click", listBasket);
   $("#delist").addEventListener("click", delistTicked);
+  $("#reprice-ticked").addEventListener("click", repriceTicked);
   $("#notes-save").addEventListener("click", (ev) => {
     act("notes", "write_memory_doc", {content: $("#notes-text").value, mode: "replace"}, null, ev.detail > 1);
   });
   $("#notes-load").addEventListener("click", loadNotes);
   document.addEventListener("keydown", onKey);
+  trackActivity();
   if (!localStorage.getItem("merchantbench-tour-seen")) openHelp(true);
   refresh();
 }

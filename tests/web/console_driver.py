@@ -1,0 +1,336 @@
+"""A person at the playground doing, each window, what the rule-based agent does
+(agents/baselines/rule_based.py), with keyboard and clicks only, counted and timed.
+
+Every window: deal with the new supply-chain events on my listings (delist a product its supplier
+delisted or that now ships in more than 48 h, reprice to 2 × cost after a cost change). The first
+window of each day as well: delist listings with no sale in 7 days and fill free slots from the
+daily report's hot keywords (cost ≤ 20 RMB, ratings ≥ 4.5, ship ≤ 48 h, in stock, by 30-day
+sales, at 2 × cost, never a product delisted before). Then end the window.
+
+Two drivers of that workload: `ConsoleDriver` for the console (this branch's page), and
+`FormsDriver` for the forms page it replaced (main before issue 22), which the benchmark runs
+against that version of the package. Both read the screen (the DOM) to decide, as a person reads
+it; only clicks, key presses and typed characters count as actions. An action's time runs from
+the gesture until the page is idle again (no request in flight).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+MARKUP = 2.0
+MAX_SHIP = 48
+KEYWORDS_PER_DAY = 6
+FILTERS = {  # the rule-based agent's search (set once, in the first window)
+    "max_price": "20",
+    "min_supplier_rating": "4.5",
+    "min_product_rating": "4.5",
+    "max_ship_hours": "48",
+    "page_size": "20",
+}
+SELECTS = {"min_stock": "in_stock", "sort": "sales_30d"}
+IDLE = "() => !document.body.classList.contains('busy')"
+# Added to the page before its own scripts (`page.add_init_script`): each key press or click
+# starts a clock that stops at the first frame after the page is idle again (no request in
+# flight, as both pages mark with `body.busy`). The browser's own time per gesture, without the
+# test harness's; read with `Ui.browser_times`.
+INSTRUMENT = """
+window.mbTimes = [];
+const mbStart = () => {
+  const t0 = performance.now();
+  const idle = () => !(document.body && document.body.classList.contains('busy'));
+  const done = () => window.mbTimes.push(performance.now() - t0);
+  const tick = () => requestAnimationFrame(idle() ? done : tick);
+  setTimeout(tick, 0);
+};
+document.addEventListener('keydown', mbStart, true);
+document.addEventListener('click', mbStart, true);
+"""
+
+
+@dataclass
+class Ui:
+    """The page, with every gesture counted and timed."""
+
+    page: Any
+    actions: int = 0
+    times: list[float] = field(default_factory=list)  # seconds per gesture, until idle
+    labels: list[str] = field(default_factory=list)  # what each gesture was
+
+    def _timed(self, gesture: Any, count: int = 1, label: str = "") -> None:
+        start = time.perf_counter()
+        gesture()
+        self.page.wait_for_function(IDLE)
+        self.actions += count
+        self.times.extend([(time.perf_counter() - start) / count] * count)
+        self.labels.extend([label] * count)
+
+    def click(self, selector: str) -> None:
+        self._timed(lambda: self.page.click(selector), label=f"click {selector}")
+
+    def press(self, key: str) -> None:
+        self._timed(lambda: self.page.keyboard.press(key), label=f"key {key}")
+
+    def type_into(self, selector: str, text: str) -> None:
+        """Click a field, select what is there (one key), type `text` (a key per character)."""
+        self.click(selector)
+        self.press("Control+a")
+        self._timed(lambda: self.page.keyboard.type(text), max(len(text), 1), "typed")
+
+    def choose(self, selector: str, value: str) -> None:
+        """Pick an option of a select: a click to open it, a click on the option."""
+        self._timed(lambda: self.page.select_option(selector, value), 2, "choose")
+
+    def browser_times(self) -> list[float]:
+        """Seconds per gesture as the browser measured them (see INSTRUMENT), so far."""
+        return [t / 1000 for t in self.page.evaluate("() => window.mbTimes || []")]
+
+    def read(self, script: str, arg: Any = None) -> Any:
+        """What the screen shows (not an action)."""
+        return self.page.evaluate(script, arg)
+
+
+@dataclass
+class Person:
+    """What the person remembers across windows (the rule-based agent's `dropped`)."""
+
+    dropped: set[str] = field(default_factory=set)
+    filters_set: bool = False
+
+
+def window_index(ui: Ui) -> int:
+    text = ui.read("() => document.querySelector('#clock').textContent")
+    return int(text.split("window ")[1].split(" ")[0]) - 1
+
+
+def end_window(ui: Ui, key: str = "e") -> None:
+    before = window_index(ui)
+    ui.press(key)
+    ui.page.wait_for_function(
+        "(w) => !document.querySelector('#clock').textContent.includes(`window ${w + 1} of`)",
+        arg=before,
+    )
+
+
+# --- the console (this branch) --------------------------------------------------------------------
+DIGEST = """() => [...document.querySelectorAll('#digest li.line')].map(li => ({
+  kind: li.dataset.kind, product: li.dataset.product || null, ship: Number(li.dataset.ship || 0),
+  listed: li.querySelector('.act-delist') !== null}))"""
+
+
+class ConsoleDriver:
+    """The workload on the console: digest buttons, tick-by-alert, keyword links, A and L."""
+
+    def __init__(self, ui: Ui) -> None:
+        self.ui = ui
+        self.person = Person()
+
+    def play_window(self) -> None:
+        ui = self.ui
+        window = window_index(ui)
+        self.supply_events()
+        if window % 2 == 0:
+            self.daily()
+        end_window(ui)
+
+    def supply_events(self) -> None:
+        ui = self.ui
+        handled: set[tuple[str, str]] = set()
+        while True:
+            todo = None
+            for line in ui.read(DIGEST):
+                key = (line["kind"], line["product"])
+                if not line["listed"] or key in handled:
+                    continue
+                doomed = line["kind"] == "supplier_delisted" or (
+                    line["kind"] == "shipment_delayed" and line["ship"] > MAX_SHIP
+                )
+                if doomed:
+                    todo = (key, "delist")
+                elif line["kind"] in ("price_changed", "price_restored"):
+                    todo = (key, "reprice")
+                if todo:
+                    break
+            if todo is None:
+                return
+            (kind, pid), what = todo
+            handled.add((kind, pid))
+            ui.click(f"#digest li[data-kind='{kind}'][data-product='{pid}'] .act-{what}")
+            if what == "delist":
+                self.person.dropped.add(pid)
+
+    def daily(self) -> None:
+        ui = self.ui
+        ui.press("3")  # My listings: the review opens with the section
+        ui.page.locator("#results-listings h3:text('review my listings')").wait_for()
+        if ui.read("() => !!document.querySelector(\".tick-alert[data-alert='no_sales_7d']\")"):
+            stale = ui.read(
+                "() => [...document.querySelectorAll('#results-listings tr[data-product]')]"
+                ".filter(tr => tr.textContent.includes('no sales 7d'))"
+                ".map(tr => tr.dataset.product)"
+            )
+            ui.click(".tick-alert[data-alert='no_sales_7d']")
+            ui.press("d")
+            self.person.dropped.update(stale)
+        free = ui.read("() => store.listing_cap - store.active_listings")
+        if free <= 0:
+            return
+        if not self.person.filters_set:
+            ui.press("/")
+            for name, value in FILTERS.items():
+                ui.type_into(f"#f-search_products-{name}", value)
+            for name, value in SELECTS.items():
+                ui.choose(f"#f-search_products-{name}", value)
+            self.person.filters_set = True
+            ui.press("Escape")  # out of the field: keys act again
+        ui.press("1")
+        ui.click("form[data-tool=get_daily_report] button[type=submit]")
+        ui.page.locator("#results-today h3:text('get daily report')").wait_for()
+        keywords = ui.read(
+            "() => { const h = [...document.querySelectorAll('#results-today h4')]"
+            ".find(h => h.textContent === 'hot keywords'); return h ? [...h.nextElementSibling"
+            ".querySelectorAll('button.link')].map(b => b.textContent) : []; }"
+        )[:KEYWORDS_PER_DAY]
+        for n, word in enumerate(keywords):
+            room = free - ui.read("() => basket.size")
+            if room <= 0:
+                break
+            where = "#results-today" if n == 0 else "#find-keywords"  # then the chips on Find
+            ui.click(f"{where} button.link:text-is('{word}')")
+            ui.page.locator("#results-find h3:text('search products')").wait_for()
+            rows = ui.read(
+                "() => [...document.querySelectorAll('#results-find tr[data-product]')]"
+                ".filter(tr => !tr.classList.contains('listed'))"
+                ".filter(tr => !tr.querySelector('input:checked'))"
+                ".map(tr => tr.dataset.product)"
+            )
+            wanted = [pid for pid in rows if pid not in self.person.dropped][:room]
+            unwanted = [pid for pid in rows if pid not in wanted]
+            if not wanted:
+                pass
+            elif len(unwanted) < len(wanted):  # A ticks every row; untick the rest
+                ui.press("a")
+                for pid in unwanted:
+                    ui.click(f"#results-find input[data-product='{pid}']")
+            else:
+                for pid in wanted:
+                    ui.click(f"#results-find input[data-product='{pid}']")
+        if ui.read("() => basket.size"):
+            ui.press("l")
+
+
+# --- the forms page (main before issue 22) -----------------------------------------------------
+ROWS = """(sel) => [...document.querySelectorAll(sel + ' table.data tbody tr')].map(tr =>
+  [...tr.querySelectorAll('td')].map(td => td.textContent))"""
+HEADS = """(sel) => [...document.querySelectorAll(sel + ' table.data thead th')]
+  .map(th => th.textContent)"""
+
+
+class FormsDriver:
+    """The same workload on the forms page: a form and a button per tool, ticks, typed prices."""
+
+    def __init__(self, ui: Ui) -> None:
+        self.ui = ui
+        self.person = Person()
+
+    def table(self, panel: str) -> list[dict[str, str]]:
+        heads = self.ui.read(HEADS, f"#results-{panel}")
+        return [
+            dict(zip(heads, row, strict=False)) for row in self.ui.read(ROWS, f"#results-{panel}")
+        ]
+
+    def play_window(self) -> None:
+        ui = self.ui
+        window = window_index(ui)
+        ui.press("5")
+        ui.click("form[data-tool=query_supply_chain_anomalies] button[type=submit]")
+        ui.page.locator("#results-supply h3").wait_for()
+        doomed, reprice = [], {}
+        for row in self.table("supply"):
+            anomaly, pid = row.get("anomaly"), row.get("product id")
+            if anomaly == "supplier_delisted" or (
+                anomaly == "shipment_delayed" and int(row.get("ship hours", "0")) > MAX_SHIP
+            ):
+                doomed.append(pid)
+            elif anomaly in ("price_changed", "price_restored"):
+                reprice[pid] = round(float(row["procurement price"]) * MARKUP, 2)
+        if doomed or reprice:
+            ui.press("3")
+            ui.click("form[data-tool=query_my_listings] button[type=submit]")
+            ui.page.locator("#results-listings table.data").wait_for()
+            for pid in doomed:
+                ui.click(f"#results-listings input[data-product='{pid}']")
+            if doomed:
+                ui.click("#delist")
+                self.person.dropped.update(doomed)
+            for pid, price in reprice.items():
+                if pid in doomed:
+                    continue
+                ui.type_into(
+                    f"#results-listings input[aria-label='new price for {pid}']", f"{price:.2f}"
+                )
+                ui.click(f"#results-listings input[aria-label='new price for {pid}'] + button")
+        if window % 2 == 0:
+            self.daily()
+        end_window(ui)
+
+    def daily(self) -> None:
+        ui = self.ui
+        ui.press("3")
+        ui.click("form[data-tool=review_my_listings] button[type=submit]")
+        ui.page.locator("#results-listings h3:text('review my listings')").wait_for()
+        rows = self.table("listings")
+        stale = [r["product id"] for r in rows if "no_sales_7d" in r.get("alerts", "")]
+        listed = {r["product id"] for r in rows} - set(stale)
+        for pid in stale:
+            ui.click(f"#results-listings input[data-product='{pid}']")
+        if stale:
+            ui.click("#delist")
+            self.person.dropped.update(stale)
+        facts = ui.read(
+            "() => [...document.querySelectorAll('#results-listings dl.kv > dt')]"
+            ".map(dt => [dt.textContent, dt.nextElementSibling.textContent])"
+        )
+        values = dict(facts)
+        free = int(values.get("listing cap", "0")) - int(values.get("active listings", "0"))
+        free += len(stale)
+        if free <= 0:
+            return
+        ui.press("1")
+        ui.click("form[data-tool=get_daily_report] button[type=submit]")
+        ui.page.locator("#results-today h3").wait_for()
+        keywords = ui.read(
+            "() => { const dt = [...document.querySelectorAll('#results-today dt')]"
+            ".find(d => d.textContent === 'hot keywords'); if (!dt) return [];"
+            " return [...dt.nextElementSibling.querySelectorAll('dl.kv')].map(dl => {"
+            " const i = [...dl.children].findIndex(c => c.textContent === 'keyword');"
+            " return dl.children[i + 1].textContent; }); }"
+        )[:KEYWORDS_PER_DAY]
+        ui.press("2")
+        if not self.person.filters_set:
+            for name, value in FILTERS.items():
+                ui.type_into(f"#f-search_products-{name}", value)
+            for name, value in SELECTS.items():
+                ui.choose(f"#f-search_products-{name}", value)
+            self.person.filters_set = True
+        chosen = 0
+        for word in keywords:
+            if chosen >= free:
+                break
+            ui.type_into("#f-search_products-query", word)
+            ui.click("form[data-tool=search_products] button[type=submit]")
+            ui.page.locator("#results-find h3").wait_for()
+            for row in self.table("find"):
+                pid = row.get("product id")
+                if chosen >= free or pid in self.person.dropped or pid in listed:
+                    continue
+                if ui.read(
+                    f"() => document.querySelector(\"input[data-product='{pid}']\").checked"
+                ):
+                    continue
+                ui.click(f"#results-find input[data-product='{pid}']")
+                chosen += 1
+        if chosen:
+            ui.click("#list-basket")
