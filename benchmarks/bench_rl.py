@@ -57,7 +57,8 @@ def main() -> None:
     config = _config(args.scenario)
     started = time.perf_counter()
     warm(args.scenario, args.episodes)
-    print(f"markets of {args.episodes} seeds ({args.scenario}): {time.perf_counter() - started:.1f} s")
+    built = time.perf_counter() - started
+    print(f"markets of {args.episodes} seeds ({args.scenario}): {built:.1f} s")
     indexes = range(args.episodes)
     one = asyncio.run(play_many(config, "train", indexes, POLICY, args.concurrency))
     print(line(f"one process, {args.concurrency} in flight", one))

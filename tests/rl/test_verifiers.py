@@ -64,7 +64,7 @@ def merchant(body: dict[str, Any]) -> dict[str, Any]:
 
 def in_process(index: int) -> int:
     episode = Episode(
-        EpisodeConfig("smoke", length=2, start_day=60), episode_seed("validation", index)
+        EpisodeConfig("smoke", length=3, start_day=60), episode_seed("validation", index)
     )
     found = episode.call("search_products", {"sort": "sales_30d", "page_size": 5}).result
     items = [{"product_id": r[0], "sale_price": round(r[3] * 1.6, 2)} for r in found["rows"]]
@@ -80,7 +80,7 @@ def test_vf_eval_plays_the_taskset_with_the_scripted_model(
     with ScriptedServer(merchant, keep_requests=False) as model:
         command = eval_command(
             vf_env, base_url=model.base_url, model="scripted", api_key_var=KEY_VAR,
-            out=tmp_path / "out", count=2, length="2", start_day=60,
+            out=tmp_path / "out", count=2, length="3", start_day=60,
         )  # fmt: skip
         done = subprocess.run(
             command, env=eval_env(KEY_VAR, "scripted"), capture_output=True, text=True,

@@ -119,5 +119,3 @@ def play_on_ray(
     seconds = time.perf_counter() - start
     summaries = sorted((s for b in batches for s in b.summaries), key=lambda s: s["index"])
     return Batch(summaries, sum(b.calls for b in batches), seconds)
-
-

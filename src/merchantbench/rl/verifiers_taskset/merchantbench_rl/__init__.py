@@ -173,5 +173,3 @@ class MerchantBenchTaskset(vf.Taskset[MerchantBenchTask, MerchantBenchTasksetCon
                 start_day=config.start_day,
             )
             yield MerchantBenchTask(data, config.task)
-
-
