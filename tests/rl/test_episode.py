@@ -112,6 +112,7 @@ def test_presets_keep_the_market_of_the_seed() -> None:
         scenario = episode_scenario(EpisodeConfig("smoke", length=length))
         assert scenario.clock.days == days
         assert scenario.market == load_scenario("smoke").market
+    assert EpisodeConfig("smoke", length="45").days == 45  # days as a JSON field gives them
 
 
 def test_bad_tool_input_is_an_error_not_an_exception() -> None:

@@ -54,7 +54,7 @@ class EpisodeConfig:
     Attributes:
         scenario: The market and rules: a preset name (`paper`, `small`, `smoke`) or a
             `Scenario`; its `clock.days` is replaced by the episode's.
-        length: `30d`, `90d`, `365d`, or a number of days.
+        length: `30d`, `90d`, `365d`, or a number of days (an int, or a string of digits).
         start_day: The market day (0-based; day 0 is `clock.start_date`) the store opens.
         reward: `"window"` (each window's change in net assets) or `"end"` (all at the end).
         normalise: Divide rewards by the initial net assets (3000 RMB in the presets).
@@ -75,6 +75,8 @@ class EpisodeConfig:
 
     @property
     def days(self) -> int:
+        if isinstance(self.length, str) and self.length.isdigit():
+            return int(self.length)  # days, as a command line or a JSON field gives them
         if isinstance(self.length, str):
             if self.length not in EPISODE_PRESETS:
                 names = ", ".join(EPISODE_PRESETS)

@@ -74,10 +74,9 @@ def _parse(argv: list[str] | None) -> tuple[EpisodeConfig, int]:
     parser.add_argument("--normalise", action="store_true")
     parser.add_argument("--pool", type=Path, default=None, help="the operator's sealed pool")
     args = parser.parse_args(argv)
-    length: str | int = int(args.length) if args.length.isdigit() else args.length
     config = EpisodeConfig(
         scenario=args.scenario,
-        length=length,
+        length=args.length,
         start_day=args.start_day,
         reward=args.reward,
         normalise=args.normalise,
