@@ -31,9 +31,7 @@ scenario="smoke")` then builds one. It is a thin adapter over the agent surface:
 
 from __future__ import annotations
 
-import hashlib
 import json
-import secrets
 from pathlib import Path
 from typing import Any, SupportsFloat
 
@@ -42,9 +40,8 @@ import numpy as np
 from gymnasium import spaces
 
 from merchantbench.money import fen
-from merchantbench.record.sealed import SealedSeed
+from merchantbench.record.sealed import SealedEpisodes, SealedSeed
 from merchantbench.scenario import Scenario, load_scenario
-from merchantbench.seeds import SEALED_FLOOR, SEED_LIMIT
 from merchantbench.session import Session
 from merchantbench.tools.status import ACCOUNTS, StoreStatus
 from merchantbench.tools.toolset import build_registry
@@ -112,27 +109,6 @@ def store_state(status: StoreStatus) -> dict[str, Any]:
     state |= {name: np.int64(getattr(status, name)) for name in _DISCRETE}
     state["store_open"] = np.int64(status.store == "open")
     return state
-
-
-class SealedEpisodes:
-    """The secret of a sealed env: a 256-bit key from the OS, and the sealed seed and salt of
-    each episode number derived from it. Its repr never shows the key."""
-
-    def __init__(self) -> None:
-        self._key = secrets.token_bytes(32)
-
-    def __repr__(self) -> str:
-        return "SealedEpisodes(<sealed>)"
-
-    def _digest(self, purpose: bytes, episode: int) -> bytes:
-        data = str(episode).encode("ascii")  # any size of episode number
-        return hashlib.blake2b(data, key=self._key, person=purpose, digest_size=32).digest()
-
-    def episode(self, number: int) -> SealedSeed:
-        """The sealed seed (uniform over [2^64, 2^128)) and commitment salt of episode `number`."""
-        value = int.from_bytes(self._digest(b"gym-episode-seed", number), "big")
-        seed = SEALED_FLOOR + value % (SEED_LIMIT - SEALED_FLOOR)
-        return SealedSeed(seed, self._digest(b"gym-episode-salt", number).hex())
 
 
 class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):

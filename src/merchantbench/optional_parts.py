@@ -134,5 +134,12 @@ PARTS: dict[str, Part] = {
             "uv sync --extra inspect",
             _distribution("inspect_ai", "inspect-ai"),
         ),
+        Part(
+            "openenv",
+            "OpenEnv",
+            "the OpenEnv training environment: merchantbench.rl.openenv_env (docs/rl.md)",
+            "uv sync --extra openenv",
+            _distribution("openenv", "openenv-core"),
+        ),
     )
 }

@@ -172,3 +172,22 @@ def test_cli_serves_a_policy_until_terminated():
         _, rest = server.communicate(timeout=10)
     assert server.returncode == 0
     assert "served 1 requests" in rest
+
+
+def test_a_streamed_answer_is_the_same_answer_in_chunks():
+    reply = {"content": "thinking", "tool_calls": [{"name": "end_of_step", "arguments": {}}]}
+    with ScriptedServer(script_responder([reply, reply])) as server:
+        client = _client(server)
+        messages = [{"role": "user", "content": "go"}]
+        whole = client.chat.completions.create(model="m", messages=messages)
+        chunks = list(
+            client.chat.completions.create(
+                model="m", messages=messages, stream=True, stream_options={"include_usage": True}
+            )
+        )
+    deltas = [c.choices[0] for c in chunks if c.choices]
+    assert "".join(d.delta.content or "" for d in deltas) == whole.choices[0].message.content
+    calls = [call for d in deltas for call in d.delta.tool_calls or []]
+    assert [(c.function.name, c.function.arguments) for c in calls] == [("end_of_step", "{}")]
+    assert deltas[-1].finish_reason == "tool_calls"
+    assert chunks[-1].usage is not None and chunks[-1].usage.total_tokens > 0

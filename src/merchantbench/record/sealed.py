@@ -9,13 +9,17 @@ servers serve no file of it. `run.json` holds only the commitment.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
 from merchantbench.record.manifest import ManifestError, RunManifest, SeedCommitment, read_manifest
 from merchantbench.seeds import (
+    SEALED_FLOOR,
+    SEED_LIMIT,
     SeedError,
     check_seed,
     commitment,
@@ -68,6 +72,39 @@ class SealedSeed:
             out.write(payload)
             out.flush()
             os.fsync(out.fileno())
+
+
+class SealedEpisodes:
+    """A secret key, and the sealed seed and salt of each episode number derived from it.
+
+    Episode N's seed is `2^64 + BLAKE2b(key, person=<purpose>-seed, data=N) mod (2^128 − 2^64)`
+    and its salt `BLAKE2b(key, person=<purpose>-salt, data=N)` (hex), so N says nothing about the
+    market without the key. The Gymnasium env's sealed mode draws a key per env (purpose
+    `gym-episode`); the RL test split's pool keeps one in the operator's key file (`rl-test`).
+    Its repr never shows the key.
+    """
+
+    def __init__(self, key: bytes | None = None, purpose: str = "gym-episode") -> None:
+        self._key = secrets.token_bytes(32) if key is None else key
+        if not 16 <= len(self._key) <= 64:
+            raise SealedError("a sealed key is 16 to 64 bytes")
+        if len(f"{purpose}-seed") > 16 or not purpose.isascii():
+            raise SealedError("a sealed purpose is at most 11 ASCII characters")
+        self._purpose = purpose
+
+    def __repr__(self) -> str:
+        return "SealedEpisodes(<sealed>)"
+
+    def _digest(self, suffix: str, episode: int) -> bytes:
+        data = str(episode).encode("ascii")  # any size of episode number
+        person = f"{self._purpose}-{suffix}".encode("ascii")
+        return hashlib.blake2b(data, key=self._key, person=person, digest_size=32).digest()
+
+    def episode(self, number: int) -> SealedSeed:
+        """The sealed seed (uniform over [2^64, 2^128)) and commitment salt of episode `number`."""
+        value = int.from_bytes(self._digest("seed", number), "big")
+        seed = SEALED_FLOOR + value % (SEED_LIMIT - SEALED_FLOOR)
+        return SealedSeed(seed, self._digest("salt", number).hex())
 
 
 def _parse(path: Path) -> SealedSeed:

@@ -1,7 +1,8 @@
 """A scripted OpenAI-compatible server: real HTTP, canned answers, injected faults.
 
 Harness tests and demos drive the official client against it exactly as against a provider:
-`POST /v1/chat/completions` (tools, non-streaming) and `GET /v1/models`. Answers come from a
+`POST /v1/chat/completions` (tools; with `stream: true`, server-sent events) and
+`GET /v1/models`. Answers come from a
 *responder*, a function from the request body to a reply spec
 
     {"content": "text or None", "tool_calls": [{"name": "...", "arguments": {...} or "raw"}],
@@ -81,6 +82,24 @@ def completion_body(request: dict[str, Any], reply: dict[str, Any], n: int) -> d
             "prompt_tokens_details": {"cached_tokens": cached},
         },
     }
+
+
+def stream_chunks(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """A chat.completion as the chunks a provider streams (`stream: true`): the whole message
+    as one delta, then the finish reason, then the usage (as `stream_options.include_usage`
+    asks; sent always, as some providers do)."""
+    choice = payload["choices"][0]
+    message = choice["message"]
+    delta: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+    if message.get("tool_calls"):
+        delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(message["tool_calls"])]
+    head = {key: payload[key] for key in ("id", "created", "model")}
+    head["object"] = "chat.completion.chunk"
+    return [
+        {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]},
+        {**head, "choices": [], "usage": payload["usage"]},
+    ]
 
 
 def _prompt_usage(request: dict[str, Any]) -> tuple[int, int]:
@@ -218,7 +237,19 @@ def _handler_for(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
             if delay:
                 time.sleep(delay)
             payload = completion_body(body, reply, n)
+            if body.get("stream"):
+                return self._stream(stream_chunks(payload), truncate=fault == "truncated")
             self._send(200, payload, truncate=fault == "truncated")
+
+        def _stream(self, chunks: list[dict[str, Any]], truncate: bool) -> None:
+            """Server-sent events, then `[DONE]`; a truncated stream stops half-way."""
+            events = [f"data: {json.dumps(chunk)}\n\n" for chunk in chunks] + ["data: [DONE]\n\n"]
+            data = "".join(events[: len(events) // 2] if truncate else events).encode()
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
 
         def _send(
             self,

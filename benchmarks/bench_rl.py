@@ -1,0 +1,76 @@
+"""Throughput of training episodes under the scripted policy (`rl.rollouts.ScriptedPolicy`: list
+ten best sellers, then per window read the snapshot and open orders and close the window, so
+three tool calls a window): episodes per hour of the 30-day preset and tool calls per second,
+
+- in one process, `--concurrency` episodes in flight (asyncio, `play_many`);
+- on Ray, `--workers` processes each playing its share (`play_on_ray`; a local cluster unless
+  `--address` names one).
+
+Episodes are train-split episodes 0, 1, … starting on day 0. Run with:
+
+    uv run python benchmarks/bench_rl.py [--scenario smoke] [--episodes 16] [--workers 2]
+
+and record the printed figures, with the machine, in docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import time
+
+from merchantbench.rl.episode import Episode, EpisodeConfig
+from merchantbench.rl.rollouts import Batch, ScriptedPolicy, play_many, play_on_ray
+from merchantbench.rl.splits import episode_seed
+
+POLICY = ScriptedPolicy()
+
+
+def _config(scenario: str) -> EpisodeConfig:
+    return EpisodeConfig(scenario, length="30d", start_day=0)
+
+
+def warm(scenario: str, episodes: int) -> None:
+    """Build the episodes' markets first (the market cache), so only play is timed."""
+    for index in range(episodes):
+        Episode(_config(scenario), episode_seed("train", index))
+
+
+def line(label: str, batch: Batch) -> str:
+    return (
+        f"{label}: {len(batch.summaries)} episodes in {batch.seconds:.1f} s: "
+        f"{batch.episodes_per_hour:,.0f} episodes/h, {batch.calls_per_second:,.0f} calls/s"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scenario", default="smoke")
+    parser.add_argument("--episodes", type=int, default=16)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--workers", type=int, default=0, help="Ray processes (0: no Ray run)")
+    parser.add_argument("--address", default=None, help="a Ray cluster (default: a local one)")
+    args = parser.parse_args()
+    print(f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+    config = _config(args.scenario)
+    started = time.perf_counter()
+    warm(args.scenario, args.episodes)
+    built = time.perf_counter() - started
+    print(f"markets of {args.episodes} seeds ({args.scenario}): {built:.1f} s")
+    indexes = range(args.episodes)
+    one = asyncio.run(play_many(config, "train", indexes, POLICY, args.concurrency))
+    print(line(f"one process, {args.concurrency} in flight", one))
+    if args.workers:
+        if args.address is None:  # a local cluster on a loaded machine starts slowly
+            os.environ.setdefault("RAY_raylet_start_wait_time_s", "300")
+            os.environ.setdefault("RAY_worker_register_timeout_seconds", "600")
+        batch = play_on_ray(
+            config, "train", indexes, POLICY, args.workers, args.concurrency, args.address
+        )
+        print(line(f"Ray, {args.workers} workers", batch))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,5 @@
+"""verifiers starts a rollout's tool server as `python -m merchantbench_rl`."""
+
+from merchantbench_rl import StoreTools
+
+StoreTools.run()
