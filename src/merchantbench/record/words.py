@@ -33,7 +33,7 @@ _REASONING_FIELDS = ("reasoning_content", "reasoning")
 
 def words_of_message(message: Mapping[str, Any] | None) -> dict[str, Any]:
     """The words of an OpenAI-style assistant message (a dict as the API returns it)."""
-    message = message or {}
+    message = message if isinstance(message, Mapping) else {}
     content = message.get("content")
     if isinstance(content, list):  # content parts: keep their text
         content = "".join(str(p.get("text") or "") for p in content if isinstance(p, dict)) or None
@@ -42,8 +42,10 @@ def words_of_message(message: Mapping[str, Any] | None) -> dict[str, Any]:
         None,
     )
     calls = []
-    for call in message.get("tool_calls") or ():
-        function = (call or {}).get("function") or {} if isinstance(call, dict) else {}
+    listed = message.get("tool_calls")
+    for call in listed if isinstance(listed, list) else ():
+        function = call.get("function") if isinstance(call, dict) else None
+        function = function if isinstance(function, dict) else {}
         calls.append({"name": function.get("name"), "arguments": function.get("arguments")})
     return {
         "content": content if isinstance(content, str) else None,
