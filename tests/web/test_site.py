@@ -20,6 +20,7 @@ import pytest
 
 from merchantbench.agents.llm.scripted_policy import store_policy
 from merchantbench.agents.llm.scripted_server import ScriptedServer
+from merchantbench.catalog.hidden import hidden_names_in
 from merchantbench.record.schema import MODEL_WORDS_FILE
 from merchantbench.record.words import read_words
 from merchantbench.runs.runner import RunSpec, run_agent
@@ -27,6 +28,7 @@ from merchantbench.scenario import load_scenario
 from merchantbench.site import SiteError, build_site
 from merchantbench.site import verification as seam
 
+A11Y_CHECKS = (Path(__file__).parent / "a11y_checks.js").read_text()
 CLI = [sys.executable, "-c", "from merchantbench.cli import main; main()"]
 
 
@@ -99,6 +101,14 @@ def test_a_sealed_runs_seed_is_on_no_page(sweeps: Path, site: Path) -> None:
             if path.is_file() and path.suffix in (".html", ".js", ".css"):
                 assert value not in path.read_text(encoding="utf-8"), (name, path)
     assert "sealed" in (site / "index.html").read_text()
+    # The trace windows hold what the agents were shown, as the dashboard serves it: no
+    # hidden market field, outcome draw or seed.
+    windows = list(site.glob("runs/*/trace/w*.js"))
+    assert len(windows) > 20
+    for path in windows:
+        text = path.read_text(encoding="utf-8")
+        view = json.loads(text[text.index(",") + 1 : text.rindex(");")])
+        assert hidden_names_in(view) == [], path
 
 
 def test_marks_come_from_the_replay(sweeps: Path, tmp_path: Path, monkeypatch) -> None:
@@ -149,7 +159,8 @@ def test_bad_input_gets_one_line(sweeps: Path, tmp_path: Path) -> None:
         done = subprocess.run([*CLI, "site", str(sweeps / "long"), "--out", str(again),
                                "--no-verify"], capture_output=True, text=True)  # fmt: skip
         assert done.returncode == 0, done.stderr
-        assert "site: 1 runs found" in done.stderr and "1 runs, 1 comparable groups" in done.stdout
+        assert "site: 1 runs found" in done.stderr
+        assert "1 runs, 1 comparable group, 0 verified" in done.stdout
     assert sorted(p.name for p in again.iterdir()) == [".merchantbench-site", "assets",
                                                         "index.html", "runs"]  # fmt: skip
 
@@ -165,6 +176,7 @@ def test_the_site_opens_from_file_with_nothing_from_outside(sweeps, site, browse
     page.goto((site / "index.html").as_uri())
     page.wait_for_load_state("load")
     assert page.locator("table.ranking").count() == 3
+    assert page.evaluate(A11Y_CHECKS) == []
     page.screenshot(path=str(shots / "site-index.png"), full_page=True)
     # The ReAct run's page: the model's words, each before the tool calls it made.
     page.locator("tr[data-entry='react · scripted'] a.run-link").click()
@@ -190,6 +202,8 @@ def test_the_site_opens_from_file_with_nothing_from_outside(sweeps, site, browse
         "document.querySelector('#window-title').textContent.startsWith('Window 1:')"
     )
     page.locator("#calls > li.call summary").nth(2).click()
+    assert page.evaluate(A11Y_CHECKS) == []
+    page.evaluate("window.scrollTo(0, 0)")
     page.screenshot(path=str(shots / "site-run.png"), full_page=True)
     page.click("text=all results")
     page.locator("table.ranking").first.wait_for()

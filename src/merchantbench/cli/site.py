@@ -36,9 +36,10 @@ def site(
         summary = build_site(inputs, out, verify=verify, progress=say)
     except (SiteError, OSError) as exc:
         fail(str(exc))
+    groups = f"{summary.groups} comparable group" + ("s" if summary.groups != 1 else "")
     typer.echo(
-        f"site: {summary.out / 'index.html'} ({summary.runs} runs, {summary.groups} comparable "
-        f"groups, {summary.verified} verified"
+        f"site: {summary.out / 'index.html'} ({summary.runs} runs, {groups}, "
+        f"{summary.verified} verified"
         + (f", {summary.skipped} unreadable left out" if summary.skipped else "")
         + ")"
     )

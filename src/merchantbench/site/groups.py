@@ -59,8 +59,8 @@ class Entry:
 
     @property
     def sealed(self) -> str:
-        sealed = sum(r.sealed for r in self.runs)
-        return "sealed" if sealed == len(self.runs) else "public" if not sealed else "mixed"
+        """`sealed` or `public` (an entry never mixes the two)."""
+        return "sealed" if self.runs and self.runs[0].sealed else "public"
 
     @property
     def cost_per_run(self) -> float | None:
