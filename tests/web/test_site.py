@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -42,6 +43,14 @@ def sweeps(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder as a researcher has it: two horizons of one scenario, another scenario, a copy
     of a run, a scripted ReAct run, a sealed run, and a damaged record."""
     root = tmp_path_factory.mktemp("results")
+    sealed_cache = tmp_path_factory.mktemp("sealed-cache")
+    # In a thread: Playwright's sync API keeps an event loop running in this one.
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(make_results, root, sealed_cache).result()
+    return root
+
+
+def make_results(root: Path, sealed_cache: Path) -> None:
     for seed in (1, 2):
         rule_run(root / "short" / f"s{seed}", "smoke", 2, seed)
     rule_run(root / "long" / "s1", "smoke", 3, 1)
@@ -52,13 +61,12 @@ def sweeps(tmp_path_factory: pytest.TempPathFactory) -> Path:
         settings = {"model": "scripted", "base_url": server.base_url}
         spec = RunSpec("react", load_scenario("smoke", overrides=["clock.days=2"]), 1, settings)
         run_agent(spec, root / "llm" / "react-s1")
-    env = {**os.environ, "MERCHANTBENCH_CACHE": str(tmp_path_factory.mktemp("sealed-cache"))}
+    env = {**os.environ, "MERCHANTBENCH_CACHE": str(sealed_cache)}
     sealed = [*CLI, "run", "--agent", "rule-based", "--scenario", "smoke", "--days", "2",
               "--sealed", "--no-progress", "--out", str(root / "sealed" / "run")]  # fmt: skip
     subprocess.run(sealed, check=True, env=env, capture_output=True)
     (root / "broken").mkdir()
     (root / "broken" / "run.json").write_text("{not json")
-    return root
 
 
 @pytest.fixture(scope="module")
