@@ -12,7 +12,7 @@ from merchantbench.agents.llm.scripted_policy import store_policy
 from merchantbench.agents.llm.scripted_server import ScriptedServer
 
 DAYS = 8  # 16 windows: a checkpoint after window 10, so a killed run resumes from one
-TIMING = ("wall_seconds",)
+TIMING = ("wall_seconds", "date")  # wall time; the provenance's dates
 
 
 def sweep_text(base_url: str) -> str:
@@ -75,3 +75,42 @@ def comparable_rows(rows: list[dict]) -> list[dict]:
 
 def report_numbers(sweep_dir: Path) -> dict:
     return strip_timing(json.loads((sweep_dir / "report" / "report.json").read_text()))
+
+
+# A folder of sweeps that no table may pool: two horizons of `smoke` (2 and 3 days), a second
+# scenario (`other`, 2 days: the same market as smoke's 2 days but another scenario), and an
+# identical copy of the first sweep (its runs count once).
+SHORT_SWEEP = """
+name: short
+scenarios: [{name: smoke, set: ["clock.days=2"]}]
+seeds: [1, 2]
+agents: [idle, rule-based]
+"""
+LONGER_SWEEP = """
+name: longer
+scenarios: [{name: smoke, set: ["clock.days=3"]}, {file: other.yaml, label: other}]
+seeds: [1, 2]
+agents: [idle, rule-based]
+"""
+OTHER_SCENARIO = "base: smoke\nname: other\nclock: {days: 2}\n"
+FOLDER_SETTINGS = ("smoke · 2 days", "smoke · 3 days", "other · 2 days")
+
+
+def sweep_folder(base: Path) -> Path:
+    """`base/sweeps/{short,longer,short-copy}`: three settings, one duplicated sweep."""
+    import shutil
+
+    from merchantbench.sweeps.driver import run_sweep
+    from merchantbench.sweeps.execute import LocalExecutor
+    from merchantbench.sweeps.spec import load_sweep_file
+
+    (base / "short.yaml").write_text(SHORT_SWEEP)
+    (base / "longer.yaml").write_text(LONGER_SWEEP)
+    (base / "other.yaml").write_text(OTHER_SCENARIO)
+    folder = base / "sweeps"
+    for name in ("short", "longer"):
+        spec = load_sweep_file(base / f"{name}.yaml")
+        outcome = run_sweep(spec, base, folder / name, LocalExecutor(1))
+        assert not outcome.failed and not outcome.not_started
+    shutil.copytree(folder / "short", folder / "short-copy")
+    return folder

@@ -27,7 +27,6 @@ import functools
 from enum import IntEnum
 
 import numpy as np
-from scipy.special import gammaln, ndtri, pdtr
 
 from merchantbench.seeds import is_sealed_range, keyed_digest
 
@@ -257,6 +256,10 @@ def _inverse_cdf(rate: np.ndarray, u: np.ndarray) -> np.ndarray:
 
 def _near_quantile(rate: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, ...]:
     """A start k near the u-quantile (Cornish–Fisher), with P(X ≤ k) and P(X = k) there."""
+    # Imported here: only rates above SUM_FROM_ZERO_UP_TO come this way (building a market;
+    # rarely in a run), and scipy.special takes a quarter of a second to import.
+    from scipy.special import gammaln, ndtri, pdtr
+
     with np.errstate(invalid="ignore", divide="ignore"):  # u = 0: z = −inf, the start is 0
         z = ndtri(u)
         start = np.floor(rate + np.sqrt(rate) * z + (z * z - 1) / 6)

@@ -204,26 +204,36 @@ class Session:
         try:
             checked = check_call(tool, args, idempotency_key)
         except HostileInput as refusal:
-            checked, result = None, refusal.result
-        if checked is not None and self.over:
+            return self.refuse(tool, args, refusal.result, forced=forced)
+        if self.over:
             result = failure("run_over", "the run has ended; no more calls")
-        elif checked is not None and self._over_cap(checked.tool):
+        elif self._over_cap(checked.tool):
             cap = self.scenario.clock.calls_per_window
             result = failure("limit", f"{cap} calls used in this window: call end_of_step")
-        elif checked is not None:
+        else:
             if not self.registry.ends_window(checked.tool):
                 self.memory.window_calls += 1
             result = self.registry.call(
                 self, checked.tool, checked.args, idempotency_key=checked.idempotency_key
             )
-        elif not self.over:
-            self.memory.window_calls += 1  # a refused call is a call
         self._record(tool, checked, args, result, origin=self.env_origin, forced=forced)
         if self._end_requested:
             self._end_requested = False
             self._close_window()
             if self.recorder is not None:
                 self.recorder.window_opened(self)
+        return result
+
+    def refuse(
+        self, tool: Any, args: Any, result: dict[str, Any], *, forced: bool = False
+    ) -> dict[str, Any]:
+        """Record a call refused before any tool saw it (hostile input, `result` its refusal):
+        it counts as a call of the window and changes nothing else. `call` refuses hostile input
+        through it; a replay (merchantbench.replay) records such a refusal again from the trace,
+        which keeps only `safe_text` of the input."""
+        if not self.over:
+            self.memory.window_calls += 1  # a refused call is a call
+        self._record(tool, None, args, result, origin=self.env_origin, forced=forced)
         return result
 
     def force_end_of_step(self) -> dict[str, Any]:
@@ -271,6 +281,10 @@ class Session:
             "origin": origin,
             "forced": forced,
         }
+        if checked is not None and checked.idempotency_key is not None:
+            # A key sent beside the arguments (an HTTP header): a replay needs it to answer a
+            # retried write as the run did. A key sent among the arguments is in `args`.
+            entry["idempotency_key"] = checked.idempotency_key
         self._sink(entry)
         if self.recorder is not None:
             # A framework call's answer stays in the harness: the recorder gets None.

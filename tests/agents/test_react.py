@@ -171,7 +171,7 @@ def test_models_file_params_reach_every_request(tmp_path):
         models = tmp_path / "models.toml"
         models.write_text(
             f'[thinker]\nbase_url = "{server.base_url}"\nmodel = "scripted-r1"\n'
-            'price_input = 1.0\nparams = { reasoning_effort = "high" }\n'
+            'price_input = 1.0\nprice_output = 4.0\nparams = { reasoning_effort = "high" }\n'
         )
         settings = {"models_file": str(models), "model_entry": "thinker"}
         run_agent(RunSpec("react", _scenario(1), 1, settings), tmp_path / "run")
@@ -216,11 +216,15 @@ def test_cli_runs_react_with_model_options(tmp_path):
         args = ["run", "--agent", "react", "--scenario", "smoke", "--days", "1", "--out", str(out),
                 "--no-progress", "--model", "scripted", "--base-url", server.base_url,
                 "--param", "reasoning_effort=low", "--agent-opt", "max_model_calls=4",
-                "--max-cost", "5"]  # fmt: skip
+                "--max-tokens", "900000"]  # fmt: skip
         result = CliRunner().invoke(app, args)
+        # A cost budget needs prices, which --model/--base-url do not state: refused.
+        refused = CliRunner().invoke(app, [*args, "--max-cost", "5", "--out", str(tmp_path / "c")])
     assert result.exit_code == 0, result.output
     settings = json.loads((out / "run.json").read_text())["agent"]["settings"]
-    assert settings["max_model_calls"] == 4 and settings["budget"]["max_cost"] == 5
+    assert settings["max_model_calls"] == 4 and settings["budget"]["max_tokens"] == 900_000
+    assert refused.exit_code != 0 and "--max-cost needs the model's prices" in refused.output
+    assert not (tmp_path / "c").exists()
     assert all(r["reasoning_effort"] == "low" for r in server.requests)
 
 

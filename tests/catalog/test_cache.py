@@ -67,7 +67,9 @@ def test_round_trip_gives_identical_read_only_arrays(tmp_path):
     cache.save_market(market, tmp_path / "m")
     loaded = cache.load_market(tmp_path / "m")
     _assert_same_market(market, loaded)
-    assert isinstance(loaded.demand, np.memmap) and not loaded.demand.flags.writeable
+    # the matrices stay memory-mapped (a read-only view of the file), not read into memory
+    assert isinstance(loaded.demand.base, np.memmap) and not loaded.demand.flags.writeable
+    assert not loaded.demand.flags.owndata
 
 
 def test_get_market_builds_once_under_the_configured_root(cache_dir, monkeypatch):

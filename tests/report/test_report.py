@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import numpy as np
 import pytest
@@ -84,15 +85,17 @@ def test_write_report_writes_markdown_metrics_and_figures(run_dir):
     report = write_report(run_dir)
     assert report == run_dir / "report.md"
     for name in FIGURES:
-        png = (run_dir / f"{name}.png").read_bytes()
-        assert png.startswith(b"\x89PNG") and len(png) > 10_000
+        svg = (run_dir / f"{name}.svg").read_text()
+        assert svg.startswith("<svg xmlns=") and svg.rstrip().endswith("</svg>")
+        ElementTree.fromstring(svg)  # well-formed XML
+        assert svg.count("<polyline") + svg.count("<rect") > 3, name  # something drawn
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics == compute_metrics(run_dir)
     text = report.read_text()
     assert PAPER_LABEL in text
     assert "| Baseline | Human (n=3) | 217.61 | 608.06 |" in text
     assert f"| this run | react / scripted | {metrics['final_net_assets'] / 1000:.2f} |" in text
-    assert all(f"]({name}.png)" in text for name in FIGURES)
+    assert all(f"]({name}.svg)" in text for name in FIGURES)
 
 
 def test_report_goes_to_out_dir_when_given(run_dir, tmp_path):

@@ -85,7 +85,9 @@ def _run_json(sweep_dir: Path, label: str, seed: int) -> dict:
 
 
 def test_report_numbers_come_from_the_run_records(uninterrupted: Path):
-    data = json.loads((uninterrupted / "report" / "report.json").read_text())
+    report = json.loads((uninterrupted / "report" / "report.json").read_text())
+    assert len(report["groups"]) == 1  # one scenario, one horizon, one code: one setting
+    data = report["groups"][0]
     table = {row["label"]: row for row in data["table1"]}
     for label in ("rule-based", "react-alpha", "hermes-beta"):
         assets = [_run_json(uninterrupted, label, s)["final_accounts"]["net_assets"]

@@ -74,7 +74,7 @@ def site(sweeps: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("site") / "public"
     lines: list[str] = []
     summary = build_site([sweeps], out, progress=lines.append)
-    assert summary.runs == 7 and summary.skipped == 1 and summary.verified == 0
+    assert summary.runs == 7 and summary.skipped == 1 and summary.verified == 7  # all replay
     assert lines[0] == "7 runs found, 1 unreadable"
     return out
 
@@ -168,7 +168,7 @@ def test_bad_input_gets_one_line(sweeps: Path, tmp_path: Path) -> None:
                                "--no-verify"], capture_output=True, text=True)  # fmt: skip
         assert done.returncode == 0, done.stderr
         assert "site: 1 runs found" in done.stderr
-        assert "1 runs, 1 comparable group, 0 verified" in done.stdout
+        assert "1 runs, 1 comparable group, 0 verified" in done.stdout  # --no-verify
     assert sorted(p.name for p in again.iterdir()) == [".merchantbench-site", "assets",
                                                         "index.html", "runs"]  # fmt: skip
 

@@ -34,6 +34,8 @@ import platformdirs
 from merchantbench import random_streams, seeds
 from merchantbench.catalog import (
     calendar,
+    daily_report,
+    event_log,
     events,
     market_demand,
     offers,
@@ -54,6 +56,9 @@ from merchantbench.seeds import is_sealed_range, keyed_digest
 
 CACHE_ENV = "MERCHANTBENCH_CACHE"
 FORMAT_VERSION = 2  # bump when the directory layout changes (2: content hashes)
+SEARCH_INDEX_DIR = "search"  # the market's keyword index, a sealed directory of its own
+EVENT_LOG_DIR = "event_log"  # its supplier events sorted by hour (catalog.event_log)
+DAILY_REPORTS_DIR = "daily_reports"  # every day's market report (catalog.daily_report)
 # The generator's source is part of the key, so editing it can never serve a stale market.
 _GENERATOR_MODULES = (
     synthetic, parts, population, offers, trust_signals, trajectories, market_demand, vocab,
@@ -178,7 +183,9 @@ def load_market(directory: Path) -> Market:
 
 def _load_array(path: Path) -> np.ndarray:
     mapped = np.load(path, mmap_mode="r")
-    return mapped if mapped.ndim > 1 else np.array(mapped)
+    # A matrix stays mapped, seen as a plain array: every slice of a `np.memmap` builds another
+    # memmap object (its `__array_finalize__` cost a run ~0.1 s), a plain view's slices do not.
+    return np.asarray(mapped) if mapped.ndim > 1 else np.array(mapped)
 
 
 def get_search_index(
@@ -186,7 +193,7 @@ def get_search_index(
 ) -> SearchIndex:
     """The keyword index of a cached market, built once and kept beside it (and shared with
     the process's other runs on the same market object while one holds it)."""
-    directory = market_path(scenario, seed, catalog) / "search"
+    directory = market_path(scenario, seed, catalog) / SEARCH_INDEX_DIR
     with _OPEN_LOCK:
         known = _OPEN_INDEXES.get(directory)
     if known is not None and known.market is market and _still_sound(directory):
@@ -265,6 +272,8 @@ def get_market(
             _build(scenario, seed, progress, catalog, final)
         try:
             market = load_market(final)
+            event_log.keep_logs_in(market, final / EVENT_LOG_DIR)
+            daily_report.keep_reports_in(market, final / DAILY_REPORTS_DIR)
             with _OPEN_LOCK:
                 _OPEN_MARKETS[final] = market
             return market

@@ -7,19 +7,31 @@ fastest-rising keywords (product type names, the words products of one type shar
 titles), a handful of hot products, and the upcoming dates of the e-commerce calendar.
 
 A report is a pure function of (market, day, start date) and the catalog view at the start of
-that day; it is memoised per market and day.
+that day; it is memoised per market and day. A cached market keeps every day's report beside it
+(`keep_reports_in`): built in one pass the first time a report of that market is asked for, then
+read back by every later process in a few milliseconds (a year of reports costs about a second
+to build).
 """
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import tempfile
 import weakref
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from merchantbench.catalog import verified
 from merchantbench.catalog.calendar import upcoming_events
 from merchantbench.catalog.market import CatalogView, Market
 from merchantbench.scenario import ClockConfig
+
+REPORTS_FORMAT = 1  # bump when a report's content or shape changes
+_REPORTS_FILE = "daily_reports.json"
 
 WEEK = 7
 BASE_DAYS = 28  # the index compares a week with the average week of the market's history
@@ -211,11 +223,93 @@ def daily_report(
         of the market history before the run — and week_over_week_pct), `hot_keywords`,
         `rising_keywords`, `hot_products` (a table) and `upcoming_events`.
     """
-    reports = _REPORTS.setdefault(market, {})
+    reports = _REPORTS.get(market)
+    if reports is None:
+        reports = _REPORTS[market] = {}
     key = (day, start_date)
     if key not in reports:
-        reports[key] = _build(market, day, view, start_date)
+        directory = _KEPT_IN.get(market)
+        if directory is not None and 0 <= day < market.days:
+            reports.update(_load_or_build(directory, market, start_date))
+        if key not in reports:  # not kept, or a day past the market's year
+            reports[key] = _build(market, day, view, start_date)
     return _fresh(reports[key])
+
+
+# Where a cached market keeps its reports (`keep_reports_in`).
+_KEPT_IN: weakref.WeakKeyDictionary[Market, Path] = weakref.WeakKeyDictionary()
+
+
+def keep_reports_in(market: Market, directory: Path) -> None:
+    """Keep `market`'s daily reports in `directory` (beside its cache)."""
+    _KEPT_IN[market] = directory
+
+
+def every_report(market: Market, start_date: str) -> list[dict[str, Any]]:
+    """The reports of every day of the market's year, in order (one pass of the catalog view)."""
+    from merchantbench.catalog.view import catalog_view_at  # the view imports the event log
+
+    return [
+        _build(market, day, catalog_view_at(market, day * 24), start_date)
+        for day in range(market.days)
+    ]
+
+
+def _identity(market: Market, start_date: str) -> dict[str, Any]:
+    return {
+        "format": REPORTS_FORMAT,
+        "start_date": start_date,
+        "days": market.days,
+        "n_products": market.n_products,
+    }
+
+
+def _load(directory: Path, market: Market, start_date: str) -> list[dict[str, Any]]:
+    saved = json.loads((directory / _REPORTS_FILE).read_text(encoding="utf-8"))
+    if saved.get("identity") != _identity(market, start_date):
+        raise ValueError(f"daily reports in {directory} belong to another market or start date")
+    verified.check(directory)
+    reports = saved["reports"]
+    if not isinstance(reports, list) or len(reports) != market.days:
+        raise ValueError(f"daily reports in {directory} are incomplete")
+    return reports
+
+
+def _load_or_build(
+    directory: Path, market: Market, start_date: str
+) -> dict[tuple[int, str], dict[str, Any]]:
+    """Every day's report, read from `directory` or built and saved there (written into a
+    temporary sibling and renamed into place; a reader never sees half of it)."""
+    try:
+        reports = _load(directory, market, start_date)
+    except verified.DamagedCache as exc:
+        verified.notice(f"daily reports {exc}")
+        reports = []
+    except (ValueError, OSError, KeyError, TypeError, AttributeError):
+        reports = []  # none yet, another start date's, or being replaced: build ours
+    if not reports:
+        reports = every_report(market, start_date)
+        _save(directory, market, start_date, reports)
+    return {(day, start_date): report for day, report in enumerate(reports)}
+
+
+def _save(directory: Path, market: Market, start_date: str, reports: list) -> None:
+    try:
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        temp = Path(tempfile.mkdtemp(prefix=f".tmp-{directory.name}-", dir=directory.parent))
+    except OSError:
+        return  # a read-only cache: the reports serve this process only
+    try:
+        text = json.dumps({"identity": _identity(market, start_date), "reports": reports})
+        (temp / _REPORTS_FILE).write_text(text, encoding="utf-8")
+        verified.seal(temp)
+        if directory.exists():
+            shutil.rmtree(directory, ignore_errors=True)  # another start date's, or damaged
+        os.rename(temp, directory)
+    except OSError:
+        pass  # out of space or a lost race: the reports in memory are sound either way
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 def _fresh(report: dict[str, Any]) -> dict[str, Any]:

@@ -11,13 +11,22 @@ or ended in a window for the few listed products (`tools.monitoring`) without a 
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import tempfile
 import weakref
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
+from merchantbench.catalog import verified
 from merchantbench.catalog.market import CHANNELS, Market, SupplierEvents
 from merchantbench.catalog.number_view import number_view
+
+LOG_FORMAT = 1
+_META = "event_log_meta.json"
 
 
 def event_price_fen(base_price_fen: np.ndarray, factor: np.ndarray) -> np.ndarray:
@@ -52,6 +61,21 @@ class Changes:
         last = int(hour[-1]) if len(hour) else -1
         through = hour.searchsorted(np.arange(last + 1, dtype=np.int32), side="right")
         return cls(hour, product[order].astype(np.intp), value[order], number_view(through))
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The arrays to save (`Changes.saved` reads them back)."""
+        return {
+            "hour": self.hour,
+            "product": self.product,
+            "value": self.value,
+            "through": np.asarray(self.through),
+        }
+
+    @classmethod
+    def saved(cls, arrays: dict[str, np.ndarray]) -> Changes:
+        """Changes from the arrays of `arrays()`, as saved: no sorting again."""
+        through = number_view(arrays["through"])
+        return cls(arrays["hour"], arrays["product"], arrays["value"], through)
 
     def _count_through(self, hour: int) -> int:
         if hour < 0:
@@ -123,6 +147,15 @@ class ChannelLog:
 
 
 _LOGS: weakref.WeakKeyDictionary[Market, dict[str, ChannelLog]] = weakref.WeakKeyDictionary()
+# Where a cached market keeps its logs (`keep_logs_in`): read from there, or built and saved.
+_KEPT_IN: weakref.WeakKeyDictionary[Market, Path] = weakref.WeakKeyDictionary()
+
+
+def keep_logs_in(market: Market, directory: Path) -> None:
+    """Keep `market`'s change logs in `directory` (beside its cache): the first use in a process
+    reads them from there (memory-mapped: a few milliseconds) instead of sorting about three
+    million events again (half a second on a paper-scale market), or builds and saves them."""
+    _KEPT_IN[market] = directory
 
 
 def channel_logs(market: Market) -> dict[str, ChannelLog]:
@@ -132,21 +165,114 @@ def channel_logs(market: Market) -> dict[str, ChannelLog]:
     hours before the calendar's extra hours (delay)."""
     cached = _LOGS.get(market)
     if cached is None:
-        price, delisting, delay = (market.events[channel] for channel in CHANNELS)
-        base_price = market.base_price_fen.astype(np.int64)
-        base_ship = market.ship_hours.astype(np.int32)
-        delayed_ship = base_ship[delay.product] + delay.value.astype(np.int32)
-        cached = {
-            "price_change": ChannelLog.build(
-                price, event_price_fen(base_price[price.product], price.value), base_price
-            ),
-            "delisting": ChannelLog.build(
-                delisting, np.zeros(len(delisting.start), bool), np.ones(market.n_products, bool)
-            ),
-            "delay": ChannelLog.build(delay, delayed_ship, base_ship),
-        }
+        directory = _KEPT_IN.get(market)
+        cached = build_logs(market) if directory is None else _load_or_build(directory, market)
         _LOGS[market] = cached
     return cached
+
+
+def build_logs(market: Market) -> dict[str, ChannelLog]:
+    """Sort the market's supplier events into change logs by channel."""
+    price, delisting, delay = (market.events[channel] for channel in CHANNELS)
+    base_price = market.base_price_fen.astype(np.int64)
+    base_ship = market.ship_hours.astype(np.int32)
+    delayed_ship = base_ship[delay.product] + delay.value.astype(np.int32)
+    return {
+        "price_change": ChannelLog.build(
+            price, event_price_fen(base_price[price.product], price.value), base_price
+        ),
+        "delisting": ChannelLog.build(
+            delisting, np.zeros(len(delisting.start), bool), np.ones(market.n_products, bool)
+        ),
+        "delay": ChannelLog.build(delay, delayed_ship, base_ship),
+    }
+
+
+def _identity(market: Market) -> dict[str, int]:
+    """What ties saved logs to their market, beyond the sealed directory they sit in."""
+    counts = {f"{channel}.events": len(market.events[channel].start) for channel in CHANNELS}
+    return {"format": LOG_FORMAT, "n_products": market.n_products, **counts}
+
+
+def save_logs(logs: dict[str, ChannelLog], market: Market, directory: Path) -> None:
+    """Write `logs` (of `market`) into `directory` and seal it (`verified`)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    meta: dict[str, int] = dict(_identity(market))
+    for channel, log in logs.items():
+        np.save(directory / f"{channel}.neutral.npy", log.neutral)
+        meta[f"{channel}.min_length"] = log.min_length
+        for part in ("ends", "starts"):
+            for name, array in getattr(log, part).arrays().items():
+                np.save(directory / f"{channel}.{part}.{name}.npy", array)
+    (directory / _META).write_text(json.dumps(meta, indent=1))
+    verified.seal(directory)
+
+
+def load_logs(directory: Path, market: Market) -> dict[str, ChannelLog]:
+    """Read logs written by `save_logs` for this very market (memory-mapped).
+
+    Raises:
+        ValueError: no logs there, logs of another market or format, or a damaged file
+            (`verified.DamagedCache`).
+    """
+    meta_path = directory / _META
+    if not meta_path.is_file():
+        raise ValueError(f"no event log in {directory}")
+    meta = json.loads(meta_path.read_text())
+    if any(meta.get(key) != value for key, value in _identity(market).items()):
+        raise ValueError(f"event log in {directory} belongs to another market or format")
+    verified.check(directory)
+
+    def load(name: str) -> np.ndarray:
+        return np.load(directory / f"{name}.npy", mmap_mode="r")
+
+    logs = {}
+    for channel in CHANNELS:
+        parts = {
+            part: Changes.saved(
+                {n: load(f"{channel}.{part}.{n}") for n in ("hour", "product", "value", "through")}
+            )
+            for part in ("ends", "starts")
+        }
+        logs[channel] = ChannelLog(
+            ends=parts["ends"],
+            starts=parts["starts"],
+            neutral=np.array(load(f"{channel}.neutral")),
+            min_length=int(meta[f"{channel}.min_length"]),
+        )
+    return logs
+
+
+def _load_or_build(directory: Path, market: Market) -> dict[str, ChannelLog]:
+    """The logs saved in `directory`, or built and saved there (written into a temporary
+    sibling and renamed into place: a concurrent reader never sees half a log; if another
+    process publishes first, its identical logs stay)."""
+    try:
+        return load_logs(directory, market)
+    except verified.DamagedCache as exc:
+        verified.notice(f"event log {exc}")
+    except (ValueError, OSError, EOFError, KeyError):
+        pass  # none yet, or one being replaced: build ours
+    logs = build_logs(market)
+    try:
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        temp = Path(tempfile.mkdtemp(prefix=f".tmp-{directory.name}-", dir=directory.parent))
+    except OSError:
+        return logs  # a read-only cache: use the logs without keeping them
+    try:
+        save_logs(logs, market, temp)
+        if directory.exists():
+            try:
+                load_logs(directory, market)
+                return logs  # another process published first: keep theirs
+            except (ValueError, OSError, EOFError, KeyError):
+                shutil.rmtree(directory, ignore_errors=True)
+        os.rename(temp, directory)
+    except OSError:
+        pass  # out of space or a lost race: the logs in memory are sound either way
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+    return logs
 
 
 # Channel names in alphabetical order, the order the anomaly table breaks ties in.

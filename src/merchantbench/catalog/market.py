@@ -104,9 +104,9 @@ class Market:
 
     def __post_init__(self) -> None:
         if not self.index_of:
-            object.__setattr__(
-                self, "index_of", {str(pid): i for i, pid in enumerate(self.product_ids)}
-            )
+            ids = self.product_ids
+            keys = ids.tolist() if ids.dtype.kind == "U" else [str(pid) for pid in ids]
+            object.__setattr__(self, "index_of", dict(zip(keys, range(len(keys)), strict=True)))
         self.validate_shapes()
 
     def validate_shapes(self) -> None:

@@ -23,6 +23,7 @@ from merchantbench.cli import serve as serve_cmd
 from merchantbench.cli import site as site_cmd
 from merchantbench.cli import sweep as sweep_cmd
 from merchantbench.cli import tools as tools_cmd
+from merchantbench.cli import verify as verify_cmd
 
 
 class _Group(typer.core.TyperGroup):
@@ -73,6 +74,7 @@ app.command("scripted-server")(scripted_cmd.scripted_server)
 app.command("calibrate")(calibrate_cmd.calibrate)
 app.command("check")(check_cmd.check)
 app.command("reveal")(reveal_cmd.reveal)
+app.command("verify")(verify_cmd.verify)
 app.command("serve")(serve_cmd.serve)
 app.command("play")(play_cmd.play)
 app.add_typer(play_cmd.study_app, name="study", cls=_Group)

@@ -48,6 +48,7 @@ def compare(
 
     if out is not None:
         writable_dir(out, "--out")
+    _one_setting(run_dirs)
     runs = []
     for run_dir in run_dirs:
         try:
@@ -66,3 +67,22 @@ def compare(
     out.mkdir(parents=True, exist_ok=True)
     (out / "compare.md").write_text(text, encoding="utf-8")
     typer.echo(f"comparison: {out / 'compare.md'}")
+
+
+def _one_setting(run_dirs: list[Path]) -> None:
+    """Refuse to pool runs of different settings (scenario, days, market, tools, code)."""
+    from merchantbench.record.comparable import Setting, setting_of
+    from merchantbench.record.manifest import ManifestError, read_manifest
+
+    settings: dict[Setting, Path] = {}
+    for run_dir in run_dirs:
+        try:
+            settings.setdefault(setting_of(read_manifest(run_dir)), run_dir)
+        except ManifestError as exc:
+            fail(str(exc))
+    if len(settings) > 1:
+        shown = "; ".join(f"{s.label} ({d})" for s, d in settings.items())
+        fail(
+            f"these runs are of {len(settings)} settings, which are never pooled: {shown}; "
+            "compare runs of one setting, or rank them apart with merchantbench leaderboard"
+        )

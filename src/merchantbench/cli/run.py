@@ -249,7 +249,7 @@ def run(
     try:
         metrics = _run_with_progress(
             spec, run_dir, resume, progress, console, allow_code_change, transcript,
-            CheckpointPolicy(seconds=checkpoint_seconds),
+            CheckpointPolicy(seconds=checkpoint_seconds), report,
         )  # fmt: skip
     except (RunError, CatalogError) as exc:
         fail(str(exc))
@@ -263,12 +263,9 @@ def run(
 
     typer.echo(json.dumps({k: metrics[k] for k in HEADLINE_METRICS}, ensure_ascii=False))
     if report:
-        from merchantbench.metrics import load_run_record
-        from merchantbench.report.markdown import write_run_report
+        from merchantbench.report.markdown import REPORT_FILE
 
-        # The finished run's metrics as it just wrote them: not computed a second time.
-        path = write_run_report(load_run_record(run_dir), metrics, run_dir)
-        console.print(f"report: {path}")
+        console.print(f"report: {run_dir / REPORT_FILE}")
 
 
 def _run_external(spec: RunSpec, out: Path | None, resume: bool, host: str, port: int) -> None:
@@ -291,6 +288,7 @@ def _run_with_progress(
     allow_code_change: bool = False,
     transcript: bool = True,
     checkpoints: CheckpointPolicy | None = None,
+    report: bool = False,
 ) -> dict:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -315,5 +313,5 @@ def _run_with_progress(
 
         return run_agent(
             spec, run_dir, resume=resume, on_window=on_window, allow_code_change=allow_code_change,
-            transcript=transcript, checkpoints=checkpoints,
+            transcript=transcript, checkpoints=checkpoints, report=report,
         )  # fmt: skip

@@ -1,4 +1,4 @@
-"""`merchantbench sweep FILE` and `merchantbench leaderboard SWEEP` (docs/sweeps.md)."""
+"""`merchantbench sweep FILE` and `merchantbench leaderboard SWEEP_OR_FOLDER` (docs/sweeps.md)."""
 
 from __future__ import annotations
 
@@ -99,30 +99,60 @@ def _notice(name: str, target: Path, reason: str) -> None:
     typer.echo(f"notice: {name}: record moved aside to {target} ({reason})", err=True)
 
 
+def _sweep_dirs(root: Path) -> list[Path]:
+    """The sweep directories (those with an index) at or under `root`."""
+    from merchantbench.sweeps.index import INDEX_FILE
+
+    return sorted(path.parent for path in root.rglob(INDEX_FILE) if path.is_file())
+
+
 def leaderboard(
-    sweep_dir: Annotated[Path, typer.Argument(help="sweep directory")],
+    sweep_dir: Annotated[
+        Path, typer.Argument(help="a sweep directory, or a folder of sweeps and runs")
+    ],
     by: Annotated[str, typer.Option("--by", help="metric to rank by")] = "final_net_assets",
 ) -> None:
-    """Print the sweep's configurations ranked by the mean of a metric over seeds."""
+    """Rank configurations by the mean of a metric: one table per setting (scenario, days,
+    market, tools, code), never pooling runs of different settings."""
     from rich.console import Console
     from rich.table import Table
 
-    from merchantbench.sweeps.index import INDEX_FILE, read_index
-    from merchantbench.sweeps.leaderboard import LEADERBOARD_COLUMNS, leaderboard_rows
+    from merchantbench.record.comparable import finished_runs, provenance_lines
+    from merchantbench.sweeps.index import SweepIndexError, read_index
+    from merchantbench.sweeps.leaderboard import HEADERS, rankings
 
-    if not (sweep_dir / INDEX_FILE).is_file():
-        fail(f"{sweep_dir} has no {INDEX_FILE}: not a sweep directory")
+    if not sweep_dir.is_dir():
+        fail(f"{sweep_dir} is not a directory of sweeps or runs")
+    unfinished = 0
     try:
-        rows = leaderboard_rows(read_index(sweep_dir), by)
+        for found in _sweep_dirs(sweep_dir):
+            unfinished += sum(row["status"] != "done" for row in read_index(found))
+    except SweepIndexError as exc:
+        fail(str(exc))
+    try:
+        tables = rankings(finished_runs(sweep_dir), by)
     except ValueError as exc:
         fail(str(exc))
-    table = Table(title=f"{sweep_dir.name}: ranked by mean {by}")
-    for header, _ in LEADERBOARD_COLUMNS:
-        table.add_column(header, justify="left" if header in ("#", "configuration") else "right")
-    for row in rows:
-        table.add_row(*row)
-    # Piped output is not cut to 80 columns.
-    Console(width=None if sys.stdout.isatty() else 200).print(table)
+    console = Console(width=None if sys.stdout.isatty() else 220)  # piped: not cut to 80
+    if not tables:
+        console.print(f"{sweep_dir}: no finished run to rank ({unfinished} planned runs not "
+                      "finished)", markup=False)  # fmt: skip
+        return
+    for ranking in tables:
+        table = Table(title=f"{ranking.setting.label}: ranked by mean {by}", title_justify="left")
+        for header in HEADERS:
+            table.add_column(header, justify="left" if header in HEADERS[:3] else "right")
+        for row in ranking.rows:
+            table.add_row(*row)
+        console.print(table)
+        for label, text in provenance_lines(ranking.provenance):
+            console.print(f"  {label}: {text}", markup=False, highlight=False)
+        console.print()
+    if len(tables) > 1:
+        console.print(f"{len(tables)} settings: runs of different settings are ranked apart, "
+                      "never pooled", markup=False)  # fmt: skip
+    if unfinished:
+        console.print(f"{unfinished} planned runs not finished (not counted)", markup=False)
 
 
 def sweep_report(sweep_dir: Path, out: Path | None) -> None:

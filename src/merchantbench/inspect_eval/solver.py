@@ -187,7 +187,7 @@ class _Window:
             cached_tokens=cached,
             output_tokens=usage.output_tokens if usage else 0,
             latency_s=output.time if output.time is not None else latency,
-            cost=(usage.total_cost or 0.0) if usage else 0.0,
+            cost=usage.total_cost if usage else 0.0,  # None: Inspect knows no price
             finish_reason=output.stop_reason,
             tool_calls=len(calls),
             parse_errors=sum(1 for c in calls if c.parse_error),

@@ -14,6 +14,7 @@ from merchantbench.metrics.aggregate import (
 )
 from merchantbench.metrics.record import RunRecord, load_run_record
 from merchantbench.metrics.run_metrics import metrics_of, write_metrics
+from merchantbench.record.comparable import paper_setting
 from merchantbench.report.paper import (
     PAPER_LABEL,
     TABLE1_COLUMNS,
@@ -61,15 +62,24 @@ def run_metadata(run: Mapping[str, Any], prefix: str = "") -> list[tuple[str, st
     return rows
 
 
-def table1_section(metrics: Mapping[str, Any], label: str = "this run") -> str:
-    """This run's Table-1 row above the paper's rows, with the paper's units."""
+def table1_section(
+    metrics: Mapping[str, Any], label: str = "this run", paper_like: bool = True
+) -> str:
+    """This run's Table-1 row above the paper's rows, with the paper's units; outside the
+    paper's setting (`record.comparable.paper_setting`) with a caveat that they do not compare."""
     headers = ["Framework", "Model", *(c.header for c in TABLE1_COLUMNS)]
     ours = [label, str(metrics.get("agent", "")), *table1_cells(in_paper_units(metrics))]
     paper = [[r.framework, r.model, *table1_cells(r.values)] for r in load_paper_table()]
+    caveat = "" if paper_like else (
+        "⚠ Not comparable: this run is not in the paper's setting (365 days, RMB 2,000 balance "
+        "+ 1,000 deposit, 50 listing slots), so its numbers do not compare with the paper's "
+        "rows, shown for their shape only. "
+    )  # fmt: skip
     return "\n\n".join([
         "## Table 1",
         markdown_table(headers, [ours]),
-        f"Below: the {PAPER_LABEL}, not to the digit (paper's Table 1, means of three runs).",
+        caveat + f"Below: the {PAPER_LABEL}, not to the digit (paper's Table 1, means of three "
+        "runs).",
         markdown_table(headers, paper),
     ])  # fmt: skip
 
@@ -199,7 +209,7 @@ def render_report(record: RunRecord, metrics: Mapping[str, Any], figures: Sequen
         title,
         "## Run",
         markdown_table(["field", "value"], run_metadata(record.run.model_dump(mode="json"))),
-        table1_section(metrics),
+        table1_section(metrics, paper_like=paper_setting(record.run.scenario_config)),
         money_section(metrics),
         windows_section(metrics),
         coherence_section(metrics),
@@ -210,7 +220,7 @@ def render_report(record: RunRecord, metrics: Mapping[str, Any], figures: Sequen
 
 def write_run_report(record: RunRecord, metrics: Mapping[str, Any], out_dir: Path) -> Path:
     """Write `report.md`, `metrics.json` and the figures into `out_dir`; return the report."""
-    from merchantbench.report.plots import write_plots  # matplotlib only when drawing
+    from merchantbench.report.plots import write_plots
 
     out_dir.mkdir(parents=True, exist_ok=True)
     figures = write_plots(record, metrics, out_dir)

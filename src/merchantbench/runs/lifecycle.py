@@ -38,7 +38,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import merchantbench
 from merchantbench.agents.base import BaseAgent, Player
@@ -81,9 +81,12 @@ from merchantbench.record.words import WORDS_KEY, append_words, cut_words
 from merchantbench.runs.driver import PLAYED_BY, Driver, encode_state
 from merchantbench.runs.kill_points import KillPoints
 from merchantbench.runs.spec import RunError, RunSpec
-from merchantbench.runs.transcript import TranscriptFile, cut_transcript
+from merchantbench.runs.transcript import TranscriptFile, cut_transcript, json_line
 from merchantbench.session import Session
 from merchantbench.surface import AgentSurface
+
+if TYPE_CHECKING:
+    from merchantbench.metrics.record import RunRecord
 from merchantbench.tools.agent_input import scrub
 
 __all__ = ["CheckpointPolicy", "RunLifecycle"]
@@ -134,7 +137,7 @@ class _Trace:
         if self._file is None:
             raise RunError("the run record is closed; no more trace entries")
         # Strict JSON: the surface checked every agent string and number (no NaN, no surrogate).
-        self._file.write(json.dumps(entry, separators=(",", ":"), allow_nan=False) + "\n")
+        self._file.write(json_line(entry))
         self._kill.passed("trace")
 
     def sync(self) -> None:
@@ -178,6 +181,7 @@ class RunLifecycle:
         self.agent: BaseAgent | None = None
         self.driver: Driver[Any] | None = None
         self.metrics: dict[str, Any] | None = None
+        self.record: RunRecord | None = None  # the finished record as read back, for a report
         self._kill = KillPoints.from_env()  # test-only (runs/kill_points.py)
         self._trace: _Trace | None = None
         self._transcript: TranscriptFile | None = None
@@ -517,12 +521,23 @@ class RunLifecycle:
             state_hash=session.state_hash(),
         )
         # The metrics read the finished manifest from memory: on disk it is not finished yet.
-        metrics = metrics_of(dataclasses.replace(load_run_record(self.run_dir), run=meta))
+        record = dataclasses.replace(load_run_record(self.run_dir), run=meta)
+        metrics = metrics_of(record)
         write_metrics(metrics, self.run_dir)
         self._kill.passed("metrics")
         meta.write(self.run_dir)
-        self.metrics = metrics
+        self.metrics, self.record = metrics, record
         return metrics
+
+    def write_report(self) -> Path:
+        """The finished run's report (`report.md` and its figures) in the run directory, from
+        the record and metrics `finish` just read and computed: nothing is read or computed a
+        second time (`merchantbench run --report`)."""
+        from merchantbench.report.markdown import write_run_report
+
+        self.finish()
+        assert self.record is not None and self.metrics is not None
+        return write_run_report(self.record, self.metrics, self.run_dir)
 
     def rewind(self, blob: bytes) -> None:
         """Restore the session to `blob` (a `session.snapshot()`, taken host side: the
@@ -532,7 +547,7 @@ class RunLifecycle:
         self.session.restore(blob)
         noted = self._cut_records(self.session.memory.seq, None)
         self._open_records(noted)
-        self.metrics = None
+        self.metrics = self.record = None
         self.manifest.reopen()
         self.manifest.write(self.run_dir)
 

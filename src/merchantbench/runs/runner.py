@@ -33,11 +33,12 @@ def run_agent(
     checkpoints: CheckpointPolicy | None = None,
     allow_code_change: bool = False,
     transcript: bool = True,
+    report: bool = False,
 ) -> dict[str, Any]:
     """Run (or resume) a whole run and return its metrics (blocking)."""
     return asyncio.run(
         run_agent_async(
-            spec, run_dir, resume, on_window, checkpoints, allow_code_change, transcript
+            spec, run_dir, resume, on_window, checkpoints, allow_code_change, transcript, report
         )
     )
 
@@ -50,10 +51,12 @@ async def run_agent_async(
     checkpoints: CheckpointPolicy | None = None,
     allow_code_change: bool = False,
     transcript: bool = True,
+    report: bool = False,
 ) -> dict[str, Any]:
     """Run (or resume) a whole run and return its metrics. Agents are awaited window by window
     (`act_async`), so many LLM runs can share one event loop. `checkpoints`,
-    `allow_code_change` and `transcript`: see `RunLifecycle.open`."""
+    `allow_code_change` and `transcript`: see `RunLifecycle.open`; `report`: write the report
+    into the run directory once it finished (`RunLifecycle.write_report`)."""
     life = RunLifecycle.open(
         spec, run_dir, resume=resume, checkpoints=checkpoints,
         allow_code_change=allow_code_change, transcript=transcript,
@@ -75,4 +78,7 @@ async def run_agent_async(
         raise
     finally:
         await agent.aclose()
-    return life.finish()
+    metrics = life.finish()
+    if report and life.finished:
+        life.write_report()
+    return metrics

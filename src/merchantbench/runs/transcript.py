@@ -23,18 +23,29 @@ from merchantbench.record.checkpoint import CheckpointError
 from merchantbench.session import Session
 
 
-def _line(record: dict[str, Any]) -> str:
+def json_line(record: dict[str, Any]) -> str:
+    """One line of the trace or the transcript: strict, compact JSON."""
     return json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n"
+
+
+def observation_line(session: Session) -> str | None:
+    """The line of the open window's observation, as the surface hands it out now (None once
+    the run is over: no window is open)."""
+    if session.over:
+        return None
+    return json_line(
+        {"seq": session.memory.seq, "window": session.window, "observation": session.observation()}
+    )
 
 
 def answer_line(seq: int, window: int, answer: dict[str, Any] | None) -> str:
     """The line of one call's answer; an answer that is not strict JSON (a tool's bug) is
     kept as a note rather than ending the run."""
     try:
-        return _line({"seq": seq, "window": window, "answer": answer})
+        return json_line({"seq": seq, "window": window, "answer": answer})
     except (TypeError, ValueError) as exc:
         note = {"unrecorded": f"the answer is not strict JSON: {type(exc).__name__}"}
-        return _line({"seq": seq, "window": window, "answer": note})
+        return json_line({"seq": seq, "window": window, "answer": note})
 
 
 class TranscriptFile:
@@ -49,9 +60,9 @@ class TranscriptFile:
 
     def window_opened(self, session: Session) -> None:
         """Transcribe the open window's observation, as the surface hands it out now."""
-        if not session.over:
-            line = {"seq": session.memory.seq, "window": session.window}
-            self._file.write(_line({**line, "observation": session.observation()}))
+        line = observation_line(session)
+        if line is not None:
+            self._file.write(line)
 
     def sync(self) -> None:
         """Flush, and make what is written durable (before a checkpoint that covers it)."""

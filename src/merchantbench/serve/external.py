@@ -41,7 +41,10 @@ class ProtocolState:
     brief_served: bool = False
     window: int = 0  # the window `turns` and `fingerprints` belong to
     turns: int = 0  # accepted /act turns in that window
-    fingerprints: dict[str, str] = field(default_factory=dict)  # idempotency key → call
+    # The window's call-id ledger: `{agent}:{hour}:{tool_call_id}` → the call it named (tool and
+    # canonical arguments). Not an outcome store: outcomes of keyed writes are remembered once,
+    # by the tool layer (`tools/calling.py`), with the store's state.
+    fingerprints: dict[str, str] = field(default_factory=dict)
     act_usage: dict[str, float] = field(default_factory=dict)
     auxiliary: dict[str, dict[str, Any]] = field(default_factory=dict)  # usage_id → record
     forced_windows: list[int] = field(default_factory=list)  # closed by the wall-clock limit

@@ -128,7 +128,7 @@ class RunHost:
             plan = plan_calls(messages)
             env_calls = [c for c in plan if c.env]
             self._check_turn_cap(env_calls)
-            keyed = self._check_idempotency(env_calls)
+            keyed = self._check_call_ids(env_calls)
             ends = any(c.name == END_OF_STEP for c in env_calls)
             # Closing a window simulates its hours: off the event loop, so other runs go on.
             run = self._in_thread if ends else _inline
@@ -165,9 +165,11 @@ class RunHost:
                 429, "turn_cap_reached", f"{cap} turns used in this window: call end_of_step"
             )
 
-    def _check_idempotency(self, env_calls: list[PlannedCall]) -> list[tuple[PlannedCall, str]]:
-        """Key every env call by agent, hour and call id; a key seen with another call is a
-        conflict, refused before anything of the batch runs."""
+    def _check_call_ids(self, env_calls: list[PlannedCall]) -> list[tuple[PlannedCall, str]]:
+        """Key every env call by agent, hour and call id; a call id seen this window with
+        another call (a read too) is the protocol's 409, refused before anything of the batch
+        runs. The key goes on to the tool layer, whose store alone answers a repeated write with
+        its first outcome (docs/architecture.md, "Idempotency")."""
         state, hour = self.protocol, self.surface.hour
         keyed = []
         for call in env_calls:

@@ -33,11 +33,11 @@ RUN_METRICS = (
 )  # fmt: skip
 _MONEY = frozenset({"final_net_assets", "net_profit", "gmv", "fines"})
 _FIGURE_TITLES = {
-    "net_assets.png": "Net assets and cash accounts",
-    "rating.png": "Store rating and stars",
-    "active_listings.png": "Active listings",
-    "weekly_orders.png": "Orders per week by outcome",
-    "monthly_effective_windows.png": "Effective windows per month",
+    "net_assets": "Net assets and cash accounts",
+    "rating": "Store rating and stars",
+    "active_listings": "Active listings",
+    "weekly_orders": "Orders per week by outcome",
+    "monthly_effective_windows": "Effective windows per month",
 }
 
 Progress = Callable[[str], None]
@@ -130,7 +130,7 @@ def _run_facts(run: SiteRun) -> list[tuple[str, str]]:
 
 
 def _figures(run: SiteRun, page_dir: Path) -> list[dict[str, str]]:
-    """The run's PNG figures (report/plots.py), drawn here; none for an unfinished record."""
+    """The run's figures (report/plots.py, SVG), drawn here; none for an unfinished record."""
     if not run.finished:
         return []
     from merchantbench.metrics import RunRecordError, load_run_record
@@ -140,7 +140,7 @@ def _figures(run: SiteRun, page_dir: Path) -> list[dict[str, str]]:
         paths = write_plots(load_run_record(run.path), run.metrics, page_dir / FIGURES_DIR)
     except (RunRecordError, OSError, ValueError, KeyError):
         return []
-    return [{"src": f"{FIGURES_DIR}/{p.name}", "alt": _FIGURE_TITLES.get(p.name, p.stem)}
+    return [{"src": f"{FIGURES_DIR}/{p.name}", "alt": _FIGURE_TITLES.get(p.stem, p.stem)}
             for p in paths]  # fmt: skip
 
 

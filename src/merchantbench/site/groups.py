@@ -15,22 +15,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from merchantbench.record.comparable import setting_of
 from merchantbench.site.collect import SiteRun
 from merchantbench.site.verification import Verification
 
 
 def comparable_key(run: SiteRun) -> tuple[str, ...]:
-    """The identity of the configuration a run was made under: runs are pooled only when it is
-    equal. One function, so that the package's shared identity can replace it."""
-    m = run.manifest
-    market = m.market
-    return (
-        m.scenario.hash,
-        str(run.days),
-        f"{market.source}:{market.catalog or ''}:{market.n_products}",
-        m.tool_schema_sha256,
-        m.source_sha256 or m.package_version,
-    )
+    """The identity of the setting a run was made in (`record.comparable`: scenario hash,
+    horizon, market, tool-schema hash, code version): runs are pooled only when it is equal."""
+    return (setting_of(run.manifest).key,)
 
 
 @dataclass

@@ -8,14 +8,12 @@ the replay; the site only reads its `Verification`.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from merchantbench.replay import VerifyReport, verify_record
 from merchantbench.site.collect import SiteRun
-
-REPLAY_MODULE = "merchantbench.replay"
 
 
 @dataclass(frozen=True)
@@ -24,7 +22,7 @@ class Verification:
 
     Attributes:
         status: `verified`, `diverged` (replayed, and something differed), or `unverified`
-            (not replayed: unfinished, skipped with --no-verify, or the replay is unavailable).
+            (not replayed: unfinished, skipped with --no-verify, or the record cannot be).
         detail: One line for people: the first divergence, or why it was not replayed.
     """
 
@@ -39,15 +37,14 @@ class Verification:
         return {"status": self.status, "detail": self.detail}
 
 
-def _verification(run_dir: Path) -> Any:
-    """Replay one record (`merchantbench.replay.verify_record`); its report has `.ok`,
-    `.first_divergence` and `.final_state_hash`.
+def _verification(run_dir: Path) -> VerifyReport:
+    """Replay one record (`merchantbench.replay.verify_record`; a sealed run with the seed its
+    record keeps); its report has `.ok`, `.first_divergence` and `.final_state_hash`.
 
     Raises:
-        ImportError: This installation has no replay library.
+        ReplayError: the record cannot be replayed.
     """
-    replay = importlib.import_module(REPLAY_MODULE)
-    return replay.verify_record(run_dir)
+    return verify_record(run_dir)
 
 
 def verify_run(run: SiteRun) -> Verification:
@@ -56,8 +53,6 @@ def verify_run(run: SiteRun) -> Verification:
         return Verification("unverified", "not finished: nothing to replay")
     try:
         report = _verification(run.path)
-    except ImportError:
-        return Verification("unverified", "the replay library is not installed here")
     except Exception as exc:  # a damaged record, a sealed run without its seed: one line
         return Verification("unverified", f"could not replay: {' '.join(str(exc).split())[:200]}")
     if not report.ok:

@@ -1,8 +1,10 @@
 """The numbers of a sweep's report, computed from its index and its runs' `metrics.json`.
 
 Everything here is data (`sweep_analysis` returns plain JSON-ready dicts and lists); rendering
-to Markdown, HTML and CSV is `merchantbench.sweeps.report`. Means are over a configuration's
-finished runs; standard deviations are sample ones (ddof = 1).
+to Markdown, HTML and CSV is `merchantbench.sweeps.report`. Finished runs are split by setting
+(`record.comparable`: scenario, days, market, tool schema, code) into one `group` each, and every
+number is computed within a group, never across. Means are over a configuration's finished runs;
+standard deviations are sample ones (ddof = 1).
 """
 
 from __future__ import annotations
@@ -10,15 +12,24 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from itertools import combinations
+from math import comb
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from merchantbench.record.comparable import (
+    MIN_SEEDS_FOR_INTERVALS,
+    Pool,
+    Setting,
+    pool_runs,
+    provenance,
+    read_finished,
+    spend_efficiency,
+)
 from merchantbench.record.schema import METRICS_FILE
 from merchantbench.report.paper import TABLE1_COLUMNS, load_paper_table
 from merchantbench.sweeps.index import FRAMEWORK_COUNTS, read_index
-from merchantbench.sweeps.leaderboard import group_rows
 from merchantbench.sweeps.state import read_set_aside
 
 BOOTSTRAP_SAMPLES = 10_000
@@ -45,12 +56,15 @@ def _human_net_assets() -> float:
     raise LookupError("the paper's table has no human row")
 
 
-def table1(groups: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
+def table1(
+    groups: Mapping[str, Sequence[Mapping[str, Any]]], paper_like: bool = True
+) -> list[dict[str, Any]]:
     """Per configuration: mean and std of every Table-1 metric (paper units), the CV of net
-    assets and its share of the expert's and of the paper's human mean."""
+    assets and its share of the expert's and (only in the paper's setting) of the paper's human
+    mean."""
     experts = [rows for rows in groups.values() if rows[0]["agent"] == "expert"]
     expert_mean = _mean([r["final_net_assets"] for r in experts[0]]) if experts else None
-    human = _human_net_assets()
+    human = _human_net_assets() if paper_like else None
     out = []
     for label, rows in groups.items():
         row: dict[str, Any] = {"label": label, "runs": len(rows)}
@@ -63,13 +77,14 @@ def table1(groups: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[dict[str, 
         mean, std = _mean(assets), _std(assets)
         row["net_assets_cv"] = std / abs(mean) if std is not None and mean else None
         row["share_of_expert"] = mean / expert_mean if mean is not None and expert_mean else None
-        row["share_of_human"] = None if mean is None else mean / human
+        row["share_of_human"] = None if mean is None or human is None else mean / human
         out.append(row)
     return out
 
 
 def monthly_rates(metrics: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, Any]:
-    """Figure 5: the mean monthly effective-window rate of each configuration."""
+    """Figure 5: the mean monthly effective-window rate of each configuration, over the calendar
+    months the horizon covers (a 30-day run covers one or two, not twelve)."""
     months: list[str] = []
     rates = {}
     for label, runs in metrics.items():
@@ -77,7 +92,10 @@ def monthly_rates(metrics: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[st
         months = max(months, *(list(m["months"]) for m in runs), key=len)
         width = max(len(s) for s in series)
         rates[label] = [_mean([s[i] for s in series if i < len(s)]) for i in range(width)]
-    return {"months": months, "rates": rates}
+    covered = [i for i in range(len(months)) if any(
+        i < len(r) and r[i] is not None for r in rates.values())]  # fmt: skip
+    width = covered[-1] + 1 if covered else 0
+    return {"months": months[:width], "rates": {k: v[:width] for k, v in rates.items()}}
 
 
 def bootstrap_ci(differences: Sequence[float]) -> tuple[float, float]:
@@ -105,8 +123,11 @@ def paired(groups: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[dict[str, 
         diffs = [other[s] - base[s] for s in seeds]
         low, high = bootstrap_ci(diffs)
         mean = float(np.mean(diffs))
+        n = len(seeds)
         out.append({"baseline": a, "candidate": b, "seeds": seeds,
-                    "mean_difference": mean, "ci_low": low, "ci_high": high})  # fmt: skip
+                    "mean_difference": mean, "ci_low": low, "ci_high": high,
+                    "distinct_resamples": comb(2 * n - 1, n),
+                    "few_seeds": n < MIN_SEEDS_FOR_INTERVALS})  # fmt: skip
     return out
 
 
@@ -153,47 +174,98 @@ def coherence(
 COST_KEYS = ("llm_tokens", "llm_cost", "llm_calls", "wall_seconds")
 
 
+def _cost_known(rows: Sequence[Mapping[str, Any]]) -> bool:
+    """No run that called a model lacks its cost (a price not stated: unknown)."""
+    return all(r.get("llm_cost") is not None for r in rows if r.get("llm_calls"))
+
+
 def costs(groups: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, Any]:
-    """Tokens, money, model calls and wall time per run and per configuration."""
-    per_run = [{"label": r["label"], "seed": r["seed"], **{k: r.get(k) for k in COST_KEYS}}
+    """Tokens, money, model calls and wall time per run and per configuration; a cost is None
+    and `cost_known` false when a run's prices were not all stated, never a silent 0."""
+    per_run = [{"label": r["label"], "seed": r["seed"], **{k: r.get(k) for k in COST_KEYS},
+                "cost_known": _cost_known([r]),
+                "net_assets_per_unit_spent": spend_efficiency(r.get("final_net_assets"),
+                                                              r.get("llm_cost"))}
                for rows in groups.values() for r in rows]  # fmt: skip
     per_config = []
     for label, rows in groups.items():
-        entry: dict[str, Any] = {"label": label, "runs": len(rows)}
+        entry: dict[str, Any] = {
+            "label": label,
+            "runs": len(rows),
+            "cost_known": _cost_known(rows),
+            "model_runs": sum(bool(r.get("llm_calls")) for r in rows),
+        }
         for key in COST_KEYS:
             values = [float(r[key]) for r in rows if r.get(key) is not None]
             entry[f"{key}_total"] = float(sum(values)) if values else None
             entry[f"{key}_mean"] = _mean(values)
+        if not entry["cost_known"]:
+            entry["llm_cost_total"] = entry["llm_cost_mean"] = None
+        entry["net_assets_per_unit_spent"] = spend_efficiency(
+            _mean([r.get("final_net_assets") for r in rows]), entry["llm_cost_mean"]
+        )
         per_config.append(entry)
     return {"per_run": per_run, "per_configuration": per_config}
 
 
-def sweep_analysis(sweep_dir: Path) -> dict[str, Any]:
-    """Every number of the report of the sweep in `sweep_dir` (finished runs only)."""
-    rows = read_index(sweep_dir)
-    done = [r for r in rows if r["status"] == "done"]
-    groups = group_rows(done)
+def _groups(
+    sweep_dir: Path, done: Sequence[dict[str, Any]]
+) -> tuple[dict[Setting, list[Pool]], dict[str, dict[str, Any]], list[dict[str, Any]]]:
+    """Finished runs pooled by setting and configuration identity (copies counted once), the
+    index row of each run directory, and the rows whose record cannot be read as finished."""
+    by_dir, runs, unreadable = {}, [], []
+    for row in done:
+        run = read_finished(sweep_dir / row["run_dir"], row["label"])
+        if run is None:
+            unreadable.append(row)
+            continue
+        by_dir[str(run.run_dir)] = row
+        runs.append(run)
+    return pool_runs(runs), by_dir, unreadable
+
+
+def group_analysis(sweep_dir: Path, setting: Setting, pools: Sequence[Pool],
+                   rows_of: Mapping[str, dict[str, Any]]) -> dict[str, Any]:  # fmt: skip
+    """Every number of one setting's tables."""
+    groups = {pool.label: [rows_of[str(run.run_dir)] for run in pool.runs] for pool in pools}
     metrics = {
         label: [json.loads((sweep_dir / r["run_dir"] / METRICS_FILE).read_text()) for r in runs]
         for label, runs in groups.items()
     }
-    paper = [{"framework": p.framework, "model": p.model, **p.values} for p in load_paper_table()]
     return {
-        "runs_planned": len(rows),
-        "runs_done": len(done),
-        "not_done": [
-            {"run": f"{r['label']}/s{r['seed']}", "status": r["status"], "reason": r["reason"]}
-            for r in rows
-            if r["status"] != "done"
-        ],  # fmt: skip
-        "set_aside": read_set_aside(sweep_dir),
-        "table1": table1(groups),
+        "setting": setting.label,
+        "provenance": provenance(setting, pools),
+        "pools": {pool.label: pool.what() for pool in pools},
+        "table1": table1(groups, setting.paper_like),
         "net_assets_by_configuration": {
             label: [r["final_net_assets"] for r in runs] for label, runs in groups.items()
         },
-        "paper_table1": paper,
         "figure5": monthly_rates(metrics),
         "paired": paired(groups),
         "coherence": coherence(groups, metrics),
         "costs": costs(groups),
+    }
+
+
+def sweep_analysis(sweep_dir: Path) -> dict[str, Any]:
+    """Every number of the report of the sweep in `sweep_dir` (finished runs only), one group
+    per setting."""
+    rows = read_index(sweep_dir)
+    done = [r for r in rows if r["status"] == "done"]
+    tables, rows_of, unreadable = _groups(sweep_dir, done)
+    paper = [{"framework": p.framework, "model": p.model, **p.values} for p in load_paper_table()]
+    not_done = [{"run": f"{r['label']}/s{r['seed']}", "status": r["status"], "reason": r["reason"]}
+                for r in rows if r["status"] != "done"]  # fmt: skip
+    why = "its record cannot be read as a finished run"
+    not_done += [{"run": f"{r['label']}/s{r['seed']}", "status": "unreadable", "reason": why}
+                 for r in unreadable]  # fmt: skip
+    return {
+        "runs_planned": len(rows),
+        "runs_done": len(done) - len(unreadable),
+        "not_done": not_done,
+        "set_aside": read_set_aside(sweep_dir),
+        "groups": [
+            group_analysis(sweep_dir, setting, pools, rows_of) for setting, pools in tables.items()
+        ],  # fmt: skip
+        "paper_table1": paper,
     }

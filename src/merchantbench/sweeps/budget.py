@@ -27,8 +27,10 @@ class Spending:
     def __init__(self, sweep_dir: Path, budget: Budget) -> None:
         self.sweep_dir, self.budget = sweep_dir, budget
 
-    def totals(self) -> tuple[float, int]:
-        cost, tokens = 0.0, 0
+    def totals(self) -> tuple[float | None, int]:
+        """Cost (None: some run's cost is unknown, a price not stated) and tokens so far."""
+        cost: float | None = 0.0
+        tokens = 0
         try:
             rows = read_index(self.sweep_dir)
         except OSError:
@@ -36,12 +38,13 @@ class Spending:
         finished = {row["run_dir"] for row in rows if row["status"] == "done"}
         for row in rows:
             if row["status"] == "done":
-                cost += row.get("llm_cost") or 0.0
+                cost = _add(cost, row.get("llm_cost"), bool(row.get("llm_calls")))
                 tokens += row.get("llm_tokens") or 0
         for path in (self.sweep_dir / PROGRESS_DIR).glob("*/s*.json"):
             live = read_progress(path)
             if live and f"runs/{path.parent.name}/{path.stem}" not in finished:
-                cost, tokens = cost + live.get("cost", 0.0), tokens + live.get("tokens", 0)
+                cost = _add(cost, live.get("cost", 0.0), True)
+                tokens += live.get("tokens", 0)
         return cost, tokens
 
     def exceeded(self) -> str | None:
@@ -49,11 +52,21 @@ class Spending:
         if self.budget.max_cost is None and self.budget.max_tokens is None:
             return None
         cost, tokens = self.totals()
-        if self.budget.max_cost is not None and cost >= self.budget.max_cost:
-            return f"sweep budget: cost {cost:.4f} reached {self.budget.max_cost:g}"
+        limit = self.budget.max_cost
+        if limit is not None and cost is None:
+            return f"sweep budget: cost unknown (a price is not stated), limit {limit:g}"
+        if limit is not None and cost is not None and cost >= limit:
+            return f"sweep budget: cost {cost:.4f} reached {limit:g}"
         if self.budget.max_tokens is not None and tokens >= self.budget.max_tokens:
             return f"sweep budget: {tokens} tokens reached {self.budget.max_tokens}"
         return None
+
+
+def _add(total: float | None, cost: float | None, billed: bool) -> float | None:
+    """A running cost plus one run's: unknown once a run that called a model has no cost."""
+    if total is None or (cost is None and billed):
+        return None
+    return total + (cost or 0.0)
 
 
 class RunGate:

@@ -45,14 +45,18 @@ class SweepDisplay:
             assets = live.get("net_assets")
             table.add_row(
                 name, window, "" if assets is None else f"¥{assets:,.2f}",
-                f"{live.get('cost', 0.0):.4f}", f"{live.get('tokens', 0):,}",
+                _cost(live.get("cost", 0.0)), f"{live.get('tokens', 0):,}",
             )  # fmt: skip
         cost, tokens = self.spending.totals()
         totals = (
             f"[bold]{self.done}/{self.total} runs done · {len(self.active)} running · "
-            f"cost {cost:.4f} · {tokens:,} tokens"
+            f"cost {_cost(cost)} · {tokens:,} tokens"
         )
         return Group(table, totals)
+
+
+def _cost(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:.4f}"
 
 
 async def show(display: SweepDisplay, console: Console, task: asyncio.Future[Any]) -> None:

@@ -1,69 +1,88 @@
-"""The leaderboard: a sweep's configurations ranked by the mean of one metric over their runs."""
+"""The leaderboard: one ranking per setting (never pooling runs of different scenarios, horizons,
+markets, tool schemas or code), each row one configuration identity ranked by the mean of one
+metric over its runs (record/comparable.py says what may be pooled)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-LEADERBOARD_COLUMNS = (
-    ("#", None),
-    ("configuration", "label"),
-    ("runs done", None),
-    ("mean", None),
-    ("std", None),
-    ("net assets", "final_net_assets"),
-    ("orders", "orders"),
-    ("SWR", "swr"),
-    ("cost", "llm_cost"),
-    ("tokens", "llm_tokens"),
+from merchantbench.record.comparable import (
+    Pool,
+    PooledRun,
+    Setting,
+    integer_text,
+    pool_cost,
+    pool_runs,
+    provenance,
+    spend_efficiency,
 )
 
-
-def group_rows(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
-    """Index rows by configuration label, in the plan's order."""
-    groups: dict[str, list[Mapping[str, Any]]] = {}
-    for row in rows:
-        groups.setdefault(str(row["label"]), []).append(row)
-    return groups
+HEADERS = ("#", "configuration", "pools", "mean", "std", "net assets", "orders", "SWR",
+           "cost per run", "net assets per unit spent", "tokens per run")  # fmt: skip
+COUNT_METRICS = frozenset({"orders", "tool_calls", "windows", "framework_calls", "error_calls"})
 
 
-def _mean(rows: Sequence[Mapping[str, Any]], key: str) -> float | None:
-    values = [float(r[key]) for r in rows if r.get(key) is not None]
+@dataclass(frozen=True)
+class Ranking:
+    """One setting's ranking: its provenance and formatted rows, best first."""
+
+    setting: Setting
+    provenance: dict[str, Any]
+    rows: list[list[str]]
+
+
+def _values(runs: Sequence[PooledRun], key: str) -> list[float]:
+    return [float(r.metrics[key]) for r in runs if isinstance(r.metrics.get(key), int | float)]
+
+
+def _mean(values: Sequence[float]) -> float | None:
     return float(np.mean(values)) if values else None
 
 
-def _cell(value: float | None, decimals: int = 2) -> str:
-    return "" if value is None else f"{value:,.{decimals}f}"
+def _cell(key: str, value: float | None, decimals: int = 2) -> str:
+    """Counts as integers (a mean of counts with one decimal); small ratios with 4 decimals."""
+    if value is None:
+        return "—"
+    if key in COUNT_METRICS:
+        return integer_text(value, 1)
+    return integer_text(value, decimals if abs(value) >= 10 else max(decimals, 4))
 
 
-def leaderboard_rows(rows: Sequence[Mapping[str, Any]], by: str) -> list[list[str]]:
-    """Formatted leaderboard rows, best first; configurations without a finished run last.
+def pool_row(pool: Pool, by: str) -> tuple[float | None, list[str]]:
+    """The ranking value and the formatted cells (without the place) of one pool."""
+    runs = pool.runs
+    values = _values(runs, by)
+    mean = _mean(values)
+    std = float(np.std(values, ddof=1)) if len(values) > 1 else None
+    assets = _mean(_values(runs, "final_net_assets"))
+    cost_text, cost = pool_cost(pool)
+    efficiency = spend_efficiency(assets, cost)
+    tokens = [float((r.usage or {}).get("tokens") or 0) for r in runs if r.model_calls]
+    return mean, [
+        pool.label, pool.what(), _cell(by, mean), _cell(by, std),
+        _cell("final_net_assets", assets), _cell("orders", _mean(_values(runs, "orders"))),
+        _cell("swr", _mean(_values(runs, "swr")), 3), cost_text,
+        "—" if efficiency is None else f"{efficiency:,.1f}",
+        integer_text(round(float(np.mean(tokens)))) if tokens else "—",
+    ]  # fmt: skip
+
+
+def rankings(runs: Sequence[PooledRun], by: str) -> list[Ranking]:
+    """One ranking per setting, in the order settings first appear.
 
     Raises:
-        ValueError: `by` is not a numeric column of the index.
+        ValueError: `by` is no numeric metric of these runs.
     """
-    if rows and by not in rows[0]:
-        raise ValueError(f"the index has no column {by!r}")
-    ranked = []
-    for label, group in group_rows(rows).items():
-        done = [r for r in group if r["status"] == "done"]
-        values = [float(r[by]) for r in done if r.get(by) is not None]
-        mean = float(np.mean(values)) if values else None
-        std = float(np.std(values, ddof=1)) if len(values) > 1 else None
-        ranked.append((mean, label, done, len(group), std))
-    ranked.sort(key=lambda item: (item[0] is None, -(item[0] or 0.0), item[1]))
-    table = []
-    for place, (mean, label, done, planned, std) in enumerate(ranked, 1):
-        cost, tokens = sum(r.get("llm_cost") or 0.0 for r in done), _sum_int(done, "llm_tokens")
-        table.append([
-            str(place), label, f"{len(done)}/{planned}", _cell(mean, 4 if abs(mean or 0) < 10 else 2),  # noqa: E501
-            _cell(std), _cell(_mean(done, "final_net_assets")), _cell(_mean(done, "orders"), 1),
-            _cell(_mean(done, "swr"), 3), f"{cost:.4f}", f"{tokens:,}",
-        ])  # fmt: skip
-    return table
-
-
-def _sum_int(rows: Sequence[Mapping[str, Any]], key: str) -> int:
-    return int(sum(r.get(key) or 0 for r in rows))
+    if runs and not any(_values([run], by) for run in runs):
+        raise ValueError(f"the runs have no numeric metric {by!r}")
+    out = []
+    for setting, pools in pool_runs(runs).items():
+        scored = [(*pool_row(pool, by), pool.label) for pool in pools]
+        scored.sort(key=lambda item: (item[0] is None, -(item[0] or 0.0), item[2]))
+        rows = [[str(place), *cells] for place, (_, cells, _) in enumerate(scored, 1)]
+        out.append(Ranking(setting, provenance(setting, pools), rows))
+    return out

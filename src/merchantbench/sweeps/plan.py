@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from merchantbench.agents.llm.models import ModelConfigError, entry_max_concurrency
+from merchantbench.agents.llm.models import ModelConfigError, entry_max_concurrency, resolve_model
 from merchantbench.agents.load import AgentConfigError, agent_slug, resolve_agent_name
 from merchantbench.agents.registry import agent_entry
 from merchantbench.record.files import atomic_write_json
@@ -151,6 +151,21 @@ def _cap(agent: str, settings: dict[str, Any]) -> int | None:
         raise SweepPlanError(str(exc)) from None
 
 
+def _check_prices(agent: str, settings: dict[str, Any], sweep: SweepFile, label: str) -> None:
+    """A budget on cost (the sweep's or a run's) needs every billed price of the entry."""
+    if agent not in HARNESSES or not settings.get("model_entry"):
+        return
+    budgets = [("budget.max_cost", sweep.budget.max_cost), ("max_cost", settings.get("max_cost"))]
+    for what, limit in budgets:
+        if limit is not None:
+            try:
+                config = resolve_model(None, None, None, settings.get("models_file"),
+                                       settings.get("model_entry"))  # fmt: skip
+                config.require_prices(what)
+            except ModelConfigError as exc:
+                raise SweepPlanError(f"{label}: {exc}") from None
+
+
 def plan_sweep(sweep: SweepFile, base: Path) -> list[SweepRun]:
     """Every run of the sweep, configurations × scenarios × seeds, identities computed.
 
@@ -166,6 +181,7 @@ def plan_sweep(sweep: SweepFile, base: Path) -> list[SweepRun]:
     runs = []
     for label, agent, settings in _configurations(sweep, base):
         cap = _cap(agent, settings)
+        _check_prices(agent, settings, sweep, label)
         for scenario_label, scenario in scenarios:
             full = label if len(scenarios) == 1 else f"{label}@{scenario_label}"
             for seed in seeds:

@@ -129,7 +129,8 @@ class ProgressWriter:
 
     def __init__(self, run_dir: Path, path: Path, every: int = PROGRESS_EVERY) -> None:
         self.run_dir, self.path, self.every = run_dir, path, every
-        self._offset, self.cost, self.tokens, self.calls = 0, 0.0, 0, 0
+        self._offset, self.tokens, self.calls = 0, 0, 0
+        self.cost: float | None = 0.0  # None once a call's cost is unknown (a price not stated)
 
     def _read_calls(self) -> None:
         log = self.run_dir / MODEL_CALLS_FILE
@@ -143,7 +144,8 @@ class ProgressWriter:
         self._offset += len(complete)
         for line in complete.splitlines():
             entry = json.loads(line)
-            self.cost += float(entry.get("cost", 0.0))
+            cost = entry.get("cost", 0.0)
+            self.cost = None if cost is None or self.cost is None else self.cost + float(cost)
             self.tokens += int(entry.get("input_tokens", 0)) + int(entry.get("output_tokens", 0))
             self.calls += 1
 
@@ -156,7 +158,8 @@ class ProgressWriter:
             "window": session.memory.windows_closed,
             "windows_total": session.scenario.clock.windows,
             "net_assets": rmb(accounts.net_assets),
-            "cost": round(self.cost, 6), "tokens": self.tokens, "model_calls": self.calls,
+            "cost": None if self.cost is None else round(self.cost, 6),
+            "tokens": self.tokens, "model_calls": self.calls,
         })  # fmt: skip
 
 

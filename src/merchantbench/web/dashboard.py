@@ -1,7 +1,8 @@
 """The read-only dashboard of run records at `/`: runs and sweeps with their Table-1 metrics, a
 run's charts and trace by window, a sweep's leaderboard, live progress of running runs.
 
-    GET /                        every run under the runs root (a sweep: its leaderboard too)
+    GET /                        every run under the runs root (sweeps: a leaderboard per
+                                 setting, never pooling settings, with its provenance)
     GET /runs/view?path=REL      one run: metrics, charts, trace viewer
     GET /runs/trace?path=REL&window=W   one window: observation, calls and their answers,
                                         model calls (JSON, for the viewer; web/windows.py)
@@ -25,7 +26,7 @@ from merchantbench.web.pages import templates
 from merchantbench.web.records import (
     inside,
     is_sweep,
-    leaderboard,
+    leaderboards,
     list_runs,
     read_json_or_empty,
     run_row,
@@ -71,7 +72,7 @@ def index(request: Request) -> HTMLResponse:
         "runs": runs,
         "keys": TABLE1_KEYS,
         "labels": LABELS,
-        "board": leaderboard(runs) if is_sweep(root, runs) else [],
+        "boards": leaderboards(root) if is_sweep(root, runs) else [],
         "root_name": root.name,
     }
     return templates.TemplateResponse(request, "dashboard.html", context)

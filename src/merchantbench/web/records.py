@@ -4,7 +4,9 @@ transcript: web/windows.py).
 
 A run directory is any directory with a `run.json`. A *sweep* is a directory whose run
 directories sit deeper than one level (`SWEEP/runs/<config>/s<seed>/`); its runs are grouped by
-configuration (the parent directory of each run) for the leaderboard.
+configuration (the parent directory of each run) and by setting for the leaderboards
+(record/comparable.py: runs of different scenarios, horizons, markets, tool schemas or code are
+never pooled).
 """
 
 from __future__ import annotations
@@ -19,6 +21,14 @@ import pyarrow.parquet as pq
 
 from merchantbench.metrics.table1 import TABLE1_KEYS
 from merchantbench.money import rmb
+from merchantbench.record.comparable import (
+    finished_runs,
+    pool_cost,
+    pool_runs,
+    provenance,
+    provenance_lines,
+    spend_efficiency,
+)
 from merchantbench.record.schema import METRICS_FILE, ORDERS_FILE, RUN_FILE, TIMESERIES_FILE
 
 MAX_DEPTH = 5  # how deep under the root run directories are looked for
@@ -83,7 +93,7 @@ def run_row(root: Path, run_dir: Path) -> RunRow:
     return RunRow(
         path="." if rel == "." else rel,
         agent=str((meta.get("agent") or {}).get("name", "?")),
-        scenario=str((meta.get("scenario") or {}).get("name", "?")),
+        scenario=f"{(meta.get('scenario') or {}).get('name', '?')} · {clock.get('days', '?')} days",
         status=str(meta.get("ended") or "running"),
         windows_done=int(meta.get("windows") or 0),
         windows_total=total,
@@ -100,20 +110,39 @@ def is_sweep(root: Path, runs: list[RunRow]) -> bool:
     return (root / "index.parquet").is_file() or any(r.path.count("/") >= 1 for r in runs)
 
 
-def leaderboard(runs: list[RunRow]) -> list[dict[str, Any]]:
-    """Mean Table-1 metrics per configuration over its finished runs, best net assets first."""
-    groups: dict[str, list[RunRow]] = {}
-    for run in runs:
-        if run.metrics:
-            groups.setdefault(run.config, []).append(run)
-    board = []
-    for config, members in groups.items():
-        means = {}
-        for key in TABLE1_KEYS:
-            values = [float(m.metrics[key]) for m in members if m.metrics.get(key) is not None]
-            means[key] = float(np.mean(values)) if values else None
-        board.append({"config": config, "runs": len(members), "agent": members[0].agent, **means})
-    return sorted(board, key=lambda row: -(row["final_net_assets"] or 0.0))
+COUNT_KEYS = frozenset({"orders", "tool_calls"})
+
+
+def _mean(values: list[float], key: str) -> float | int | None:
+    if not values:
+        return None
+    mean = float(np.mean(values))
+    return int(mean) if key in COUNT_KEYS and mean.is_integer() else mean  # 452, not 452.000
+
+
+def leaderboards(root: Path) -> list[dict[str, Any]]:
+    """One ranking per setting (record/comparable.py: scenario, days, market, tool schema, code;
+    never pooled), each row one configuration identity: mean Table-1 metrics over its finished
+    runs (copies of a run counted once), what it pools, cost per run, best net assets first.
+    Seeds are counted, never shown (the dashboard shows no seed)."""
+    boards = []
+    for setting, pools in pool_runs(finished_runs(root)).items():
+        rows = []
+        for pool in pools:
+            means = {key: _mean([float(r.metrics[key]) for r in pool.runs
+                                 if isinstance(r.metrics.get(key), int | float)], key)
+                     for key in TABLE1_KEYS}  # fmt: skip
+            cost, per_run = pool_cost(pool)
+            assets = means.get("final_net_assets")
+            efficiency = spend_efficiency(None if assets is None else float(assets), per_run)
+            rows.append({"config": pool.label, "agent": pool.identity.agent,
+                         "runs": len(pool.runs), "pools": pool.what(show_seeds=False), "cost": cost,
+                         "efficiency": efficiency, **means})  # fmt: skip
+        rows.sort(key=lambda row: -float(row["final_net_assets"] or 0.0))
+        block = provenance_lines(provenance(setting, pools), show_seeds=False)
+        boards.append({"setting": setting.label, "key": setting.key, "rows": rows,
+                       "provenance": block})  # fmt: skip
+    return boards
 
 
 def inside(root: Path, rel: str) -> Path | None:

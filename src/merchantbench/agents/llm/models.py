@@ -7,10 +7,15 @@ A models file is TOML (`.toml`) or YAML (`.yaml`/`.yml`) with one table per entr
     model = "gpt-5-mini"
     api_key_env = "OPENAI_API_KEY"
     price_input = 0.25          # per million input tokens
-    price_cached_input = 0.025  # per million cached input tokens
+    price_cached_input = 0.025  # per million cached input tokens (default: price_input)
     price_output = 2.0          # per million output tokens
     params = { reasoning_effort = "medium" }
     max_concurrency = 8         # sweeps: at most 8 runs of this entry call it at once
+
+Costs are never silently missing: a call's cost is `None` ("unknown") unless both
+`price_input` and `price_output` are stated (0 is a price: say it for a free local server), and
+cached input tokens cost `price_input` unless `price_cached_input` says otherwise. A cost budget
+(`max_cost`) is refused at start when the cost would be unknown (`require_prices`).
 
 Keys are read from the environment when the client is built and are never stored in a
 `ModelConfig`, so nothing written from one (run.json, checkpoints, logs) can leak them.
@@ -47,9 +52,9 @@ class ModelConfig:
         model: Model id sent in each request.
         base_url: OpenAI-compatible endpoint, ending in `/v1` for most servers.
         api_key_env: Name of the environment variable holding the key, if any.
-        price_input: Price per million uncached input tokens.
-        price_cached_input: Price per million cached input tokens.
-        price_output: Price per million output tokens.
+        price_input: Price per million uncached input tokens (None: not stated).
+        price_cached_input: Price per million cached input tokens (None: `price_input`).
+        price_output: Price per million output tokens (None: not stated).
         params: Extra request parameters sent in the JSON body of every request.
         entry: Name of the models-file entry this came from, if any.
     """
@@ -57,9 +62,9 @@ class ModelConfig:
     model: str
     base_url: str
     api_key_env: str | None = None
-    price_input: float = 0.0
-    price_cached_input: float = 0.0
-    price_output: float = 0.0
+    price_input: float | None = None
+    price_cached_input: float | None = None
+    price_output: float | None = None
     params: dict[str, Any] = field(default_factory=dict)
     entry: str | None = None
 
@@ -67,14 +72,37 @@ class ModelConfig:
     def is_local(self) -> bool:
         return (urlparse(self.base_url).hostname or "") in LOCAL_HOSTS
 
-    def cost(self, input_tokens: int, cached_tokens: int, output_tokens: int) -> float:
-        """Cost of one call; `input_tokens` includes the cached ones, as the API reports."""
+    @property
+    def cached_input_price(self) -> float | None:
+        """What a cached input token is billed: its own price if stated, else the input price."""
+        return self.price_input if self.price_cached_input is None else self.price_cached_input
+
+    @property
+    def unpriced(self) -> list[str]:
+        """The billed prices not stated (the cost is unknown while any is missing)."""
+        prices = {"price_input": self.price_input, "price_output": self.price_output}
+        return [name for name, price in prices.items() if price is None]
+
+    def cost(self, input_tokens: int, cached_tokens: int, output_tokens: int) -> float | None:
+        """Cost of one call (`input_tokens` includes the cached ones, as the API reports), or
+        None when a billed price is not stated: unknown, never 0."""
+        cached_price = self.cached_input_price
+        if self.price_input is None or self.price_output is None or cached_price is None:
+            return None
         uncached = max(input_tokens - cached_tokens, 0)
         return (
-            uncached * self.price_input
-            + cached_tokens * self.price_cached_input
+            uncached * self.price_input + cached_tokens * cached_price
             + output_tokens * self.price_output
-        ) / 1_000_000
+        ) / 1_000_000  # fmt: skip
+
+    def require_prices(self, why: str) -> None:
+        """Refuse a use that needs the cost (a cost budget) when a billed price is missing."""
+        if self.unpriced:
+            where = f"entry {self.entry!r}" if self.entry else f"model {self.model!r}"
+            raise ModelConfigError(
+                f"{why} needs the model's prices, but {where} states no "
+                f"{' or '.join(self.unpriced)}: the cost would be unknown"
+            )
 
     def api_key(self) -> str:
         """The key from the environment; a dummy for local servers; an error otherwise."""
@@ -100,7 +128,7 @@ class ModelConfig:
             "params": dict(self.params),
             "prices_per_million": {
                 "input": self.price_input,
-                "cached_input": self.price_cached_input,
+                "cached_input": self.cached_input_price,
                 "output": self.price_output,
             },
         }
@@ -183,7 +211,11 @@ def resolve_model(
             )
     check_base_url(str(settings["base_url"]))
     for price in ("price_input", "price_cached_input", "price_output"):
-        settings[price] = float(settings.get(price, 0.0))
+        value = settings.get(price)
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise ModelConfigError(f"{price} must be a number ≥ 0, not {value!r}")
+            settings[price] = float(value)
     return ModelConfig(**settings)
 
 

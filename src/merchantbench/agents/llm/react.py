@@ -113,6 +113,8 @@ class ReActAgent(BaseAgent[ReActSettings]):
         self.model.api_key()  # fail now, not at the first window, if the key is missing
         self.max_model_calls = c.max_model_calls
         self.budget = Budget(c.max_tokens, c.max_cost, c.max_wall_seconds)
+        if c.max_cost is not None:
+            self.model.require_prices("--max-cost")  # a budget on an unknown cost: refused
         self.client_options = ClientOptions(
             max_retries=c.max_retries,
             retry_base_seconds=c.retry_base_seconds,

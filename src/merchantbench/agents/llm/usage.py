@@ -26,7 +26,8 @@ class CallRecord:
         cached_tokens: Prompt tokens served from the provider's cache.
         output_tokens: Completion tokens (reasoning included, as the server reports).
         latency_s: Seconds from the first attempt to the final answer, retries included.
-        cost: Cost of the call at the model's prices.
+        cost: Cost of the call at the model's prices; None when a billed price is not stated
+            (unknown, never counted as 0).
         finish_reason: The server's finish reason (`tool_calls`, `stop`, `length`, ...).
         retries: Attempts that failed and were retried.
         tool_calls: Tool calls in the answer.
@@ -43,7 +44,7 @@ class CallRecord:
     cached_tokens: int = 0
     output_tokens: int = 0
     latency_s: float = 0.0
-    cost: float = 0.0
+    cost: float | None = 0.0
     finish_reason: str | None = None
     retries: int = 0
     tool_calls: int = 0
@@ -63,14 +64,15 @@ class CallRecord:
 
 @dataclass
 class UsageTotals:
-    """Sums over a run's model calls, reported in run.json under `llm_usage`."""
+    """Sums over a run's model calls, reported in run.json under `llm_usage`; `cost` is None
+    (unknown) once a call's cost was unknown."""
 
     calls: int = 0
     failed_calls: int = 0
     input_tokens: int = 0
     cached_tokens: int = 0
     output_tokens: int = 0
-    cost: float = 0.0
+    cost: float | None = 0.0
     retries: int = 0
     parse_errors: int = 0
     forced_windows: int = 0
@@ -88,7 +90,7 @@ class UsageTotals:
         self.input_tokens += record.input_tokens
         self.cached_tokens += record.cached_tokens
         self.output_tokens += record.output_tokens
-        self.cost += record.cost
+        self.cost = None if self.cost is None or record.cost is None else self.cost + record.cost
         self.retries += record.retries
         self.parse_errors += record.parse_errors
         self.latency_s += record.latency_s
@@ -96,7 +98,7 @@ class UsageTotals:
     def as_json(self) -> dict[str, Any]:
         totals = asdict(self)
         totals["tokens"] = self.tokens
-        totals["cost"] = round(self.cost, 6)
+        totals["cost"] = None if self.cost is None else round(self.cost, 6)
         totals["latency_s"] = round(self.latency_s, 3)
         totals["wall_seconds"] = round(self.wall_seconds, 3)
         return totals
@@ -115,7 +117,9 @@ class Budget:
         """Why the budget is spent (one line for run.json), or None if it is not."""
         if self.max_tokens is not None and usage.tokens >= self.max_tokens:
             return f"budget: {usage.tokens} tokens used, limit {self.max_tokens}"
-        if self.max_cost is not None and usage.cost >= self.max_cost:
+        if self.max_cost is not None and usage.cost is None:
+            return f"budget: cost unknown (a price is not stated), limit {self.max_cost:g}"
+        if self.max_cost is not None and usage.cost is not None and usage.cost >= self.max_cost:
             return f"budget: cost {usage.cost:.4f} reached limit {self.max_cost:g}"
         if self.max_wall_seconds is not None and wall_seconds >= self.max_wall_seconds:
             return f"budget: {wall_seconds:.0f} s of wall time, limit {self.max_wall_seconds:g}"

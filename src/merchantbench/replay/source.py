@@ -1,0 +1,247 @@
+"""A run record opened for replay: its manifest, scenario, seed and catalog, and its trace and
+transcript read line by line (`RecordSource`). Anything that keeps a record from being replayed
+(a missing or damaged file, a sealed run without its seed, other tools) is a `ReplayError`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from merchantbench.record.manifest import ManifestError, RunManifest, read_manifest
+from merchantbench.record.schema import RUN_FILE, TRACE_FILE, TRANSCRIPT_FILE
+from merchantbench.record.sealed import FINISHED, SEED_FILE, SealedError, reveal
+from merchantbench.scenario import Scenario
+from merchantbench.tools.toolset import build_registry
+
+
+class ReplayError(Exception):
+    """A record that cannot be replayed (damaged, truncated or unreadable files, a sealed run
+    without its seed, a record of other tools); the message says why in one line."""
+
+
+# What each trace entry must hold, and of which JSON type, to be replayed.
+_ENTRY_TYPES: dict[str, type | tuple[type, ...]] = {
+    "seq": int, "window": int, "t": int, "tool": str, "args": dict, "ok": bool,
+    "error": (str, type(None)), "origin": str, "forced": bool,
+}  # fmt: skip
+ORIGINS = ("env", "human", "framework")
+
+
+@dataclass(frozen=True)
+class TraceLine:
+    """One trace line: its number in the file, its text (without the newline), its entry."""
+
+    number: int
+    text: str
+    entry: dict[str, Any]
+
+
+@dataclass
+class RecordSource:
+    """A run record ready to replay.
+
+    Attributes:
+        run_dir: The run directory.
+        manifest: Its `run.json`.
+        scenario: The scenario exactly as the run used it.
+        seed: The run's seed (for a sealed run: the revealed or given one).
+        catalog: The real catalog directory, or None for the synthetic market.
+        sealed: Whether the run is sealed.
+    """
+
+    run_dir: Path
+    manifest: RunManifest
+    scenario: Scenario
+    seed: int = field(repr=False)
+    catalog: Path | None
+    sealed: bool
+
+    @classmethod
+    def open(cls, run_dir: Path, seed: int | None = None) -> RecordSource:
+        """Read `run.json` and check that the record can be replayed.
+
+        Raises:
+            ReplayError: no run record, an unreadable `run.json`, a sealed run without its
+                seed, a seed other than the record's, a scenario or tool list that is not the
+                one recorded, or a missing catalog.
+        """
+        run_dir = Path(run_dir)
+        if not run_dir.is_dir():
+            raise ReplayError(f"{run_dir} is not a directory")
+        if not (run_dir / RUN_FILE).is_file():
+            raise ReplayError(f"{run_dir} is not a run record (no {RUN_FILE})")
+        if not (run_dir / TRACE_FILE).is_file():
+            raise ReplayError(f"{run_dir} has no {TRACE_FILE}: nothing to replay")
+        try:
+            manifest = read_manifest(run_dir)
+        except ManifestError as exc:
+            raise ReplayError(str(exc)) from None
+        except (OSError, ValueError) as exc:
+            raise ReplayError(f"{run_dir / RUN_FILE}: cannot be read ({exc})") from None
+        scenario = _scenario(run_dir, manifest)
+        registry = build_registry(scenario)
+        if registry.schema_sha256() != manifest.tool_schema_sha256:
+            raise ReplayError(
+                f"{run_dir}: the run offered other tools (schema {manifest.tool_schema_sha256[:12]}"
+                f"…) than this code does ({registry.schema_sha256()[:12]}…); replay it with the "
+                f"code that wrote it (merchantbench {manifest.package_version})"
+            )
+        return cls(
+            run_dir=run_dir,
+            manifest=manifest,
+            scenario=scenario,
+            seed=_seed(run_dir, manifest, seed),
+            catalog=_catalog(run_dir, manifest),
+            sealed=manifest.seed_commitment is not None,
+        )
+
+    @property
+    def finished(self) -> bool:
+        return self.manifest.ended in FINISHED
+
+    def trace(self) -> Iterator[TraceLine]:
+        """The trace's lines, each checked to be a whole entry in sequence.
+
+        Raises:
+            ReplayError: a line is torn, not JSON, lacks a field, or is out of sequence.
+        """
+        path = self.run_dir / TRACE_FILE
+        try:
+            with path.open(encoding="utf-8", newline="\n") as lines:
+                for number, raw in enumerate(lines, start=1):
+                    if not raw.endswith("\n"):
+                        raise ReplayError(
+                            f"{path} line {number} is torn (no newline at its end): the record "
+                            "is truncated"
+                        )
+                    text = raw[:-1]
+                    entry = _entry(path, number, text)
+                    if entry["seq"] != number:
+                        raise ReplayError(
+                            f"{path} line {number} holds call {entry['seq']}: lines are missing "
+                            "or out of order"
+                        )
+                    yield TraceLine(number, text, entry)
+        except UnicodeDecodeError:
+            raise ReplayError(f"{path} is not UTF-8 text: the record is damaged") from None
+        except OSError as exc:
+            raise ReplayError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+
+    def transcript(self) -> Transcript | None:
+        """The transcript, read line by line; None if the run kept none."""
+        path = self.run_dir / TRANSCRIPT_FILE
+        return Transcript(path) if path.is_file() else None
+
+
+class Transcript:
+    """`transcript.jsonl` read in order, one line at a time (`next_line`)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.number = 0
+        try:
+            self._file = path.open(encoding="utf-8", newline="\n")  # noqa: SIM115 (close)
+        except OSError as exc:
+            raise ReplayError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+
+    def next_line(self) -> str | None:
+        """The next line without its newline, or None at the end of the file.
+
+        Raises:
+            ReplayError: the file is not UTF-8, or its last line is torn.
+        """
+        try:
+            raw = self._file.readline()
+        except UnicodeDecodeError:
+            raise ReplayError(f"{self.path} is not UTF-8 text: the record is damaged") from None
+        if not raw:
+            return None
+        self.number += 1
+        if not raw.endswith("\n"):
+            raise ReplayError(
+                f"{self.path} line {self.number} is torn (no newline at its end): the record "
+                "is truncated"
+            )
+        return raw[:-1]
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def parse_line(text: str) -> Any:
+    """A JSONL line's value, or None if it is not JSON (a damaged line is a difference)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _entry(path: Path, number: int, text: str) -> dict[str, Any]:
+    try:
+        entry = json.loads(text)
+    except ValueError:
+        raise ReplayError(f"{path} line {number} is not JSON: the record is damaged") from None
+    if not isinstance(entry, dict):
+        raise ReplayError(f"{path} line {number} is not a trace entry: the record is damaged")
+    for key, kind in _ENTRY_TYPES.items():
+        value = entry.get(key)
+        wrong = not isinstance(value, kind) or (kind is int and isinstance(value, bool))
+        if key not in entry or wrong:
+            raise ReplayError(
+                f"{path} line {number}: {key!r} is missing or of the wrong type: the record "
+                "is damaged"
+            )
+    if entry["origin"] not in ORIGINS:
+        raise ReplayError(f"{path} line {number}: unknown origin {entry['origin']!r}")
+    idempotency_key = entry.get("idempotency_key")
+    if idempotency_key is not None and not isinstance(idempotency_key, str):
+        raise ReplayError(f"{path} line {number}: 'idempotency_key' is not a string")
+    return entry
+
+
+def _scenario(run_dir: Path, manifest: RunManifest) -> Scenario:
+    try:
+        scenario = manifest.scenario_model()
+    except ValueError as exc:
+        reason = " ".join(str(exc).split())[:200]
+        raise ReplayError(
+            f"{run_dir / RUN_FILE}: scenario_config is not valid ({reason})"
+        ) from None
+    if scenario.content_hash != manifest.scenario.hash:
+        raise ReplayError(
+            f"{run_dir / RUN_FILE}: scenario_config does not match the recorded scenario hash "
+            f"{manifest.scenario.hash[:12]}…: the record is damaged or from other code"
+        )
+    return scenario
+
+
+def _seed(run_dir: Path, manifest: RunManifest, given: int | None) -> int:
+    if manifest.seed is not None:
+        if given is not None and given != manifest.seed:
+            raise ReplayError(f"--seed {given} differs from the run's seed {manifest.seed}")
+        return manifest.seed
+    if given is not None:
+        return given
+    if (run_dir / SEED_FILE).is_file() and manifest.ended in FINISHED:
+        try:
+            secret, _ = reveal(run_dir)
+        except SealedError as exc:
+            raise ReplayError(str(exc)) from None
+        return secret.seed
+    raise ReplayError(
+        f"{run_dir} is a sealed run and its seed is not here: give the revealed seed "
+        "(`merchantbench reveal` prints it) with --seed"
+    )
+
+
+def _catalog(run_dir: Path, manifest: RunManifest) -> Path | None:
+    if manifest.market.source != "catalog":
+        return None
+    if manifest.market.catalog is None or not Path(manifest.market.catalog).is_dir():
+        raise ReplayError(
+            f"{run_dir} was run on the catalog {manifest.market.catalog}, which is not here"
+        )
+    return Path(manifest.market.catalog)
