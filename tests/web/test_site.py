@@ -3,8 +3,9 @@
 Runs of different horizons or scenarios are ranked in separate groups, two copies of a run
 count once; the site opens in Chromium from file:// and requests nothing outside its folder;
 a scripted ReAct run's page shows the model's words beside its tool calls; a sealed run's seed
-is on no page; bad input gets one line and a non-zero exit. The replay library is reached
-through one seam (`site.verification._verification`), faked here where a mark is checked.
+is on no page; bad input gets one line and a non-zero exit. Every run replays to its state
+(`merchantbench.replay`, reached through one seam, `site.verification._verification`, which is
+faked where a diverged mark is checked).
 """
 
 from __future__ import annotations
