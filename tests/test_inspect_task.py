@@ -25,6 +25,8 @@ from merchantbench.agents.llm.scripted_policy import POLICIES  # noqa: E402
 from merchantbench.agents.llm.scripted_server import ScriptedServer  # noqa: E402
 from merchantbench.inspect_eval.task import merchantbench  # noqa: E402
 from merchantbench.metrics.table1 import TABLE1_KEYS  # noqa: E402
+from merchantbench.record.schema import MODEL_WORDS_FILE  # noqa: E402
+from merchantbench.record.words import read_words  # noqa: E402
 from merchantbench.runs.runner import RunError, RunSpec, run_agent  # noqa: E402
 from merchantbench.scenario import load_scenario  # noqa: E402
 
@@ -91,6 +93,11 @@ def test_a_store_run_scores_net_assets_and_writes_its_record_beside_the_log(tmp_
     calls = (run_dir / "model_calls.jsonl").read_text().splitlines()
     assert len(calls) == len(endpoint.requests) == run["llm_usage"]["calls"]
     assert all(json.loads(c)["input_tokens"] > 0 for c in calls)
+    # What the model said at each call, line for line: its tool calls as it made them.
+    words = list(read_words(run_dir / MODEL_WORDS_FILE))
+    assert [w["seq"] for w in words] == [json.loads(c)["seq"] for c in calls]
+    assert [len(w["tool_calls"]) for w in words] == [json.loads(c)["tool_calls"] for c in calls]
+    assert {c["name"] for w in words for c in w["tool_calls"]} >= {"end_of_step"}
     # The key went to the endpoint and nowhere into the record.
     assert endpoint.authorizations[0] == f"Bearer {SECRET}"
     for path in run_dir.rglob("*"):

@@ -18,6 +18,8 @@ from merchantbench.agents.hermes_agent.env import HermesEnvError, ensure_env, he
 from merchantbench.agents.llm.scripted_policy import TOOL_LOOP_STEPS, tool_loop_policy
 from merchantbench.agents.llm.scripted_server import ScriptedServer
 from merchantbench.catalog.cache import cache_root, market_path
+from merchantbench.record.schema import MODEL_WORDS_FILE
+from merchantbench.record.words import read_words
 from merchantbench.runs.runner import CheckpointPolicy, RunSpec, run_agent
 from merchantbench.scenario import load_scenario
 from requires import missing
@@ -123,6 +125,11 @@ def test_full_smoke_run_through_mcp(tmp_path, monkeypatch, hermes_env):
     # request would find the scripted server's JSON an empty stream.
     assert [r for r in server.requests if r.get("stream")] == []
     assert meta["llm_usage"]["input_tokens"] == sum(r["input_tokens"] for r in records) > 0
+    # What the model said, as the gateway forwarded it: each answer's tool calls, as written.
+    words = list(read_words(run_dir / MODEL_WORDS_FILE))
+    assert [w["seq"] for w in words] == [r["seq"] for r in records]
+    said = [c["name"] for w in words if w["window"] == 0 for c in w["tool_calls"]]
+    assert said[:3] == [MCP + "search_products", "memory", MCP + "end_of_step"]
     # The provider got the key; Hermes, its home and the run record never did.
     assert set(server.authorizations) == {f"Bearer {KEY}"}
     assert _files_containing(run_dir, KEY) == []

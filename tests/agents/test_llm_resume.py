@@ -18,6 +18,7 @@ from merchantbench.agents.llm.models import ModelConfigError
 from merchantbench.agents.llm.scripted_policy import store_policy
 from merchantbench.agents.llm.scripted_server import ScriptedServer
 from merchantbench.agents.registry import make_agent
+from merchantbench.record.words import members
 from merchantbench.runs.runner import RunSpec, run_agent
 from merchantbench.scenario import load_scenario
 
@@ -67,11 +68,15 @@ def _spec(server: ScriptedServer) -> RunSpec:
     return RunSpec("react", scenario, 1, _settings(server))
 
 
-def _record(run_dir: Path) -> tuple[dict, dict, list[dict]]:
+def _record(run_dir: Path) -> tuple[dict, dict, list[dict], bytes]:
     metrics = json.loads((run_dir / "metrics.json").read_text())
     usage = json.loads((run_dir / "run.json").read_text())["llm_usage"]
     calls = [json.loads(x) for x in (run_dir / "model_calls.jsonl").read_text().splitlines()]
-    return metrics, usage, calls
+    return metrics, usage, calls, (run_dir / "model_words.jsonl.gz").read_bytes()
+
+
+def read_words_file(data: bytes) -> list[dict]:
+    return [json.loads(text) for _, _, text in members(data)]
 
 
 def _without_timing(entries: list[dict] | dict):
@@ -95,10 +100,14 @@ def _mid_window_request(calls: list[dict], window: int) -> int:
 
 
 def _assert_same_run(resumed: tuple, reference: tuple) -> None:
-    metrics, usage, calls = resumed
+    metrics, usage, calls, words = resumed
     assert metrics == reference[0]
     assert _without_timing(usage) == _without_timing(reference[1])
     assert _without_timing(calls) == _without_timing(reference[2])
+    assert words == reference[3]  # the model's words: the same bytes, line for line
+    lines = list(read_words_file(words))
+    assert [w["seq"] for w in lines] == [c["seq"] for c in calls]
+    assert all(w["reasoning"] for w in lines)  # the store policy explains every step
 
 
 def test_killed_process_resumes_mid_window(served, reference, tmp_path):

@@ -20,7 +20,8 @@ from conftest import LiveServer, assert_clean, collect_answers
 
 from merchantbench.agents.llm.scripted_policy import silent_policy, store_policy
 from merchantbench.agents.llm.scripted_server import ScriptedServer
-from merchantbench.record.schema import TRANSCRIPT_FILE
+from merchantbench.record.schema import MODEL_WORDS_FILE, TRANSCRIPT_FILE
+from merchantbench.record.words import read_words
 from merchantbench.runs.lifecycle import RunLifecycle
 from merchantbench.runs.runner import RunSpec, run_agent
 from merchantbench.scenario import load_scenario
@@ -136,6 +137,31 @@ def check_window(page, run_dir: Path, handed: Handed, window: int) -> None:
         assert ("error" in (item.get_attribute("class") or "")) is (not entry["ok"])
 
 
+def check_words(page, run_dir: Path, window: int) -> None:
+    """The model's words of the window, each followed by the trace entries of its tool calls."""
+    said = [w for w in read_words(run_dir / MODEL_WORDS_FILE) if w["window"] == window - 1]
+    trace = [e for e in jsonl(run_dir / "trace.jsonl") if e["window"] == window - 1]
+    items = page.locator("#calls > li")
+    expected = []
+    for words in said:
+        expected.append(("words", str(words["seq"]), words["reasoning"]))
+        expected += [("call", str(e["seq"]), e["tool"]) for e in trace if e["tool"] in
+                     [c["name"] for c in words["tool_calls"]] and ("call", str(e["seq"]), e["tool"])
+                     not in expected]  # fmt: skip
+    shown = []
+    for i in range(items.count()):
+        item = items.nth(i)
+        if "words" in (item.get_attribute("class") or ""):
+            text = item.locator("p.reasoning").inner_text()
+            shown.append(("words", item.get_attribute("data-model-seq"), text))
+        else:
+            shown.append(
+                ("call", item.get_attribute("data-seq"), item.locator("strong").inner_text())
+            )
+    assert said and all(w["reasoning"] for w in said)
+    assert shown == expected
+
+
 def test_stepping_through_windows_shows_what_the_agent_saw_and_got(records, browser, shots) -> None:
     root, handed = records
     run_dir = root / "rule"
@@ -193,6 +219,7 @@ def test_an_llm_run_shows_its_model_calls_and_forced_closes(records, browser) ->
                 for key in ("seq", "input_tokens", "output_tokens", "latency_s"):
                     cell = rows.nth(i).locator(f"td[data-key={key}]").inner_text()
                     assert float(cell) == call[key], (window, key)
+            check_words(page, root / "llm", window)
         page.close()
         page, more = open_run(browser, server, "silent")
         forced = page.locator("#calls > li.forced")

@@ -21,6 +21,7 @@ from merchantbench.cli import run as run_cmd
 from merchantbench.cli import scenario as scenario_cmd
 from merchantbench.cli import scripted as scripted_cmd
 from merchantbench.cli import serve as serve_cmd
+from merchantbench.cli import site as site_cmd
 from merchantbench.cli import sweep as sweep_cmd
 from merchantbench.cli import tools as tools_cmd
 from merchantbench.cli import verify as verify_cmd
@@ -81,6 +82,7 @@ app.add_typer(play_cmd.study_app, name="study", cls=_Group)
 app.command("dashboard")(play_cmd.dashboard)
 app.command("sweep")(sweep_cmd.sweep)
 app.command("leaderboard")(sweep_cmd.leaderboard)
+app.command("site")(site_cmd.site)
 app.command("doctor")(doctor_cmd.doctor)
 app.command("fork")(counterfactual_cmd.fork)
 app.command("counterfactual")(counterfactual_cmd.counterfactual)

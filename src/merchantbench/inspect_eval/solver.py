@@ -18,6 +18,7 @@ tables, `metrics.json`, checkpoints (about every window: a model's window takes 
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,6 +34,7 @@ from inspect_ai.model import (
     CompactionStrategy,
     CompactionSummary,
     CompactionTrim,
+    ContentReasoning,
     ModelOutput,
     compaction,
     execute_tools,
@@ -189,7 +191,29 @@ class _Window:
             finish_reason=output.stop_reason,
             tool_calls=len(calls),
             parse_errors=sum(1 for c in calls if c.parse_error),
+            words=_words(output),
         )
+
+
+def _words(output: ModelOutput) -> dict[str, Any]:
+    """What Inspect's model said (record/words.py): its text, its reasoning parts (readable
+    ones; a redacted part is kept as its summary, if any) and its tool calls."""
+    message = output.message
+    reasoning = []
+    if not isinstance(message.content, str):
+        for part in message.content:
+            if isinstance(part, ContentReasoning):
+                text = part.summary if part.redacted else part.reasoning
+                if text:
+                    reasoning.append(text)
+    return {
+        "content": message.text or None,
+        "reasoning": "\n\n".join(reasoning) or None,
+        "tool_calls": [
+            {"name": call.function, "arguments": json.dumps(call.arguments, ensure_ascii=False)}
+            for call in message.tool_calls or []
+        ],
+    }
 
 
 async def _play_run(state: TaskState, life: RunLifecycle, agent: InspectDriver) -> None:

@@ -13,6 +13,7 @@ METRICS_FILE = "metrics.json"  # written last, from the other files (merchantben
 TRACE_FILE = "trace.jsonl"
 TRANSCRIPT_FILE = "transcript.jsonl"  # what each window showed and each call answered
 MODEL_CALLS_FILE = "model_calls.jsonl"  # one line per model call of an LLM agent
+MODEL_WORDS_FILE = "model_words.jsonl.gz"  # what the model said at each call (record/words.py)
 TIMESERIES_FILE = "timeseries.parquet"
 ORDERS_FILE = "orders.parquet"
 DAILY_FILE = "daily.parquet"

@@ -72,11 +72,13 @@ from merchantbench.record.pins import (
 from merchantbench.record.schema import (
     METRICS_FILE,
     MODEL_CALLS_FILE,
+    MODEL_WORDS_FILE,
     RUN_FILE,
     TRACE_FILE,
     TRANSCRIPT_FILE,
 )
 from merchantbench.record.tables import final_accounts, write_tables
+from merchantbench.record.words import WORDS_KEY, append_words, cut_words
 from merchantbench.runs.driver import PLAYED_BY, Driver, encode_state
 from merchantbench.runs.kill_points import KillPoints
 from merchantbench.runs.spec import RunError, RunSpec
@@ -189,6 +191,7 @@ class RunLifecycle:
         self.checkpoints = checkpoints
         self.allow_code_change = allow_code_change
         self.transcribe = transcript
+        self.keep_words = True  # the model's words (record/words.py); off for older records
         self.agent: BaseAgent | None = None
         self.driver: Driver[Any] | None = None
         self.metrics: dict[str, Any] | None = None
@@ -409,6 +412,11 @@ class RunLifecycle:
         if model_calls is not None:  # LLM agents log their model calls; keep the checkpointed
             calls = self.run_dir / MODEL_CALLS_FILE
             cuts.append((calls, cut_trace(calls, model_calls)))
+            words = self.run_dir / MODEL_WORDS_FILE
+            if model_calls and not words.exists():
+                self.keep_words = False  # recorded before the words were kept: go on without
+            else:
+                cuts.append((words, cut_words(words, model_calls)))
         for record, data in [*cuts, (path, kept)]:
             if data is not None:
                 write_cut(record, data)
@@ -491,8 +499,9 @@ class RunLifecycle:
     def _flush_model_calls(self) -> None:
         """Append the model calls made since the last flush to model_calls.jsonl (synced):
         a checkpointed agent never holds unwritten calls."""
-        records = self._player.drain_model_calls()
-        if records:
+        drained = self._player.drain_model_calls()
+        if drained:
+            records = [{k: v for k, v in r.items() if k != WORDS_KEY} for r in drained]
             with open(self.run_dir / MODEL_CALLS_FILE, "a") as log:
                 log.writelines(
                     json.dumps(scrub(r), separators=(",", ":"), allow_nan=False) + "\n"
@@ -500,6 +509,8 @@ class RunLifecycle:
                 )
                 log.flush()
                 os.fsync(log.fileno())
+            if self.keep_words:
+                append_words(self.run_dir, [_words_line(r) for r in drained])
 
     def _record_outcome(self) -> None:
         """What the agent or driver reports: usage totals and why it stopped early, if it did."""
@@ -603,3 +614,15 @@ class RunLifecycle:
             self._transcript.close()
             self._transcript = None
         self.session.recorder = None
+
+
+def _words_line(record: dict[str, Any]) -> dict[str, Any]:
+    """The words file's line for a drained model-call record (record/words.py): its seq and
+    window, then the model's words, or the call's error (a call that failed said nothing)."""
+    words = record.get(WORDS_KEY)
+    line: dict[str, Any] = {"seq": record.get("seq"), "window": record.get("window")}
+    if isinstance(words, dict):
+        line.update(scrub(words))
+    else:
+        line.update(content=None, reasoning=None, tool_calls=[], error=record.get("error"))
+    return line

@@ -14,7 +14,13 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from merchantbench.record.schema import MODEL_CALLS_FILE, TRACE_FILE, TRANSCRIPT_FILE
+from merchantbench.record.schema import (
+    MODEL_CALLS_FILE,
+    MODEL_WORDS_FILE,
+    TRACE_FILE,
+    TRANSCRIPT_FILE,
+)
+from merchantbench.record.words import read_words
 
 MAX_CALLS = 500  # a window's calls the viewer shows (the cap per window is far lower)
 _HEAD = re.compile(rb'^\{"seq":-?\d+,"window":(-?\d+)')  # how the writers start every line
@@ -86,6 +92,37 @@ def index_of(path: Path) -> WindowIndex | None:
     return _indexes[key]
 
 
+class WordsIndex:
+    """The model's words of one record (record/words.py) by window: the file is compressed
+    line by line, so it is read whole once (cached like the window indexes)."""
+
+    def __init__(self, path: Path) -> None:
+        self.by_window: dict[int, list[dict[str, Any]]] = {}
+        for line in read_words(path):
+            window = line.get("window")
+            if isinstance(window, int):
+                self.by_window.setdefault(window, []).append(line)
+
+
+_words: OrderedDict[tuple[str, int, int], WordsIndex] = OrderedDict()
+
+
+def model_words(run_dir: Path, window: int, limit: int = MAX_CALLS) -> list[dict[str, Any]]:
+    """What the model said at each call of `window`, in order (empty without a words file)."""
+    path = run_dir / MODEL_WORDS_FILE
+    try:
+        stat = path.stat()
+    except OSError:
+        return []
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    if key not in _words:
+        _words[key] = WordsIndex(path)
+        while len(_words) > _CACHED:
+            _words.popitem(last=False)
+    _words.move_to_end(key)
+    return _words[key].by_window.get(window, [])[:limit]
+
+
 def _records(run_dir: Path, name: str, window: int, limit: int) -> list[dict[str, Any]]:
     index = index_of(run_dir / name)
     return [] if index is None else index.records(run_dir / name, window, limit)
@@ -104,7 +141,8 @@ def window_view(run_dir: Path, window: int) -> dict[str, Any]:
         `window`, `windows` (windows recorded), `transcript` (whether the record has one),
         `observation` (the text the agent was given as the window opened, or None), `calls`
         (trace entries in order, each with its `answer` when the transcript has it) and
-        `model_calls` (an LLM agent's, from `model_calls.jsonl`).
+        `model_calls` (an LLM agent's, from `model_calls.jsonl`) and `model_words` (what its
+        model said at each of those calls, from `model_words.jsonl.gz`).
     """
     has_transcript = (run_dir / TRANSCRIPT_FILE).is_file()
     calls = _records(run_dir, TRACE_FILE, window, MAX_CALLS)
@@ -121,4 +159,5 @@ def window_view(run_dir: Path, window: int) -> dict[str, Any]:
         "observation": observation,
         "calls": calls,
         "model_calls": _records(run_dir, MODEL_CALLS_FILE, window, MAX_CALLS),
+        "model_words": model_words(run_dir, window),
     }

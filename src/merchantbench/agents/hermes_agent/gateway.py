@@ -35,6 +35,7 @@ import uvicorn
 from merchantbench.agents.llm.models import ModelConfig
 from merchantbench.agents.llm.usage import CallRecord
 from merchantbench.mcp_surface import McpHttpEndpoint, call_locked
+from merchantbench.record.words import words_of_message
 from merchantbench.session import END_OF_STEP
 from merchantbench.surface import AgentSurface
 
@@ -143,6 +144,7 @@ class ModelRecorder:
                 finish_reason=choice.get("finish_reason"),
                 tool_calls=len((choice.get("message") or {}).get("tool_calls") or []),
                 error=error,
+                words=None if reply is None else words_of_message(choice.get("message")),
             )
         )
 

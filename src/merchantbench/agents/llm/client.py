@@ -18,6 +18,7 @@ from typing import Any
 from merchantbench.agents.llm.conversation import ToolCall
 from merchantbench.agents.llm.models import ModelConfig, ModelConfigError
 from merchantbench.agents.llm.usage import CallRecord
+from merchantbench.record.words import words_of_message
 
 _FATAL_STATUS = frozenset({401, 403, 404})
 _MAX_RETRY_AFTER = 120.0  # a server asking for more is treated as down
@@ -56,6 +57,7 @@ class Completion:
         output_tokens: Completion tokens.
         retries: Attempts retried before this answer.
         latency_s: Seconds from the first attempt to this answer.
+        reasoning: The reasoning text, where the provider returns it (never sent back).
     """
 
     message: dict[str, Any]
@@ -66,6 +68,7 @@ class Completion:
     retries: int = 0
     latency_s: float = 0.0
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    reasoning: str | None = None
 
     def record(
         self, seq: int, window: int, config: ModelConfig, parsed: list[ToolCall]
@@ -84,6 +87,7 @@ class Completion:
             retries=self.retries,
             tool_calls=len(parsed),
             parse_errors=sum(call.error is not None for call in parsed),
+            words=words_of_message({**self.message, "reasoning": self.reasoning}),
         )
 
 
@@ -244,7 +248,18 @@ def _completion(response: Any) -> Completion:
         cached_tokens=(getattr(details, "cached_tokens", None) or 0) if details else 0,
         output_tokens=(usage.completion_tokens or 0) if usage else 0,
         tool_calls=tool_calls,
+        reasoning=_reasoning(message),
     )
+
+
+def _reasoning(message: Any) -> str | None:
+    """The reasoning text a provider put beside the answer (`reasoning_content` as DeepSeek,
+    Qwen and vLLM name it, or `reasoning` as OpenRouter and Ollama do), if any."""
+    for name in ("reasoning_content", "reasoning"):
+        text = getattr(message, name, None)
+        if isinstance(text, str) and text:
+            return text
+    return None
 
 
 def _retry_after(response: Any) -> float | None:

@@ -35,8 +35,11 @@ TARGET_LISTINGS = 8
 MARKUP = 1.35
 
 
-def _call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"tool_calls": [{"name": name, "arguments": arguments}]}
+def _call(name: str, why: str | None = None, **arguments: Any) -> dict[str, Any]:
+    reply: dict[str, Any] = {"tool_calls": [{"name": name, "arguments": arguments}]}
+    if why:
+        reply["reasoning"] = why
+    return reply
 
 
 def _window_start(messages: list[dict[str, Any]]) -> int:
@@ -103,7 +106,8 @@ def store_policy(request: dict[str, Any]) -> dict[str, Any]:
     last = messages[-1] if messages else {}
     if last.get("role") == "user" and "write_memory_doc" in (last.get("content") or ""):
         notes = f"Strategy: list well-rated fast-shipping products at {MARKUP:.2f}x cost."
-        return _call("write_memory_doc", content=notes, mode="replace")
+        why = "The conversation is about to be trimmed: I save my strategy first."
+        return _call("write_memory_doc", why, content=notes, mode="replace")
     start = _window_start(messages)
     observation = messages[start]["content"] if start < len(messages) else ""
     window_match = _WINDOW.search(observation)
@@ -113,17 +117,28 @@ def store_policy(request: dict[str, Any]) -> dict[str, Any]:
     steps = window_steps(messages, start)
     done = [name for name, _, _ in steps]
     if listings >= TARGET_LISTINGS or window % 2 == 0:
-        return _call("query_open_orders") if not done else _call("end_of_step")
+        if done:
+            return _call("end_of_step", "Orders checked; nothing more to do this window.")
+        why = (
+            f"{listings} of my listings are up: I only check the open orders."
+            if listings >= TARGET_LISTINGS
+            else "An even window: I check the open orders and wait."
+        )
+        return _call("query_open_orders", why)
     if not done:
-        return _call("get_daily_report")
+        return _call("get_daily_report", f"{listings} listings: I read the report for a keyword.")
     name, _, result = steps[-1]
     if name == "get_daily_report" and result.get("ok"):
-        return _call("search_products", query=_keyword(result, window))
+        keyword = _keyword(result, window)
+        why = f"The report lists {keyword!r} as a hot keyword; I search it."
+        return _call("search_products", why, query=keyword)
     if name == "search_products" and result.get("ok"):
         items = _pick_products(result, _listed_before(messages))
         if items:
-            return _call("list_product", items=items)
-    return _call("end_of_step")
+            why = f"{len(items)} products are well rated and ship within a day: I list them."
+            return _call("list_product", why, items=items)
+        return _call("end_of_step", "No product passed my filters; I end the window.")
+    return _call("end_of_step", "Nothing more to do this window.")
 
 
 def idle_policy(request: dict[str, Any]) -> dict[str, Any]:

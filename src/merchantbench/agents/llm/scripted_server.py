@@ -6,7 +6,7 @@ Harness tests and demos drive the official client against it exactly as against 
 *responder*, a function from the request body to a reply spec
 
     {"content": "text or None", "tool_calls": [{"name": "...", "arguments": {...} or "raw"}],
-     "finish_reason": "optional"}
+     "finish_reason": "optional", "reasoning": "optional text, as `reasoning_content`"}
 
 built from a script (`script_responder`) or a policy (`scripted_policy.POLICIES`); a spec with
 `"status": 401` (any HTTP error status) answers with that error instead. Usage is
@@ -69,6 +69,8 @@ def completion_body(request: dict[str, Any], reply: dict[str, Any], n: int) -> d
     finish = reply.get("finish_reason") or ("tool_calls" if calls else "stop")
     prompt, cached = _prompt_usage(request)
     output = message_tokens(message)
+    if reply.get("reasoning"):  # not billed: a policy's notes leave usage as it was without
+        message["reasoning_content"] = reply["reasoning"]
     return {
         "id": f"chatcmpl-{n}",
         "object": "chat.completion",

@@ -7,10 +7,11 @@ so `model_calls.jsonl` can be cut back to the checkpoint, like the trace.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from merchantbench.record.schema import MODEL_CALLS_FILE as MODEL_CALLS_FILE
+from merchantbench.record.words import WORDS_KEY
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,8 @@ class CallRecord:
         tool_calls: Tool calls in the answer.
         parse_errors: Tool calls that could not be parsed (bad JSON, unknown tool).
         error: Why the call failed after its retries, if it did.
+        words: What the model said (`record.words.words_of_message`), if the harness saw it;
+            the run record keeps it in `model_words.jsonl.gz`, not in `model_calls.jsonl`.
     """
 
     seq: int
@@ -47,10 +50,15 @@ class CallRecord:
     tool_calls: int = 0
     parse_errors: int = 0
     error: str | None = None
+    words: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def as_json(self) -> dict[str, Any]:
+        """The call as an agent drains it: `model_calls.jsonl`'s line, with the words under
+        `words` when there are any (the run lifecycle files them apart)."""
         entry = dict(vars(self))  # flat fields: no need for asdict's deep copy
         entry["latency_s"] = round(self.latency_s, 4)
+        if entry.pop("words") is not None:
+            entry[WORDS_KEY] = self.words
         return entry
 
 
