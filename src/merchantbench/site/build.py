@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from merchantbench.record.verification import is_verified
 from merchantbench.site.collect import SiteRun, Skipped, collect_runs
 from merchantbench.site.groups import Entry, Group, rank_groups
 from merchantbench.site.render import environment, number, write_assets, write_page, write_trace
@@ -176,6 +177,8 @@ def build_site(
         if verify:
             progress(f"verifying {i}/{len(runs)}: {run.label}")
             verified[run.slug] = verify_run(run)
+        elif is_verified(run.path):  # checked earlier by `merchantbench verify`, unchanged since
+            verified[run.slug] = Verification("verified", "verified.json: replayed earlier")
         else:
             verified[run.slug] = Verification("unverified", "not replayed (--no-verify)")
     groups = rank_groups(runs) if key is None else rank_groups(runs, key)
