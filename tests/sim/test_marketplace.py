@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import make_market, tiny_scenario
 
 from merchantbench.scenario import MarketConfig, Scenario
 from merchantbench.sim.engine import Engine
 from merchantbench.sim.marketplace import MarketError, Marketplace, seller_shares
-from conftest import make_market, tiny_scenario
 
 
 def with_beta(scenario: Scenario, beta: float) -> Scenario:
