@@ -31,14 +31,20 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, ValidationError
+from typing import Any
 
 import merchantbench
 from merchantbench.agents.base import BaseAgent
 from merchantbench.agents.registry import agent_entry, make_agent
 from merchantbench.market_session import MarketError, MarketSession, MerchantSession
+from merchantbench.record.arena import (
+    ARENA_FILE,
+    MERCHANTS_DIR,
+    ArenaError,
+    ArenaManifest,
+    MerchantEntry,
+    read_arena,
+)
 from merchantbench.record.checkpoint import (
     CheckpointError,
     cut_trace,
@@ -46,7 +52,7 @@ from merchantbench.record.checkpoint import (
     read_checkpoint_pins,
     save_checkpoint,
 )
-from merchantbench.record.files import atomic_write_json, write_cut
+from merchantbench.record.files import write_cut
 from merchantbench.record.manifest import AgentRef, FinalAccounts, MarketRef, RunManifest
 from merchantbench.record.schema import MODEL_CALLS_FILE, RUN_FILE, TRACE_FILE, TRANSCRIPT_FILE
 from merchantbench.record.tables import final_accounts, write_tables
@@ -69,8 +75,6 @@ __all__ = [
     "run_arena",
 ]
 
-ARENA_FILE = "arena.json"
-MERCHANTS_DIR = "merchants"
 ARENA_FRONT_END = "arena"
 ArenaProgress = Callable[[MarketSession], None]
 
@@ -125,53 +129,6 @@ def merchant_name(agent: str) -> str:
     name = "".join(c if c.isalnum() or c in "-_" else "-" for c in agent.lower()).strip("-_")
     name = (name or "merchant")[:28]
     return name if MERCHANT_ID.fullmatch(name) else "merchant"
-
-
-class MerchantEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    id: str
-    agent: str
-    settings: dict[str, Any] = {}
-
-
-class ArenaManifest(BaseModel):
-    """The content of `arena.json` (docs/arena.md)."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
-    format: Literal[1] = 1
-    scenario: str
-    scenario_hash: str
-    scenario_config: dict[str, Any]
-    seed: int
-    seller_substitution: float
-    catalog: str | None = None
-    merchants: list[MerchantEntry]
-    tool_schema_sha256: str
-    package_version: str
-    git_commit: str | None
-    started: str
-    pins: dict[str, Any]
-    windows: int = 0
-    ended: Literal["completed", "error", "interrupted"] | None = None
-    finished: str | None = None
-    state_hash: str | None = None
-    error: str | None = None
-
-    def write(self, arena_dir: Path) -> None:
-        atomic_write_json(arena_dir / ARENA_FILE, self.model_dump(mode="json"))
-
-
-def read_arena(arena_dir: Path) -> ArenaManifest:
-    """`arena.json` of a recorded arena; RunError if it is missing or damaged."""
-    path = arena_dir / ARENA_FILE
-    if not path.is_file():
-        raise RunError(f"{arena_dir} is not an arena directory (no {ARENA_FILE})")
-    try:
-        return ArenaManifest.model_validate(json.loads(path.read_text()))
-    except (ValueError, ValidationError) as exc:
-        raise RunError(f"{path} is damaged: {str(exc).splitlines()[0]}") from None
 
 
 def _now() -> str:
@@ -291,7 +248,10 @@ class ArenaLifecycle:
             raise RunError("two merchants of the arena have the same id")
         recorded = None
         if resume:
-            recorded = read_arena(arena_dir)
+            try:
+                recorded = read_arena(arena_dir)
+            except ArenaError as exc:
+                raise RunError(str(exc)) from None
             if recorded.ended == "completed":
                 raise RunError(f"{arena_dir} already finished; nothing to resume")
         elif arena_dir.exists() and any(arena_dir.iterdir()):
