@@ -14,14 +14,16 @@ from merchantbench.cli import app
 from merchantbench.report.arena import _ranks, kendall_tau
 
 ARGS = ["arena", "--agent", "expert", "--agent", "rule-based", "--agent", "random",
-        "--scenario", "smoke", "--set", "market.seller_substitution=4", "--no-progress"]  # fmt: skip
+        "--scenario", "smoke", "--set", "market.seller_substitution=4",
+        "--no-progress"]  # fmt: skip
 
 
 def _contested_by_brute_force(arena, merchants, hours):
     listed = {}
     for merchant in merchants:
         table = pq.read_table(arena / "merchants" / merchant / "listings.parquet").to_pydict()
-        for pid, start, stop in zip(table["product_id"], table["listed_t"], table["delisted_t"]):
+        columns = (table["product_id"], table["listed_t"], table["delisted_t"])
+        for pid, start, stop in zip(*columns, strict=True):
             for hour in range(start, hours if stop < 0 else stop):
                 listed.setdefault((pid, hour), set()).add(merchant)
     return {pid for (pid, _), who in listed.items() if len(who) > 1}
