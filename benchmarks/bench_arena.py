@@ -74,8 +74,9 @@ def main() -> None:
     market = get_market(scenario, args.seed)
     index = get_search_index(scenario, args.seed, market)
     agents = args.agents.split(",")
+    load = os.getloadavg()[0]
     print(f"scenario {scenario.name}, {scenario.clock.days} days, seed {args.seed}, "
-          f"{len(agents)} merchants: {', '.join(agents)}; load {os.getloadavg()[0]:.1f}")  # fmt: skip
+          f"{len(agents)} merchants: {', '.join(agents)}; load {load:.1f}")  # fmt: skip
     print(f"market and index loaded: peak RSS {_peak_mib():.0f} MiB")
     wall, cpu = play_market(scenario, market, index, args.seed, agents)
     print(f"market of {len(agents)}: wall {wall:.1f} s, CPU {cpu:.1f} s, "
