@@ -21,7 +21,7 @@ import time
 from merchantbench.agents.registry import make_agent
 from merchantbench.catalog.cache import get_market, get_search_index
 from merchantbench.market_session import MarketSession
-from merchantbench.runs.arena import merchant_name
+from merchantbench.runs.arena import merchant_ids
 from merchantbench.scenario import load_scenario
 from merchantbench.session import Session
 
@@ -34,10 +34,7 @@ def _peak_mib() -> float:
 
 def play_market(scenario, market, index, seed: int, agents: list[str]) -> tuple[float, float]:
     """One whole market: (wall seconds, CPU seconds)."""
-    ids = []
-    for agent in agents:
-        base = merchant_name(agent)
-        ids.append(base if base not in ids else f"{base}-{len(ids)}")
+    ids = merchant_ids(agents)
     place = MarketSession(scenario, market, seed, ids, index)
     players = {m: make_agent(a, {}) for m, a in zip(ids, agents, strict=True)}
     start, cpu = time.perf_counter(), time.process_time()

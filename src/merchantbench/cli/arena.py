@@ -123,20 +123,16 @@ def arena(
     from rich.console import Console
 
     from merchantbench.catalog.real_format import CatalogError
-    from merchantbench.runs.arena import ArenaSpec, Entrant, merchant_name
+    from merchantbench.runs.arena import ArenaSpec, Entrant, merchant_ids
     from merchantbench.runs.lifecycle import CheckpointPolicy
     from merchantbench.runs.spec import RunError
 
     if not agent:
         fail("--agent is required, once per merchant")
     sc = scenario_from_options(scenario, file, set_, days)
-    entrants, counts = [], {}  # type: ignore[var-annotated]
-    for text in agent:
-        name, settings = _entrant(text)
-        base = merchant_name(text)
-        counts[base] = counts.get(base, 0) + 1
-        merchant = base if counts[base] == 1 else f"{base}-{counts[base]}"
-        entrants.append(Entrant(merchant, name, settings))
+    parsed = [_entrant(text) for text in agent]
+    ids = merchant_ids(agent)
+    entrants = [Entrant(m, name, settings) for m, (name, settings) in zip(ids, parsed, strict=True)]
     seed_list = _parse_seeds(seeds) if seeds is not None else [seed]
     root = out or Path("runs") / f"arena-{sc.name}-{'-'.join(e.merchant for e in entrants)}"
     writable_dir(root, "--out")

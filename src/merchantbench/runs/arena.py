@@ -71,6 +71,8 @@ __all__ = [
     "ArenaManifest",
     "ArenaSpec",
     "Entrant",
+    "merchant_ids",
+    "merchant_name",
     "read_arena",
     "run_arena",
 ]
@@ -99,18 +101,20 @@ class ArenaSpec:
 
     @classmethod
     def of_agents(
-        cls, agents: Sequence[str], scenario: Scenario, seed: int, **options: Any
+        cls,
+        agents: Sequence[str],
+        scenario: Scenario,
+        seed: int,
+        settings: Sequence[dict[str, Any]] | None = None,
+        **options: Any,
     ) -> ArenaSpec:
-        """Merchants named after their agents (`expert`, `rule-based`, …; a second merchant of
-        the same agent gets `-2`, a third `-3`)."""
-        seen: dict[str, int] = {}
-        entrants = []
-        for agent in agents:
-            base = merchant_name(agent)
-            seen[base] = seen.get(base, 0) + 1
-            name = base if seen[base] == 1 else f"{base}-{seen[base]}"
-            entrants.append(Entrant(name, agent))
-        return cls(scenario, seed, tuple(entrants), **options)
+        """Merchants named after their agents (`merchant_ids`), with these settings."""
+        given = settings if settings is not None else [{} for _ in agents]
+        entrants = tuple(
+            Entrant(merchant, agent, dict(config))
+            for merchant, agent, config in zip(merchant_ids(agents), agents, given, strict=True)
+        )
+        return cls(scenario, seed, entrants, **options)
 
     def pins(self, schema_sha256: str) -> dict[str, Any]:
         """What a resume must find unchanged (the checkpoint carries them too)."""
@@ -122,6 +126,18 @@ class ArenaSpec:
             "tool_schema_sha256": schema_sha256,
             "package_version": merchantbench.__version__,
         }
+
+
+def merchant_ids(labels: Sequence[str]) -> list[str]:
+    """A merchant id for each label (an agent as given on the command line): `merchant_name`
+    of it, and `-2`, `-3` … for the second and later merchants of the same name."""
+    seen: dict[str, int] = {}
+    ids = []
+    for label in labels:
+        base = merchant_name(label)
+        seen[base] = seen.get(base, 0) + 1
+        ids.append(base if seen[base] == 1 else f"{base}-{seen[base]}")
+    return ids
 
 
 def merchant_name(agent: str) -> str:
