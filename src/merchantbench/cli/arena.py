@@ -108,9 +108,12 @@ def arena(
     checkpoint_seconds: Annotated[
         float,
         typer.Option(
-            "--checkpoint-seconds", min=0, help="checkpoint after S seconds (0: every window)"
+            "--checkpoint-seconds",
+            min=0,
+            help="checkpoint after S seconds (0: every window); a checkpoint pickles the whole "
+            "market, so the default is longer than a single run's",
         ),
-    ] = 2.0,
+    ] = 10.0,
     report: Annotated[
         bool, typer.Option("--report", help="write the arena report when done")
     ] = False,
