@@ -48,6 +48,7 @@ class Stream(IntEnum):
     CANCEL_HOUR = 3
     LOGISTICS = 4
     RESOLUTION = 5
+    SELLER_CHOICE = 6  # which merchant an arrival buys from, in a market of several (SPEC §11)
     EVENT_HAZARD = 10
     EVENT_WAIT = 11
     EVENT_LENGTH = 12

@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 SCENARIO_VERSION = "1.0"
 
@@ -128,6 +136,11 @@ class SupplierConfig(_Frozen):
     spring_festival_extra_ship_hours: int = 24
 
 
+INDEPENDENT_SELLERS = 1.0  # β of SPEC §11 at which sellers of a product do not compete
+MAX_SELLER_SUBSTITUTION = 50.0
+ARENA_SELLER_SUBSTITUTION = 4.0  # the `arena` preset's β (docs/arena.md says why)
+
+
 class MarketConfig(_Frozen):
     """Parameters of the synthetic market generator (SPEC §3).
 
@@ -176,6 +189,31 @@ class MarketConfig(_Frozen):
         20.0, gt=0.0, description="realised market orders per unit of market demand M"
     )
     types_per_category: int = Field(24, ge=1, description="product types (keywords) per category")
+    seller_substitution: float = Field(
+        INDEPENDENT_SELLERS,
+        ge=1.0,
+        le=MAX_SELLER_SUBSTITUTION,
+        description="β of a market with several merchants (SPEC §11): 1 gives each seller of a "
+        "product its own single-store demand; larger values share the product's buyers among "
+        "its sellers by attraction (price, rating, exposure)",
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_independent_sellers(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # β = 1 (a single store's market) is left out of the dump, so that every scenario
+        # that does not set it keeps the content hash, run records and market cache key it
+        # had before markets with several merchants existed.
+        data = handler(self)
+        if isinstance(data, dict) and self.seller_substitution == INDEPENDENT_SELLERS:
+            data.pop("seller_substitution", None)
+        return data
+
+    @property
+    def generator_inputs(self) -> dict[str, Any]:
+        """The fields the market generator reads (β is about buyers, not the catalog)."""
+        data = self.model_dump(mode="json")
+        data.pop("seller_substitution", None)
+        return data
 
 
 class ToolConfig(_Frozen):
@@ -237,7 +275,19 @@ PRESETS: dict[str, Scenario] = {
     "paper": Scenario(),
     "small": _preset("small", 2_000, 740, 365),
     "smoke": _preset("smoke", 200, 74, 14),
+    # Several merchants competing for the same buyers (SPEC §11): the paper's market.
+    "arena": Scenario(
+        name="arena", market=MarketConfig(seller_substitution=ARENA_SELLER_SUBSTITUTION)
+    ),
 }
+
+
+def _editable_tree(scenario: Scenario) -> dict[str, Any]:
+    """Every parameter of `scenario`, those its dump leaves out at their defaults included, so
+    that `--set` and scenario files may name any of them."""
+    tree = scenario.model_dump(mode="json")
+    tree["market"].setdefault("seller_substitution", scenario.market.seller_substitution)
+    return tree
 
 
 class ScenarioError(ValueError):
@@ -319,12 +369,12 @@ def load_scenario(
         base_name = loaded.pop("base", loaded.get("name", name))
         if not isinstance(base_name, str) or base_name not in PRESETS:
             raise ScenarioError(f"unknown base scenario {base_name!r} in {path}")
-        tree = PRESETS[base_name].model_dump(mode="json")
+        tree = _editable_tree(PRESETS[base_name])
         _merge(tree, loaded)
     else:
         if name not in PRESETS:
             raise ScenarioError(f"unknown scenario {name!r}; choose from {', '.join(PRESETS)}")
-        tree = PRESETS[name].model_dump(mode="json")
+        tree = _editable_tree(PRESETS[name])
     for item in overrides or []:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():

@@ -87,12 +87,15 @@ class Session:
         seed: int,
         search_index: SearchIndex | None = None,
         trace_sink: Callable[[dict[str, Any]], None] | None = None,
+        *,
+        engine: Engine | None = None,
     ) -> None:
-        """`trace_sink` receives each trace entry; without one they collect in `trace`."""
+        """`trace_sink` receives each trace entry; without one they collect in `trace`.
+        `engine` is a store made elsewhere (a merchant of a market, `market_session`)."""
         self.scenario = scenario
         self.market = market
         self.seed = seed
-        self.engine = Engine(scenario, market, seed)
+        self.engine = Engine(scenario, market, seed) if engine is None else engine
         self.search_index = search_index or SearchIndex.build(market)
         self.registry = build_registry(scenario)
         self.memory = SessionMemory()
@@ -207,6 +210,11 @@ class Session:
             return self.refuse(tool, args, refusal.result, forced=forced)
         if self.over:
             result = failure("run_over", "the run has ended; no more calls")
+        elif self.waiting:
+            result = failure(
+                "window_closed",
+                "you closed this window; the next opens when every merchant has closed it",
+            )
         elif self._over_cap(checked.tool):
             cap = self.scenario.clock.calls_per_window
             result = failure("limit", f"{cap} calls used in this window: call end_of_step")
@@ -220,7 +228,7 @@ class Session:
         if self._end_requested:
             self._end_requested = False
             self._close_window()
-            if self.recorder is not None:
+            if self.recorder is not None and not self.waiting:
                 self.recorder.window_opened(self)
         return result
 
@@ -247,6 +255,12 @@ class Session:
         except HostileInput:
             checked = None
         self._record(tool, checked, args, result, origin="framework", forced=False)
+
+    @property
+    def waiting(self) -> bool:
+        """The window is closed for this store but not yet simulated (a merchant of a market
+        waits for the others); a store alone never waits."""
+        return False
 
     def _over_cap(self, tool: str) -> bool:
         return not self.registry.ends_window(tool) and self.memory.window_calls >= (
@@ -299,6 +313,10 @@ class Session:
         self.memory.previous_window_t = self.engine.t
         self.memory.window_calls = 0
         self.memory.windows_closed += 1
+        self._advance()
+
+    def _advance(self) -> None:
+        """Simulate the closed window's hours (a market's merchant leaves it to the market)."""
         self.engine.advance()
         if self.engine.done:
             self.engine.finish()

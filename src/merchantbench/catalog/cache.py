@@ -91,7 +91,7 @@ def market_cache_key(scenario: Scenario, seed: int) -> str:
     cannot be brute-forced back to the seed."""
     inputs = {
         "version": scenario.version,
-        "market": scenario.market.model_dump(mode="json"),
+        "market": scenario.market.generator_inputs,
         "suppliers": scenario.suppliers.model_dump(mode="json"),
         "logistics_hours": list(scenario.orders.logistics_hours),
         "start_date": scenario.clock.start_date,

@@ -100,6 +100,7 @@ ADAPTERS: dict[str, str | AdapterFactory] = {
     "http": "merchantbench.check.served:HttpAdapter",
     "mcp": "merchantbench.check.served:McpAdapter",
     "gym": "merchantbench.check.gym_adapter:GymAdapter",
+    "market": "merchantbench.check.market_adapter:MarketAdapter",
 }
 
 

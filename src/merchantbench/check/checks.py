@@ -13,7 +13,8 @@
 - `agreement` (only when asked for, with a reference adapter): the front end and the reference
   give the same calls, results, outputs and state hashes.
 - `hidden`: no hidden name (`merchantbench.catalog.hidden`) and not the seed in the brief, any
-  observation or any tool result.
+  observation or any tool result; in a market (`--adapter market`), nor another merchant's
+  private note (`OTHER_MERCHANT_MARK`, which the rival writes into its memory every window).
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ __all__ = [
 
 # A seed with fewer digits is too common a number to look for by value (only by name).
 SEED_DIGITS = 6
+# What the rival merchant of the market adapter keeps private (check/market_adapter.py).
+OTHER_MERCHANT_MARK = "rival-private-note-7f3c"
 ACCOUNTS = ("balance", "deposit", "in_transit", "receivable")
 
 
@@ -239,6 +242,8 @@ def hidden(rec: Recording, seed: int) -> CheckResult:
         text = output if isinstance(output, str) else json.dumps(output, default=str)
         if by_value and any(p.search(text) for p in patterns):
             problems.append(f"the seed {shown}")
+        if OTHER_MERCHANT_MARK in text:
+            problems.append("another merchant's private note")
         if problems:
             return CheckResult("hidden", False, f"{where} shows {', '.join(problems[:3])}")
     seed_note = (

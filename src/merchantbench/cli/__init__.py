@@ -8,6 +8,7 @@ from typing import Any
 
 import typer
 
+from merchantbench.cli import arena as arena_cmd
 from merchantbench.cli import calibrate as calibrate_cmd
 from merchantbench.cli import catalog as catalog_cmd
 from merchantbench.cli import check as check_cmd
@@ -70,6 +71,7 @@ app.add_typer(tools_cmd.app, name="tools", cls=_Group)
 app.command("report")(report_cmd.report)
 app.command("compare")(report_cmd.compare)
 app.command("run")(run_cmd.run)
+app.command("arena")(arena_cmd.arena)
 app.command("mcp")(mcp_cmd.mcp)
 app.command("scripted-server")(scripted_cmd.scripted_server)
 app.command("calibrate")(calibrate_cmd.calibrate)

@@ -20,7 +20,9 @@ if TYPE_CHECKING:
     from merchantbench.record.sealed import SealedSeed
     from merchantbench.scenario import Scenario
 
-ScenarioName = Annotated[str, typer.Option("--scenario", "-s", help="preset: paper, small, smoke")]
+ScenarioName = Annotated[
+    str, typer.Option("--scenario", "-s", help="preset: paper, small, smoke, arena")
+]
 ScenarioFile = Annotated[
     str | None, typer.Option("--scenario-file", help="YAML file of overrides (key `base` = preset)")
 ]

@@ -108,9 +108,11 @@ class WindowDemand:
         prices_fen: np.ndarray,
         listed_t: np.ndarray,
         t0: int,
-        rating_multiplier: float,
+        rating_multiplier: float | np.ndarray,
     ) -> np.ndarray:
-        """λ[listing, hour] for hours t0 … t0+hours−1; `listed_t` ≤ t0 (listings so far)."""
+        """λ[listing, hour] for hours t0 … t0+hours−1; `listed_t` ≤ t0 (listings so far).
+        `rating_multiplier` is the store's, or one per listing (a market of several merchants):
+        the same floats either way."""
         market, terms = self.market, self._terms
         ages = t0 - listed_t
         if len(ages) and ages.min() < 0:  # a negative row would silently read the table's end

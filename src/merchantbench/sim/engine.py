@@ -13,6 +13,10 @@ The contract (SPEC §1):
   no demand, every open order runs to its terminal state. The score is taken after draining.
 - `snapshot()` / `restore()` reproduce the state exactly; `state_hash()` fingerprints it.
 
+A store that is one merchant of a market with several (SPEC §11, `sim.marketplace`) is an
+engine built with the market's `SharedParts` (supplier book, demand, supplier stock, what the
+other sellers offer): its actions and tools are a single store's, and the market advances it.
+
 The engine never reads a clock, never prints and never closes a window on its own.
 """
 
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import heapq
 import pickle
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -30,28 +35,53 @@ from merchantbench.sim.demand import WindowDemand, arrival_cells
 from merchantbench.sim.ledger import Ledger
 from merchantbench.sim.lifecycle import Lifecycle
 from merchantbench.sim.rating import RatingState
+from merchantbench.sim.rivals import RivalView
 from merchantbench.sim.state import Samples, StoreState
 from merchantbench.sim.suppliers import SupplierBook
 
-__all__ = ["ActionRejected", "Engine"]
+__all__ = ["ActionRejected", "Engine", "SharedParts"]
+
+
+@dataclass(frozen=True, eq=False)
+class SharedParts:
+    """What the merchants of one market share (SPEC §11): the supplier book, the demand
+    terms, the supplier stock (one dict, changed by every merchant's procurement) and the
+    view of what the other sellers offer (`rivals`, one per merchant; None in a market of one,
+    whose merchant sees exactly what a store alone sees)."""
+
+    suppliers: SupplierBook
+    demand: WindowDemand
+    stock: dict[int, tuple[int, int]]
+    rivals: RivalView | None
 
 
 class Engine(StoreActions, Lifecycle):
-    def __init__(self, scenario: Scenario, market: Market, seed: int) -> None:
+    def __init__(
+        self, scenario: Scenario, market: Market, seed: int, *, shared: SharedParts | None = None
+    ) -> None:
         self.scenario = scenario
         self.market = market
         self.seed = seed
-        self.suppliers = SupplierBook(market)
         self.window_hours = scenario.clock.hours_per_window
         self.horizon = scenario.clock.hours
-        # A listing is at most `horizon` hours old while there is demand (listed at t ≥ 0).
-        self.demand = WindowDemand(market, scenario.demand, self.window_hours, self.horizon)
+        # The other sellers of the market, as a buyer sees them; None for a store alone.
+        self.rivals: RivalView | None = None
+        self.in_market = shared is not None  # a market's merchant: the market advances it
+        if shared is None:
+            self.suppliers = SupplierBook(market)
+            # A listing is at most `horizon` hours old while there is demand (listed at t ≥ 0).
+            self.demand = WindowDemand(market, scenario.demand, self.window_hours, self.horizon)
+            stock: dict[int, tuple[int, int]] = {}
+        else:
+            self.suppliers, self.demand, stock = shared.suppliers, shared.demand, shared.stock
+            self.rivals = shared.rivals
         money = scenario.money
         self.state = StoreState(
             t=0,
             ledger=Ledger(money.initial_balance_fen, money.initial_deposit_fen),
             rating=RatingState.initial(scenario.rating),
             samples=Samples.empty(self.horizon, scenario.clock.days),
+            stock=stock,
         )
         self.state.samples.daily_rating[0] = self.state.rating.published
         self.state.samples.daily_stars[0] = self.state.rating.stars
@@ -78,6 +108,8 @@ class Engine(StoreActions, Lifecycle):
         """Close the open window and simulate its hours; the next window opens after."""
         if self.done:
             raise RuntimeError("the run is over: call finish()")
+        if self.in_market:
+            raise RuntimeError("a merchant of a market: the market advances its hours")
         t0 = self.state.t
         products = sorted(self.state.listings)
         arrivals = self._arrivals_by_hour(t0, products)

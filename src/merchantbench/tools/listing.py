@@ -217,10 +217,15 @@ def review_my_listings(ctx: StoreContext) -> dict[str, Any]:
             pid, str(title), price, cost, margin, listing.orders,
             (t - listing.listed_t) // 24, last, _alerts(t, supplier, listing),
         ])  # fmt: skip
-    columns = (
+    columns: tuple[str, ...] = (
         "product_id", "title", "sale_price", "procurement_price", "unit_margin", "orders",
         "days_listed", "last_order", "alerts",
     )  # fmt: skip
+    rivals = ctx.engine.rivals
+    if rivals is not None:  # a market of several merchants (SPEC §11): what a buyer sees
+        columns = (*columns, "other_sellers", "lowest_other_price")
+        for row, offers in zip(rows, rivals.contested(products), strict=True):
+            row.extend([len(offers), rmb(offers[0].price_fen) if offers else None])
     return {"at": clock_text(t), **table(columns, rows), **_slots(ctx)}
 
 

@@ -170,6 +170,28 @@ def _market_section(ctx: StoreContext) -> list[str]:
     ]
 
 
+def _competition_section(ctx: StoreContext) -> list[str]:
+    """Only in a market of several merchants (SPEC §11): what the agent sees of the others."""
+    sc = ctx.scenario
+    shared = (
+        "buyers of a product you both list choose between you by sale price, store stars and "
+        "how long each listing has been up: the better offer wins most of them"
+        if sc.market.seller_substitution > 1.0
+        else "each store's buyers are its own: another seller of the same product does not "
+        "take your customers"
+    )
+    return [
+        "OTHER MERCHANTS",
+        f"- Other stores sell on this platform too, and may list the same products; {shared}.",
+        "- They draw on the same supplier stock: whoever's customer orders first gets the last "
+        "units.",
+        "- As a buyer would, you see for each product how many other stores list it, their "
+        "sale prices and their stars as they stood when this window opened: get_product_detail "
+        "(`other_sellers`) and review_my_listings (columns other_sellers, lowest_other_price). "
+        "Nothing else about them.",
+    ]
+
+
 def system_brief(ctx: StoreContext) -> str:
     """The rules the agent is told, once, at the start (and by query_platform_rules)."""
     sc = ctx.scenario
@@ -182,6 +204,8 @@ def system_brief(ctx: StoreContext) -> str:
         _time_section(sc), _money_section(sc), _listing_section(sc), _lifecycle_section(sc),
         _rating_section(sc), _market_section(ctx),
     ]  # fmt: skip
+    if ctx.engine.rivals is not None:
+        sections.append(_competition_section(ctx))
     body = "\n\n".join("\n".join(lines) for lines in sections)
     return f"{intro}\n\n{body}\n\n{goal(sc)}"
 

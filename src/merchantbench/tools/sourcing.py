@@ -280,6 +280,13 @@ def get_product_detail(ctx: StoreContext, product_id: ProductId) -> dict[str, An
             "listed_at": clock_text(listing.listed_t),
             "orders": listing.orders,
         }
+    rivals = ctx.engine.rivals
+    if rivals is not None:  # a market of several merchants (SPEC §11): what a buyer sees
+        offers = rivals.of(i)
+        detail["other_sellers"] = {
+            "count": len(offers),
+            "offers": [{"sale_price": rmb(o.price_fen), "stars": o.stars} for o in offers],
+        }
     return detail
 
 

@@ -1,0 +1,192 @@
+"""`merchantbench arena`: several agents, one merchant each, in one market (SPEC §11)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from merchantbench.cli.common import (
+    CatalogOption,
+    DaysOption,
+    ScenarioFile,
+    SetOption,
+    fail,
+    scenario_from_options,
+    writable_dir,
+)
+
+if TYPE_CHECKING:
+    from merchantbench.market_session import MarketSession
+    from merchantbench.runs.arena import ArenaSpec
+
+
+def _parse_seeds(text: str) -> list[int]:
+    """`1,2,3` or `1-5` (or both: `1-3,7`)."""
+    from merchantbench.seeds import SeedError, check_seed
+
+    seeds: list[int] = []
+    for part in text.split(","):
+        lo, dash, hi = part.strip().partition("-")
+        try:
+            first = int(lo)
+            last = int(hi) if dash else first
+        except ValueError:
+            fail(f"--seeds wants numbers like 1,2,3 or 1-5, got {part.strip()!r}")
+        if last < first or last - first > 1000:
+            fail(f"--seeds: {part.strip()!r} is not a range of at most 1000 seeds")
+        for seed in range(first, last + 1):
+            try:
+                seeds.append(check_seed(seed))
+            except SeedError as exc:
+                fail(f"--seeds: {exc}")
+    if len(set(seeds)) != len(seeds):
+        fail("--seeds names a seed twice")
+    return seeds
+
+
+def _entrant(text: str) -> tuple[str, dict[str, Any]]:
+    """`NAME` or `NAME:MODEL` for a registered LLM agent (react:gpt-4o), else an agent of your
+    own (`MODULE:CLASS`, `FILE.py:CLASS`)."""
+    from merchantbench.agents.load import resolve_agent_name
+    from merchantbench.agents.registry import AgentConfigError, agent_entry, check_settings
+
+    name, colon, model = text.partition(":")
+    settings: dict[str, Any] = {}
+    try:
+        try:
+            agent_entry(name)
+            agent = name
+            if colon:
+                settings = {"model": model}
+        except AgentConfigError:
+            agent = resolve_agent_name(text)
+            agent_entry(agent)
+        check_settings(agent, settings)
+    except AgentConfigError as exc:
+        fail(str(exc))
+    except (TypeError, ValueError) as exc:
+        fail(f"agent {text!r}: {exc}")
+    return agent, settings
+
+
+def _progress(market: MarketSession) -> str:
+    from merchantbench.money import rmb
+
+    parts = []
+    for merchant, session in market.sessions.items():
+        state = session.engine.state
+        mark = " (closed)" if state.closed else ""
+        parts.append(f"{merchant} ¥{rmb(state.ledger.accounts.net_assets):,.0f}{mark}")
+    return " · ".join(parts)
+
+
+def arena(
+    agent: Annotated[
+        list[str],
+        typer.Option(
+            "--agent",
+            "-a",
+            help="an agent per merchant, repeated (NAME, NAME:MODEL for an LLM agent, "
+            "MODULE:CLASS); merchants are named after their agents",
+        ),
+    ],
+    scenario: Annotated[
+        str, typer.Option("--scenario", "-s", help="preset: arena, paper, small, smoke")
+    ] = "arena",
+    seed: Annotated[int, typer.Option("--seed", help="market and outcome seed")] = 1,
+    seeds: Annotated[
+        str | None,
+        typer.Option("--seeds", help="one arena per seed (1,2,3 or 1-5), each in OUT/seed-N"),
+    ] = None,
+    catalog: CatalogOption = None,
+    days: DaysOption = None,
+    out: Annotated[Path | None, typer.Option("--out", help="arena directory")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="continue a killed arena")] = False,
+    checkpoint_seconds: Annotated[
+        float,
+        typer.Option(
+            "--checkpoint-seconds",
+            min=0,
+            help="checkpoint after S seconds (0: every window); a checkpoint pickles the whole "
+            "market, so the default is longer than a single run's",
+        ),
+    ] = 10.0,
+    report: Annotated[
+        bool, typer.Option("--report", help="write the arena report when done")
+    ] = False,
+    progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
+    file: ScenarioFile = None,
+    set_: SetOption = None,
+) -> None:
+    """Run several agents as merchants of one market (or one market per --seeds) and write an
+    arena record to --out: each merchant's run record, and the market's."""
+    from rich.console import Console
+
+    from merchantbench.catalog.real_format import CatalogError
+    from merchantbench.runs.arena import ArenaSpec, Entrant, merchant_ids
+    from merchantbench.runs.lifecycle import CheckpointPolicy
+    from merchantbench.runs.spec import RunError
+
+    if not agent:
+        fail("--agent is required, once per merchant")
+    sc = scenario_from_options(scenario, file, set_, days)
+    parsed = [_entrant(text) for text in agent]
+    ids = merchant_ids(agent)
+    entrants = [Entrant(m, name, settings) for m, (name, settings) in zip(ids, parsed, strict=True)]
+    seed_list = _parse_seeds(seeds) if seeds is not None else [seed]
+    root = out or Path("runs") / f"arena-{sc.name}-{'-'.join(e.merchant for e in entrants)}"
+    writable_dir(root, "--out")
+    console = Console(stderr=True)
+    policy = CheckpointPolicy(seconds=checkpoint_seconds)
+    summaries = {}
+    for one in seed_list:
+        spec = ArenaSpec(sc, one, tuple(entrants), catalog)
+        arena_dir = root if seeds is None else root / f"seed-{one}"
+        again = resume and arena_dir.exists()
+        try:
+            metrics = _run_with_progress(spec, arena_dir, again, progress, console, policy)
+        except (RunError, CatalogError) as exc:
+            fail(str(exc))
+        console.print(f"arena record: {arena_dir}")
+        summaries[one] = {
+            m: {"final_net_assets": v["final_net_assets"], "orders": v["orders"]}
+            for m, v in metrics.items()
+        }
+        typer.echo(json.dumps({"seed": one, "merchants": summaries[one]}, ensure_ascii=False))
+        if report:
+            from merchantbench.report.arena import write_arena_report
+
+            console.print(f"report: {write_arena_report(arena_dir)}")
+    if report and seeds is not None:
+        from merchantbench.report.arena import write_seeds_report
+
+        console.print(f"report across seeds: {write_seeds_report(root, seed_list)}")
+
+
+def _run_with_progress(
+    spec: ArenaSpec, arena_dir: Path, resume: bool, show: bool, console: Any, policy: Any
+) -> dict[str, dict[str, Any]]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from merchantbench.runs.arena import run_arena
+
+    total = spec.scenario.clock.windows
+    with Progress(
+        TextColumn(f"[bold]seed {spec.seed}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not show,
+        transient=False,
+    ) as bar:
+        task = bar.add_task("starting", total=total)
+
+        def on_window(market: MarketSession) -> None:
+            bar.update(task, completed=min(market.window, total), description=_progress(market))
+
+        return run_arena(spec, arena_dir, resume=resume, on_window=on_window, checkpoints=policy)

@@ -1,0 +1,505 @@
+"""An arena: several in-process agents, one merchant each, in one market (SPEC §11), with a
+record that resumes to the same bytes after a kill.
+
+    ARENA/arena.json                  the market: scenario, seed, β, merchants and their agents,
+                                      progress, how it ended, the market's state hash
+    ARENA/checkpoint/state.pkl        the whole market (every merchant's store and session
+                                      memory) and every agent, pinned to arena.json
+    ARENA/merchants/<id>/             each merchant's own run record, as `merchantbench run`
+                                      writes it (run.json naming the market as its front end,
+                                      trace, transcript, model calls, tables, metrics.json)
+
+`ArenaLifecycle.open(spec, arena_dir, resume=…)` opens a new arena or continues a recorded one;
+`play()` / `play_async()` run its windows: in each, every merchant still trading acts on the
+window's opening state (LLM agents concurrently: they wait on their models), a merchant that
+did not close its window has it closed for it (recorded as forced), and the hours run once all
+have closed. Checkpoints are taken between windows (by wall time, `CheckpointPolicy`); a resume
+cuts every merchant's trace, transcript and model-call log back to what the checkpoint covers
+and plays the rest identically. `finish()` writes each merchant's record and the market's.
+
+A market of one merchant writes, in `merchants/<id>/`, exactly the trace, transcript, tables and
+metrics that `merchantbench run` writes for that agent (the equivalence test holds it to that).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import merchantbench
+from merchantbench.agents.base import BaseAgent
+from merchantbench.agents.registry import agent_entry, make_agent
+from merchantbench.market_session import MarketError, MarketSession, MerchantSession
+from merchantbench.record.arena import (
+    ARENA_FILE,
+    MERCHANTS_DIR,
+    ArenaError,
+    ArenaManifest,
+    MerchantEntry,
+    read_arena,
+)
+from merchantbench.record.checkpoint import (
+    CheckpointError,
+    cut_trace,
+    load_checkpoint,
+    read_checkpoint_pins,
+    save_checkpoint,
+)
+from merchantbench.record.files import write_cut
+from merchantbench.record.manifest import AgentRef, FinalAccounts, MarketRef, RunManifest
+from merchantbench.record.schema import MODEL_CALLS_FILE, RUN_FILE, TRACE_FILE, TRANSCRIPT_FILE
+from merchantbench.record.tables import final_accounts, write_tables
+from merchantbench.runs.kill_points import KillPoints
+from merchantbench.runs.lifecycle import CheckpointPolicy, _git_commit, _Trace
+from merchantbench.runs.spec import RunError
+from merchantbench.runs.transcript import TranscriptFile, cut_transcript
+from merchantbench.scenario import Scenario
+from merchantbench.sim.marketplace import MERCHANT_ID
+from merchantbench.tools.agent_input import scrub
+
+__all__ = [
+    "ARENA_FILE",
+    "MERCHANTS_DIR",
+    "ArenaLifecycle",
+    "ArenaManifest",
+    "ArenaSpec",
+    "Entrant",
+    "merchant_ids",
+    "merchant_name",
+    "read_arena",
+    "run_arena",
+]
+
+ARENA_FRONT_END = "arena"
+ArenaProgress = Callable[[MarketSession], None]
+
+
+@dataclass(frozen=True)
+class Entrant:
+    """One merchant of an arena: its id and the agent (with settings) that runs it."""
+
+    merchant: str
+    agent: str
+    settings: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ArenaSpec:
+    """What an arena runs: a scenario, a seed and its merchants (ids unique)."""
+
+    scenario: Scenario
+    seed: int
+    entrants: tuple[Entrant, ...]
+    catalog: Path | None = None
+
+    @classmethod
+    def of_agents(
+        cls,
+        agents: Sequence[str],
+        scenario: Scenario,
+        seed: int,
+        settings: Sequence[dict[str, Any]] | None = None,
+        **options: Any,
+    ) -> ArenaSpec:
+        """Merchants named after their agents (`merchant_ids`), with these settings."""
+        given = settings if settings is not None else [{} for _ in agents]
+        entrants = tuple(
+            Entrant(merchant, agent, dict(config))
+            for merchant, agent, config in zip(merchant_ids(agents), agents, given, strict=True)
+        )
+        return cls(scenario, seed, entrants, **options)
+
+    def pins(self, schema_sha256: str) -> dict[str, Any]:
+        """What a resume must find unchanged (the checkpoint carries them too)."""
+        return {
+            "scenario_hash": self.scenario.content_hash,
+            "seed": self.seed,
+            "catalog": None if self.catalog is None else str(self.catalog),
+            "merchants": [[e.merchant, e.agent, e.settings] for e in self.entrants],
+            "tool_schema_sha256": schema_sha256,
+            "package_version": merchantbench.__version__,
+        }
+
+
+def merchant_ids(labels: Sequence[str]) -> list[str]:
+    """A merchant id for each label (an agent as given on the command line): `merchant_name`
+    of it, and `-2`, `-3` … for the second and later merchants of the same name."""
+    seen: dict[str, int] = {}
+    ids = []
+    for label in labels:
+        base = merchant_name(label)
+        seen[base] = seen.get(base, 0) + 1
+        ids.append(base if seen[base] == 1 else f"{base}-{seen[base]}")
+    return ids
+
+
+def merchant_name(agent: str) -> str:
+    """A merchant id from an agent name: lower case, other characters as '-', at most 32."""
+    name = "".join(c if c.isalnum() or c in "-_" else "-" for c in agent.lower()).strip("-_")
+    name = (name or "merchant")[:28]
+    return name if MERCHANT_ID.fullmatch(name) else "merchant"
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class _MerchantRecord:
+    """One merchant's run record inside the arena directory: trace, transcript, model calls,
+    run.json, tables and metrics."""
+
+    def __init__(self, run_dir: Path, kill: KillPoints) -> None:
+        self.run_dir = run_dir
+        self._kill = kill
+        self.trace: _Trace | None = None
+        self.transcript: TranscriptFile | None = None
+        self.manifest: RunManifest
+        self.metrics: dict[str, Any] | None = None
+
+    def write(self, entry: dict[str, Any]) -> None:
+        if self.trace is None:
+            raise RunError(f"{self.run_dir}: the run record is closed; no more trace entries")
+        self.trace.write(entry)
+
+    def cut(self, seq: int, model_calls: int | None) -> int | None:
+        """Cut trace, model-call log and transcript back to a checkpoint (as a run's resume)."""
+        path = self.run_dir / TRANSCRIPT_FILE
+        kept, noted = cut_transcript(path, seq) if path.is_file() else (None, None)
+        cuts = [(self.run_dir / TRACE_FILE, cut_trace(self.run_dir / TRACE_FILE, seq))]
+        if model_calls is not None:
+            calls = self.run_dir / MODEL_CALLS_FILE
+            cuts.append((calls, cut_trace(calls, model_calls)))
+        for record, data in [*cuts, (path, kept)]:
+            if data is not None:
+                write_cut(record, data)
+        return noted
+
+    def open(self, session: MerchantSession, transcribe: bool, noted: int | None) -> None:
+        self.trace = _Trace(self.run_dir / TRACE_FILE, self._kill)
+        if transcribe:
+            self.transcript = TranscriptFile(self.run_dir / TRANSCRIPT_FILE)
+            session.recorder = self.transcript
+            if noted != session.window:
+                self.transcript.window_opened(session)
+
+    def sync(self, agent: BaseAgent) -> None:
+        if self.trace is not None:
+            self.trace.sync()
+        if self.transcript is not None:
+            self.transcript.sync()
+        records = agent.drain_model_calls()
+        if records:
+            with open(self.run_dir / MODEL_CALLS_FILE, "a") as log:
+                log.writelines(
+                    json.dumps(scrub(r), separators=(",", ":"), allow_nan=False) + "\n"
+                    for r in records
+                )
+                log.flush()
+                os.fsync(log.fileno())
+
+    def close(self, session: MerchantSession) -> None:
+        if self.trace is not None:
+            self.trace.close()
+            self.trace = None
+        if self.transcript is not None:
+            self.transcript.close()
+            self.transcript = None
+        session.recorder = None
+
+
+class ArenaLifecycle:
+    """One arena record from open to finish (see the module docstring)."""
+
+    def __init__(self, spec: ArenaSpec, arena_dir: Path, checkpoints: CheckpointPolicy) -> None:
+        self.spec = spec
+        self.arena_dir = arena_dir
+        self.checkpoints = checkpoints
+        self._kill = KillPoints.from_env()
+        self.records = {
+            e.merchant: _MerchantRecord(arena_dir / MERCHANTS_DIR / e.merchant, self._kill)
+            for e in spec.entrants
+        }
+        self.agents: dict[str, BaseAgent] = {}
+        self.metrics: dict[str, dict[str, Any]] | None = None
+        self._last_checkpoint = time.monotonic()
+        self.market: MarketSession  # set by open
+        self.manifest: ArenaManifest  # set by open
+
+    @classmethod
+    def open(
+        cls,
+        spec: ArenaSpec,
+        arena_dir: Path,
+        *,
+        resume: bool = False,
+        checkpoints: CheckpointPolicy | None = None,
+        transcript: bool = True,
+    ) -> ArenaLifecycle:
+        """Open a new arena, or resume the one recorded in `arena_dir` from its checkpoint.
+
+        Raises:
+            RunError: the arena cannot start or resume; the message says why in one line.
+        """
+        life = cls(spec, arena_dir, checkpoints or CheckpointPolicy())
+        life._open(resume, transcript)
+        return life
+
+    def _open(self, resume: bool, transcript: bool) -> None:
+        spec, arena_dir = self.spec, self.arena_dir
+        if arena_dir.exists() and not arena_dir.is_dir():
+            raise RunError(f"{arena_dir} is a file, not an arena directory; choose another --out")
+        if not spec.entrants:
+            raise RunError("an arena needs at least one --agent")
+        ids = [e.merchant for e in spec.entrants]
+        if len(set(ids)) != len(ids):
+            raise RunError("two merchants of the arena have the same id")
+        recorded = None
+        if resume:
+            try:
+                recorded = read_arena(arena_dir)
+            except ArenaError as exc:
+                raise RunError(str(exc)) from None
+            if recorded.ended == "completed":
+                raise RunError(f"{arena_dir} already finished; nothing to resume")
+        elif arena_dir.exists() and any(arena_dir.iterdir()):
+            raise RunError(
+                f"{arena_dir} exists; use --resume to continue it or choose another --out"
+            )
+        for entrant in spec.entrants:
+            if agent_entry(entrant.agent).privileged:
+                raise RunError(f"agent {entrant.agent!r} sees hidden state: not in an arena")
+        sinks = {merchant: record.write for merchant, record in self.records.items()}
+        try:
+            self.market = MarketSession.open(
+                spec.scenario, spec.seed, ids, spec.catalog, trace_sinks=sinks
+            )
+        except MarketError as exc:
+            raise RunError(str(exc)) from None
+        first = self.market.sessions[ids[0]] if ids else None
+        assert first is not None
+        schema = first.registry.schema_sha256()
+        pins = spec.pins(schema)
+        if recorded is not None:
+            if recorded.pins != json.loads(json.dumps(pins)):
+                raise RunError(f"cannot resume: {arena_dir} records another arena or code")
+            self.manifest = recorded
+            self._restore(pins)
+            return
+        self.agents = {e.merchant: make_agent(e.agent, e.settings) for e in spec.entrants}
+        self.manifest = ArenaManifest(
+            scenario=spec.scenario.name,
+            scenario_hash=spec.scenario.content_hash,
+            scenario_config=spec.scenario.model_dump(mode="json"),
+            seed=spec.seed,
+            seller_substitution=spec.scenario.market.seller_substitution,
+            catalog=None if spec.catalog is None else str(spec.catalog),
+            merchants=[
+                MerchantEntry(
+                    id=e.merchant, agent=e.agent, settings=self.agents[e.merchant].settings()
+                )
+                for e in spec.entrants
+            ],
+            tool_schema_sha256=schema,
+            package_version=merchantbench.__version__,
+            git_commit=_git_commit(),
+            started=_now(),
+            pins=json.loads(json.dumps(pins)),
+        )
+        arena_dir.mkdir(parents=True, exist_ok=True)
+        self.manifest.write(arena_dir)
+        for entrant in spec.entrants:
+            record = self.records[entrant.merchant]
+            record.run_dir.mkdir(parents=True, exist_ok=True)
+            record.manifest = self._merchant_manifest(entrant, schema)
+            record.manifest.write(record.run_dir)
+            record.open(self.market.session(entrant.merchant), transcript, None)
+
+    def _merchant_manifest(self, entrant: Entrant, schema: str) -> RunManifest:
+        spec, agent = self.spec, self.agents[entrant.merchant]
+        market = MarketRef(
+            source="synthetic" if spec.catalog is None else "catalog",
+            catalog=None if spec.catalog is None else str(spec.catalog),
+            n_products=self.market.market.n_products,
+        )
+        meta = RunManifest.start(
+            spec.scenario,
+            spec.seed,
+            market,
+            AgentRef(name=entrant.agent, settings=agent.settings(), privileged=False),
+            schema,
+            self.manifest.git_commit,
+        )
+        meta.host(
+            ARENA_FRONT_END,
+            {
+                "arena": self.arena_dir.name,
+                "merchant": entrant.merchant,
+                "merchants": [e.merchant for e in spec.entrants],
+                "seller_substitution": spec.scenario.market.seller_substitution,
+            },
+        )
+        return meta
+
+    def _restore(self, pins: dict[str, Any]) -> None:
+        """Continue from the checkpoint (or from the start if none was taken): restore the
+        market and the agents and cut every merchant's records back to them."""
+        try:
+            found, saved_pins = read_checkpoint_pins(self.arena_dir)
+            if found and saved_pins != json.loads(json.dumps(pins)):
+                raise RunError("cannot resume: the checkpoint belongs to another arena")
+            checkpoint = load_checkpoint(self.arena_dir)
+        except CheckpointError as exc:
+            raise RunError(f"cannot resume: {exc}") from None
+        if checkpoint is not None:
+            try:
+                self.market.restore(checkpoint["session"])
+            except MarketError as exc:
+                raise RunError(f"cannot resume: {exc}") from None
+            agents = checkpoint["agent"]
+            if not isinstance(agents, dict) or sorted(agents) != sorted(self.records):
+                raise RunError("cannot resume: the checkpoint's agents are not the arena's")
+            self.agents = agents
+        else:
+            self.agents = {e.merchant: make_agent(e.agent, e.settings) for e in self.spec.entrants}
+        for merchant, record in self.records.items():
+            session = self.market.session(merchant)
+            try:
+                record.manifest = RunManifest.model_validate_json(
+                    (record.run_dir / RUN_FILE).read_text()
+                )
+                noted = record.cut(session.memory.seq, self.agents[merchant].model_calls_seq)
+            except (OSError, ValueError, CheckpointError) as exc:
+                raise RunError(f"cannot resume: {record.run_dir}: {exc}") from None
+            record.manifest.reopen()
+            transcribe = (record.run_dir / TRANSCRIPT_FILE).is_file()
+            record.open(session, transcribe, noted)
+        self.manifest.ended = self.manifest.error = None
+
+    # --- the arena goes on ------------------------------------------------------------------------
+    @property
+    def over(self) -> bool:
+        return self.market.over
+
+    async def play_async(self, on_window: ArenaProgress | None = None) -> dict[str, dict[str, Any]]:
+        """Play every window to the end and finish; returns each merchant's metrics."""
+        try:
+            while not self.market.over:
+                await self.window_async()
+                if on_window is not None:
+                    on_window(self.market)
+                if not self.market.over:
+                    self.after_window()
+        except BaseException as exc:
+            self.fail(exc)
+            raise
+        finally:
+            for agent in self.agents.values():
+                await agent.aclose()
+        return self.finish()
+
+    def play(self, on_window: ArenaProgress | None = None) -> dict[str, dict[str, Any]]:
+        return asyncio.run(self.play_async(on_window))
+
+    async def window_async(self) -> None:
+        """One window: every merchant still trading acts on the opening state, concurrently;
+        those that did not close it have it closed for them (in merchant order)."""
+        market = self.market
+        window = market.window
+        trading = market.trading()
+        await asyncio.gather(
+            *(self.agents[m].act_async(market.session(m).surface) for m in trading)
+        )
+        if market.window == window and not market.over:
+            market.close_window()
+
+    def after_window(self) -> None:
+        elapsed = time.monotonic() - self._last_checkpoint
+        if self.checkpoints.due(self.market.window, elapsed):
+            self.checkpoint()
+
+    def checkpoint(self) -> None:
+        """Save the market and the agents; every record file it covers is on disk first."""
+        for merchant, record in self.records.items():
+            record.sync(self.agents[merchant])
+        save_checkpoint(
+            self.arena_dir, self.market.snapshot(), self.agents, self.manifest.pins, None
+        )
+        self._last_checkpoint = time.monotonic()
+        self._kill.passed("checkpoint")
+        self.manifest.windows = self.market.window
+        self.manifest.write(self.arena_dir)
+
+    def fail(self, exc: BaseException) -> None:
+        """The arena broke off: records reach the disk, arena.json says why (resumable)."""
+        for merchant, record in self.records.items():
+            record.sync(self.agents[merchant])
+            record.close(self.market.session(merchant))
+        stopped = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
+        self.manifest.ended = "interrupted" if stopped else "error"
+        self.manifest.error = f"{type(exc).__name__}: {exc}"
+        self.manifest.write(self.arena_dir)
+
+    def finish(self) -> dict[str, dict[str, Any]]:
+        """Checkpoint the drained market, then each merchant's tables, metrics and run.json,
+        then arena.json. Idempotent; a kill at any step resumes to the same bytes."""
+        if self.metrics is not None:
+            return self.metrics
+        from merchantbench.metrics import load_run_record, metrics_of, write_metrics
+
+        self.checkpoint()
+        self._kill.passed("finish")
+        metrics: dict[str, dict[str, Any]] = {}
+        for merchant, record in self.records.items():
+            session = self.market.session(merchant)
+            agent = self.agents[merchant]
+            record.sync(agent)
+            record.close(session)
+            outcome = agent.outcome()
+            meta = record.manifest
+            meta.record_agent(outcome.usage, outcome.stop_reason)
+            engine = session.engine
+            write_tables(engine, record.run_dir)
+            meta.finish(
+                ended="closed" if engine.state.closed else "completed",
+                windows=session.memory.windows_closed,
+                closed=engine.state.closed,
+                final_accounts=FinalAccounts(**final_accounts(engine)),
+                state_hash=engine.state_hash(),
+            )
+            run = dataclasses.replace(load_run_record(record.run_dir), run=meta)
+            metrics[merchant] = metrics_of(run)
+            write_metrics(metrics[merchant], record.run_dir)
+            meta.write(record.run_dir)
+        self._kill.passed("metrics")
+        self.manifest.ended = "completed"
+        self.manifest.finished = _now()
+        self.manifest.windows = self.spec.scenario.clock.windows
+        self.manifest.state_hash = self.market.state_hash()
+        self.manifest.error = None
+        self.manifest.write(self.arena_dir)
+        self.metrics = metrics
+        return metrics
+
+
+def run_arena(
+    spec: ArenaSpec,
+    arena_dir: Path,
+    resume: bool = False,
+    on_window: ArenaProgress | None = None,
+    checkpoints: CheckpointPolicy | None = None,
+    transcript: bool = True,
+) -> dict[str, dict[str, Any]]:
+    """Run (or resume) a whole arena and return each merchant's metrics (blocking)."""
+    life = ArenaLifecycle.open(
+        spec, arena_dir, resume=resume, checkpoints=checkpoints, transcript=transcript
+    )
+    return life.play(on_window)
