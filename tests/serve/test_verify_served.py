@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from conftest import start_server
 from mcp import Client
 from mcp_play import Transcript, play, run_client
 from protocol_client import ProtocolClient, assistant, tool_call
@@ -21,7 +20,8 @@ from merchantbench.replay import verify_record
 
 def keyed_calls(client: ProtocolClient, run_id: str) -> None:
     """A listing through the JSON API with an Idempotency-Key header, retried, and the same
-    key reused for another call (refused)."""
+    key reused for another call (refused); then the product is delisted (the sealed market is
+    new each time: the script may list the same product)."""
     found = client.call("search_products", {"sort": "price_asc", "page_size": 2})
     item = {"product_id": found["rows"][0][0], "sale_price": round(found["rows"][0][3] * 2, 2)}
 
@@ -34,11 +34,12 @@ def keyed_calls(client: ProtocolClient, run_id: str) -> None:
 
     first = post("list_product", {"items": [item]})
     assert first["ok"] and post("list_product", {"items": [item]}) == first
-    assert post("delist_product", {"product_ids": [item["product_id"]]})["ok"] is False
+    delist = {"product_ids": [item["product_id"]]}
+    assert post("delist_product", delist)["ok"] is False  # the key of another call: refused
+    assert client.call("delist_product", delist)["ok"]  # free for the script's own listings
 
 
-def test_a_served_http_run_verifies(tmp_path) -> None:
-    live = start_server(tmp_path / "runs")
+def test_a_served_http_run_verifies(live) -> None:
     run = live.create_run(sealed=True, label="verify")
     client = ProtocolClient(live.base_url, run["run_id"], run["agent_id"], run["agent_token"])
     try:
@@ -52,7 +53,6 @@ def test_a_served_http_run_verifies(tmp_path) -> None:
             assert end.status_code == 200, end.text
     finally:
         client.close()
-        live.stop()
     run_dir = live.registry.runs_dir / run["run_id"]
     trace = [json.loads(line) for line in (run_dir / "trace.jsonl").read_text().splitlines()]
     assert sum(e.get("idempotency_key") == "k-1" for e in trace) == 3

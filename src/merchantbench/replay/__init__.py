@@ -18,8 +18,16 @@ Above the driver (`merchantbench.runs`) and below the front ends: it imports no 
 """
 
 from merchantbench.replay.divergence import Divergence
-from merchantbench.replay.snapshots import restore, snapshots
+from merchantbench.replay.snapshots import copy_session, restore, snapshots
 from merchantbench.replay.source import ReplayError
 from merchantbench.replay.verify import VerifyReport, verify_record
 
-__all__ = ["Divergence", "ReplayError", "VerifyReport", "restore", "snapshots", "verify_record"]
+__all__ = [
+    "Divergence",
+    "ReplayError",
+    "VerifyReport",
+    "copy_session",
+    "restore",
+    "snapshots",
+    "verify_record",
+]
