@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from merchantbench.metrics.diagnosis import DETECTORS
 from merchantbench.record.schema import METRICS_FILE
 from merchantbench.report.paper import TABLE1_COLUMNS, load_paper_table
 from merchantbench.sweeps.index import FRAMEWORK_COUNTS, read_index
@@ -150,6 +151,22 @@ def coherence(
     return out
 
 
+def diagnosis(metrics: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """Per configuration and failure-mode detector: runs flagged and the median onset day
+    (runs whose metrics predate the detectors are not counted)."""
+    out = []
+    for label, runs in metrics.items():
+        judged = [m["diagnosis"] for m in runs if "diagnosis" in m]
+        row: dict[str, Any] = {"label": label, "runs": len(judged)}
+        for name in DETECTORS:
+            flags = [d[name] for d in judged if d[name]["flagged"]]
+            days = [f["onset_day"] for f in flags if f["onset_day"] is not None]
+            row[f"{name}_flagged"] = len(flags)
+            row[f"{name}_median_onset_day"] = float(np.median(days)) if days else None
+        out.append(row)
+    return out
+
+
 COST_KEYS = ("llm_tokens", "llm_cost", "llm_calls", "wall_seconds")
 
 
@@ -195,5 +212,6 @@ def sweep_analysis(sweep_dir: Path) -> dict[str, Any]:
         "figure5": monthly_rates(metrics),
         "paired": paired(groups),
         "coherence": coherence(groups, metrics),
+        "diagnosis": diagnosis(metrics),
         "costs": costs(groups),
     }

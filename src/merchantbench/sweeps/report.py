@@ -18,6 +18,7 @@ from typing import Any
 
 import markdown_it
 
+from merchantbench.metrics.diagnosis import DETECTORS
 from merchantbench.record.files import atomic_write_bytes
 from merchantbench.report.markdown import markdown_table
 from merchantbench.report.paper import PAPER_LABEL, TABLE1_COLUMNS
@@ -116,6 +117,19 @@ def coherence_section(data: dict[str, Any]) -> str:
     ])  # fmt: skip
 
 
+def diagnosis_section(data: dict[str, Any]) -> str:
+    headers = ["configuration", "runs", *(d.replace("_", " ") for d in DETECTORS)]
+    rows = [[c["label"], c["runs"],
+             *(f"{c[f'{d}_flagged']}" + ("" if c[f"{d}_median_onset_day"] is None
+                                         else f" (day {c[f'{d}_median_onset_day']:.0f})")
+               for d in DETECTORS)]
+            for c in data.get("diagnosis", [])]  # fmt: skip
+    return (
+        "## Failure modes\n\nRuns each failure-mode detector flagged (docs/diagnosis.md), with "
+        "the median onset day of the flagged runs.\n\n" + markdown_table(headers, rows)
+    )
+
+
 def cost_section(data: dict[str, Any]) -> str:
     per_config = [[c["label"], c["runs"], _n(c["llm_tokens_total"], 0),
                    _n(c["llm_cost_total"], 4), _n(c["llm_calls_total"], 0),
@@ -149,7 +163,7 @@ def render_markdown(data: dict[str, Any], name: str, figures: dict[str, str]) ->
     return "\n\n".join([
         head, table1_section(data), figure5_section(data, figures["figure5"]),
         f"![final net assets]({figures['net_assets']})", paired_section(data),
-        coherence_section(data), cost_section(data),
+        coherence_section(data), diagnosis_section(data), cost_section(data),
     ]) + "\n"  # fmt: skip
 
 
