@@ -2,14 +2,14 @@
 every validation agent (agents/baselines/failing.py) and the healthy baselines, over seeds.
 
 Runs the grid as sweeps (`merchantbench sweep`, seed by seed; resumable: run it again to finish
-it or to add seeds), then diagnoses each run's record again (metrics/diagnosis.py) and prints the table as
-Markdown:
+it or to add seeds), then diagnoses each run's record again (metrics/diagnosis.py) and prints
+the table as Markdown:
 
     uv run python benchmarks/diagnosis_confusion.py --seeds 10 --jobs 2 --out sweeps/diagnosis
 
 Each cell counts the seeds a detector flagged; on an agent's own detector it also counts the
 flags whose onset falls within the stated tolerance of the agent's true onset day. `--markdown
-FILE` also writes the table there (docs/diagnosis-confusion.md is written so).
+FILE` also writes the table there (the one in docs/diagnosis.md was made so).
 """
 
 from __future__ import annotations
