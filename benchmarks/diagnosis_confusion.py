@@ -104,7 +104,8 @@ def onsets(found: dict[str, list[dict[str, Any]]]) -> list[list[Any]]:
     rows = []
     for agent, (detector, truth) in VALIDATION.items():
         days = [r[detector]["onset_day"] for r in found.get(agent, []) if r[detector]["flagged"]]
-        rows.append([agent, SHORT[detector], truth, ", ".join(map(str, days)) or "–"])
+        shown = ", ".join("none" if d is None else str(d) for d in days) or "–"
+        rows.append([agent, SHORT[detector], "not set" if truth is None else truth, shown])
     return rows
 
 

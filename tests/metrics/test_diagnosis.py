@@ -134,6 +134,14 @@ def test_flat_prices_need_a_band_that_never_rose_while_capital_grew(
     assert found["evidence"]["opening_band_top"] == 43.0
 
 
+def test_flat_prices_need_later_products_in_two_quarters(records):
+    opening = [records.listing(f"o{i}", "box", i * DAY, cost=40.0) for i in range(4)]
+    weeks = [records.listing(f"l{i}", "box", (92 + i // 2) * DAY, cost=40.0) for i in range(12)]
+    run_dir = records.write(listings=opening + weeks, windows=YEAR, scenario=records.horizon(365),
+                            timeseries=records.hourly(2, net_assets=9000.0))  # fmt: skip
+    assert not diagnosis_of(run_dir)["flat_procurement_prices"]["flagged"]
+
+
 def test_flat_prices_without_listings_are_not_judged(records):
     found = diagnosis_of(records.write(windows=YEAR, scenario=records.horizon(365)))
     assert not found["flat_procurement_prices"]["flagged"]

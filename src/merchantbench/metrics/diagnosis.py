@@ -43,6 +43,7 @@ FLAT_OPENING_DAYS = 14  # the opening procurement band: products first listed in
 FLAT_MIN_CAPITAL_GROWTH = 2.0  # peak net assets / initial: capital allowed a broader band
 FLAT_MIN_OPENING = 3  # new products needed in the opening band
 FLAT_MIN_LATER = 10  # and in the later quarters
+FLAT_MIN_LATER_QUARTERS = 2  # spread over at least two of them (a year, not a few weeks)
 FLAT_MAX_GROWTH = 1.25  # the later band's top at most this multiple of the opening top
 RESPONSE_WINDOWS = 14  # a chain completes within this many windows of the adverse outcome
 RESPONSE_MIN_LISTINGS = 10  # adverse-hit listings needed to judge
@@ -223,8 +224,10 @@ def flat_procurement_prices(record: RunRecord, info: RunInfo) -> dict[str, Any]:
         "band_growth": None if band_growth is None else round(band_growth, 3),
         "capital_growth": None if growth is None else round(growth, 3),
     }  # fmt: skip
+    later_quarters = len(np.unique(quarter[quarter >= 1]))
     judged = (growth is not None and growth >= FLAT_MIN_CAPITAL_GROWTH
-              and len(opening) >= FLAT_MIN_OPENING and len(later) >= FLAT_MIN_LATER)  # fmt: skip
+              and len(opening) >= FLAT_MIN_OPENING and len(later) >= FLAT_MIN_LATER
+              and later_quarters >= FLAT_MIN_LATER_QUARTERS)  # fmt: skip
     flagged = judged and band_growth is not None and band_growth <= FLAT_MAX_GROWTH
     return _result(flagged, None, evidence)
 
