@@ -1,7 +1,7 @@
 """The validation agents (agents/baselines/failing.py) against the failure-mode detectors
 (metrics/diagnosis.py): each agent's own detector flags it, with its onset near the set day, and
 the healthy baselines are flagged by none. Four months of `small` (the monthly detectors need
-four), onsets moved early to fit."""
+four; the flat-band one, six), onsets moved early to fit."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from merchantbench.runs.spec import RunSpec
 from merchantbench.scenario import load_scenario
 
 FOUR_MONTHS = load_scenario("small", overrides=["clock.days=122"])  # June to September
+# The flat-band detector needs new products in two quarters after the first (into December).
+SIX_MONTHS = load_scenario("small", overrides=["clock.days=200"])
 SEED = 1
 
 # agent: (settings, its detector, the onset day to find (None: none given), tolerance in days)
@@ -31,7 +33,8 @@ CASES: dict[str, tuple[dict[str, Any], str, int | None, int]] = {
 
 
 def diagnosis(agent: str, settings: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
-    spec = RunSpec(agent, FOUR_MONTHS, SEED, settings)
+    scenario = SIX_MONTHS if agent == "fail-flat-prices" else FOUR_MONTHS
+    spec = RunSpec(agent, scenario, SEED, settings)
     return run_agent(spec, tmp_path / agent, transcript=False)["diagnosis"]
 
 
