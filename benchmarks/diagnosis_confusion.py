@@ -25,6 +25,7 @@ from typing import Any
 from merchantbench.metrics.diagnosis import DETECTORS
 from merchantbench.metrics.record import load_run_record
 from merchantbench.metrics.run_metrics import metrics_of
+from merchantbench.record.code_version import source_sha256
 from merchantbench.sweeps.index import read_index
 
 HEALTHY = ("expert", "rule-based")
@@ -75,14 +76,24 @@ def run_grid(out: Path, seeds: int, scenario: str, jobs: int) -> None:
             sys.exit(f"the sweep {out} did not finish (run again to resume it)")
 
 
+def diagnosis_of(out: Path, run_dir: str) -> dict[str, Any]:
+    """A run's `diagnosis` computed again from its record by this code (so a changed detector
+    needs no new runs), cached in OUT/diagnosis-cache/ under the package's source hash."""
+    cache = out / "diagnosis-cache" / source_sha256()[:16] / (run_dir.replace("/", "_") + ".json")
+    if cache.is_file():
+        return dict(json.loads(cache.read_text()))
+    found = metrics_of(load_run_record(out / run_dir))["diagnosis"]
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps(found))
+    return dict(found)
+
+
 def diagnoses(out: Path) -> dict[str, list[dict[str, Any]]]:
-    """Each configuration's finished runs' `diagnosis`, by seed order, computed again from each
-    record (so a changed detector needs no new runs)."""
+    """Each configuration's finished runs' `diagnosis`, by seed order."""
     found: dict[str, list[dict[str, Any]]] = {}
     for row in sorted(read_index(out), key=lambda r: (r["label"], r["seed"])):
         if row["status"] == "done":
-            metrics = metrics_of(load_run_record(out / row["run_dir"]))
-            found.setdefault(row["label"], []).append(metrics["diagnosis"])
+            found.setdefault(row["label"], []).append(diagnosis_of(out, row["run_dir"]))
     return found
 
 
@@ -109,7 +120,30 @@ def onsets(found: dict[str, list[dict[str, Any]]]) -> list[list[Any]]:
     return rows
 
 
-def markdown(found: dict[str, list[dict[str, Any]]], seeds: int, scenario: str) -> str:
+# The healthy baselines' figure closest to each threshold: (detector, evidence key, max or min,
+# the threshold as docs/diagnosis.md states it).
+MARGINS = (
+    ("activity_decay", "fitted_drop", max, "flagged at ≥ 0.20"),
+    ("early_sourcing_stop", "gap_days", max, "flagged at ≥ 45"),
+    ("flat_procurement_prices", "band_growth", min, "flagged at ≤ 1.25 (if capital ≥ 2×)"),
+    ("flat_procurement_prices", "capital_growth", min, "judged at ≥ 2"),
+    ("risk_response", "chain_rate", min, "flagged below 0.05 (≥ 10 listings)"),
+    ("rating_adaptation", "p_value", min, "flagged below 0.001 (and < ½ the usual rate)"),
+)
+
+
+def margins(found: dict[str, list[dict[str, Any]]]) -> list[list[Any]]:
+    rows = []
+    for agent in HEALTHY:
+        for detector, key, pick, threshold in MARGINS:
+            values = [r[detector]["evidence"].get(key) for r in found.get(agent, [])]
+            kept = [v for v in values if v is not None]
+            shown = f"{pick(kept):.4g}" if kept else "–"
+            rows.append([agent, SHORT[detector], key.replace("_", " "), shown, threshold])
+    return rows
+
+
+def markdown(found: dict[str, list[dict[str, Any]]], seeds: list[int], scenario: str) -> str:
     from merchantbench.report.markdown import markdown_table
 
     agents = [a for a in (*VALIDATION, *HEALTHY) if a in found]
@@ -127,11 +161,14 @@ def markdown(found: dict[str, list[dict[str, Any]]], seeds: int, scenario: str) 
     days = markdown_table(["agent", "detector", "true onset day", "onset days found"],
                           onsets(found))  # fmt: skip
     return "\n\n".join([
-        f"Scenario `{scenario}`, seeds 1–{seeds}; cells: runs flagged / runs. On each validation "
+        f"Scenario `{scenario}`, seeds {', '.join(map(str, seeds))}; cells: runs flagged / runs. "
+        "On each validation "
         "agent's own detector (bold), the runs whose onset day is within the tolerance of the "
         "true day.",
         table, "False positives on the healthy baselines (expert and rule-based):", fp,
         "Onset days found on each validation agent's own detector:", days,
+        "The healthy baselines' figures closest to each threshold (over their runs):",
+        markdown_table(["agent", "detector", "figure", "closest", "threshold"], margins(found)),
     ]) + "\n"  # fmt: skip
 
 
@@ -146,7 +183,8 @@ def main() -> None:
     args = parser.parse_args()
     if not args.no_run:
         run_grid(args.out, args.seeds, args.scenario, args.jobs)
-    text = markdown(diagnoses(args.out), args.seeds, args.scenario)
+    seeds = sorted({int(r["seed"]) for r in read_index(args.out) if r["status"] == "done"})
+    text = markdown(diagnoses(args.out), seeds, args.scenario)
     print(text)
     if args.markdown:
         args.markdown.write_text(text)
