@@ -32,6 +32,13 @@ def test_every_entry_loads_a_base_agent_with_a_frozen_settings_model():
             "react",
             "hermes",
             "hermes-agent",
+            "fail-decay",
+            "fail-abandon",
+            "fail-narrow",
+            "fail-stop-sourcing",
+            "fail-flat-prices",
+            "fail-no-risk-response",
+            "fail-no-rating-repricing",
         ]  # fmt: skip
     )
     for name, entry in AGENTS.items():

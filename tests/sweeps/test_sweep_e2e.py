@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from merchantbench.metrics.diagnosis import DETECTORS
 from merchantbench.sweeps.driver import run_sweep
 from merchantbench.sweeps.execute import LocalExecutor
 from merchantbench.sweeps.index import read_index
@@ -110,5 +111,11 @@ def test_report_numbers_come_from_the_run_records(uninterrupted: Path):
     assert cost["llm_calls_total"] == len(calls)
     assert cost["llm_cost_total"] == pytest.approx(sum(c["cost"] for c in calls), rel=1e-4)
     assert cost["llm_tokens_total"] == sum(c["input_tokens"] + c["output_tokens"] for c in calls)
+    diagnosis = next(d for d in data["diagnosis"] if d["label"] == "expert")
+    runs = [json.loads((uninterrupted / "runs" / "expert" / f"s{s}" / "metrics.json").read_text())
+            for s in (1, 2)]  # fmt: skip
+    for name in DETECTORS:
+        assert diagnosis[f"{name}_flagged"] == sum(m["diagnosis"][name]["flagged"] for m in runs)
+    assert "## Failure modes" in (uninterrupted / "report" / "report.md").read_text()
     html = (uninterrupted / "report" / "report.html").read_text()
     assert html.count("data:image/png;base64,") == 2 and 'src="figure5.png"' not in html

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import LiveServer
 
+from merchantbench.metrics.diagnosis import DETECTORS
 from merchantbench.metrics.table1 import TABLE1_KEYS
 from merchantbench.runs.lifecycle import RunLifecycle
 from merchantbench.runs.runner import RunSpec, run_agent
@@ -88,6 +89,10 @@ def check_run_page(page, sweep: Path) -> None:
             key, metrics[key]
         )
     assert page.locator("#chart-net polyline").count() == 1
+    for name in DETECTORS:  # the failure-mode detectors, as metrics.json has them
+        row = page.locator(f"#diagnosis tr[data-detector='{name.replace('_', ' ')}']")
+        flagged = metrics["diagnosis"][name]["flagged"]
+        assert row.locator("td").nth(1).inner_text() == ("yes" if flagged else "no")
     trace = [json.loads(line) for line in (run_dir / "trace.jsonl").read_text().splitlines()]
     for window in (1, 2):
         expected = [e for e in trace if e["window"] == window - 1]

@@ -57,6 +57,23 @@ AGENTS: dict[str, AgentEntry] = {
         "merchantbench.agents.baselines.expert:ExpertAgent",
         "a strong hand-written operator using only the tools",
     ),
+    # Validation agents: the expert with one failure from a known day (docs/diagnosis.md).
+    **{
+        name: AgentEntry(f"merchantbench.agents.baselines.failing:{cls}", f"VALIDATION: {what}")
+        for name, cls, what in (
+            ("fail-decay", "DecayAgent", "expert whose activity decays from day 92"),
+            ("fail-abandon", "AbandonAgent", "expert that abandons the store at day 100"),
+            ("fail-narrow", "NarrowAgent", "expert that sources only weekly from day 61"),
+            ("fail-stop-sourcing", "StopSourcingAgent", "expert listing nothing new from day 285"),
+            ("fail-flat-prices", "FlatPricesAgent", "expert that never buys above 50 RMB"),
+            ("fail-no-risk-response", "NoRiskResponseAgent", "expert ignoring adverse outcomes"),
+            (
+                "fail-no-rating-repricing",
+                "NoRatingRepricingAgent",
+                "expert holding its prices after rating drops",
+            ),
+        )
+    },
     "oracle": AgentEntry(
         "merchantbench.agents.oracle:OracleAgent",
         "PRIVILEGED: reads the hidden market (the practical ceiling)",

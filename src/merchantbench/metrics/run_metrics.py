@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from merchantbench.metrics.coherence import coherence_metrics
+from merchantbench.metrics.diagnosis import diagnose
 from merchantbench.metrics.record import RunRecord, load_run_record
 from merchantbench.metrics.run_info import run_info
 from merchantbench.metrics.table1 import call_metrics, order_metrics, store_metrics
@@ -32,12 +33,14 @@ def json_ready(value: Any) -> Any:
 
 
 def metrics_of(record: RunRecord) -> dict[str, Any]:
-    """Table-1 metrics, window figures and coherence analyses of a read run record.
+    """Table-1 metrics, window figures, coherence analyses and failure-mode detectors of a read
+    run record.
 
     See docs/metrics.md for every key's definition.
     """
     info = run_info(record)
     activity = window_activity(record.trace, info.scheduled_windows, info.calendar)
+    coherence = coherence_metrics(record, info, activity)
     metrics: dict[str, Any] = {
         "scenario": record.run.scenario.name,
         "agent": info.agent,
@@ -46,7 +49,8 @@ def metrics_of(record: RunRecord) -> dict[str, Any]:
         **store_metrics(record, info),
         **order_metrics(record.orders),
         **call_metrics(record.trace, activity, info),
-        "coherence": coherence_metrics(record, info, activity),
+        "coherence": coherence,
+        "diagnosis": diagnose(record, info, activity, coherence),
     }
     metrics["net_asset_change"] = round(metrics["final_net_assets"] - info.initial_net_assets, 2)
     return json_ready(metrics)

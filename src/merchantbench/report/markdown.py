@@ -198,6 +198,32 @@ def coherence_section(metrics: Mapping[str, Any]) -> str:
     ])  # fmt: skip
 
 
+def _evidence(evidence: Mapping[str, Any]) -> str:
+    """The scalar figures of a detector's evidence, `key value; …` (series left to metrics.json)."""
+
+    def shown(value: Any) -> str:
+        return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+    return "; ".join(f"{k.replace('_', ' ')} {shown(v)}" for k, v in evidence.items()
+                     if v is None or isinstance(v, str | int | float))  # fmt: skip
+
+
+def diagnosis_section(metrics: Mapping[str, Any]) -> str:
+    """The failure-mode detectors (docs/diagnosis.md): flagged or not, onset day, evidence."""
+    diagnosis = metrics.get("diagnosis")
+    if not diagnosis:
+        return "## Failure modes\n\nNot computed for these metrics (written by an older version)."
+    rows = [[name.replace("_", " "), "**yes**" if d["flagged"] else "no", d["onset_day"],
+             _evidence(d["evidence"])]
+            for name, d in diagnosis.items() if name != "flagged"]  # fmt: skip
+    flagged = ", ".join(n.replace("_", " ") for n in diagnosis["flagged"]) or "none"
+    return "\n\n".join([
+        "## Failure modes",
+        f"Detectors of the paper's failure modes (docs/diagnosis.md); flagged: {flagged}.",
+        markdown_table(["detector", "flagged", "onset day", "evidence"], rows),
+    ])  # fmt: skip
+
+
 def render_report(record: RunRecord, metrics: Mapping[str, Any], figures: Sequence[Path]) -> str:
     """The whole report as Markdown; `figures` are linked relative to the report."""
     seed = metrics["seed"] if metrics["seed"] is not None else "sealed"
@@ -212,6 +238,7 @@ def render_report(record: RunRecord, metrics: Mapping[str, Any], figures: Sequen
         money_section(metrics),
         windows_section(metrics),
         coherence_section(metrics),
+        diagnosis_section(metrics),
         *([] if takeovers is None else [counterfactual_section(takeovers)]),
         "## Figures",
         *images,

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from merchantbench.metrics.diagnosis import DETECTORS
 from merchantbench.record.comparable import (
     MIN_SEEDS_FOR_INTERVALS,
     Pool,
@@ -171,6 +172,22 @@ def coherence(
     return out
 
 
+def diagnosis(metrics: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """Per configuration and failure-mode detector: runs flagged and the median onset day
+    (runs whose metrics predate the detectors are not counted)."""
+    out = []
+    for label, runs in metrics.items():
+        judged = [m["diagnosis"] for m in runs if "diagnosis" in m]
+        row: dict[str, Any] = {"label": label, "runs": len(judged)}
+        for name in DETECTORS:
+            flags = [d[name] for d in judged if d[name]["flagged"]]
+            days = [f["onset_day"] for f in flags if f["onset_day"] is not None]
+            row[f"{name}_flagged"] = len(flags)
+            row[f"{name}_median_onset_day"] = float(np.median(days)) if days else None
+        out.append(row)
+    return out
+
+
 COST_KEYS = ("llm_tokens", "llm_cost", "llm_calls", "wall_seconds")
 
 
@@ -243,6 +260,7 @@ def group_analysis(sweep_dir: Path, setting: Setting, pools: Sequence[Pool],
         "figure5": monthly_rates(metrics),
         "paired": paired(groups),
         "coherence": coherence(groups, metrics),
+        "diagnosis": diagnosis(metrics),
         "costs": costs(groups),
     }
 

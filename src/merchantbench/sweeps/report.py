@@ -20,6 +20,7 @@ from typing import Any
 
 import markdown_it
 
+from merchantbench.metrics.diagnosis import DETECTORS
 from merchantbench.record.comparable import (
     MIN_SEEDS_FOR_INTERVALS,
     integer_text,
@@ -187,6 +188,19 @@ def coherence_section(data: dict[str, Any]) -> str:
     ])  # fmt: skip
 
 
+def diagnosis_section(data: dict[str, Any]) -> str:
+    headers = ["configuration", "runs", *(d.replace("_", " ") for d in DETECTORS)]
+    rows = [[c["label"], c["runs"],
+             *(f"{c[f'{d}_flagged']}" + ("" if c[f"{d}_median_onset_day"] is None
+                                         else f" (day {c[f'{d}_median_onset_day']:.0f})")
+               for d in DETECTORS)]
+            for c in data.get("diagnosis", [])]  # fmt: skip
+    return (
+        "## Failure modes\n\nRuns each failure-mode detector flagged (docs/diagnosis.md), with "
+        "the median onset day of the flagged runs.\n\n" + markdown_table(headers, rows)
+    )
+
+
 def cost_section(data: dict[str, Any]) -> str:
     configs = data["costs"]["per_configuration"]
     if not any(c["model_runs"] for c in configs):
@@ -226,7 +240,8 @@ def group_section(
         f"## {data['setting']}", provenance_section(data), table1_section(data, paper),
         figure5_section(data, figures["figure5"]),
         f"### Final net assets\n\n![final net assets]({figures['net_assets']})",
-        paired_section(data), coherence_section(data), cost_section(data),
+        paired_section(data), coherence_section(data), diagnosis_section(data),
+        cost_section(data),
     ])  # fmt: skip
 
 

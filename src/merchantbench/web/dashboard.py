@@ -21,7 +21,7 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse
 
 from merchantbench.metrics.table1 import TABLE1_KEYS
-from merchantbench.record.schema import RUN_FILE
+from merchantbench.record.schema import METRICS_FILE, RUN_FILE
 from merchantbench.web.pages import templates
 from merchantbench.web.records import (
     inside,
@@ -92,6 +92,7 @@ def run_page(request: Request, path: str = Query(max_length=1000)) -> HTMLRespon
         "series": window_series(run_dir, row.windows_done or row.windows_total, hours),
         "settings": (meta.get("agent") or {}).get("settings", {}),
         "windows": max(windows_recorded(run_dir), 1),
+        "diagnosis": _diagnosis(run_dir),
     }
     return templates.TemplateResponse(request, "run.html", context)
 
@@ -108,6 +109,19 @@ def progress(request: Request) -> list[dict[str, Any]]:
     return [
         {k: v for k, v in asdict(r).items() if k != "metrics"} for r in list_runs(_root(request))
     ]
+
+
+def _diagnosis(run_dir: Path) -> list[dict[str, Any]]:
+    """The failure-mode detectors of a finished run's `metrics.json` (docs/diagnosis.md), as
+    rows of name, flagged and onset day; none for a running run or older metrics."""
+    found = read_json_or_empty(run_dir / METRICS_FILE).get("diagnosis")
+    if not isinstance(found, dict):
+        return []
+    return [
+        {"name": name.replace("_", " "), "flagged": bool(d.get("flagged")),
+         "onset_day": d.get("onset_day")}
+        for name, d in found.items() if isinstance(d, dict)
+    ]  # fmt: skip
 
 
 def _meta(run_dir: Path) -> dict[str, Any]:

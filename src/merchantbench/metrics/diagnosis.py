@@ -1,0 +1,320 @@
+"""Failure-mode detectors (docs/diagnosis.md): does a run show one of the paper's failures?
+
+Returned by `diagnose` under the `diagnosis` key of the metrics. Each detector answers
+`{"flagged": bool, "onset_day": int | None, "evidence": {...}}`: whether the failure is there,
+the 0-based day it started where a day is meaningful, and the figures the judgement rests on.
+The thresholds are the constants below; docs/diagnosis.md states each with its paper reference
+and the confusion table that validates them on agents built to fail (agents/baselines/failing.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from merchantbench.metrics.calendar import HOURS_PER_DAY, RunCalendar
+from merchantbench.metrics.chains import response_chains
+from merchantbench.metrics.coherence import REPRICE_WINDOW_DAYS, rating_drop_days
+from merchantbench.metrics.reaction import agent_actions
+from merchantbench.metrics.record import RunRecord
+from merchantbench.metrics.run_info import RunInfo
+from merchantbench.metrics.windows import WindowActivity
+from merchantbench.money import rmb
+
+DETECTORS = (
+    "activity_decay", "premature_abandonment", "control_loop_narrowing", "early_sourcing_stop",
+    "flat_procurement_prices", "risk_response", "rating_adaptation",
+)  # fmt: skip
+
+ABANDON_IDLE_DAYS = 14  # a run of idle windows this long while the store is open
+DECAY_MIN_MONTHS = 4  # months with at least DECAY_MIN_WINDOWS windows before abandonment
+DECAY_MIN_WINDOWS = 20
+DECAY_DROP = 0.20  # the fitted fall of the monthly effective-window rate, plateau to last month
+NARROW_MIN_CALLS = 20  # months with fewer calls are not judged
+NARROW_REFERENCE_MONTHS = 2  # the first judged months set the reference sourcing share
+NARROW_MIN_REFERENCE = 0.02  # an agent that hardly ever sources is not judged
+NARROW_RATIO = 0.5  # a month is narrowed below this share of the reference
+NARROW_MONTHS = 2  # consecutive judged months narrowed
+STOP_GAP_DAYS = 45  # days without a new product while the agent still acts
+FLAT_OPENING_DAYS = 14  # the opening procurement band: products first listed in these days
+FLAT_MIN_CAPITAL_GROWTH = 2.0  # peak net assets / initial: capital allowed a broader band
+FLAT_MIN_OPENING = 3  # new products needed in the opening band
+FLAT_MIN_LATER = 10  # and in the later quarters
+FLAT_MIN_LATER_QUARTERS = 2  # spread over at least two of them (a year, not a few weeks)
+FLAT_MAX_GROWTH = 1.25  # the later band's top at most this multiple of the opening top
+RESPONSE_WINDOWS = 14  # a chain completes within this many windows of the adverse outcome
+RESPONSE_MIN_LISTINGS = 10  # adverse-hit listings needed to judge
+RESPONSE_MIN_RATE = 0.05  # flagged below this share of listings answered by a chain
+RESPONSE_MIN_SUFFIX = 5  # listings needed after a candidate onset day
+RATING_MIN_EXPECTED = 5.0  # adjust_price calls expected after drops at the usual rate
+RATING_P_VALUE = 0.001  # Poisson lower tail: so few calls after drops by chance
+RATING_MAX_RATIO = 0.5  # and fewer than half the usual rate
+MONTHS_PER_QUARTER = 3
+
+
+def _result(flagged: bool, onset: int | None, evidence: dict[str, Any]) -> dict[str, Any]:
+    return {"flagged": bool(flagged), "onset_day": onset if flagged else None, "evidence": evidence}
+
+
+def _open_windows(activity: WindowActivity, info: RunInfo) -> int:
+    """Windows the run had open (a run closed or stopped early had fewer than scheduled)."""
+    return min(info.windows, activity.total)
+
+
+def premature_abandonment(activity: WindowActivity, info: RunInfo) -> dict[str, Any]:
+    """The first run of at least ABANDON_IDLE_DAYS of idle windows among the open windows."""
+    opened = _open_windows(activity, info)
+    effective = activity.effective[:opened]
+    need = ABANDON_IDLE_DAYS * HOURS_PER_DAY // info.calendar.hours_per_window
+    start, run, found = 0, 0, None
+    for window, acted in enumerate(effective):
+        if acted:
+            run = 0
+            continue
+        start = window if run == 0 else start
+        run += 1
+        if run == need and found is None:
+            found = start
+    evidence: dict[str, Any] = {"open_windows": opened, "idle_windows_needed": need}
+    if found is None:
+        return _result(False, None, evidence)
+    after = effective[found:]
+    length = int(np.argmax(after)) if after.any() else len(after)
+    evidence |= {
+        "idle_run_windows": length,
+        "idle_windows_after_onset": int((~after).sum()),
+        "windows_after_onset": len(after),
+    }
+    return _result(True, int(activity.day[found]), evidence)
+
+
+def _monthly_rates(
+    activity: WindowActivity, opened: int, until_day: int | None, calendar: RunCalendar
+) -> tuple[np.ndarray, np.ndarray]:
+    """Month indexes with enough open windows before `until_day`, and their effective rates."""
+    day = activity.day[:opened]
+    keep = day < until_day if until_day is not None else np.ones(len(day), bool)
+    month = calendar.month_of_day(day[keep])
+    counted = np.bincount(month, minlength=1)
+    acted = np.bincount(month, weights=activity.effective[:opened][keep], minlength=1)
+    months = np.flatnonzero(counted >= DECAY_MIN_WINDOWS)
+    return months, acted[months] / counted[months]
+
+
+def _hinge_fit(x: np.ndarray, y: np.ndarray) -> tuple[int, float, float]:
+    """Best plateau-then-linear-decline fit: (index of the first declining month, plateau,
+    decline per month); ties go to the earliest break."""
+    best = (0, float(y.mean()), 0.0, math.inf)
+    for b in range(1, len(x) - 1):
+        f = np.maximum(0.0, x - x[b] + 0.5)
+        design = np.column_stack([np.ones(len(x)), -f])
+        (level, slope), *_ = np.linalg.lstsq(design, y, rcond=None)
+        sse = float(((design @ (level, slope) - y) ** 2).sum())
+        if slope > 0 and sse < best[3] - 1e-12:
+            best = (b, float(level), float(slope), sse)
+    return best[0], best[1], best[2]
+
+
+def activity_decay(
+    activity: WindowActivity, info: RunInfo, abandoned_day: int | None
+) -> dict[str, Any]:
+    """A plateau then a falling monthly effective-window rate, before any abandonment."""
+    months, rates = _monthly_rates(
+        activity, _open_windows(activity, info), abandoned_day, info.calendar
+    )
+    labels = info.calendar.month_labels(int(months.max()) + 1 if len(months) else 0)
+    evidence: dict[str, Any] = {
+        "monthly_rate": {labels[m]: round(float(r), 3) for m, r in zip(months, rates, strict=True)}
+    }
+    if len(months) < DECAY_MIN_MONTHS:
+        return _result(False, None, evidence)
+    b, level, slope = _hinge_fit(months.astype(np.float64), rates)
+    drop = slope * (months[-1] - months[b] + 0.5)
+    evidence |= {"plateau": round(level, 3), "decline_per_month": round(slope, 3),
+                 "fitted_drop": round(drop, 3)}  # fmt: skip
+    flagged = drop >= DECAY_DROP and rates[-1] <= level - DECAY_DROP / 2
+    onset = info.calendar.month_start_days(int(months[b]) + 1)[-1]
+    return _result(flagged, onset, evidence)
+
+
+def control_loop_narrowing(coherence: dict[str, Any], info: RunInfo) -> dict[str, Any]:
+    """The monthly sourcing share falls below NARROW_RATIO of its opening level and stays."""
+    mix = [m for m in coherence["call_mix_by_month"] if m["calls"] >= NARROW_MIN_CALLS]
+    evidence: dict[str, Any] = {
+        "sourcing_share": {m["month"]: round(m["sourcing_share"], 3) for m in mix},
+        "supplier_handling_share": {m["month"]: round(m["supplier_handling_share"], 3)
+                                    for m in mix},
+    }  # fmt: skip
+    if len(mix) < NARROW_REFERENCE_MONTHS + NARROW_MONTHS:
+        return _result(False, None, evidence)
+    reference = float(np.mean([m["sourcing_share"] for m in mix[:NARROW_REFERENCE_MONTHS]]))
+    evidence["reference_share"] = round(reference, 3)
+    if reference < NARROW_MIN_REFERENCE:
+        return _result(False, None, evidence)
+    low = [m["sourcing_share"] < NARROW_RATIO * reference for m in mix]
+    for i in range(NARROW_REFERENCE_MONTHS, len(mix) - NARROW_MONTHS + 1):
+        if all(low[i : i + NARROW_MONTHS]):
+            month = info.calendar.month_labels(info.months).index(mix[i]["month"])
+            return _result(True, info.calendar.month_start_days(month + 1)[-1], evidence)
+    return _result(False, None, evidence)
+
+
+def _first_listings(record: RunRecord) -> tuple[np.ndarray, np.ndarray]:
+    """Day and procurement price (RMB) of each product's first listing, in listing order."""
+    listings = record.listings
+    order = np.lexsort((listings["listed_t"], listings["product_id"]))
+    ids = listings["product_id"][order]
+    first = order[np.concatenate(([True], ids[1:] != ids[:-1]))] if len(ids) else order
+    first = first[np.argsort(listings["listed_t"][first], kind="stable")]
+    days = record.listings["listed_t"][first] // HOURS_PER_DAY
+    return days, rmb(listings["cost_at_listing"][first])
+
+
+def early_sourcing_stop(
+    record: RunRecord, activity: WindowActivity, info: RunInfo
+) -> dict[str, Any]:
+    """No new product for STOP_GAP_DAYS or more before the last day the agent acted."""
+    effective = np.flatnonzero(activity.effective[: _open_windows(activity, info)])
+    days, _ = _first_listings(record)
+    last_new = int(days[-1]) if len(days) else None
+    evidence: dict[str, Any] = {
+        "new_products": len(days),
+        "last_new_product_day": last_new,
+        "days_before_horizon": None if last_new is None else info.last_day - last_new,
+    }
+    if not len(effective):
+        return _result(False, None, evidence)
+    acting_end = int(activity.day[effective[-1]])
+    onset = 0 if last_new is None else last_new + 1
+    evidence |= {"last_acting_day": acting_end, "gap_days": acting_end - onset + 1}
+    return _result(acting_end - onset + 1 >= STOP_GAP_DAYS, onset, evidence)
+
+
+def _slope(values: Sequence[float | None]) -> float | None:
+    points = [(i, v) for i, v in enumerate(values) if v is not None]
+    if len(points) < 2:
+        return None
+    x, y = np.asarray(points, dtype=np.float64).T
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def flat_procurement_prices(record: RunRecord, info: RunInfo) -> dict[str, Any]:
+    """The procurement band's top never rises above the opening band while capital multiplied."""
+    days, cost = _first_listings(record)
+    quarter = info.calendar.month_of_day(days) // MONTHS_PER_QUARTER
+    quarters = -(-info.months // MONTHS_PER_QUARTER)
+    tops = [float(cost[quarter == q].max()) if (quarter == q).any() else None
+            for q in range(quarters)]  # fmt: skip
+    means = [float(cost[quarter == q].mean()) if (quarter == q).any() else None
+             for q in range(quarters)]  # fmt: skip
+    net = record.timeseries["net_assets"]
+    growth = rmb(int(net.max())) / info.initial_net_assets if len(net) else None
+    opening, later = cost[days < FLAT_OPENING_DAYS], cost[quarter >= 1]
+    band_growth = float(later.max() / opening.max()) if len(opening) and len(later) else None
+    mean_slope, top_slope = _slope(means), _slope(tops)
+    evidence = {
+        "band_top_by_quarter": [None if t is None else round(t, 2) for t in tops],
+        "mean_by_quarter": [None if m is None else round(m, 2) for m in means],
+        "mean_slope_per_quarter": None if mean_slope is None else round(mean_slope, 2),
+        "band_top_slope_per_quarter": None if top_slope is None else round(top_slope, 2),
+        "opening_band_top": round(float(opening.max()), 2) if len(opening) else None,
+        "band_growth": None if band_growth is None else round(band_growth, 3),
+        "capital_growth": None if growth is None else round(growth, 3),
+    }  # fmt: skip
+    later_quarters = len(np.unique(quarter[quarter >= 1]))
+    judged = (growth is not None and growth >= FLAT_MIN_CAPITAL_GROWTH
+              and len(opening) >= FLAT_MIN_OPENING and len(later) >= FLAT_MIN_LATER
+              and later_quarters >= FLAT_MIN_LATER_QUARTERS)  # fmt: skip
+    flagged = judged and band_growth is not None and band_growth <= FLAT_MAX_GROWTH
+    return _result(flagged, None, evidence)
+
+
+def risk_response(record: RunRecord, coherence: dict[str, Any], info: RunInfo) -> dict[str, Any]:
+    """Share of adverse-hit listings answered by a delist → search → replace chain in time."""
+    rows = coherence["adverse_reaction_listings"]
+    within = RESPONSE_WINDOWS * info.calendar.hours_per_window
+    hours = response_chains(rows, record.trace, record.listings, within)
+    done = [h for h in hours if h is not None]
+    rate = len(done) / len(rows) if rows else None
+    evidence = {
+        "adverse_listings": len(rows),
+        "chains": len(done),
+        "chain_rate": None if rate is None else round(rate, 3),
+        "median_hours_to_chain": float(np.median(done)) if done else None,
+        "within_windows": RESPONSE_WINDOWS,
+    }
+    if rate is None or len(rows) < RESPONSE_MIN_LISTINGS or rate >= RESPONSE_MIN_RATE:
+        return _result(False, None, evidence)
+    order = sorted(range(len(rows)), key=lambda i: rows[i]["adverse_t"])
+    onset = None
+    for k, i in enumerate(order):
+        rest = [hours[j] is not None for j in order[k:]]
+        if len(rest) >= RESPONSE_MIN_SUFFIX and np.mean(rest) < RESPONSE_MIN_RATE:
+            onset = int(rows[i]["adverse_t"]) // HOURS_PER_DAY
+            break
+    return _result(True, onset, evidence)
+
+
+def _poisson_cdf(observed: int, expected: float) -> float:
+    """P(X ≤ observed) for X ~ Poisson(expected)."""
+    if expected <= 0:
+        return 1.0
+    log_rate = math.log(expected)
+    log_terms = [-expected + k * log_rate - math.lgamma(k + 1) for k in range(observed + 1)]
+    peak = max(log_terms)
+    return min(1.0, math.exp(peak) * sum(math.exp(t - peak) for t in log_terms))
+
+
+def rating_adaptation(
+    record: RunRecord, coherence: dict[str, Any], info: RunInfo
+) -> dict[str, Any]:
+    """Far fewer `adjust_price` calls in the days after rating drops than the agent's usual."""
+    drops = coherence["rating_drop_repricing"]
+    baseline = drops["baseline_calls_per_day"] or 0.0
+    expected = baseline * drops["days_after_drop"]
+    observed = drops["adjust_price_calls_after_drop"]
+    p = _poisson_cdf(observed, expected)
+    evidence = {
+        "drop_days": drops["drop_days"],
+        "calls_after_drops": observed,
+        "expected_at_usual_rate": round(expected, 2),
+        "p_value": p,
+    }
+    ratio = observed / expected if expected else None
+    flagged = (expected >= RATING_MIN_EXPECTED and p < RATING_P_VALUE
+               and ratio is not None and ratio < RATING_MAX_RATIO)  # fmt: skip
+    return _result(flagged, _first_unanswered_drop(record, info) if flagged else None, evidence)
+
+
+def _first_unanswered_drop(record: RunRecord, info: RunInfo) -> int | None:
+    """The first rating-drop day with no `adjust_price` call on it or the two days after."""
+    within = record.daily["day"] <= info.last_day
+    days, rating = record.daily["day"][within], record.daily["rating"][within]
+    order = np.argsort(days, kind="stable")
+    days, rating = days[order], rating[order]
+    calls = np.asarray([a.t for a in agent_actions(record.trace, ("adjust_price",))], np.int64)
+    called = set(info.calendar.day_of_hour(calls).tolist())
+    for day in days[rating_drop_days(rating)]:
+        if not called & set(range(int(day), int(day) + REPRICE_WINDOW_DAYS)):
+            return int(day)
+    return None
+
+
+def diagnose(
+    record: RunRecord, info: RunInfo, activity: WindowActivity, coherence: dict[str, Any]
+) -> dict[str, Any]:
+    """Every detector's answer, and the names of those that flagged the run."""
+    abandonment = premature_abandonment(activity, info)
+    results = {
+        "activity_decay": activity_decay(activity, info, abandonment["onset_day"]),
+        "premature_abandonment": abandonment,
+        "control_loop_narrowing": control_loop_narrowing(coherence, info),
+        "early_sourcing_stop": early_sourcing_stop(record, activity, info),
+        "flat_procurement_prices": flat_procurement_prices(record, info),
+        "risk_response": risk_response(record, coherence, info),
+        "rating_adaptation": rating_adaptation(record, coherence, info),
+    }
+    return {"flagged": [name for name in DETECTORS if results[name]["flagged"]], **results}
