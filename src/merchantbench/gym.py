@@ -39,8 +39,12 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from merchantbench.agents.base import AgentSettings
 from merchantbench.money import fen
 from merchantbench.record.sealed import SealedEpisodes, SealedSeed
+from merchantbench.runs.driver import Driver
+from merchantbench.runs.lifecycle import RunLifecycle
+from merchantbench.runs.spec import RunSpec
 from merchantbench.scenario import Scenario, load_scenario
 from merchantbench.session import Session
 from merchantbench.tools.status import ACCOUNTS, StoreStatus
@@ -111,6 +115,13 @@ def store_state(status: StoreStatus) -> dict[str, Any]:
     return state
 
 
+class GymDriver(Driver[AgentSettings]):
+    """The driver of a run recorded from the Gymnasium environment: the policy stepping it."""
+
+    name = "gym"
+    Settings = AgentSettings
+
+
 class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     """One store run; see the module docstring for the spaces, reward and seeding.
 
@@ -123,10 +134,16 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         render_mode: `None` or `"ansi"` (render returns the observation text).
         sealed: Play sealed runs: each episode's seed derives from a secret key the env draws
             from the OS and keeps host side (see the module docstring).
+        record_dir: Write each episode as a run record (driver `gym`) in a new directory
+            under this one (`episode-0001`, …), as `merchantbench run` would: trace,
+            transcript, checkpoints, and the tables and metrics once the run ends; a record
+            `merchantbench verify` can replay. An episode left by `reset` or `close` before it
+            ended is suspended (resumable). `reset`'s `info["run_dir"]` names the episode's
+            directory (also `env.run_dir`).
 
     Raises:
         ValueError: An unknown render mode, or `market_seed` with `sealed` (a public market
-            would unseal the run).
+            would unseal the run) or with `record_dir` (a record plays the run seed's market).
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 2}  # two windows a simulated day
@@ -139,11 +156,15 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         catalog: str | Path | None = None,
         render_mode: str | None = None,
         sealed: bool = False,
+        record_dir: str | Path | None = None,
     ) -> None:
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', not {render_mode!r}")
         if sealed and market_seed is not None:
             raise ValueError("give market_seed or sealed, not both: a public market unseals")
+        if record_dir is not None and market_seed is not None:
+            raise ValueError("give market_seed or record_dir, not both: a record plays the "
+                             "run seed's market")  # fmt: skip
         if isinstance(scenario, str):
             scenario = load_scenario(scenario, overrides=list(overrides))
         self.scenario = scenario
@@ -169,6 +190,8 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         self._net_assets_fen = 0
         self._sealed = SealedEpisodes() if sealed else None
         self._episode: SealedSeed | None = None  # the sealed episode being played
+        self.record_dir = None if record_dir is None else Path(record_dir)
+        self._life: RunLifecycle | None = None  # the episode's run record, with record_dir
 
     @property
     def sealed(self) -> bool:
@@ -217,10 +240,35 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     def _open(self, run_seed: int) -> Session:
         return Session.open(self.scenario, run_seed, self.catalog, market_seed=self.market_seed)
 
+    def _record(self, run_seed: int) -> RunLifecycle:
+        """A new run record of the episode under `record_dir`."""
+        assert self.record_dir is not None
+        spec = RunSpec("gym", self.scenario, run_seed, catalog=self.catalog, sealed=self._episode)
+        number = 1
+        while (self.record_dir / f"episode-{number:04d}").exists():
+            number += 1
+        run_dir = self.record_dir / f"episode-{number:04d}"
+        return RunLifecycle.open(spec, run_dir, driver=GymDriver())
+
+    def _leave_record(self) -> None:
+        """Suspend the episode's record if it has not ended (resumable), and forget it."""
+        if self._life is not None:
+            self._life.suspend()
+            self._life = None
+
+    def close(self) -> None:
+        """Suspend the episode's record if one is being written and has not ended."""
+        self._leave_record()
+        super().close()
+
     def restore(self, blob: bytes) -> None:
         """Restore a `session.snapshot()` (host side; the conformance check's); the next
-        step's reward counts from the restored net assets."""
-        self.session.restore(blob)
+        step's reward counts from the restored net assets. A recorded episode's record is cut
+        back to the snapshot too."""
+        if self._life is not None:
+            self._life.rewind(blob)
+        else:
+            self.session.restore(blob)
         self._net_assets_fen = fen(self.session.surface.status().net_assets)
 
     @staticmethod
@@ -237,7 +285,13 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         """Start a run: of seed `seed`, or of a seed drawn from `np_random` (sealed: of the
         sealed seed derived from that number)."""
         super().reset(seed=seed)
-        self._session = self._open(self._run_seed(seed))
+        self._leave_record()
+        run_seed = self._run_seed(seed)
+        if self.record_dir is None:
+            self._session = self._open(run_seed)
+        else:
+            self._life = self._record(run_seed)
+            self._session = self._life.session
         surface = self._session.surface
         status = surface.status()
         self._net_assets_fen = fen(status.net_assets)
@@ -245,8 +299,17 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
             "brief": surface.brief(),
             "tool_schemas": surface.tool_schemas(),
             **self._clock(status),
+            **self._record_info(),
         }
         return self._observe(status), info
+
+    def _record_info(self) -> dict[str, Any]:
+        return {} if self._life is None else {"run_dir": str(self._life.run_dir)}
+
+    @property
+    def run_dir(self) -> Path | None:
+        """The recorded episode's run directory (None without `record_dir`)."""
+        return None if self._life is None else self._life.run_dir
 
     def step(
         self, action: dict[str, Any]
@@ -255,7 +318,10 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         surface = self.session.surface
         tool = self._tool_name(action.get("tool"))
         args = action.get("args") or "{}"
+        window = surface.window
         result = surface.call(tool, args if isinstance(args, str) else json.dumps(args))
+        if self._life is not None and (surface.over or surface.window != window):
+            self._life.after_window()  # checkpoint as the policy says; finish when over
         status = surface.status()
         before, self._net_assets_fen = self._net_assets_fen, fen(status.net_assets)
         reward = (self._net_assets_fen - before) / 100

@@ -38,8 +38,8 @@ Ended = Literal["completed", "closed", "stopped", "interrupted", "error"]
 RESUMABLE: tuple[Ended | None, ...] = (None, "error", "interrupted")
 # Who plays a run driven from outside the process (runs/driver.py): a person at the
 # playground, an agent over HTTP, the model of an MCP client, a model run by Inspect AI.
-DriverName = Literal["human", "external", "mcp", "inspect"]
-DRIVERS: tuple[DriverName, ...] = ("human", "external", "mcp", "inspect")
+DriverName = Literal["human", "external", "mcp", "inspect", "gym"]
+DRIVERS: tuple[DriverName, ...] = ("human", "external", "mcp", "inspect", "gym")
 
 
 class ManifestError(ValueError):

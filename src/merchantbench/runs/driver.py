@@ -1,5 +1,6 @@
 """The driver of a run played from outside this process: a person at the playground (`human`),
-an agent over HTTP (`external`), the model of an MCP client (`mcp`) or of Inspect AI (`inspect`).
+an agent over HTTP (`external`), the model of an MCP client (`mcp`) or of Inspect AI (`inspect`),
+or a policy stepping the Gymnasium environment (`gym`).
 
 A driver is not an agent: the runner never asks it to act. The front end that serves the run
 hands its `Driver` to `RunLifecycle.open` and makes the calls itself; the run record names the
@@ -22,6 +23,7 @@ PLAYED_BY: dict[DriverName, str] = {
     "external": "`merchantbench serve` or `run --agent external --serve`",
     "mcp": "`merchantbench mcp` or the MCP endpoint of `merchantbench serve`",
     "inspect": "`inspect eval merchantbench/merchantbench`",
+    "gym": "Gymnasium: `MerchantBenchEnv(record_dir=...)` (docs/gym.md)",
 }
 
 
