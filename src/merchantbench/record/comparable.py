@@ -192,10 +192,15 @@ def read_finished(run_dir: Path, label: str | None = None) -> PooledRun | None:
     )
 
 
-def find_run_dirs(root: Path) -> list[Path]:
-    """Run directories under `root` (itself included), sorted; hidden folders are skipped."""
-    found, frontier = [], [Path(root)]
-    for _ in range(MAX_DEPTH + 1):
+def find_run_dirs(
+    root: Path, max_depth: int = MAX_DEPTH, max_runs: int | None = None
+) -> list[Path]:
+    """Run directories under `root` (itself included), sorted, at most `max_depth` folders
+    down (and, with `max_runs`, the first that many found by depth); hidden folders are
+    skipped."""
+    found: list[Path] = []
+    frontier = [Path(root)]
+    for _ in range(max_depth + 1):
         deeper = []
         for folder in frontier:
             if (folder / RUN_FILE).is_file():
@@ -206,7 +211,9 @@ def find_run_dirs(root: Path) -> list[Path]:
             except OSError:
                 continue
         frontier = sorted(deeper)
-    return sorted(found)
+        if (max_runs is not None and len(found) >= max_runs) or not frontier:
+            break
+    return sorted(found)[:max_runs]
 
 
 def config_label(root: Path, run_dir: Path) -> str | None:

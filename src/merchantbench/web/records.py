@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 from merchantbench.metrics.table1 import TABLE1_KEYS
 from merchantbench.money import rmb
 from merchantbench.record.comparable import (
+    find_run_dirs,
     finished_runs,
     pool_cost,
     pool_runs,
@@ -63,23 +64,9 @@ def read_json_or_empty(path: Path) -> dict[str, Any]:
 
 
 def find_runs(root: Path) -> list[Path]:
-    """Run directories under `root` (root itself included), sorted, bounded in depth."""
-    found: list[Path] = []
-    frontier = [root]
-    for _ in range(MAX_DEPTH + 1):
-        deeper = []
-        for folder in frontier:
-            if (folder / RUN_FILE).is_file():
-                found.append(folder)
-                continue
-            try:
-                deeper += [p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")]
-            except OSError:
-                continue
-        frontier = sorted(deeper)
-        if len(found) >= MAX_RUNS or not frontier:
-            break
-    return sorted(found)[:MAX_RUNS]
+    """Run directories under `root` (root itself included), sorted, bounded in depth and
+    number."""
+    return find_run_dirs(root, MAX_DEPTH, MAX_RUNS)
 
 
 def run_row(root: Path, run_dir: Path) -> RunRow:
