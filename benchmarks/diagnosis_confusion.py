@@ -37,7 +37,7 @@ VALIDATION: dict[str, tuple[str, int | None]] = {
     "fail-narrow": ("control_loop_narrowing", 61),
     "fail-stop-sourcing": ("early_sourcing_stop", 285),
     "fail-flat-prices": ("flat_procurement_prices", None),
-    "fail-no-risk-response": ("risk_response", None),
+    "fail-no-risk-response": ("adverse_response", None),
     "fail-no-rating-repricing": ("rating_adaptation", None),
 }
 TOLERANCE_DAYS = {
@@ -49,7 +49,7 @@ TOLERANCE_DAYS = {
 SHORT = {
     "activity_decay": "decay", "premature_abandonment": "abandon",
     "control_loop_narrowing": "narrow", "early_sourcing_stop": "stop",
-    "flat_procurement_prices": "flat", "risk_response": "risk", "rating_adaptation": "rating",
+    "flat_procurement_prices": "flat", "adverse_response": "risk", "rating_adaptation": "rating",
 }  # fmt: skip
 
 
@@ -127,7 +127,7 @@ MARGINS = (
     ("early_sourcing_stop", "gap_days", max, "flagged at ≥ 45"),
     ("flat_procurement_prices", "band_growth", min, "flagged at ≤ 1.25 (if capital ≥ 2×)"),
     ("flat_procurement_prices", "capital_growth", min, "judged at ≥ 2"),
-    ("risk_response", "chain_rate", min, "flagged below 0.05 (≥ 10 listings)"),
+    ("adverse_response", "chain_rate", min, "flagged below 0.05 (≥ 10 listings)"),
     ("rating_adaptation", "p_value", min, "flagged below 0.001 (and < ½ the usual rate)"),
 )
 

@@ -27,7 +27,7 @@ CASES: dict[str, tuple[dict[str, Any], str, int | None, int]] = {
     "fail-narrow": ({}, "control_loop_narrowing", 61, 0),
     "fail-stop-sourcing": ({"onset_day": 60}, "early_sourcing_stop", 60, 14),
     "fail-flat-prices": ({}, "flat_procurement_prices", None, 0),
-    "fail-no-risk-response": ({}, "risk_response", 0, 14),
+    "fail-no-risk-response": ({}, "adverse_response", 0, 14),
     "fail-no-rating-repricing": ({}, "rating_adaptation", 0, 30),
 }
 

@@ -26,7 +26,7 @@ from merchantbench.money import rmb
 
 DETECTORS = (
     "activity_decay", "premature_abandonment", "control_loop_narrowing", "early_sourcing_stop",
-    "flat_procurement_prices", "risk_response", "rating_adaptation",
+    "flat_procurement_prices", "adverse_response", "rating_adaptation",
 )  # fmt: skip
 
 ABANDON_IDLE_DAYS = 14  # a run of idle windows this long while the store is open
@@ -232,7 +232,7 @@ def flat_procurement_prices(record: RunRecord, info: RunInfo) -> dict[str, Any]:
     return _result(flagged, None, evidence)
 
 
-def risk_response(record: RunRecord, coherence: dict[str, Any], info: RunInfo) -> dict[str, Any]:
+def adverse_response(record: RunRecord, coherence: dict[str, Any], info: RunInfo) -> dict[str, Any]:
     """Share of adverse-hit listings answered by a delist → search → replace chain in time."""
     rows = coherence["adverse_reaction_listings"]
     within = RESPONSE_WINDOWS * info.calendar.hours_per_window
@@ -314,7 +314,7 @@ def diagnose(
         "control_loop_narrowing": control_loop_narrowing(coherence, info),
         "early_sourcing_stop": early_sourcing_stop(record, activity, info),
         "flat_procurement_prices": flat_procurement_prices(record, info),
-        "risk_response": risk_response(record, coherence, info),
+        "adverse_response": adverse_response(record, coherence, info),
         "rating_adaptation": rating_adaptation(record, coherence, info),
     }
     return {"flagged": [name for name in DETECTORS if results[name]["flagged"]], **results}
