@@ -130,10 +130,12 @@ def check_window(page, run_dir: Path, handed: Handed, window: int) -> None:
         item = items.nth(i)
         assert item.get_attribute("data-seq") == str(entry["seq"])
         assert entry["tool"] in item.locator("summary").inner_text()
-        shown = json.loads(item.locator("pre.answer").inner_text())
+        # textContent, not innerText: it reads a call whether its <details> is open or not
+        # (after a reload the page may draw the window a second time, closed).
+        shown = json.loads(item.locator("pre.answer").text_content() or "")
         [line] = [r for r in lines if r.get("seq") == entry["seq"] and "answer" in r]
         assert shown == line["answer"] == json.loads(json.dumps(handed.answers[entry["seq"]]))
-        assert json.loads(item.locator("pre.args").inner_text()) == entry["args"]
+        assert json.loads(item.locator("pre.args").text_content() or "") == entry["args"]
         assert ("error" in (item.get_attribute("class") or "")) is (not entry["ok"])
 
 
