@@ -83,9 +83,14 @@ def test_a_market_shows_its_merchants_side_by_side(root: Path, browser, shots: P
             product = rows.nth(i).get_attribute("data-product")
             assert product in contested
             for merchant in MERCHANTS:
-                orders = pq.read_table(
-                    arena_dir / "merchants" / merchant / "orders.parquet", columns=["product_id"]
-                ).column(0).to_pylist()
+                orders = (
+                    pq.read_table(
+                        arena_dir / "merchants" / merchant / "orders.parquet",
+                        columns=["product_id"],
+                    )
+                    .column(0)
+                    .to_pylist()
+                )
                 cell = rows.nth(i).locator(f"td[data-merchant='{merchant}']").inner_text()
                 count = orders.count(product)
                 assert cell == "—" or cell.startswith(f"{count} "), (product, merchant, cell)

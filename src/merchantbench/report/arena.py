@@ -300,8 +300,13 @@ def markets_analysis(arena_dirs: Sequence[Path], seeds: Sequence[int]) -> dict[s
         "kendall_tau_pairs": len(taus),
         "paired": paired,
         "markets": [
-            {"seed": seed, "ranking": m["ranking"], "contested_products": m["contested_products"],
-             "products_listed": m["products_listed"], "state_hash": m["state_hash"]}
+            {
+                "seed": seed,
+                "ranking": m["ranking"],
+                "contested_products": m["contested_products"],
+                "products_listed": m["products_listed"],
+                "state_hash": m["state_hash"],
+            }
             for seed, m in zip(seeds, markets, strict=True)
         ],  # fmt: skip
         "contested_products_mean": float(np.mean([m["contested_products"] for m in markets])),
@@ -453,8 +458,15 @@ def render_markets_sections(data: Mapping[str, Any], heading: str = "##") -> lis
     tau = data["kendall_tau_mean"]
     return [
         markdown_table(
-            ["merchant", "mean net assets", "sd", "mean rank", "mean order share",
-             "mean GMV share"], rows,
+            [
+                "merchant",
+                "mean net assets",
+                "sd",
+                "mean rank",
+                "mean order share",
+                "mean GMV share",
+            ],
+            rows,
         ),  # fmt: skip
         f"Rank stability: mean Kendall τ between the rankings of two seeds "
         f"{'–' if tau is None else f'{tau:.2f}'} ({data['kendall_tau_pairs']} pairs; 1 = the "

@@ -136,9 +136,7 @@ class SweepRun:
         return cls(**{**data, "scenario": Scenario.model_validate(data["scenario"])})
 
 
-def arena_identity(
-    entrants: list[dict[str, Any]], scenario: Scenario, seed: int
-) -> dict[str, Any]:
+def arena_identity(entrants: list[dict[str, Any]], scenario: Scenario, seed: int) -> dict[str, Any]:
     """An arena's identity: each merchant's id and its agent's run identity (settings, code)."""
     merchants = [
         [e["merchant"], run_identity(e["agent"], e["settings"], scenario, seed)] for e in entrants

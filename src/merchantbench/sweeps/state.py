@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from merchantbench.market_session import MarketSession
 from merchantbench.money import rmb
 from merchantbench.record.arena import MERCHANTS_DIR, ArenaError, read_arena
 from merchantbench.record.files import atomic_write_json
@@ -27,7 +28,6 @@ from merchantbench.record.manifest import ManifestError, read_manifest
 from merchantbench.record.schema import METRICS_FILE, MODEL_CALLS_FILE, RUN_FILE
 from merchantbench.runs.aside import holds_a_record
 from merchantbench.runs.identity import identity_path, same_identity
-from merchantbench.market_session import MarketSession
 from merchantbench.session import Session
 from merchantbench.sweeps.plan import SweepRun
 
@@ -183,7 +183,9 @@ class ArenaProgressWriter:
     def __call__(self, market: MarketSession) -> None:
         if market.window % self.every and not market.over:
             return
-        merchants, cost, tokens, calls = {}, 0.0, 0, 0
+        merchants: dict[str, dict[str, Any]] = {}
+        cost: float | None = 0.0
+        tokens = calls = 0
         for merchant, session in market.sessions.items():
             counter = self._calls.setdefault(
                 merchant, _CallCounter(self.arena_dir / MERCHANTS_DIR / merchant)

@@ -76,8 +76,7 @@ def market_row(root: Path, arena_dir: Path, arena: ArenaManifest) -> MarketRow:
         * 24
         // max(int(clock.get("hours_per_window", 12)), 1),
         merchants=[
-            {"id": m.id, "agent": m.agent,
-             "path": _rel(root, arena.merchant_dir(arena_dir, m.id))}
+            {"id": m.id, "agent": m.agent, "path": _rel(root, arena.merchant_dir(arena_dir, m.id))}
             for m in arena.merchants
         ],  # fmt: skip
     )
@@ -165,9 +164,10 @@ def _contested(arena_dir: Path, arena: ArenaManifest) -> list[dict[str, Any]]:
             mine.setdefault(str(pid), []).append(rmb(int(price)))
             kinds.setdefault(str(pid), str(kind))
         sales[entry.id] = mine
-    rows = []
+    rows: list[dict[str, Any]] = []
     for pid in products:
-        cells = {}
+        cells: dict[str, dict[str, Any] | None] = {}
+        total = 0
         for entry in arena.merchants:
             prices = sales[entry.id].get(pid, [])
             listed = pid in spells[entry.id]
@@ -175,7 +175,7 @@ def _contested(arena_dir: Path, arena: ArenaManifest) -> list[dict[str, Any]]:
                 "orders": len(prices),
                 "mean_price": sum(prices) / len(prices) if prices else None,
             }  # fmt: skip
-        total = sum(cell["orders"] for cell in cells.values() if cell is not None)
+            total += len(prices) if listed else 0
         rows.append({"product_id": pid, "product_type": kinds.get(pid), "orders": total,
                      "merchants": cells})  # fmt: skip
     rows.sort(key=lambda r: (-r["orders"], r["product_id"]))
