@@ -82,6 +82,7 @@ def test_a_market_shows_its_merchants_side_by_side(root: Path, browser, shots: P
         for i in range(rows.count()):
             product = rows.nth(i).get_attribute("data-product")
             assert product in contested
+            assert rows.nth(i).locator("td").first.inner_text() not in ("", "None")
             for merchant in MERCHANTS:
                 orders = (
                     pq.read_table(

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 
 from merchantbench.money import rmb
 from merchantbench.record.arena import ARENA_FILE, ArenaError, ArenaManifest, read_arena
-from merchantbench.record.schema import ORDERS_FILE, RUN_FILE
+from merchantbench.record.schema import LISTINGS_FILE, ORDERS_FILE, RUN_FILE
 from merchantbench.web.records import MAX_DEPTH, window_series
 
 MAX_MARKETS = 1000
@@ -156,13 +156,14 @@ def _contested(arena_dir: Path, arena: ArenaManifest) -> list[dict[str, Any]]:
     sales: dict[str, dict[str, list[float]]] = {}
     kinds: dict[str, str] = {}  # product type, as the catalog shows it
     for entry in arena.merchants:
-        orders_file = arena.merchant_dir(arena_dir, entry.id) / ORDERS_FILE
-        columns = ["product_id", "product_type", "sale_price"]
-        table = pq.read_table(orders_file, columns=columns).to_pydict()
-        mine: dict[str, list[float]] = {}
-        for pid, kind, price in zip(*(table[c] for c in columns), strict=True):
-            mine.setdefault(str(pid), []).append(rmb(int(price)))
+        merchant_dir = arena.merchant_dir(arena_dir, entry.id)
+        listed = pq.read_table(merchant_dir / LISTINGS_FILE, columns=["product_id", "product_type"])
+        for pid, kind in zip(*listed.to_pydict().values(), strict=True):
             kinds.setdefault(str(pid), str(kind))
+        table = pq.read_table(merchant_dir / ORDERS_FILE, columns=["product_id", "sale_price"])
+        mine: dict[str, list[float]] = {}
+        for pid, price in zip(*table.to_pydict().values(), strict=True):
+            mine.setdefault(str(pid), []).append(rmb(int(price)))
         sales[entry.id] = mine
     rows: list[dict[str, Any]] = []
     for pid in products:
@@ -170,12 +171,12 @@ def _contested(arena_dir: Path, arena: ArenaManifest) -> list[dict[str, Any]]:
         total = 0
         for entry in arena.merchants:
             prices = sales[entry.id].get(pid, [])
-            listed = pid in spells[entry.id]
-            cells[entry.id] = None if not listed else {
+            lists_it = pid in spells[entry.id]
+            cells[entry.id] = None if not lists_it else {
                 "orders": len(prices),
                 "mean_price": sum(prices) / len(prices) if prices else None,
             }  # fmt: skip
-            total += len(prices) if listed else 0
+            total += len(prices) if lists_it else 0
         rows.append({"product_id": pid, "product_type": kinds.get(pid), "orders": total,
                      "merchants": cells})  # fmt: skip
     rows.sort(key=lambda r: (-r["orders"], r["product_id"]))
