@@ -183,3 +183,36 @@ def test_bad_arena_entries_are_refused_in_one_line(text: str, error: str) -> Non
 def test_both_arena_keys_are_refused() -> None:
     with pytest.raises(SweepFileError, match="arena or arenas"):
         parse_sweep_text("arena: [expert]\narenas: [[random]]", ".yaml")
+
+
+def test_an_llm_merchant_in_an_arena_cell(tmp_path: Path, server) -> None:
+    """A ReAct merchant on a scripted model (the official client over HTTP) beside the expert:
+    its model use is in its index row and the sweep's spending; a budget needs its prices."""
+    (tmp_path / "models.toml").write_text(
+        f'[alpha]\nbase_url = "{server.base_url}"\nmodel = "scripted-alpha"\n'
+        "price_input = 1.0\nprice_output = 4.0\n"
+    )
+    text = """
+models_file: models.toml
+scenarios: [{name: smoke, set: ["clock.days=2", "market.seller_substitution=4"]}]
+seeds: [1]
+arenas: [{label: llm, agents: [{agent: react, settings: {model_entry: alpha}}, expert]}]
+"""
+    outcome = run_sweep(parse_sweep_text(text, ".yaml"), tmp_path, tmp_path / "out",
+                        LocalExecutor())  # fmt: skip
+    assert outcome.finished == ["llm/s1"] and not outcome.failed, outcome.failed
+    rows = {row["merchant"]: row for row in read_index(tmp_path / "out")}
+    assert sorted(rows) == ["expert", "react"]
+    assert rows["react"]["llm_calls"] > 0 and rows["react"]["llm_cost"] > 0
+    assert not rows["expert"]["llm_calls"]
+    progress = json.loads((tmp_path / "out" / "progress" / "llm" / "s1.json").read_text())
+    # model calls reach the log at checkpoints: progress may lag the finished record
+    assert 0 <= progress["model_calls"] <= rows["react"]["llm_calls"]
+    assert 0 <= progress["cost"] <= rows["react"]["llm_cost"]
+    assert set(progress["merchants"]) == {"react", "expert"}
+    (tmp_path / "free.toml").write_text(
+        f'[alpha]\nbase_url = "{server.base_url}"\nmodel = "scripted-alpha"\n'
+    )
+    priced = text.replace("models.toml", "free.toml") + "budget: {max_cost: 1.0}\n"
+    with pytest.raises(SweepPlanError, match="price_input"):
+        plan_sweep(parse_sweep_text(priced, ".yaml"), tmp_path)

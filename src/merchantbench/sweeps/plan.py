@@ -162,6 +162,7 @@ def _entrants(axis: ArenaAxis, sweep: SweepFile, base: Path) -> list[dict[str, A
             if sweep.models_file is None:
                 raise SweepPlanError("an arena's model_entry needs models_file")
             settings.setdefault("models_file", str((base / sweep.models_file).resolve()))
+        _check_prices(agent, settings, sweep, axis.label or "arena")
         found.append((member.label or agent_slug(agent), agent, settings))
     ids = merchant_ids([label for label, _, _ in found])
     return [
