@@ -20,6 +20,7 @@ from merchantbench.record.arena import ARENA_FILE
 from merchantbench.record.files import atomic_write_json
 from merchantbench.record.schema import RUN_FILE
 from merchantbench.record.sealed import SEED_FILE, read_sealed
+from merchantbench.runs.arena import merchant_ids
 from merchantbench.runs.identity import code_version, identity_key, run_identity
 from merchantbench.runs.runner import RunSpec
 from merchantbench.scenario import Scenario, ScenarioError, load_scenario
@@ -146,8 +147,6 @@ def arena_identity(entrants: list[dict[str, Any]], scenario: Scenario, seed: int
 
 def _entrants(axis: ArenaAxis, sweep: SweepFile, base: Path) -> list[dict[str, Any]]:
     """The merchants of an arena entry: ids after their labels or agents (`merchant_ids`)."""
-    from merchantbench.runs.arena import merchant_ids
-
     found = []
     for member in axis.agents:
         try:
