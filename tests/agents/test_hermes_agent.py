@@ -340,7 +340,7 @@ def test_hermes_own_tools_keep_the_time_limit_the_driver_set(tmp_path, monkeypat
     assert "Foreground timeout 60s exceeds the maximum of 3s" in seen
     # Nor can Hermes raise its limits: its config.yaml is read-only in the sandbox, and still
     # exactly what the driver wrote (its text holds the home's random name, so a search for
-    # '999' alone would fail one run in ~140).
+    # '999' alone failed about one run in 120).
     assert "config.yaml: Read-only file system" in seen
     home = _home(meta)
     url = f"http://127.0.0.1:{SANDBOX_PORT}{MCP_PATH}"

@@ -131,7 +131,8 @@ def check_window(page, run_dir: Path, handed: Handed, window: int) -> None:
         assert item.get_attribute("data-seq") == str(entry["seq"])
         assert entry["tool"] in item.locator("summary").inner_text()
         # textContent, not innerText: it reads a call whether its <details> is open or not
-        # (after a reload the page may draw the window a second time, closed).
+        # (a page that drew a window twice once closed them under the reader:
+        # test_one_navigation_draws_its_window_once).
         shown = json.loads(item.locator("pre.answer").text_content() or "")
         [line] = [r for r in lines if r.get("seq") == entry["seq"] and "answer" in r]
         assert shown == line["answer"] == json.loads(json.dumps(handed.answers[entry["seq"]]))
