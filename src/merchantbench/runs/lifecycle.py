@@ -154,6 +154,10 @@ class _Trace:
         self._file.write(json_line(entry))
         self._kill.passed("trace")
 
+    def flush(self) -> None:
+        if self._file is not None:
+            self._file.flush()
+
     def sync(self) -> None:
         if self._file is not None:
             self._file.flush()
@@ -474,6 +478,14 @@ class RunLifecycle:
         if self.checkpoints.due(self.session.window, elapsed):
             self.checkpoint()
         return None
+
+    def flush(self) -> None:
+        """Hand the record files written so far to the operating system (no disk sync, no
+        checkpoint): a reader of the run directory sees every entry up to now."""
+        if self._trace is not None:
+            self._trace.flush()
+        if self._transcript is not None:
+            self._transcript.flush()
 
     def checkpoint(self) -> None:
         """Save the session and the agent (or the driver's state) where they stand, mid-window
