@@ -60,7 +60,8 @@ def framework_counts(run_dir: Path) -> dict[str, int]:
     return counts
 
 
-def _finished_row(run_dir: Path) -> dict[str, Any]:
+def finished_row(run_dir: Path) -> dict[str, Any]:
+    """The metrics, usage and framework counts of a finished run, as its index row holds them."""
     metrics = json.loads((run_dir / METRICS_FILE).read_text())
     meta = read_manifest(run_dir)
     usage = meta.llm_usage or {}
@@ -87,7 +88,7 @@ def index_row(run: SweepRun, sweep_dir: Path) -> dict[str, Any]:
     }  # fmt: skip
     if state.status == "done":
         try:
-            row.update(_finished_row(run_dir))
+            row.update(finished_row(run_dir))
         except (OSError, ValueError, ManifestError) as exc:
             row.update(status="failed", reason=f"unreadable record: {exc}")
     return row
