@@ -15,6 +15,7 @@ the manifest (`run.json`) and the record files (trace, transcript, model-call lo
     life.after_window()   # a window closed: finish the record if the run is over, else
                           # checkpoint when the policy says so; returns the metrics or None
     life.checkpoint()     # checkpoint now (a pause)
+    life.flush()          # hand the records written so far to the OS (no sync, no checkpoint)
     life.suspend()        # the driver went away: checkpoint, mark interrupted, close
     life.fail(exc)        # the run broke off: record why (resumable), close
     life.finish()         # the run is over: tables, metrics.json, run.json; the metrics
