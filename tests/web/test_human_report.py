@@ -6,6 +6,8 @@ the sweep's agents, with their own numbers; a participant still playing is liste
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,9 +18,6 @@ from typer.testing import CliRunner
 from merchantbench.cli import app as cli_app
 from merchantbench.record.verification import is_verified
 from merchantbench.scenario import load_scenario
-from merchantbench.sweeps.driver import run_sweep
-from merchantbench.sweeps.execute import LocalExecutor
-from merchantbench.sweeps.spec import load_sweep_file
 from merchantbench.web.app import create_web_app
 from merchantbench.web.room import PlayRoom
 
@@ -48,6 +47,18 @@ class Participant:
         rows = self.call("search_products", {"page_size": n, "sort": "sales_30d"})["result"]
         items = [{"product_id": r[0], "sale_price": round(r[3] * markup, 2)} for r in rows["rows"]]
         assert self.call("list_product", {"items": items}, key=f"list-{n}")["result"]["ok"]
+
+
+def run_sweep(tmp_path: Path, text: str) -> Path:
+    """The sweep of `text` run by the CLI in its own process (the browser tests of this session
+    keep an event loop running in this one)."""
+    (tmp_path / "sweep.yaml").write_text(text)
+    sweep_dir = tmp_path / "sweep"
+    command = [sys.executable, "-m", "merchantbench.cli", "sweep", str(tmp_path / "sweep.yaml"),
+               "--out", str(sweep_dir), "--no-progress"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return sweep_dir
 
 
 def play_study(study: Path) -> None:
@@ -81,11 +92,7 @@ def test_finished_playground_runs_are_human_rows_of_a_sweep_report(tmp_path: Pat
     assert verified.exit_code == 0, verified.output
     assert is_verified(study / "p1") and is_verified(study / "p2")
 
-    (tmp_path / "sweep.yaml").write_text(SWEEP)
-    sweep_dir = tmp_path / "sweep"
-    outcome = run_sweep(load_sweep_file(tmp_path / "sweep.yaml"), tmp_path, sweep_dir,
-                        LocalExecutor(1))  # fmt: skip
-    assert len(outcome.finished) == 2 and not outcome.failed
+    sweep_dir = run_sweep(tmp_path, SWEEP)
     result = runner.invoke(cli_app, ["report", str(sweep_dir), "--humans", str(study)])
     assert result.exit_code == 0, result.output
 
@@ -112,9 +119,7 @@ def test_finished_playground_runs_are_human_rows_of_a_sweep_report(tmp_path: Pat
 
 
 def test_humans_is_refused_for_a_missing_folder_or_a_single_run(tmp_path: Path) -> None:
-    (tmp_path / "sweep.yaml").write_text(SWEEP.replace("[rule-based, idle]", "[idle]"))
-    sweep_dir = tmp_path / "sweep"
-    run_sweep(load_sweep_file(tmp_path / "sweep.yaml"), tmp_path, sweep_dir, LocalExecutor(1))
+    sweep_dir = run_sweep(tmp_path, SWEEP.replace("[rule-based, idle]", "[idle]"))
     runner = CliRunner()
     missing = runner.invoke(cli_app, ["report", str(sweep_dir), "--humans", str(tmp_path / "no")])
     assert missing.exit_code != 0 and "no such folder" in missing.output
