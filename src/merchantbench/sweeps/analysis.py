@@ -283,6 +283,8 @@ def sweep_analysis(sweep_dir: Path, humans: Sequence[Path] = ()) -> dict[str, An
     per setting; with the finished playground runs under `humans` as `Human (n=K)` rows
     (sweeps/humans.py)."""
     rows = read_index(sweep_dir)
+    arena_rows = [r for r in rows if r.get("arena")]
+    rows = [r for r in rows if not r.get("arena")]
     done = [r for r in rows if r["status"] == "done"]
     people, people_left_out = human_rows(humans)
     tables, rows_of, unreadable = _groups(sweep_dir, done + people)
@@ -293,11 +295,14 @@ def sweep_analysis(sweep_dir: Path, humans: Sequence[Path] = ()) -> dict[str, An
     lost = [r for r in unreadable if not any(r is p for p in people)]
     not_done += [{"run": f"{r['label']}/s{r['seed']}", "status": "unreadable", "reason": why}
                  for r in lost]  # fmt: skip
+    arenas_done = [r for r in arena_rows if r["status"] == "done"]  # sweeps/arena_report.py
+    not_done += [{"run": f"{r['label']}/s{r['seed']}", "status": r["status"], "reason": r["reason"]}
+                 for r in arena_rows if r["status"] != "done"]  # fmt: skip
     counted = {"humans": {"folders": [str(h) for h in humans],
                           "runs": len(people) - (len(unreadable) - len(lost))}}  # fmt: skip
     return {
-        "runs_planned": len(rows),
-        "runs_done": len(done) - len(lost),
+        "runs_planned": len(rows) + len({r["run_dir"] for r in arena_rows}),
+        "runs_done": len(done) - len(lost) + len({r["run_dir"] for r in arenas_done}),
         "not_done": not_done + people_left_out,
         **(counted if humans else {}),
         "set_aside": read_set_aside(sweep_dir),
