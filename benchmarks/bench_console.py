@@ -102,6 +102,7 @@ def run(windows: int, ui_kind: str, src: str | None, scenario: str, seed: int) -
                 keys = len(labels) - typed - clicks
                 person.append(clicks * (CLICK + MENTAL) + keys * (KEY + MENTAL) + typed * KEY)
             browser_times = ui.browser_times()
+            gestures = ui.gestures()
             browser.close()
     finally:
         server.terminate()
@@ -124,6 +125,47 @@ def run(windows: int, ui_kind: str, src: str | None, scenario: str, seed: int) -
         "page_seconds_per_window": round(page_seconds, 3),
         "paper_year_hours": round(per_window_seconds * PAPER_WINDOWS / 3600, 2),
         "load_average": os.getloadavg()[0],
+        **breakdown(gestures),
+    }
+
+
+def breakdown(gestures: list[dict]) -> dict:
+    """Where a gesture's time goes: on the server (its `Server-Timing`), on the wire and in
+    the server's framework (each request's time less the server's), and in the page (the
+    gesture's time less its requests'), with the slowest kinds of gesture."""
+    rows = []
+    for g in gestures:
+        wire = sum(f["ms"] for f in g["fetches"])
+        server = sum(f["server"] or 0.0 for f in g["fetches"])
+        rows.append({**g, "wire": wire, "server": server, "page": max(g["ms"] - wire, 0.0)})
+    if not rows:
+        return {}
+    kinds: dict[str, list[dict]] = {}
+    for r in rows:
+        kinds.setdefault(r["what"], []).append(r)
+
+    def p(values: list[float], q: float) -> float:
+        return round(percentile(values, q), 1)
+
+    slowest = sorted(kinds.items(), key=lambda kv: -percentile([r["ms"] for r in kv[1]], 0.95))
+    return {
+        "server_ms_p50_p95": [p([r["server"] for r in rows], q) for q in (0.5, 0.95)],
+        "wire_less_server_ms_p50_p95": [
+            p([r["wire"] - r["server"] for r in rows], q) for q in (0.5, 0.95)
+        ],
+        "page_ms_p50_p95": [p([r["page"] for r in rows], q) for q in (0.5, 0.95)],
+        "over_150_ms": sum(1 for r in rows if r["ms"] > 150),
+        "kinds": {
+            what: {
+                "n": len(rs),
+                "ms_p50_p95": [p([r["ms"] for r in rs], q) for q in (0.5, 0.95)],
+                "server_ms_mean": round(statistics.mean(r["server"] for r in rs), 1),
+                "wire_ms_mean": round(statistics.mean(r["wire"] for r in rs), 1),
+                "page_ms_mean": round(statistics.mean(r["page"] for r in rs), 1),
+                "requests": sorted({f["path"] for r in rs for f in r["fetches"]}),
+            }
+            for what, rs in slowest[:12]
+        },
     }
 
 

@@ -35,13 +35,38 @@ IDLE = "() => !document.body.classList.contains('busy')"
 # Added to the page before its own scripts (`page.add_init_script`): each key press or click
 # starts a clock that stops at the first frame after the page is idle again (no request in
 # flight, as both pages mark with `body.busy`). The browser's own time per gesture, without the
-# test harness's; read with `Ui.browser_times`.
+# test harness's; read with `Ui.browser_times`. A click the page's script makes (a key that
+# presses a button) is part of the key's gesture, not one of its own. Each gesture is also kept
+# in `mbGestures` with what it was and the requests it made (their time on the wire, and the
+# server's own time from the answer's `Server-Timing: app;dur=MS` where the server sends one),
+# for `Ui.gestures`.
 INSTRUMENT = """
 window.mbTimes = [];
-const mbStart = () => {
+window.mbGestures = [];
+performance.setResourceTimingBufferSize(1000000);
+const mbWhat = (ev) => {
+  if (ev.type === 'keydown') return `key ${ev.key}`;
+  const t = ev.target.closest('button, input, select, a, summary') || ev.target;
+  const cls = typeof t.className === 'string' && t.className ? '.' + t.className.split(' ')[0] : '';
+  return `click ${t.id ? '#' + t.id : t.tagName.toLowerCase() + cls}`;
+};
+const mbStart = (ev) => {
+  if (!ev.isTrusted) return;  // a key's own click on a button (L, D) is the same gesture
   const t0 = performance.now();
+  const what = mbWhat(ev);
   const idle = () => !(document.body && document.body.classList.contains('busy'));
-  const done = () => window.mbTimes.push(performance.now() - t0);
+  const done = () => {
+    const t1 = performance.now();
+    window.mbTimes.push(t1 - t0);
+    const fetches = performance.getEntriesByType('resource')
+      .filter((e) => e.startTime >= t0 && e.startTime <= t1 && !e.name.endsWith('/activity'))
+      .map((e) => {
+        const app = (e.serverTiming || []).find((s) => s.name === 'app');
+        return {path: new URL(e.name).pathname.split('/').slice(3).join('/'),
+                ms: e.responseEnd - e.startTime, server: app ? app.duration : null};
+      });
+    window.mbGestures.push({what, ms: t1 - t0, fetches});
+  };
   const tick = () => requestAnimationFrame(idle() ? done : tick);
   setTimeout(tick, 0);
 };
@@ -86,6 +111,10 @@ class Ui:
     def browser_times(self) -> list[float]:
         """Seconds per gesture as the browser measured them (see INSTRUMENT), so far."""
         return [t / 1000 for t in self.page.evaluate("() => window.mbTimes || []")]
+
+    def gestures(self) -> list[dict[str, Any]]:
+        """Every gesture the browser timed so far: `what`, `ms`, `fetches` (see INSTRUMENT)."""
+        return list(self.page.evaluate("() => window.mbGestures || []"))
 
     def read(self, script: str, arg: Any = None) -> Any:
         """What the screen shows (not an action)."""

@@ -5,6 +5,7 @@ got, act once; a new action gets a new key. The page takes the write tools from 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -157,6 +158,40 @@ def test_a_retry_after_a_lost_answer_acts_once(tmp_path: Path, browser) -> None:
         assert len(ends) == 2 and ends[0] == ends[1]
         # Reads carry no key.
         assert all(key is None for tool, key, _ in sent.calls if tool == "search_products")
+    finally:
+        context.close()
+        server.__exit__()
+
+
+def test_a_click_while_a_table_loads_is_not_lost(tmp_path: Path, browser) -> None:
+    """A read clicked while another call is under way (an order's detail while the orders
+    table is being fetched again) waits its turn and is answered, never dropped."""
+    context, page, store, run_dir, server = open_page(browser, tmp_path)
+    try:
+        rows = store.call("search_products", {"page_size": 5, "sort": "sales_30d"})["rows"]
+        items = [{"product_id": r[0], "sale_price": round(r[3] * 1.3, 2)} for r in rows]
+        assert store.call("list_product", {"items": items})["ok"] is True
+        for _ in range(6):  # smoke seed 7: orders arrive within a few windows
+            store.end_window()
+        page.reload()
+        page.keyboard.press("4")  # Orders: the section opens with its table
+        first = page.locator("#results-orders table.data tbody tr").first
+        first.wait_for()
+        page.wait_for_function("document.body.classList.contains('busy') === false")
+        real_call, slowed = store.call, []
+
+        def slow_orders(tool: str, *args: Any, **kwargs: Any) -> Any:
+            if tool == "query_my_orders":  # the table's second fetch takes its time...
+                slowed.append(tool)
+                time.sleep(1.5)
+            return real_call(tool, *args, **kwargs)
+
+        store.call = slow_orders
+        page.click("form[data-tool=query_my_orders] button[type=submit]")
+        page.wait_for_function("document.body.classList.contains('busy')")
+        first.locator("button.link").first.click()  # ...when the person opens an order
+        page.wait_for_selector("#detail #detail-title:text('Order')")
+        assert slowed and page.locator("#results-orders table.data").is_visible()
     finally:
         context.close()
         server.__exit__()

@@ -236,7 +236,7 @@ def test_the_pause_screen_has_no_action_key_and_search_says_when_empty(
         page.close()
 
 
-def test_the_study_view_shows_each_participant(tmp_path: Path, browser) -> None:
+def test_the_study_view_shows_each_participant(tmp_path: Path, browser, shots) -> None:
     room = PlayRoom(tmp_path / "study")
     seats = room.create(load_scenario("smoke"), [7, 8], names=["ann", "bob"])
     operator = room.operator_token()
@@ -268,6 +268,8 @@ def test_the_study_view_shows_each_participant(tmp_path: Path, browser) -> None:
         assert ann.nth(7).inner_text() == "0 h 00 min 12 s"
         rows = view.evaluate(f"fetch('/study/{operator}/data').then(r => r.json())")
         assert [r["participant"] for r in rows["participants"]] == ["ann", "bob"]
+        view.set_viewport_size({"width": 1280, "height": 200})
+        view.screenshot(path=str(shots / "playground-study.png"))
         view.close()
         page.close()
 

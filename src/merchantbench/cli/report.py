@@ -16,14 +16,22 @@ def report(
     out: Path | None = typer.Option(
         None, "--out", help="directory for report.md, metrics.json and figures (default: run_dir)"
     ),
+    humans: list[Path] | None = typer.Option(
+        None,
+        "--humans",
+        help="a sweep's report only: a playground or study folder whose finished runs join the "
+        "report as Human (n=K) rows (repeatable)",
+    ),
 ) -> None:
     """Write report.md, metrics.json and PNG figures of a run, and print its Table-1 line; for
     a sweep directory, the sweep's report (HTML, Markdown, CSV: docs/sweeps.md)."""
     if (run_dir / "sweep.json").is_file():
         from merchantbench.cli.sweep import sweep_report
 
-        sweep_report(run_dir, out)
+        sweep_report(run_dir, out, humans)
         return
+    if humans:
+        fail("--humans is for a sweep's report: give a sweep directory")
     from merchantbench.metrics import RunRecordError, load_run_record, metrics_of
     from merchantbench.report import table1_line, write_run_report
 

@@ -155,8 +155,8 @@ def leaderboard(
         console.print(f"{unfinished} planned runs not finished (not counted)", markup=False)
 
 
-def sweep_report(sweep_dir: Path, out: Path | None) -> None:
-    """`merchantbench report SWEEP`: the sweep's report."""
+def sweep_report(sweep_dir: Path, out: Path | None, humans: list[Path] | None = None) -> None:
+    """`merchantbench report SWEEP [--humans STUDY]`: the sweep's report (with human rows)."""
     from merchantbench.sweeps.index import INDEX_FILE, SweepIndexError
     from merchantbench.sweeps.report import write_sweep_report
 
@@ -165,7 +165,7 @@ def sweep_report(sweep_dir: Path, out: Path | None) -> None:
     if out is not None:
         writable_dir(out, "--out")
     try:
-        path = write_sweep_report(sweep_dir, out)
-    except SweepIndexError as exc:
+        path = write_sweep_report(sweep_dir, out, humans or [])
+    except (SweepIndexError, ValueError) as exc:
         fail(str(exc))
     typer.echo(f"report: {path} (and report.md, table1.csv, runs.csv beside it)")

@@ -137,8 +137,10 @@ def setting_of(meta: RunManifest) -> Setting:
 
 def identity_of(meta: RunManifest) -> ConfigIdentity:
     """The configuration identity of a run record. The agent's settings count as recorded, but
-    where a models file lay does not (its entry's content is recorded beside it)."""
-    settings = {k: v for k, v in meta.agent.settings.items() if k != "models_file"}
+    where a models file lay does not (its entry's content is recorded beside it), nor, for a
+    playground run, which participant played (the participants of a study pool in one row)."""
+    ignored = {"models_file", *(("participant",) if meta.driver == "human" else ())}
+    settings = {k: v for k, v in meta.agent.settings.items() if k not in ignored}
     name = meta.agent.name if meta.driver is None else f"{meta.driver}:{meta.agent.name}"
     arena = market_of(meta)
     if arena is not None:  # two merchants of one market are two rows, even with one agent

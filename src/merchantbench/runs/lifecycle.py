@@ -15,6 +15,7 @@ the manifest (`run.json`) and the record files (trace, transcript, model-call lo
     life.after_window()   # a window closed: finish the record if the run is over, else
                           # checkpoint when the policy says so; returns the metrics or None
     life.checkpoint()     # checkpoint now (a pause)
+    life.flush()          # hand the records written so far to the OS (no sync, no checkpoint)
     life.suspend()        # the driver went away: checkpoint, mark interrupted, close
     life.fail(exc)        # the run broke off: record why (resumable), close
     life.finish()         # the run is over: tables, metrics.json, run.json; the metrics
@@ -153,6 +154,10 @@ class _Trace:
         # Strict JSON: the surface checked every agent string and number (no NaN, no surrogate).
         self._file.write(json_line(entry))
         self._kill.passed("trace")
+
+    def flush(self) -> None:
+        if self._file is not None:
+            self._file.flush()
 
     def sync(self) -> None:
         if self._file is not None:
@@ -474,6 +479,14 @@ class RunLifecycle:
         if self.checkpoints.due(self.session.window, elapsed):
             self.checkpoint()
         return None
+
+    def flush(self) -> None:
+        """Hand the record files written so far to the operating system (no disk sync, no
+        checkpoint): a reader of the run directory sees every entry up to now."""
+        if self._trace is not None:
+            self._trace.flush()
+        if self._transcript is not None:
+            self._transcript.flush()
 
     def checkpoint(self) -> None:
         """Save the session and the agent (or the driver's state) where they stand, mid-window

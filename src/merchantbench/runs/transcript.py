@@ -64,6 +64,10 @@ class TranscriptFile:
         if line is not None:
             self._file.write(line)
 
+    def flush(self) -> None:
+        """Hand what is written to the operating system (not synced to disk)."""
+        self._file.flush()
+
     def sync(self) -> None:
         """Flush, and make what is written durable (before a checkpoint that covers it)."""
         self._file.flush()

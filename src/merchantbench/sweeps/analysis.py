@@ -30,6 +30,7 @@ from merchantbench.record.comparable import (
 )
 from merchantbench.record.schema import METRICS_FILE
 from merchantbench.report.paper import TABLE1_COLUMNS, load_paper_table
+from merchantbench.sweeps.humans import human_rows, label_human_pools
 from merchantbench.sweeps.index import FRAMEWORK_COUNTS, read_index
 from merchantbench.sweeps.state import read_set_aside
 
@@ -109,6 +110,16 @@ def bootstrap_ci(differences: Sequence[float]) -> tuple[float, float]:
     return float(low), float(high)
 
 
+def _by_seed(rows: Sequence[Mapping[str, Any]]) -> dict[int, float]:
+    """Final net assets per seed: the mean where several runs share a seed (the participants
+    of a study played on one market); sealed runs (no seed) pair with nothing."""
+    values: dict[int, list[float]] = {}
+    for r in rows:
+        if r["seed"] is not None:
+            values.setdefault(r["seed"], []).append(r["final_net_assets"])
+    return {seed: float(np.mean(v)) for seed, v in values.items()}
+
+
 def paired(groups: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
     """Every pair of configurations on their shared seeds: mean difference of net assets
     (second minus first) with a bootstrap 95 % interval."""
@@ -116,8 +127,7 @@ def paired(groups: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[dict[str, 
     for (a, rows_a), (b, rows_b) in combinations(groups.items(), 2):
         if rows_a[0]["scenario"] != rows_b[0]["scenario"]:
             continue
-        base = {r["seed"]: r["final_net_assets"] for r in rows_a}
-        other = {r["seed"]: r["final_net_assets"] for r in rows_b}
+        base, other = _by_seed(rows_a), _by_seed(rows_b)
         seeds = sorted(set(base) & set(other))
         if not seeds:
             continue
@@ -238,7 +248,10 @@ def _groups(
             continue
         by_dir[str(run.run_dir)] = row
         runs.append(run)
-    return pool_runs(runs), by_dir, unreadable
+    tables = pool_runs(runs)
+    for pools in tables.values():
+        label_human_pools(pools)
+    return tables, by_dir, unreadable
 
 
 def group_analysis(sweep_dir: Path, setting: Setting, pools: Sequence[Pool],
@@ -265,27 +278,33 @@ def group_analysis(sweep_dir: Path, setting: Setting, pools: Sequence[Pool],
     }
 
 
-def sweep_analysis(sweep_dir: Path) -> dict[str, Any]:
+def sweep_analysis(sweep_dir: Path, humans: Sequence[Path] = ()) -> dict[str, Any]:
     """Every number of the report of the sweep in `sweep_dir` (finished runs only), one group
-    per setting."""
+    per setting; with the finished playground runs under `humans` as `Human (n=K)` rows
+    (sweeps/humans.py)."""
     rows = read_index(sweep_dir)
     arena_rows = [r for r in rows if r.get("arena")]
     rows = [r for r in rows if not r.get("arena")]
     done = [r for r in rows if r["status"] == "done"]
-    tables, rows_of, unreadable = _groups(sweep_dir, done)
+    people, people_left_out = human_rows(humans)
+    tables, rows_of, unreadable = _groups(sweep_dir, done + people)
     paper = [{"framework": p.framework, "model": p.model, **p.values} for p in load_paper_table()]
     not_done = [{"run": f"{r['label']}/s{r['seed']}", "status": r["status"], "reason": r["reason"]}
                 for r in rows if r["status"] != "done"]  # fmt: skip
     why = "its record cannot be read as a finished run"
+    lost = [r for r in unreadable if not any(r is p for p in people)]
     not_done += [{"run": f"{r['label']}/s{r['seed']}", "status": "unreadable", "reason": why}
-                 for r in unreadable]  # fmt: skip
+                 for r in lost]  # fmt: skip
     arenas_done = [r for r in arena_rows if r["status"] == "done"]  # sweeps/arena_report.py
     not_done += [{"run": f"{r['label']}/s{r['seed']}", "status": r["status"], "reason": r["reason"]}
                  for r in arena_rows if r["status"] != "done"]  # fmt: skip
+    counted = {"humans": {"folders": [str(h) for h in humans],
+                          "runs": len(people) - (len(unreadable) - len(lost))}}  # fmt: skip
     return {
         "runs_planned": len(rows) + len({r["run_dir"] for r in arena_rows}),
-        "runs_done": len(done) - len(unreadable) + len({r["run_dir"] for r in arenas_done}),
-        "not_done": not_done,
+        "runs_done": len(done) - len(lost) + len({r["run_dir"] for r in arenas_done}),
+        "not_done": not_done + people_left_out,
+        **(counted if humans else {}),
         "set_aside": read_set_aside(sweep_dir),
         "groups": [
             group_analysis(sweep_dir, setting, pools, rows_of) for setting, pools in tables.items()

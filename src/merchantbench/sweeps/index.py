@@ -63,7 +63,8 @@ def framework_counts(run_dir: Path) -> dict[str, int]:
     return counts
 
 
-def _finished_row(run_dir: Path) -> dict[str, Any]:
+def finished_row(run_dir: Path) -> dict[str, Any]:
+    """The metrics, usage and framework counts of a finished run, as its index row holds them."""
     metrics = json.loads((run_dir / METRICS_FILE).read_text())
     meta = read_manifest(run_dir)
     usage = meta.llm_usage or {}
@@ -90,7 +91,7 @@ def index_row(run: SweepRun, sweep_dir: Path) -> dict[str, Any]:
     }  # fmt: skip
     if state.status == "done" and not run.is_arena:
         try:
-            row.update(_finished_row(run_dir))
+            row.update(finished_row(run_dir))
         except (OSError, ValueError, ManifestError) as exc:
             row.update(status="failed", reason=f"unreadable record: {exc}")
     return row
@@ -109,7 +110,7 @@ def index_rows(run: SweepRun, sweep_dir: Path) -> list[dict[str, Any]]:
         arena = read_arena(arena_dir)
         rows = [
             {**row, "agent": entry.agent, "merchant": entry.id,
-             **_finished_row(arena.merchant_dir(arena_dir, entry.id))}
+             **finished_row(arena.merchant_dir(arena_dir, entry.id))}
             for entry in arena.merchants
         ]  # fmt: skip
     except (OSError, ValueError, ManifestError, ArenaError) as exc:

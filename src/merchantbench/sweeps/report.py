@@ -31,6 +31,7 @@ from merchantbench.report.markdown import markdown_table
 from merchantbench.report.paper import PAPER_LABEL, TABLE1_COLUMNS
 from merchantbench.sweeps.analysis import sweep_analysis
 from merchantbench.sweeps.arena_report import arena_figure_name, arena_section, sweep_arenas
+from merchantbench.sweeps.humans import humans_note
 from merchantbench.sweeps.plan import read_plan
 
 REPORT_DIR = "report"
@@ -262,7 +263,8 @@ def render_markdown(data: dict[str, Any], name: str) -> str:
     )
     groups = data["groups"]
     head = (f"# Sweep report: {name}\n\n{data['runs_done']} of {data['runs_planned']} runs "
-            "finished; the figures below are over finished runs only." + missing)  # fmt: skip
+            "finished; the figures below are over finished runs only." + missing
+            + humans_note(data))  # fmt: skip
     if aside:
         head += "\n\nRecords set aside (kept, not counted):" + aside
     if len(groups) > 1:
@@ -308,13 +310,16 @@ def _csv(rows: Sequence[dict[str, Any]]) -> bytes:
     return sink.getvalue().encode()
 
 
-def write_sweep_report(sweep_dir: Path, out_dir: Path | None = None) -> Path:
-    """Write the report of the sweep in `sweep_dir`; return the HTML page's path."""
+def write_sweep_report(
+    sweep_dir: Path, out_dir: Path | None = None, humans: Sequence[Path] = ()
+) -> Path:
+    """Write the report of the sweep in `sweep_dir` (with the finished playground runs under
+    `humans` as `Human (n=K)` rows: sweeps/humans.py); return the HTML page's path."""
     from merchantbench.sweeps.report_plots import plot_figure5, plot_net_assets
 
     out = out_dir or sweep_dir / REPORT_DIR
     out.mkdir(parents=True, exist_ok=True)
-    data = {**sweep_analysis(sweep_dir), "arenas": sweep_arenas(sweep_dir)}
+    data = {**sweep_analysis(sweep_dir, humans), "arenas": sweep_arenas(sweep_dir)}
     figures: dict[str, Path] = {}
     for i, group in enumerate(data["groups"]):
         if not group["table1"]:

@@ -11,18 +11,22 @@
     POST /play/{token}/pause           save and come back later
     POST /play/{token}/resume          back at the store
 
-A wrong token answers 404 and learns nothing. Answers carry only what the agent surface gives
-(tool results, the observation, the store status, the brief, the schemas) and, in the page's
-config, which tools change the store (`web.forms.page_config`); the seed and the run's files stay
-on the server.
+A wrong token answers 404 and learns nothing. Every JSON answer says how long the server worked
+on it (`Server-Timing: app;dur=MS`, what the browser's resource timing shows); a closed window
+is checkpointed right after its answer has gone out (`PlayStore.settle`). Answers carry only
+what the agent surface gives (tool results, the observation, the store status, the brief, the
+schemas) and, in the page's config, which tools change the store (`web.forms.page_config`); the
+seed and the run's files stay on the server.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Header, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse
+from starlette.background import BackgroundTask
 
 from merchantbench.web.forms import page_config, panel_forms
 from merchantbench.web.pages import templates
@@ -46,6 +50,13 @@ def _store(request: Request, token: str) -> PlayStore:
     return store
 
 
+def _answer(body: Any, started: float, after: BackgroundTask | None = None) -> JSONResponse:
+    """A JSON answer with the server's time on it (`Server-Timing`), then `after`."""
+    ms = 1000 * (time.perf_counter() - started)
+    headers = {"Server-Timing": f"app;dur={ms:.1f}"}
+    return JSONResponse(body, headers=headers, background=after)
+
+
 @router.get("/{token}", response_class=HTMLResponse)
 def page(request: Request, token: str) -> HTMLResponse:
     store = _store(request, token)
@@ -66,8 +77,9 @@ def page(request: Request, token: str) -> HTMLResponse:
 
 
 @router.get("/{token}/state")
-def state(request: Request, token: str) -> dict[str, Any]:
-    return _store(request, token).state()
+def state(request: Request, token: str) -> JSONResponse:
+    started = time.perf_counter()
+    return _answer(_store(request, token).state(), started)
 
 
 @router.post("/{token}/call/{tool}")
@@ -79,25 +91,29 @@ def call(
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
     x_window: Annotated[int | None, Header(ge=0, le=1_000_000)] = None,
 ) -> JSONResponse:
+    started = time.perf_counter()
     store = _store(request, token)
     window = store.surface.window
-    result = store.call(tool, arguments or {}, idempotency_key, x_window)
+    result = store.call(tool, arguments or {}, idempotency_key, x_window, settle=False)
     # The charts' history comes along only when the window changed.
-    return JSONResponse({"result": result, "state": store.state(store.surface.window != window)})
+    body = {"result": result, "state": store.state(store.surface.window != window)}
+    return _answer(body, started, BackgroundTask(store.settle))
 
 
 @router.post("/{token}/pause")
-def pause(request: Request, token: str) -> dict[str, Any]:
+def pause(request: Request, token: str) -> JSONResponse:
+    started = time.perf_counter()
     store = _store(request, token)
     store.pause()
-    return store.state()
+    return _answer(store.state(), started)
 
 
 @router.post("/{token}/resume")
-def resume(request: Request, token: str) -> dict[str, Any]:
+def resume(request: Request, token: str) -> JSONResponse:
+    started = time.perf_counter()
     store = _store(request, token)
     store.resume()
-    return store.state()
+    return _answer(store.state(), started)
 
 
 @router.post("/{token}/forward")
@@ -108,9 +124,11 @@ def forward(
     most: Annotated[int, Body(ge=1, le=FORWARD_MAX)] = FORWARD_MAX,
     x_window: Annotated[int | None, Header(ge=0, le=1_000_000)] = None,
 ) -> JSONResponse:
+    started = time.perf_counter()
     store = _store(request, token)
-    result = store.forward(triggers or {}, x_window, most)
-    return JSONResponse({"result": result, "state": store.state()})
+    result = store.forward(triggers or {}, x_window, most, settle=False)
+    body = {"result": result, "state": store.state()}
+    return _answer(body, started, BackgroundTask(store.settle))
 
 
 @router.post("/{token}/activity")

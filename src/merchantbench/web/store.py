@@ -4,8 +4,15 @@ The store opens its run as a `RunLifecycle` (so the record is a normal one: run.
 trace.jsonl, checkpoint, tables and metrics at the end) driven by the `human` driver, and
 marks the session's environment calls with origin `human`. Everything the pages get goes
 through the run's agent surface; the clock is logical, so a store waits for its participant:
-every closed window is checkpointed (a person's windows take longer than the checkpoint
-policy's seconds), and a restarted server continues where the person stopped.
+every closed window is checkpointed, and a restarted server continues where the person stopped.
+
+When the checkpoint is taken: `call` checkpoints a closed window before it returns, unless the
+caller settles later (`settle=False`, then `settle()`): the web routes answer first and
+checkpoint right after the answer has gone out, so the person never waits for the checkpoint's
+disk syncs. Fast-forward checkpoints by wall time while it runs (every `FORWARD_CHECKPOINT_SECONDS`,
+like the CLI's `CheckpointPolicy`) and settles when it stops. A kill before a checkpoint loses
+what came after the previous one (the page then shows that earlier window); the record is cut
+back to the checkpoint on resume, so the same actions played again give the same bytes.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from merchantbench.record.files import read_json
 from merchantbench.record.manifest import read_manifest
 from merchantbench.record.schema import METRICS_FILE
 from merchantbench.record.sealed import read_sealed
-from merchantbench.runs.lifecycle import CheckpointPolicy, RunLifecycle
+from merchantbench.runs.lifecycle import RunLifecycle
 from merchantbench.runs.spec import RunSpec
 from merchantbench.scenario import Scenario
 from merchantbench.session import Session
@@ -39,8 +46,10 @@ HISTORY_FILE = "web-history.json"  # what the pages drew so far (public numbers 
 # acted within its idle cap; the store takes at most this many seconds per report, and never more
 # than the wall time since the previous report.
 ACTIVITY_REPORT_MAX = 60.0
-# Fast-forward: at most this many windows per request (the page asks again to go on).
+# Fast-forward: at most this many windows per request (the page asks again to go on), and a
+# checkpoint at least this often while it runs (wall time, as the CLI's CheckpointPolicy).
 FORWARD_MAX = 60
+FORWARD_CHECKPOINT_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -131,16 +140,17 @@ class PlayStore:
     def __init__(self, spec: RunSpec, run_dir: Path, resume: bool) -> None:
         self.run_dir = run_dir
         human = HumanDriver.from_settings(spec.agent_settings)
-        # Every window: a person's click is never lost to a restart.
-        every_window = CheckpointPolicy(seconds=0)
-        self.life = RunLifecycle.open(
-            spec, run_dir, resume=resume, driver=human, checkpoints=every_window
-        )
+        # The store checkpoints itself (`settle`, fast-forward), never by the lifecycle's policy.
+        self.life = RunLifecycle.open(spec, run_dir, resume=resume, driver=human)
         self.life.session.env_origin = HUMAN_ORIGIN
         self.surface = self.life.surface
         self.lock = threading.Lock()
+        self._unsaved = False  # a window closed since the last checkpoint
         saved = read_json(run_dir / HISTORY_FILE) if (run_dir / HISTORY_FILE).is_file() else {}
+        # The pages' file may run ahead of the checkpoint a killed server resumed from.
+        window = self.surface.window
         self.history = [WindowPoint(**p) for p in saved.get("history", [])]
+        self.history = [p for p in self.history if p.window <= window]
         self.paused: bool = bool(saved.get("paused", False))
         self.active_seconds = float(saved.get("active_seconds", 0.0))
         self.last_activity: float | None = saved.get("last_activity")
@@ -262,20 +272,45 @@ class PlayStore:
 
     # --- what the person does ---------------------------------------------------------------------
     def call(
-        self, tool: str, args: Any, key: str | None = None, window: int | None = None
+        self,
+        tool: str,
+        args: Any,
+        key: str | None = None,
+        window: int | None = None,
+        settle: bool = True,
     ) -> dict[str, Any]:
         """One tool call through the surface; `end_of_step` closes the window. `window`: the
         window (0-based) the person's action was made in; closing a window that is no longer
-        open (a double click, a retry after a lost answer) is refused and changes nothing."""
+        open (a double click, a retry after a lost answer) is refused and changes nothing.
+        `settle`: checkpoint a closed window before returning (False: the caller calls
+        `settle()` once its answer is out)."""
         with self.lock:
             if self.over:
                 return {"ok": False, "error": {"code": "run_over", "message": "the run has ended"}}
             if tool == END_OF_STEP and window is not None and window != self.surface.window:
                 return stale_window(window, self.surface.window)
-            return self.call_locked(tool, args, key)
+            result = self.call_locked(tool, args, key)
+            if settle:
+                self._settle_locked()
+            return result
+
+    def settle(self) -> None:
+        """Checkpoint the windows closed since the last checkpoint, if any (the web routes call
+        it after their answer has been sent)."""
+        with self.lock:
+            self._settle_locked()
+
+    def _settle_locked(self) -> None:
+        if self._unsaved and not self.over:
+            self.life.checkpoint()
+        self._unsaved = False
 
     def forward(
-        self, triggers: dict[str, Any], window: int | None = None, most: int = FORWARD_MAX
+        self,
+        triggers: dict[str, Any],
+        window: int | None = None,
+        most: int = FORWARD_MAX,
+        settle: bool = True,
     ) -> dict[str, Any]:
         """End windows until something needs the person: each one an `end_of_step` through the
         surface, as the End window button sends, then the triggers are checked on the new
@@ -284,24 +319,36 @@ class PlayStore:
         Triggers (any of): `adverse` (an order outcome or a late order), `supplier` (a supplier
         event starting on one of my listings), `cash_below` (balance under this many RMB),
         `rating` (the rating moved at least this much, or the stars changed), `day` (a new day
-        begins: the first window of a day).
+        begins: the first window of a day). Checkpoints every `FORWARD_CHECKPOINT_SECONDS` of
+        wall time while it runs, and at the end (`settle`: before returning, else the caller
+        calls `settle()`).
         """
         ended, reasons = 0, list[str]()
         with self.lock:
             if window is not None and window != self.surface.window:
                 return {**stale_window(window, self.surface.window), "ended": 0}
-        while not reasons and ended < min(most, FORWARD_MAX) and not self.over:
-            with self.lock:
-                if self.over:
-                    break
-                result = self.call_locked(END_OF_STEP, {})
-                if result.get("ok") is False:
-                    return {**result, "ended": ended}
-                ended += 1
-                if self.over:
-                    break
-                status = self.surface.status()
-                reasons = forward_reasons(triggers, self._digest(status), status, self._before())
+        saved_at = time.monotonic()
+        try:
+            while not reasons and ended < min(most, FORWARD_MAX) and not self.over:
+                with self.lock:
+                    if self.over:
+                        break
+                    result = self.call_locked(END_OF_STEP, {})
+                    if result.get("ok") is False:
+                        return {**result, "ended": ended}
+                    ended += 1
+                    if self.over:
+                        break
+                    if time.monotonic() - saved_at >= FORWARD_CHECKPOINT_SECONDS:
+                        self._settle_locked()
+                        saved_at = time.monotonic()
+                    status = self.surface.status()
+                    reasons = forward_reasons(
+                        triggers, self._digest(status), status, self._before()
+                    )
+        finally:
+            if settle:
+                self.settle()
         return {"ok": True, "ended": ended, "stopped_by": reasons, "over": self.over}
 
     def call_locked(self, tool: str, args: Any, key: str | None = None) -> dict[str, Any]:
@@ -324,6 +371,7 @@ class PlayStore:
                 return
             self.paused = True
             self.life.checkpoint()
+            self._unsaved = False
             self._save_history()
 
     def resume(self) -> None:
@@ -337,7 +385,8 @@ class PlayStore:
             self._finish()
             return
         self._note_window()
-        self.life.after_window()
+        self.life.flush()  # readers of the run directory see the closed window at once
+        self._unsaved = True  # checkpointed by `settle` (or fast-forward's wall-time policy)
 
     def _note_window(self) -> None:
         window = self.surface.window

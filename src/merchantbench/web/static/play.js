@@ -7,7 +7,8 @@ const CONFIG = pageData("play-config");
 const BASE = `/play/${encodeURIComponent(CONFIG.token)}`;
 const WRITE_TOOLS = new Set(CONFIG.write_tools);
 const basket = new Map();  // product_id -> {title, cost, price}
-let busy = false;
+let busy = 0;  // calls under way or waiting their turn (the page shows `body.busy` meanwhile)
+let queue = Promise.resolve();  // the page's calls go to the server one at a time, in order
 let shownWindow = CONFIG.window;  // the window on screen (0-based, as the server counts)
 let listed = new Set();  // product ids of my listings (state.listed)
 let paused = false, over = false;
@@ -48,10 +49,30 @@ async function post(path, headers, body) {
   return answer;
 }
 
-async function send(action, panel) {
-  if (busy) return null;
-  busy = true;
-  document.body.classList.add("busy");
+// Calls go one at a time (each answer's state is drawn before the next call goes out). A read
+// that comes while another call is under way waits its turn: a click on an order or a product
+// while a table is still loading is never lost. A call that changes the store is dropped
+// instead: it is the second click of a double click (the first one acts).
+function send(action, panel) {
+  const read = !WRITE_TOOLS.has(action.tool) && action.tool !== CONFIG.window_closer;
+  if (busy && !read) return Promise.resolve(null);
+  return inTurn(() => sendNow(action, panel));
+}
+
+// Run `job` (a request and the drawing of its answer) after every request before it.
+function inTurn(job) {
+  working(1);
+  const turn = queue.then(job);
+  queue = turn.catch(() => null);
+  return turn.finally(() => working(-1));
+}
+
+function working(step) {
+  busy += step;
+  document.body.classList.toggle("busy", busy > 0);
+}
+
+async function sendNow(action, panel) {
   const tool = action.tool;
   try {
     const headers = {"X-Window": String(action.window)};
@@ -66,9 +87,6 @@ async function send(action, panel) {
   } catch (err) {
     say(`could not reach the server (${err.message || err}); your store is saved, try again`);
     return null;
-  } finally {
-    busy = false;
-    document.body.classList.remove("busy");
   }
 }
 
@@ -475,6 +493,13 @@ function wireForms() {
 }
 
 // --- state: header, digest, charts ---------------------------------------------------------------
+let shownDigest = null;  // the digest on screen (as JSON)
+// Text that did not change is left alone (no new text node, nothing to lay out again).
+function setText(selector, text) {
+  const node = $(selector);
+  if (node.textContent !== text) node.textContent = text;
+}
+
 function showState(state) {
   const newWindow = state.store.window !== shownWindow;
   shownWindow = state.store.window;
@@ -483,15 +508,17 @@ function showState(state) {
   over = state.over;
   const s = state.store;
   store = s;
-  $("#clock").textContent = state.clock.text;
-  if (state.net_assets !== null) $("#net-assets").textContent = rmb(state.net_assets);
-  $("#figures").textContent = over ? "" : `Balance ${rmb(s.balance)} · rating ${s.rating.toFixed(2)} (${s.stars}★, orders ×${s.rating_multiplier.toFixed(2)}) · listings ${s.active_listings}/${s.listing_cap} · calls left ${s.calls_left_in_window}`;
-  $("#observation").textContent = state.observation;
+  setText("#clock", state.clock.text);
+  if (state.net_assets !== null) setText("#net-assets", rmb(state.net_assets));
+  setText("#figures", over ? "" : `Balance ${rmb(s.balance)} · rating ${s.rating.toFixed(2)} (${s.stars}★, orders ×${s.rating_multiplier.toFixed(2)}) · listings ${s.active_listings}/${s.listing_cap} · calls left ${s.calls_left_in_window}`);
+  setText("#observation", state.observation);
   $("#paused").hidden = !paused;
   $("#finished").hidden = !state.over;
   for (const id of ["#end-window", "#forward", "#forward-go"]) $(id).disabled = over;
   if (state.over && state.final) showFinal(state);
-  showDigest(state.digest, state.store.window === 0);
+  // Most calls leave the digest as it was: it is drawn again only when it changed.
+  const digestNow = JSON.stringify([state.digest, state.store.window === 0, bulkMarkup()]);
+  if (digestNow !== shownDigest) { shownDigest = digestNow; showDigest(state.digest, state.store.window === 0); }
   if (newWindow) { closeDetail(); $("#basket-report").replaceChildren(); }
   if (!state.history) return;  // unchanged: the window did not move
   const hist = state.history;
@@ -558,10 +585,12 @@ function triggers() {
   return t;
 }
 
-async function fastForward() {
-  if (busy || over) return;
-  busy = true;
-  document.body.classList.add("busy");
+function fastForward() {
+  if (busy || over) return null;
+  return inTurn(forwardNow);
+}
+
+async function forwardNow() {
   try {
     const most = Math.max(1, Math.min(Number($("#ff-most").value) || 1, CONFIG.forward_max));
     const body = await post("/forward", {"X-Window": String(shownWindow)}, {triggers: triggers(), most});
@@ -573,9 +602,6 @@ async function fastForward() {
     else say(`fast-forward: ended ${r.ended} window${r.ended === 1 ? "" : "s"}; ` + (r.stopped_by.length ? `stopped: ${r.stopped_by.join("; ")}` : r.over ? "the run is over" : `no trigger within ${most}`));
   } catch (err) {
     say(`could not reach the server (${err.message || err}); your store is saved, try again`);
-  } finally {
-    busy = false;
-    document.body.classList.remove("busy");
   }
 }
 
