@@ -171,3 +171,67 @@ def test_react_and_hermes_merchants_trade_beside_a_baseline(tmp_path):
         assert not any(e["forced"] or e["error"] == "window_closed" for e in closes), agent
         assert any(e["tool"] == "list_product" and e["ok"] for e in trace), agent
         assert _run_json(arena, "llm")["agent"]["name"] == agent
+
+
+def test_a_harness_stops_at_its_own_end_of_step_while_a_slower_rival_thinks(tmp_path):
+    # The fast merchant closes each window first and waits for the slow one; its harness must
+    # take its window as done then (`surface.window_done`), not ask its model again and have
+    # its calls refused as `window_closed` for as long as the rival thinks.
+    scenario = load_scenario("smoke", overrides=[f"clock.days={DAYS}"])
+    with (
+        ScriptedServer(store_policy) as fast,
+        ScriptedServer(store_policy, latency=0.05) as slow,
+    ):
+        entrants = tuple(
+            Entrant(name, "react", {"model": "scripted", "base_url": server.base_url})
+            for name, server in (("fast", fast), ("slow", slow))
+        )
+        run_arena(ArenaSpec(scenario, 1, entrants), tmp_path / "arena")
+    for merchant in ("fast", "slow"):
+        trace = _trace(tmp_path / "arena", merchant)
+        closes = [e for e in trace if e["tool"] == "end_of_step"]
+        assert [e["window"] for e in closes] == list(range(2 * DAYS)), merchant
+        assert not any(e["forced"] or not e["ok"] for e in trace), merchant
+    assert fast.request_count == slow.request_count
+
+
+@pytest.mark.requires("bwrap")  # the Hermes Agent runs confined by bubblewrap
+def test_the_hermes_agent_is_one_merchant_of_an_arena(tmp_path, monkeypatch):
+    from merchantbench.agents.hermes_agent.env import HermesEnvError, ensure_env
+    from requires import missing
+
+    try:
+        ensure_env()  # its own environment, made once from the package index
+    except HermesEnvError as exc:
+        missing("hermes-agent", str(exc))
+    mcp = "mcp__merchantbench__"
+
+    def policy(request: dict[str, Any]) -> dict[str, Any]:
+        messages = request["messages"]
+        start = max(i for i, m in enumerate(messages) if m["role"] == "user")
+        done = sum(1 for m in messages[start:] if m["role"] == "tool")
+        steps = [(mcp + "search_products", {"query": "bag"}), (mcp + "end_of_step", {})]
+        if done >= len(steps):
+            return {"content": "done", "tool_calls": []}
+        name, arguments = steps[done]
+        return {"content": None, "tool_calls": [{"name": name, "arguments": arguments}]}
+
+    key = "sk-test-arena-hermes-7d2e"
+    monkeypatch.setenv("MB_TEST_HERMES_KEY", key)
+    scenario = load_scenario("smoke", overrides=["clock.days=2"])
+    with ScriptedServer(policy) as server:
+        settings = {"model": "scripted", "base_url": server.base_url}
+        settings["api_key_env"] = "MB_TEST_HERMES_KEY"
+        entrants = (Entrant("base", "rule-based"), Entrant("hermes", "hermes-agent", settings))
+        run_arena(ArenaSpec(scenario, 1, entrants), tmp_path / "arena")
+    arena = tmp_path / "arena"
+    assert read_arena(arena).ended == "completed"
+    trace = _trace(arena, "hermes")
+    closes = [e for e in trace if e["tool"] == "end_of_step"]
+    # Hermes closed every window itself, once; it then waited for the baseline.
+    assert [e["window"] for e in closes] == [0, 1, 2, 3]
+    assert all(e["ok"] and not e["forced"] for e in closes)
+    searches = [e for e in trace if e["tool"] == "search_products"]
+    assert [e["window"] for e in searches] == [0, 1, 2, 3] and all(e["ok"] for e in searches)
+    assert set(server.authorizations) == {f"Bearer {key}"}
+    assert [p for p in arena.rglob("*") if p.is_file() and key.encode() in p.read_bytes()] == []
