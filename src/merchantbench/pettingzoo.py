@@ -56,11 +56,9 @@ from merchantbench.spaces import (
     observe,
     tool_name,
 )
-from merchantbench.tools.toolset import build_registry
+from merchantbench.tools.toolset import END_OF_STEP, build_registry
 
 __all__ = ["MerchantBenchParallelEnv", "parallel_env"]
-
-END_OF_STEP = "end_of_step"
 
 
 def _merchant_ids(merchants: int | Sequence[str]) -> list[str]:
