@@ -1,6 +1,6 @@
 """Tests that need an optional part (`merchantbench.optional_parts`: bubblewrap, Chromium, the
-Hermes Agent environment, Ray, Inspect AI) skip without it, with a one-line reason that names the
-part and how to add it; with MERCHANTBENCH_REQUIRE_ALL=1 (CI) they fail instead.
+Hermes Agent environment, Ray, Inspect AI, PettingZoo …) skip without it, with a one-line reason
+that names the part and how to add it; with MERCHANTBENCH_REQUIRE_ALL=1 (CI) they fail instead.
 
     pytestmark = pytest.mark.requires("bwrap")      # a module, or @pytest.mark.requires on a test
     need("inspect", module=True)                    # at the top of a module that imports it

@@ -31,13 +31,10 @@ scenario="smoke")` then builds one. It is a thin adapter over the agent surface:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
-import numpy as np
-from gymnasium import spaces
 
 from merchantbench.agents.base import AgentSettings
 from merchantbench.money import fen
@@ -47,7 +44,17 @@ from merchantbench.runs.lifecycle import RunLifecycle
 from merchantbench.runs.spec import RunSpec
 from merchantbench.scenario import Scenario, load_scenario
 from merchantbench.session import Session
-from merchantbench.tools.status import ACCOUNTS, StoreStatus
+from merchantbench.spaces import (
+    COUNT_BOUND,
+    TEXT_CHARSET,
+    action_space,
+    call_action,
+    observation_space,
+    observe,
+    store_state,
+    store_state_space,
+)
+from merchantbench.tools.status import StoreStatus
 from merchantbench.tools.toolset import build_registry
 
 __all__ = [
@@ -61,58 +68,7 @@ __all__ = [
 ]
 
 ENV_ID = "MerchantBench-v0"
-OBSERVATION_MAX_CHARS = 65_536
-# Every character of the Basic Multilingual Plane but surrogates and control characters other
-# than tab and newline: observation text and JSON arguments (Chinese included) fit in it.
-TEXT_CHARSET = "\t\n" + "".join(
-    chr(c) for c in range(0x20, 0x10000) if not (0x7F <= c < 0xA0 or 0xD800 <= c < 0xE000)
-)
-_SEED_BOUND = 2**31 - 1
-_RMB_BOUND = 1e12  # far beyond any store's money, so the bounds never bind
-
-
-def _amount(low: float = -_RMB_BOUND) -> spaces.Box:
-    return spaces.Box(low=low, high=_RMB_BOUND, shape=(1,), dtype=np.float64)
-
-
-def _count() -> spaces.Box:
-    return spaces.Box(low=0, high=_SEED_BOUND, shape=(1,), dtype=np.int64)
-
-
-# obs["store"], field by field: the store status's fields (same names) as Gymnasium values.
-_REALS = (*ACCOUNTS, "rating", "rating_multiplier")  # shape-(1,) float64 arrays
-_COUNTS = ("open_orders", "orders_placed")  # shape-(1,) int64 arrays
-_DISCRETE = ("stars", "active_listings", "calls_left_in_window", "window")  # int64 scalars
-
-
-def store_state_space(scenario: Scenario) -> spaces.Dict:
-    """The public store state of a window (fields of `StoreStatus`): cash and net assets (RMB),
-    rating, stars and their multiplier, listings, open orders, orders placed, calls left,
-    whether the store is open (`store_open`, 1 or 0), the window."""
-    return spaces.Dict(
-        {
-            **{name: _amount() for name in ACCOUNTS},
-            "rating": spaces.Box(low=0.0, high=5.0, shape=(1,), dtype=np.float64),
-            "stars": spaces.Discrete(6),
-            "rating_multiplier": spaces.Box(low=0.0, high=10.0, shape=(1,), dtype=np.float64),
-            "active_listings": spaces.Discrete(scenario.tools.max_active_listings + 1),
-            **{name: _count() for name in _COUNTS},
-            "calls_left_in_window": spaces.Discrete(scenario.clock.calls_per_window + 1),
-            "store_open": spaces.Discrete(2),
-            "window": spaces.Discrete(scenario.clock.windows + 1),
-        }
-    )
-
-
-def store_state(status: StoreStatus) -> dict[str, Any]:
-    """The value of `store_state_space` for a store status."""
-    state: dict[str, Any] = {
-        name: np.array([getattr(status, name)], dtype=np.float64) for name in _REALS
-    }
-    state |= {name: np.array([getattr(status, name)], dtype=np.int64) for name in _COUNTS}
-    state |= {name: np.int64(getattr(status, name)) for name in _DISCRETE}
-    state["store_open"] = np.int64(status.store == "open")
-    return state
+_SEED_BOUND = COUNT_BOUND
 
 
 class GymDriver(Driver[AgentSettings]):
@@ -173,19 +129,8 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         self.render_mode = render_mode
         schemas = build_registry(scenario).schema_list()
         self.tool_names: tuple[str, ...] = tuple(s["function"]["name"] for s in schemas)
-        args_chars = 4 * scenario.tools.memory_doc_bytes  # room for a full memory document
-        self.action_space = spaces.Dict(
-            {
-                "tool": spaces.Discrete(len(self.tool_names)),
-                "args": spaces.Text(args_chars, min_length=0, charset=TEXT_CHARSET),
-            }
-        )
-        self.observation_space = spaces.Dict(
-            {
-                "text": spaces.Text(OBSERVATION_MAX_CHARS, min_length=0, charset=TEXT_CHARSET),
-                "store": store_state_space(scenario),
-            }
-        )
+        self.action_space = action_space(scenario, self.tool_names)
+        self.observation_space = observation_space(scenario)
         self._session: Session | None = None
         self._net_assets_fen = 0
         self._sealed = SealedEpisodes() if sealed else None
@@ -276,7 +221,7 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         return {"window": status.window, "hour": status.hour}
 
     def _observe(self, status: StoreStatus) -> dict[str, Any]:
-        return {"text": self.session.surface.observation(), "store": store_state(status)}
+        return observe(self.session.surface, status)
 
     # --- the Gymnasium API ----------------------------------------------------------------------
     def reset(
@@ -316,10 +261,8 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     ) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
         """One tool call; `end_of_step` runs the window. See the module docstring."""
         surface = self.session.surface
-        tool = self._tool_name(action.get("tool"))
-        args = action.get("args") or "{}"
         window = surface.window
-        result = surface.call(tool, args if isinstance(args, str) else json.dumps(args))
+        tool, result = call_action(surface, self.tool_names, action)
         if self._life is not None and (surface.over or surface.window != window):
             self._life.after_window()  # checkpoint as the policy says; finish when over
         status = surface.status()
@@ -327,15 +270,6 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         reward = (self._net_assets_fen - before) / 100
         info = {"tool": tool, "result": result, **self._clock(status)}
         return self._observe(status), reward, surface.over, False, info
-
-    def _tool_name(self, index: Any) -> str:
-        try:
-            position = int(index)
-        except (TypeError, ValueError):
-            position = -1
-        if 0 <= position < len(self.tool_names):
-            return self.tool_names[position]
-        return str(index)  # out of the action space: the surface answers `unknown_tool`
 
     def render(self) -> str | None:  # type: ignore[override]
         """The observation text, in `ansi` mode."""

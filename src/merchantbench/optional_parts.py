@@ -141,5 +141,13 @@ PARTS: dict[str, Part] = {
             "uv sync --extra openenv",
             _distribution("openenv", "openenv-core"),
         ),
+        Part(
+            "pettingzoo",
+            "PettingZoo",
+            "a market of several merchants as a PettingZoo ParallelEnv: merchantbench.pettingzoo "
+            "(docs/arena.md)",
+            "uv sync --extra pettingzoo",
+            _distribution("pettingzoo", "pettingzoo"),
+        ),
     )
 }

@@ -14,6 +14,9 @@ Gymnasium, the web playground) — holds an `AgentSurface` and only that:
   answers `{"ok": false, "error": {...}}` and changes nothing; `end_of_step` closes the window;
 - `window`, `hour`, `windows_total`, `over`: the public clock (open window, its first hour, the
   scheduled number of windows, whether the run has ended);
+- `waiting`, `window_done(window)`: in a market of several merchants (docs/arena.md), a
+  merchant's `end_of_step` closes the window for it alone and it waits for the others; a
+  harness's window is done when the run ended, the window moved on or the store waits;
 - `record_framework_call(tool, args, ok, error)`: how a harness records its own tools (memory,
   plans, code) in the trace; they do not count as environment calls;
 - `force_end_of_step()`: a harness giving up on the window (its model stopped or failed)
@@ -50,6 +53,8 @@ SURFACE_MEMBERS = frozenset(
         "hour",
         "windows_total",
         "over",
+        "waiting",
+        "window_done",
         "record_framework_call",
         "force_end_of_step",
     }
@@ -123,6 +128,18 @@ class AgentSurface:
     def over(self) -> bool:
         """True once the run has ended (horizon reached or store closed)."""
         return self.__host.over
+
+    @property
+    def waiting(self) -> bool:
+        """True while this store has closed the open window and waits for the other merchants
+        of its market to close it (any call answers `window_closed`); a store alone never waits.
+        A harness's window is over when `over`, `waiting`, or `window` moved on."""
+        return self.__host.waiting
+
+    def window_done(self, window: int) -> bool:
+        """Whether window `window` is over for this store: the run ended, the window moved on,
+        or the store closed it and waits for the other merchants of its market."""
+        return self.__host.over or self.__host.waiting or self.__host.window != window
 
     def record_framework_call(
         self, tool: str, args: Any, ok: bool, error: str | None = None

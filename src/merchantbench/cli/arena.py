@@ -49,27 +49,42 @@ def _parse_seeds(text: str) -> list[int]:
 
 def _entrant(text: str) -> tuple[str, dict[str, Any]]:
     """`NAME` or `NAME:MODEL` for a registered LLM agent (react:gpt-4o), else an agent of your
-    own (`MODULE:CLASS`, `FILE.py:CLASS`)."""
+    own (`MODULE:CLASS`, `FILE.py:CLASS`): the agent and the settings the text gives."""
     from merchantbench.agents.load import resolve_agent_name
-    from merchantbench.agents.registry import AgentConfigError, agent_entry, check_settings
+    from merchantbench.agents.registry import AgentConfigError, agent_entry
 
     name, colon, model = text.partition(":")
-    settings: dict[str, Any] = {}
     try:
         try:
             agent_entry(name)
-            agent = name
-            if colon:
-                settings = {"model": model}
+            return name, ({"model": model} if colon else {})
         except AgentConfigError:
             agent = resolve_agent_name(text)
             agent_entry(agent)
-        check_settings(agent, settings)
+            return agent, {}
     except AgentConfigError as exc:
         fail(str(exc))
-    except (TypeError, ValueError) as exc:
-        fail(f"agent {text!r}: {exc}")
-    return agent, settings
+
+
+def _merchant_options(pairs: list[str], ids: list[str]) -> dict[str, list[str]]:
+    """`--agent-opt MERCHANT.KEY=VALUE` by merchant: MERCHANT is a merchant id (`react`,
+    `expert-2`) or the position of its `--agent` (1, 2, …); `KEY=VALUE` as `run --agent-opt`."""
+    found: dict[str, list[str]] = {merchant: [] for merchant in ids}
+    for pair in pairs:
+        target, dot, setting = pair.partition(".")
+        if not dot or "=" not in setting or "=" in target:
+            fail(
+                f"--agent-opt wants MERCHANT.KEY=VALUE (MERCHANT: a merchant id or the --agent's "
+                f"position 1, 2, …), got {pair!r}"
+            )
+        if target in found:
+            merchant = target
+        elif target.isdigit() and 1 <= int(target) <= len(ids):
+            merchant = ids[int(target) - 1]
+        else:
+            fail(f"--agent-opt {pair!r}: no merchant {target!r} (merchants: {', '.join(ids)})")
+        found[merchant].append(setting)
+    return found
 
 
 def _progress(market: MarketSession) -> str:
@@ -118,6 +133,14 @@ def arena(
         bool, typer.Option("--report", help="write the arena report when done")
     ] = False,
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
+    agent_opt: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--agent-opt",
+            help="a setting of one merchant's agent, MERCHANT.KEY=VALUE (MERCHANT: its id or "
+            "its --agent's position 1, 2, …), e.g. react.base_url=http://127.0.0.1:8321/v1",
+        ),
+    ] = None,
     file: ScenarioFile = None,
     set_: SetOption = None,
 ) -> None:
@@ -133,9 +156,15 @@ def arena(
     if not agent:
         fail("--agent is required, once per merchant")
     sc = scenario_from_options(scenario, file, set_, days)
+    from merchantbench.cli.run import _agent_settings
+
     parsed = [_entrant(text) for text in agent]
     ids = merchant_ids(agent)
-    entrants = [Entrant(m, name, settings) for m, (name, settings) in zip(ids, parsed, strict=True)]
+    options = _merchant_options(agent_opt or [], ids)
+    entrants = [
+        Entrant(m, name, _agent_settings(name, given, None, options[m], f"merchant {m!r}: "))
+        for m, (name, given) in zip(ids, parsed, strict=True)
+    ]
     seed_list = _parse_seeds(seeds) if seeds is not None else [seed]
     root = out or Path("runs") / f"arena-{sc.name}-{'-'.join(e.merchant for e in entrants)}"
     writable_dir(root, "--out")

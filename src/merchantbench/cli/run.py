@@ -105,9 +105,14 @@ def _key_values(pairs: list[str] | None, option: str) -> dict[str, Any]:
 
 
 def _agent_settings(
-    agent: str, options: dict[str, Any], params: list[str] | None, extra: list[str] | None
+    agent: str,
+    options: dict[str, Any],
+    params: list[str] | None,
+    extra: list[str] | None,
+    where: str = "",
 ) -> dict[str, Any]:
-    """The settings given on the command line, checked by building the agent once."""
+    """The settings given on the command line, checked by building the agent once; an error
+    starts with `where` (an arena's merchant)."""
     from merchantbench.agents.registry import (
         AgentConfigError,
         agent_entry,
@@ -126,11 +131,11 @@ def _agent_settings(
         if not agent_entry(agent).privileged:
             make_agent(agent, settings)  # e.g. a missing API key fails now, not at window 1
     except AgentConfigError as exc:
-        fail(str(exc))
+        fail(f"{where}{exc}")
     except (TypeError, ValueError) as exc:
-        fail(f"agent {agent!r}: {exc}")
+        fail(f"{where}agent {agent!r}: {exc}")
     except Exception as exc:  # an agent of your own may raise anything when it is built
-        fail(f"agent {agent!r}: building it failed: {type(exc).__name__}: {exc}")
+        fail(f"{where}agent {agent!r}: building it failed: {type(exc).__name__}: {exc}")
     return settings
 
 

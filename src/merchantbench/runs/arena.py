@@ -57,7 +57,8 @@ from merchantbench.record.manifest import AgentRef, FinalAccounts, MarketRef, Ru
 from merchantbench.record.schema import MODEL_CALLS_FILE, RUN_FILE, TRACE_FILE, TRANSCRIPT_FILE
 from merchantbench.record.tables import final_accounts, write_tables
 from merchantbench.runs.kill_points import KillPoints
-from merchantbench.runs.lifecycle import CheckpointPolicy, _git_commit, _Trace
+from merchantbench.runs.lifecycle import CheckpointPolicy
+from merchantbench.runs.record_writer import TraceWriter, git_commit
 from merchantbench.runs.spec import RunError
 from merchantbench.runs.transcript import TranscriptFile, cut_transcript
 from merchantbench.scenario import Scenario
@@ -160,7 +161,7 @@ class _MerchantRecord:
     def __init__(self, run_dir: Path, kill: KillPoints) -> None:
         self.run_dir = run_dir
         self._kill = kill
-        self.trace: _Trace | None = None
+        self.trace: TraceWriter | None = None
         self.transcript: TranscriptFile | None = None
         self.manifest: RunManifest
         self.metrics: dict[str, Any] | None = None
@@ -184,7 +185,7 @@ class _MerchantRecord:
         return noted
 
     def open(self, session: MerchantSession, transcribe: bool, noted: int | None) -> None:
-        self.trace = _Trace(self.run_dir / TRACE_FILE, self._kill)
+        self.trace = TraceWriter(self.run_dir / TRACE_FILE, self._kill)
         if transcribe:
             self.transcript = TranscriptFile(self.run_dir / TRANSCRIPT_FILE)
             session.recorder = self.transcript
@@ -310,7 +311,7 @@ class ArenaLifecycle:
             ],
             tool_schema_sha256=schema,
             package_version=merchantbench.__version__,
-            git_commit=_git_commit(),
+            git_commit=git_commit(),
             started=_now(),
             pins=json.loads(json.dumps(pins)),
         )

@@ -35,13 +35,11 @@ import dataclasses
 import json
 import os
 import shutil
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
-import merchantbench
 from merchantbench.agents.base import BaseAgent, Player
 from merchantbench.agents.registry import agent_entry, make_agent
 from merchantbench.record.checkpoint import (
@@ -82,8 +80,9 @@ from merchantbench.record.tables import final_accounts, write_tables
 from merchantbench.record.words import WORDS_KEY, append_words, cut_words
 from merchantbench.runs.driver import PLAYED_BY, Driver, encode_state
 from merchantbench.runs.kill_points import KillPoints
+from merchantbench.runs.record_writer import TraceWriter, git_commit
 from merchantbench.runs.spec import RunError, RunSpec
-from merchantbench.runs.transcript import TranscriptFile, cut_transcript, json_line
+from merchantbench.runs.transcript import TranscriptFile, cut_transcript
 from merchantbench.session import Session
 from merchantbench.surface import AgentSurface
 
@@ -114,20 +113,6 @@ class CheckpointPolicy:
         return elapsed >= self.seconds
 
 
-def _git_commit() -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=Path(merchantbench.__file__).parent,
-            capture_output=True,
-            text=True,
-            timeout=5,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
-
-
 @dataclass(frozen=True)
 class ForkStart:
     """Where a new run starts when it is a fork (runs/fork.py): the session at the opening of
@@ -139,35 +124,6 @@ class ForkStart:
     parent_dir: Path
     ref: ForkRef
     agent: BaseAgent | None = None
-
-
-class _Trace:
-    """The open trace, the session's trace sink: strict JSON lines, buffered."""
-
-    def __init__(self, path: Path, kill: KillPoints) -> None:
-        self._file: TextIO | None = open(path, "a")  # noqa: SIM115 (closed in close)
-        self._kill = kill
-
-    def write(self, entry: dict[str, Any]) -> None:
-        if self._file is None:
-            raise RunError("the run record is closed; no more trace entries")
-        # Strict JSON: the surface checked every agent string and number (no NaN, no surrogate).
-        self._file.write(json_line(entry))
-        self._kill.passed("trace")
-
-    def flush(self) -> None:
-        if self._file is not None:
-            self._file.flush()
-
-    def sync(self) -> None:
-        if self._file is not None:
-            self._file.flush()
-            os.fsync(self._file.fileno())
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
 
 
 class RunLifecycle:
@@ -202,7 +158,7 @@ class RunLifecycle:
         self.metrics: dict[str, Any] | None = None
         self.record: RunRecord | None = None  # the finished record as read back, for a report
         self._kill = KillPoints.from_env()  # test-only (runs/kill_points.py)
-        self._trace: _Trace | None = None
+        self._trace: TraceWriter | None = None
         self._transcript: TranscriptFile | None = None
         self._last_checkpoint = time.monotonic()
         self._created = False  # this lifecycle made the run directory
@@ -362,7 +318,7 @@ class RunLifecycle:
             market,
             AgentRef(name=spec.agent, settings=player.settings(), privileged=privileged),
             session.registry.schema_sha256(),
-            _git_commit(),
+            git_commit(),
             seed_commitment=None if spec.sealed is None else spec.sealed.commitment,
             driver=None if self.driver is None else self.driver.name,
             fork=fork,
@@ -434,7 +390,7 @@ class RunLifecycle:
     def _open_records(self, noted: int | None) -> None:
         """Open the trace and the transcript for appending; the transcript notes the open
         window's observation unless it holds it already."""
-        self._trace = _Trace(self.run_dir / TRACE_FILE, self._kill)
+        self._trace = TraceWriter(self.run_dir / TRACE_FILE, self._kill)
         if self.transcribe:
             self._transcript = TranscriptFile(self.run_dir / TRANSCRIPT_FILE)
             self.session.recorder = self._transcript

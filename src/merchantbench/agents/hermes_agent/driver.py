@@ -200,7 +200,7 @@ class HermesAgentDriver(BaseAgent[HermesAgentSettings]):
         finally:
             self._collect()
             self.usage.wall_seconds += time.perf_counter() - started
-        if not surface.over and surface.window == window:
+        if not surface.window_done(window):
             surface.force_end_of_step()
             self.usage.forced_windows += 1
 

@@ -241,7 +241,7 @@ class ReActAgent(BaseAgent[ReActSettings]):
                 reason = "no_tool_calls"
                 break
             await self._run_tool_calls(surface, calls, window)
-            if surface.over or surface.window != window:
+            if surface.window_done(window):
                 self._failed_windows = 0
                 return
         self._force(surface, window, reason)
@@ -290,7 +290,7 @@ class ReActAgent(BaseAgent[ReActSettings]):
     ) -> None:
         """Answer every call (the API requires it), but run none after the window closed."""
         for call in calls:
-            if surface.over or surface.window != window:
+            if surface.window_done(window):
                 result = failure("window_closed", "end_of_step closed the window; not run")
             elif call.error is not None:
                 result = call.error
@@ -311,5 +311,5 @@ class ReActAgent(BaseAgent[ReActSettings]):
             raise ModelCallFailed(f"the model failed in {self._failed_windows} windows in a row")
         self.usage.forced_windows += 1
         self._forced_note = _FORCED_NOTES[reason]
-        if not surface.over and surface.window == window:
+        if not surface.window_done(window):
             surface.force_end_of_step()

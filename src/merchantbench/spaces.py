@@ -1,0 +1,140 @@
+"""The Gymnasium spaces of one store's tool calls and observations, shared by the single-store
+Gymnasium env (`merchantbench.gym`) and the multi-merchant PettingZoo env
+(`merchantbench.pettingzoo`), so that one merchant looks the same in both.
+
+- **action** `Dict(tool=Discrete(26), args=Text)`: `tool` indexes the tool names in the order
+  of `surface.tool_schemas()`; `args` is a JSON object string (`""` for none).
+- **observation** `Dict(text=Text, store=Dict)`: the open window's observation text, and the
+  store status (`surface.status()`) field by field (`store_state_space`, `store_state`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from merchantbench.scenario import Scenario
+from merchantbench.surface import AgentSurface
+from merchantbench.tools.status import ACCOUNTS, StoreStatus
+
+__all__ = [
+    "OBSERVATION_MAX_CHARS",
+    "TEXT_CHARSET",
+    "action_space",
+    "call_action",
+    "observation_space",
+    "observe",
+    "store_state",
+    "store_state_space",
+    "tool_name",
+]
+
+OBSERVATION_MAX_CHARS = 65_536
+# Every character of the Basic Multilingual Plane but surrogates and control characters other
+# than tab and newline: observation text and JSON arguments (Chinese included) fit in it.
+TEXT_CHARSET = "\t\n" + "".join(
+    chr(c) for c in range(0x20, 0x10000) if not (0x7F <= c < 0xA0 or 0xD800 <= c < 0xE000)
+)
+COUNT_BOUND = 2**31 - 1
+_RMB_BOUND = 1e12  # far beyond any store's money, so the bounds never bind
+
+
+def _amount(low: float = -_RMB_BOUND) -> spaces.Box:
+    return spaces.Box(low=low, high=_RMB_BOUND, shape=(1,), dtype=np.float64)
+
+
+def _count() -> spaces.Box:
+    return spaces.Box(low=0, high=COUNT_BOUND, shape=(1,), dtype=np.int64)
+
+
+# obs["store"], field by field: the store status's fields (same names) as Gymnasium values.
+_REALS = (*ACCOUNTS, "rating", "rating_multiplier")  # shape-(1,) float64 arrays
+_COUNTS = ("open_orders", "orders_placed")  # shape-(1,) int64 arrays
+_DISCRETE = ("stars", "active_listings", "calls_left_in_window", "window")  # int64 scalars
+
+
+def store_state_space(scenario: Scenario) -> spaces.Dict:
+    """The public store state of a window (fields of `StoreStatus`): cash and net assets (RMB),
+    rating, stars and their multiplier, listings, open orders, orders placed, calls left,
+    whether the store is open (`store_open`, 1 or 0), the window."""
+    return spaces.Dict(
+        {
+            **{name: _amount() for name in ACCOUNTS},
+            "rating": spaces.Box(low=0.0, high=5.0, shape=(1,), dtype=np.float64),
+            "stars": spaces.Discrete(6),
+            "rating_multiplier": spaces.Box(low=0.0, high=10.0, shape=(1,), dtype=np.float64),
+            "active_listings": spaces.Discrete(scenario.tools.max_active_listings + 1),
+            **{name: _count() for name in _COUNTS},
+            "calls_left_in_window": spaces.Discrete(scenario.clock.calls_per_window + 1),
+            "store_open": spaces.Discrete(2),
+            "window": spaces.Discrete(scenario.clock.windows + 1),
+        }
+    )
+
+
+def store_state(status: StoreStatus) -> dict[str, Any]:
+    """The value of `store_state_space` for a store status."""
+    state: dict[str, Any] = {
+        name: np.array([getattr(status, name)], dtype=np.float64) for name in _REALS
+    }
+    state |= {name: np.array([getattr(status, name)], dtype=np.int64) for name in _COUNTS}
+    state |= {name: np.int64(getattr(status, name)) for name in _DISCRETE}
+    state["store_open"] = np.int64(status.store == "open")
+    return state
+
+
+def action_space(scenario: Scenario, tool_names: Sequence[str]) -> spaces.Dict:
+    """One tool call: a tool's index and its JSON arguments (room for a full memory document)."""
+    args_chars = 4 * scenario.tools.memory_doc_bytes
+    return spaces.Dict(
+        {
+            "tool": spaces.Discrete(len(tool_names)),
+            "args": spaces.Text(args_chars, min_length=0, charset=TEXT_CHARSET),
+        }
+    )
+
+
+def observation_space(scenario: Scenario) -> spaces.Dict:
+    """The open window's observation text and the store state."""
+    return spaces.Dict(
+        {
+            "text": spaces.Text(OBSERVATION_MAX_CHARS, min_length=0, charset=TEXT_CHARSET),
+            "store": store_state_space(scenario),
+        }
+    )
+
+
+def observe(surface: AgentSurface, status: StoreStatus) -> dict[str, Any]:
+    """The observation of `observation_space` for a surface and its current status."""
+    return {"text": surface.observation(), "store": store_state(status)}
+
+
+def tool_name(tool_names: Sequence[str], index: Any) -> str:
+    """The tool an action's `tool` names; out of the action space, its text (the surface then
+    answers `unknown_tool`)."""
+    try:
+        position = int(index)
+    except (TypeError, ValueError):
+        position = -1
+    if 0 <= position < len(tool_names):
+        return tool_names[position]
+    return str(index)
+
+
+def call_action(surface: AgentSurface, tool_names: Sequence[str], action: Any) -> tuple[str, Any]:
+    """Make the tool call an action names (never raises for bad input: the tool answers a
+    structured error); returns the tool's name and its result."""
+    if not isinstance(action, dict):
+        action = {"tool": None}
+    tool = tool_name(tool_names, action.get("tool"))
+    args = action.get("args") or "{}"
+    if not isinstance(args, str):
+        try:
+            args = json.dumps(args)
+        except (TypeError, ValueError):
+            pass  # not JSON: the surface refuses it as hostile input
+    return tool, surface.call(tool, args)

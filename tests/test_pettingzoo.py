@@ -1,0 +1,209 @@
+"""`merchantbench.pettingzoo`: PettingZoo's own API and seed tests, a market played to its
+horizon (truncation) and a merchant's closure (termination), rewards per window summing to each
+merchant's gain, the order of the action dict changing nothing, a one-merchant market giving
+the Gymnasium env's state hash, and garbage or calls after a merchant's own `end_of_step`
+answering structured errors that change nothing."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from typing import Any
+
+from frontend_script import SCENARIO, action_script
+from requires import need
+
+need("pettingzoo", module=True)
+
+from pettingzoo.test import parallel_api_test, parallel_seed_test  # noqa: E402
+
+from merchantbench.gym import MerchantBenchEnv  # noqa: E402
+from merchantbench.pettingzoo import MerchantBenchParallelEnv, parallel_env  # noqa: E402
+
+SEED = 5
+# Gymnasium samples `args` (a Text space as long as four memory documents, of 63k characters)
+# slowly: 0.2 s a sample at the default 256 KiB, 0.04 s at 64 bytes, against a few ms for the
+# env's step. A short memory document keeps PettingZoo's random tests affordable.
+SHORT_ARGS = ("tools.memory_doc_bytes=64",)
+
+
+def call(env: MerchantBenchParallelEnv, tool: str, **args: Any) -> dict[str, Any]:
+    return {"tool": env.tool_names.index(tool), "args": json.dumps(args)}
+
+
+def end(env: MerchantBenchParallelEnv) -> dict[str, Any]:
+    return call(env, "end_of_step")
+
+
+def test_pettingzoos_parallel_api_test_passes_without_a_warning() -> None:
+    env = MerchantBenchParallelEnv(SCENARIO, ["alice", "bob", "carol"], overrides=SHORT_ARGS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        parallel_api_test(env, num_cycles=40)
+    assert env.agents == env.possible_agents == ["alice", "bob", "carol"]
+
+
+def test_pettingzoos_parallel_seed_test_passes() -> None:
+    parallel_seed_test(
+        lambda: parallel_env(scenario=SCENARIO, merchants=2, overrides=SHORT_ARGS), num_cycles=50
+    )
+
+
+def _listings(env: MerchantBenchParallelEnv, merchant: str, count: int) -> dict[str, Any]:
+    surface = env.market.session(merchant).surface
+    found = surface.call("search_products", {"sort": "sales_30d", "page_size": count})
+    items = [{"product_id": r[0], "sale_price": round(r[3] * 1.6, 2)} for r in found["rows"]]
+    return call(env, "list_product", items=items)
+
+
+def test_a_market_plays_to_its_horizon_with_rewards_per_window() -> None:
+    env = MerchantBenchParallelEnv(SCENARIO, ["lister", "idle"])
+    obs, infos = env.reset(seed=SEED)
+    assert set(obs) == set(infos) == {"idle", "lister"}
+    assert all(obs[m] in env.observation_space(m) for m in obs)
+    assert "OTHER MERCHANTS" in infos["lister"]["brief"]
+    start = {m: float(obs[m]["store"]["net_assets"][0]) for m in obs}
+    listing = _listings(env, "lister", 5)
+    totals = dict.fromkeys(env.possible_agents, 0.0)
+    steps = 0
+    while env.agents:
+        actions = {m: end(env) for m in env.agents}
+        if steps == 0:
+            actions["lister"] = listing  # lists in window 0; idle closes at once
+        obs, rewards, terminations, truncations, infos = env.step(actions)
+        assert set(rewards) == set(obs) == set(truncations)
+        for merchant, reward in rewards.items():
+            totals[merchant] += reward
+            if reward:  # money moves only when the market's hours run
+                assert infos[merchant]["tool"] == "end_of_step"
+        assert not any(terminations.values())
+        steps += 1
+    assert all(truncations.values()) and env.agents == []
+    windows = env.scenario.clock.windows
+    assert steps == windows + 1  # the lister's window 0 took two steps
+    for merchant in env.possible_agents:
+        final = env.market.session(merchant).status().net_assets
+        assert round(totals[merchant], 2) == round(final - start[merchant], 2)
+    lister = env.market.session("lister").status()
+    assert lister.orders_placed > 0 and totals["lister"] != totals["idle"]
+
+
+def test_a_merchant_whose_store_closes_is_terminated_and_the_market_goes_on() -> None:
+    # No cash and a deposit of 1 RMB: the first order the lister cannot procure is fined past
+    # its deposit, and its store closes; the idle merchant lists nothing and trades on.
+    overrides = ("money.initial_balance_fen=0", "money.initial_deposit_fen=100")
+    env = MerchantBenchParallelEnv(SCENARIO, ["idle", "lister"], overrides=overrides)
+    env.reset(seed=SEED)
+    env.step({"lister": _listings(env, "lister", 10)})
+    ended: dict[str, str] = {}
+    while env.agents:
+        live = list(env.agents)
+        _, _, terminations, truncations, _ = env.step({m: end(env) for m in live})
+        for merchant in live:
+            if terminations[merchant] or truncations[merchant]:
+                ended[merchant] = "terminated" if terminations[merchant] else "truncated"
+                assert merchant not in env.agents
+                if terminations[merchant]:
+                    window_closed = env.market.window
+    assert ended == {"lister": "terminated", "idle": "truncated"}
+    assert window_closed < env.scenario.clock.windows  # closed before the horizon
+    assert env.market.session("lister").status().store == "closed"
+
+
+def _script_actions(env: MerchantBenchParallelEnv | MerchantBenchEnv) -> list[dict[str, Any]]:
+    index = {name: i for i, name in enumerate(env.tool_names)}
+    return [
+        {"tool": index.get(tool, len(index)), "args": json.dumps(args)}
+        for window in action_script(SEED)
+        for tool, args in window
+    ]
+
+
+def test_a_one_merchant_market_gives_the_gymnasium_envs_state_hash() -> None:
+    gym_env = MerchantBenchEnv(SCENARIO)
+    zoo = MerchantBenchParallelEnv(SCENARIO, ["solo"])
+    gym_obs, _ = gym_env.reset(seed=SEED)
+    zoo_obs, _ = zoo.reset(seed=SEED)
+    assert zoo_obs["solo"]["text"] == gym_obs["text"]
+    for action in _script_actions(gym_env):
+        gym_obs, reward, terminated, _, info = gym_env.step(action)
+        zoo_obs, rewards, _, truncations, infos = zoo.step({"solo": action})
+        assert infos["solo"]["result"] == info["result"] and rewards["solo"] == reward
+        assert zoo_obs["solo"]["text"] == gym_obs["text"]
+        assert truncations["solo"] == terminated
+    assert zoo.agents == [] and zoo.state_hash() == gym_env.state_hash()
+
+
+def _play_market(order: list[str]) -> tuple[str, list[Any]]:
+    """Three merchants play the script (with refused calls and writes), each with its own
+    listings; the action dict is built in `order`."""
+    env = MerchantBenchParallelEnv(SCENARIO, ["a", "b", "c"])
+    env.reset(seed=SEED)
+    script = _script_actions(env)
+    lists = {m: _listings(env, m, n) for m, n in (("a", 3), ("b", 5), ("c", 4))}
+    seen: list[Any] = []
+    for step, action in enumerate([lists["a"], *script]):
+        per = {"a": action, "b": lists["b"] if step == 0 else action, "c": action}
+        if step % 7 == 3:
+            per["c"] = end(env)  # c closes early and waits: its later calls are refused
+        out = env.step({m: per[m] for m in order if m in env.agents})
+        seen.append(json.dumps([out[1], out[2], out[3], out[4]], sort_keys=True, default=str))
+        if not env.agents:
+            break
+    return env.state_hash(), seen
+
+
+def test_the_order_of_the_action_dict_changes_nothing() -> None:
+    first_hash, first = _play_market(["a", "b", "c"])
+    for order in (["c", "b", "a"], ["b", "c", "a"]):
+        state_hash, seen = _play_market(order)
+        assert state_hash == first_hash and seen == first
+
+
+def test_garbage_and_calls_after_end_of_step_answer_errors_and_change_nothing() -> None:
+    def market(noise: bool) -> tuple[MerchantBenchParallelEnv, list[dict[str, Any]]]:
+        env = MerchantBenchParallelEnv(SCENARIO, ["rival", "noisy"])
+        env.reset(seed=SEED)
+        answers = []
+        garbage: list[Any] = [
+            "not an action",
+            {"tool": 999, "args": "{}"},
+            {"tool": "drop_database", "args": "{}"},
+            call(env, "list_product", items="everything"),
+            {"tool": env.tool_names.index("adjust_price"), "args": '{"product_id": '},
+            {"tool": env.tool_names.index("write_memory_doc"), "args": "[1, 2]"},
+        ]
+        listing = _listings(env, "noisy", 3)
+        rival = _listings(env, "rival", 3)
+        env.step({"noisy": listing, "rival": rival})
+        env.step({"noisy": end(env)})  # noisy closed window 0 and waits for rival
+        for junk in garbage + [listing, call(env, "delist_product", product_ids=["x"])]:
+            actions = {"rival": call(env, "query_balance")}
+            if noise:
+                actions["noisy"] = junk
+            _, _, _, _, infos = env.step(actions)
+            if noise:
+                answers.append(infos["noisy"]["result"])
+        for _ in range(3):  # later windows: garbage beside a rival that trades
+            actions = {"rival": call(env, "query_balance")}
+            if noise:
+                actions["noisy"] = garbage[0]
+            _, _, _, _, infos = env.step(actions)
+            if noise:
+                answers.append(infos["noisy"]["result"])
+            env.step({m: end(env) for m in env.agents})
+        return env, answers
+
+    quiet, _ = market(noise=False)
+    noisy, answers = market(noise=True)
+    assert all(a["ok"] is False and a["error"]["code"] for a in answers)
+    codes = [a["error"]["code"] for a in answers]
+    # While it waits, a well-formed call is refused as `window_closed` (malformed input is
+    # refused first, as such).
+    assert codes[:8] == ["window_closed"] * 4 + ["invalid_json"] * 2 + ["window_closed"] * 2
+    # It waits until the rival closes window 0; in later windows the garbage itself is refused.
+    assert codes[8:] == ["window_closed", "unknown_tool", "unknown_tool"]
+    # Calls are counted per window and reset when it closes, so after the next close nothing
+    # of the noise is left: the same market and store as a merchant who sent nothing.
+    assert noisy.state_hash() == quiet.state_hash()
+    assert noisy.market.session("noisy").status() == quiet.market.session("noisy").status()
