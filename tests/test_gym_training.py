@@ -131,3 +131,7 @@ def test_the_default_env_is_unchanged_and_bad_options_are_refused(tmp_path) -> N
         make(length=3, start_day=10, record_dir=tmp_path)
     with pytest.raises(ValueError, match="passes the market's year"):
         make(length="30d").reset(seed=1, options={"start_day": 350})
+    with pytest.raises(ValueError, match="reward is 'window' or 'end'"):
+        make(length=3, reward="sometimes")
+    with pytest.raises(ValueError, match="observation_chars is None or a count"):
+        make(length=3, observation_chars=-1)

@@ -250,8 +250,10 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     def _episode_scenario(self, start_day: int) -> Scenario:
         if not self.training:
             return self.base_scenario
+        config = dataclasses.replace(self.episode_config, start_day=start_day)
         try:
-            return episode_scenario(dataclasses.replace(self.episode_config, start_day=start_day))
+            config.check()  # reward mode, budget, preset, start day: one-line reasons
+            return episode_scenario(config)
         except EpisodeError as exc:
             raise ValueError(str(exc)) from None
 
