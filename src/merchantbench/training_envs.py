@@ -157,7 +157,7 @@ RECIPES: dict[str, Recipe] = {
             "pip",
             _trl_steps,
             about=f"pip (torch {TORCH_VERSION}, CPU build) and the package index; "
-            "5 to 25 minutes, 1.6 GB",
+            "5 to 25 minutes, 1.8 GB",
         ),
     )
 }
