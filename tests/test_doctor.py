@@ -12,7 +12,17 @@ from merchantbench.cli import app
 from merchantbench.optional_parts import PARTS, REQUIRE_ALL_ENV
 from requires import missing, need
 
-ALL = ("bwrap", "chromium", "hermes-agent", "ray", "inspect", "openenv", "pettingzoo")
+ALL = (
+    "bwrap",
+    "chromium",
+    "hermes-agent",
+    "ray",
+    "inspect",
+    "openenv",
+    "pettingzoo",
+    "verifiers",
+    "trl",
+)
 
 
 def test_doctor_lists_every_part_and_exits_0():

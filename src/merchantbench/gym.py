@@ -27,18 +27,34 @@ scenario="smoke")` then builds one. It is a thin adapter over the agent surface:
   BLAKE2b. The same env and N replay the same episode (Gymnasium's contract holds), but N says
   nothing about the market without the key: another env, or anyone else, gets another market.
   `env.unwrapped.seed_commitment` and `env.unwrapped.reveal()` are host side (docs/gym.md).
+- **training episodes** (`length`, `start_day`, `reward`, `normalise`, `observation_chars`,
+  `memory_chars`): the episodes of `merchantbench.rl.episode` (one definition: presets of 30, 90
+  and 365 days, the store opening on any market day, rewards per window or at the end, the
+  observation budget); `reset(options={"start_day": d})` moves one episode's first day.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
+import numpy as np
 
 from merchantbench.agents.base import AgentSettings
 from merchantbench.money import fen
 from merchantbench.record.sealed import SealedEpisodes, SealedSeed
+from merchantbench.rl.episode import (
+    EpisodeConfig,
+    EpisodeError,
+    RewardMeter,
+    RewardMode,
+    bounded_observation,
+    episode_brief,
+    episode_scenario,
+    open_on_start_day,
+)
 from merchantbench.runs.driver import Driver
 from merchantbench.runs.lifecycle import RunLifecycle
 from merchantbench.runs.spec import RunSpec
@@ -50,7 +66,6 @@ from merchantbench.spaces import (
     action_space,
     call_action,
     observation_space,
-    observe,
     store_state,
     store_state_space,
 )
@@ -96,10 +111,24 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
             `merchantbench verify` can replay. An episode left by `reset` or `close` before it
             ended is suspended (resumable). `reset`'s `info["run_dir"]` names the episode's
             directory (also `env.run_dir`).
+        length: A training episode of `30d`, `90d`, `365d` or a number of days (None: the
+            scenario's run, from `start_day`). With any of the training options below, each
+            episode is `merchantbench.rl.episode`'s (docs/rl.md).
+        start_day: The market day (0-based) the store opens; the days before are simulated
+            idle. `reset(options={"start_day": d})` sets it for one episode.
+        reward: `"window"` (each step's change in net assets) or `"end"` (0 until the step
+            that ends the episode, which gets the whole change). `info["reward_fen"]` is the
+            step's reward in integer fen: over an episode they sum to its change exactly.
+        normalise: Rewards divided by the initial net assets.
+        observation_chars: Cut the observation text after this many characters (None: whole).
+        memory_chars: Show at most this many characters of the memory document after the
+            observation (0: none, the default; None: whole).
 
     Raises:
         ValueError: An unknown render mode, or `market_seed` with `sealed` (a public market
-            would unseal the run) or with `record_dir` (a record plays the run seed's market).
+            would unseal the run) or with `record_dir` (a record plays the run seed's market);
+            a training option that cannot be used (`EpisodeError`), or `start_day` with
+            `record_dir` (a record starts on day 0).
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 2}  # two windows a simulated day
@@ -113,6 +142,12 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         render_mode: str | None = None,
         sealed: bool = False,
         record_dir: str | Path | None = None,
+        length: str | int | None = None,
+        start_day: int = 0,
+        reward: RewardMode = "window",
+        normalise: bool = False,
+        observation_chars: int | None = None,
+        memory_chars: int | None = 0,
     ) -> None:
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', not {render_mode!r}")
@@ -123,20 +158,55 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
                              "run seed's market")  # fmt: skip
         if isinstance(scenario, str):
             scenario = load_scenario(scenario, overrides=list(overrides))
-        self.scenario = scenario
+        if record_dir is not None and start_day:
+            raise ValueError("give start_day or record_dir, not both: a record starts on day 0")
+        if length is None and start_day:
+            length = scenario.clock.days - start_day  # the scenario's run, from start_day
+        self.episode_config = EpisodeConfig(
+            scenario=scenario,
+            length=scenario.clock.days if length is None else length,
+            start_day=start_day,
+            reward=reward,
+            normalise=normalise,
+            observation_chars=observation_chars,
+            memory_chars=memory_chars,
+        )
+        self.base_scenario = scenario
+        self.training = (length, start_day, reward, normalise, observation_chars, memory_chars) != (
+            None, 0, "window", False, None, 0
+        )  # fmt: skip
+        self.scenario = self._episode_scenario(start_day)
         self.market_seed = market_seed
         self.catalog = None if catalog is None else Path(catalog)
         self.render_mode = render_mode
         schemas = build_registry(scenario).schema_list()
         self.tool_names: tuple[str, ...] = tuple(s["function"]["name"] for s in schemas)
         self.action_space = action_space(scenario, self.tool_names)
-        self.observation_space = observation_space(scenario)
+        self.observation_space = observation_space(scenario, self._max_windows())
         self._session: Session | None = None
-        self._net_assets_fen = 0
+        self._episode_start = start_day
+        self._meter = RewardMeter(self.episode_config, 0)
         self._sealed = SealedEpisodes() if sealed else None
         self._episode: SealedSeed | None = None  # the sealed episode being played
         self.record_dir = None if record_dir is None else Path(record_dir)
         self._life: RunLifecycle | None = None  # the episode's run record, with record_dir
+
+    def _episode_scenario(self, start_day: int) -> Scenario:
+        if not self.training:
+            return self.base_scenario
+        config = dataclasses.replace(self.episode_config, start_day=start_day)
+        try:
+            config.check()  # reward mode, budget, preset, start day: one-line reasons
+            return episode_scenario(config)
+        except EpisodeError as exc:
+            raise ValueError(str(exc)) from None
+
+    def _max_windows(self) -> int:
+        """The last window any episode of this env can reach (starting days vary by reset)."""
+        if not self.training:
+            return self.scenario.clock.windows
+        per_day = 24 // self.scenario.clock.hours_per_window
+        return self.base_scenario.market.days * per_day
 
     @property
     def sealed(self) -> bool:
@@ -214,39 +284,63 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
             self._life.rewind(blob)
         else:
             self.session.restore(blob)
-        self._net_assets_fen = fen(self.session.surface.status().net_assets)
+        self._meter.restart_from(fen(self.session.surface.status().net_assets))
 
     @staticmethod
     def _clock(status: StoreStatus) -> dict[str, int]:
         return {"window": status.window, "hour": status.hour}
 
     def _observe(self, status: StoreStatus) -> dict[str, Any]:
-        return observe(self.session.surface, status)
+        return {"text": self._text(), "store": store_state(status)}
+
+    def _text(self) -> str:
+        return bounded_observation(self.session, self.episode_config)  # whole by default
 
     # --- the Gymnasium API ----------------------------------------------------------------------
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Start a run: of seed `seed`, or of a seed drawn from `np_random` (sealed: of the
-        sealed seed derived from that number)."""
+        sealed seed derived from that number). `options={"start_day": d}` opens this episode's
+        store on market day d (training episodes; not with `record_dir`)."""
         super().reset(seed=seed)
         self._leave_record()
+        start_day = self._start_day(options)
+        self.scenario = self._episode_scenario(start_day)
         run_seed = self._run_seed(seed)
         if self.record_dir is None:
             self._session = self._open(run_seed)
+            open_on_start_day(self._session, dataclasses.replace(self.episode_config,
+                                                                 start_day=start_day))  # fmt: skip
         else:
             self._life = self._record(run_seed)
             self._session = self._life.session
         surface = self._session.surface
         status = surface.status()
-        self._net_assets_fen = fen(status.net_assets)
+        self._episode_start = start_day
+        self._meter = RewardMeter(self.episode_config, fen(status.net_assets))
         info = {
-            "brief": surface.brief(),
+            "brief": self._brief(),
             "tool_schemas": surface.tool_schemas(),
             **self._clock(status),
             **self._record_info(),
         }
         return self._observe(status), info
+
+    def _brief(self) -> str:
+        """The system brief; a training episode's says which days it covers."""
+        if not self.training:
+            return self.session.surface.brief()
+        config = dataclasses.replace(self.episode_config, start_day=self._episode_start)
+        return episode_brief(self.session, config)
+
+    def _start_day(self, options: dict[str, Any] | None) -> int:
+        start_day = (options or {}).get("start_day", self.episode_config.start_day)
+        if start_day and not self.training:
+            raise ValueError("options start_day needs a training env: make it with length=...")
+        if isinstance(start_day, bool) or not isinstance(start_day, int | np.integer):
+            raise ValueError(f"start_day is a market day ≥ 0, not {start_day!r}")
+        return int(start_day)
 
     def _record_info(self) -> dict[str, Any]:
         return {} if self._life is None else {"run_dir": str(self._life.run_dir)}
@@ -266,16 +360,15 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         if self._life is not None and (surface.over or surface.window != window):
             self._life.after_window()  # checkpoint as the policy says; finish when over
         status = surface.status()
-        before, self._net_assets_fen = self._net_assets_fen, fen(status.net_assets)
-        reward = (self._net_assets_fen - before) / 100
-        info = {"tool": tool, "result": result, **self._clock(status)}
-        return self._observe(status), reward, surface.over, False, info
+        reward_fen = self._meter.reward_fen(fen(status.net_assets), surface.over)
+        info = {"tool": tool, "result": result, **self._clock(status), "reward_fen": reward_fen}
+        return self._observe(status), self._meter.value(reward_fen), surface.over, False, info
 
     def render(self) -> str | None:  # type: ignore[override]
         """The observation text, in `ansi` mode."""
         if self.render_mode != "ansi":
             return None
-        return self.session.surface.observation()
+        return self._text()
 
 
 def make_vector_env(

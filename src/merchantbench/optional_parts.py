@@ -82,6 +82,22 @@ def _hermes_env() -> str | None:
     return None if found is None else f"{found.root} (hermes-agent {found.version})"
 
 
+def _training_env(name: str) -> Callable[[], str | None]:
+    def locate() -> str | None:
+        from merchantbench.training_envs import RECIPES, find_env
+
+        found = find_env(RECIPES[name])
+        return None if found is None else str(found.root)
+
+    return locate
+
+
+def _making(name: str) -> str:
+    from merchantbench.training_envs import RECIPES
+
+    return f"making it takes {RECIPES[name].about}"
+
+
 def _distribution(module: str, distribution: str) -> Callable[[], str | None]:
     def locate() -> str | None:
         if importlib.util.find_spec(module) is None:
@@ -148,6 +164,22 @@ PARTS: dict[str, Part] = {
             "(docs/arena.md)",
             "uv sync --extra pettingzoo",
             _distribution("pettingzoo", "pettingzoo"),
+        ),
+        Part(
+            "verifiers",
+            "the verifiers environment",
+            "vf-eval on the taskset merchantbench-rl, in its own pinned environment (docs/rl.md; "
+            f"{_making('verifiers')})",
+            "uv run python -m merchantbench.training_envs verifiers",
+            _training_env("verifiers"),
+        ),
+        Part(
+            "trl",
+            "the TRL environment",
+            "GRPO training with TRL and PyTorch (CPU), in its own pinned environment (docs/rl.md; "
+            f"{_making('trl')})",
+            "uv run python -m merchantbench.training_envs trl",
+            _training_env("trl"),
         ),
     )
 }

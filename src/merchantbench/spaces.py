@@ -57,7 +57,7 @@ _COUNTS = ("open_orders", "orders_placed")  # shape-(1,) int64 arrays
 _DISCRETE = ("stars", "active_listings", "calls_left_in_window", "window")  # int64 scalars
 
 
-def store_state_space(scenario: Scenario) -> spaces.Dict:
+def store_state_space(scenario: Scenario, windows: int | None = None) -> spaces.Dict:
     """The public store state of a window (fields of `StoreStatus`): cash and net assets (RMB),
     rating, stars and their multiplier, listings, open orders, orders placed, calls left,
     whether the store is open (`store_open`, 1 or 0), the window."""
@@ -71,7 +71,7 @@ def store_state_space(scenario: Scenario) -> spaces.Dict:
             **{name: _count() for name in _COUNTS},
             "calls_left_in_window": spaces.Discrete(scenario.clock.calls_per_window + 1),
             "store_open": spaces.Discrete(2),
-            "window": spaces.Discrete(scenario.clock.windows + 1),
+            "window": spaces.Discrete((windows or scenario.clock.windows) + 1),
         }
     )
 
@@ -98,12 +98,13 @@ def action_space(scenario: Scenario, tool_names: Sequence[str]) -> spaces.Dict:
     )
 
 
-def observation_space(scenario: Scenario) -> spaces.Dict:
-    """The open window's observation text and the store state."""
+def observation_space(scenario: Scenario, windows: int | None = None) -> spaces.Dict:
+    """The open window's observation text and the store state (`windows`: the episode's
+    windows, the scenario's by default)."""
     return spaces.Dict(
         {
             "text": spaces.Text(OBSERVATION_MAX_CHARS, min_length=0, charset=TEXT_CHARSET),
-            "store": store_state_space(scenario),
+            "store": store_state_space(scenario, windows),
         }
     )
 

@@ -1,26 +1,35 @@
-"""TRL's `environment_factory` contract, checked without TRL (it needs torch; docs/rl.md): the
-class is built without arguments, `reset(**row)` returns the prompt's text, the public methods
-but `reset` are the tools (typed, every argument documented under `Args:`, as TRL's schema
-reader requires), and the reward function sums each rollout's rewards."""
+"""TRL's `environment_factory` contract: first checked here without TRL (the class is built
+without arguments, `reset(**row)` returns the prompt's text, the public methods but `reset` and
+`get_reward` are the tools, typed, every argument documented under `Args:`, and the reward sums
+each rollout's rewards), then with TRL's own GRPO trainer in the TRL environment (torch on the
+CPU, a tiny local model: `merchantbench.rl.trl_tiny`), whose rollouts' actions, replayed here,
+give the same episodes and rewards."""
 
 from __future__ import annotations
 
 import inspect
 import json
+import subprocess
 import typing
+from pathlib import Path
 
 import pytest
 
+from merchantbench.rl import trl_tiny
 from merchantbench.rl.episode import Episode, EpisodeConfig
 from merchantbench.rl.splits import SplitError, episode_seed
 from merchantbench.rl.trl_env import MerchantBenchTRLEnv, reward_net_assets
+from merchantbench.training_envs import RECIPES, find_env
+from requires import need
+
+GRPO_SECONDS = 1800
 
 
 def _tools(env: object) -> dict[str, typing.Callable[..., str]]:
     return {
         name: member
         for name, member in inspect.getmembers(env, callable)
-        if not name.startswith("_") and name != "reset"
+        if not name.startswith("_") and name not in ("reset", "get_reward")
     }
 
 
@@ -67,3 +76,49 @@ def test_a_rollout_through_the_tools_is_rewarded_with_its_change() -> None:
 def test_the_sealed_split_is_not_for_training() -> None:
     with pytest.raises(SplitError, match="sealed"):
         MerchantBenchTRLEnv().reset(split="test", index=0)
+
+
+def test_grpo_trains_on_the_env_with_trl_own_trainer(tmp_path: Path) -> None:
+    """TRL's GRPOTrainer, with our class as `environment_factory` and a tiny model taught to
+    list six products then close every window, runs two optimiser steps on the CPU: it calls
+    `reset(**row)` and our tools (3 rollouts' worth of calls, none failing), and scores each
+    rollout with `get_reward`, which equals the same play's change in net assets here."""
+    need("trl")
+    env = find_env(RECIPES["trl"])
+    assert env is not None
+    out = tmp_path / "grpo.json"
+    done = subprocess.run(
+        trl_tiny.command(env, out, steps=2), env=trl_tiny.environ(), capture_output=True,
+        text=True, timeout=GRPO_SECONDS, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["global_step"] == 2 and result["torch"].startswith("2.13.0")
+    row = result["row"]
+    config = EpisodeConfig(
+        "smoke", length=row["length"], start_day=row["start_day"], normalise=True
+    )
+    seed = episode_seed("train", row["index"])
+    found = Episode(config, seed).call(
+        "search_products", {"sort": "sales_30d", "page_size": trl_tiny.LISTED}
+    )
+    items = [
+        {"product_id": r[0], "sale_price": round(r[3] * trl_tiny.MARKUP, 2)}
+        for r in found.result["rows"]
+    ]
+    local = Episode(config, seed)  # the rollout's calls: list, then close every window
+    local.call("list_product", {"items": items})
+    while not local.over:
+        local.call("end_of_step")
+    assert local.change_fen != 0
+    expected = local.change_fen / local.initial_fen
+    # Two rollouts a step (GRPO's group of 2), the environments pooled and reset between steps.
+    assert [len(step["rewards"]) for step in result["steps"]] == [2, 2]
+    for step in result["steps"]:
+        assert step["rewards"] == [pytest.approx(expected)] * 2
+        assert step["log"]["tools/call_frequency"] == pytest.approx(1 + local.summary()["windows"])
+        assert step["log"]["tools/failure_frequency"] == 0
+        for summary in step["episodes"]:
+            assert summary["net_assets_change_fen"] == local.change_fen
+            assert summary["state_hash"] == local.session.state_hash()
+            assert summary["over"]

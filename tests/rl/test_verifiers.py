@@ -2,8 +2,10 @@
 (`vf-eval`, its chat harness and MCP tool servers) against the scripted OpenAI-compatible model:
 every episode completes and its reward is the change in net assets of the same play in process.
 
-The environment is made on first use (uv and the package index); without them the test skips,
-and fails under MERCHANTBENCH_REQUIRE_ALL (CI), like the tests of the other optional parts."""
+The environment is the one made ahead (`python -m merchantbench.training_envs verifiers`, as CI
+does) when it is there, else it is made now (uv and the package index: minutes); without them
+the test skips with a one-line reason, and fails under MERCHANTBENCH_REQUIRE_ALL (CI), like the
+tests of the other optional parts."""
 
 from __future__ import annotations
 
@@ -15,7 +17,6 @@ from typing import Any
 import pytest
 
 from merchantbench.agents.llm.scripted_server import ScriptedServer
-from merchantbench.optional_parts import REQUIRE_ALL_ENV, require_all
 from merchantbench.rl.episode import Episode, EpisodeConfig
 from merchantbench.rl.splits import episode_seed
 from merchantbench.rl.verifiers_env import (
@@ -24,7 +25,9 @@ from merchantbench.rl.verifiers_env import (
     ensure_env,
     eval_command,
     eval_env,
+    find_env,
 )
+from requires import missing
 
 EVAL_SECONDS = 1200
 KEY_VAR = "MERCHANTBENCH_SCRIPTED_KEY"
@@ -32,13 +35,13 @@ KEY_VAR = "MERCHANTBENCH_SCRIPTED_KEY"
 
 @pytest.fixture(scope="module")
 def vf_env() -> VerifiersEnv:
+    found = find_env()
+    if found is not None:
+        return found
     try:
         return ensure_env()
     except VerifiersEnvError as exc:
-        reason = f"needs the verifiers environment (uv and the package index): {exc}"
-        if require_all():
-            pytest.fail(f"{reason} [{REQUIRE_ALL_ENV} is set]", pytrace=False)
-        pytest.skip(reason)
+        missing("verifiers", str(exc))
 
 
 def _text(message: dict[str, Any]) -> str:

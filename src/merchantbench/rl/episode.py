@@ -34,8 +34,13 @@ __all__ = [
     "Episode",
     "EpisodeConfig",
     "EpisodeError",
+    "RewardMeter",
+    "RewardMode",
     "StepOutcome",
+    "bounded_observation",
+    "episode_brief",
     "episode_scenario",
+    "open_on_start_day",
 ]
 
 EPISODE_PRESETS: dict[str, int] = {"30d": 30, "90d": 90, "365d": 365}
@@ -126,6 +131,71 @@ def episode_scenario(config: EpisodeConfig) -> Scenario:
     return Scenario.model_validate(data)
 
 
+def open_on_start_day(session: Session, config: EpisodeConfig) -> None:
+    """Bring a new session of `episode_scenario(config)` to `config.start_day`: the windows
+    before are simulated idle (no listing, so no demand, order, fee or rating evidence)."""
+    per_day = 24 // session.scenario.clock.hours_per_window
+    for _ in range(config.start_day * per_day):
+        session.engine.advance()
+
+
+def episode_brief(session: Session, config: EpisodeConfig) -> str:
+    """The system brief, then what the episode is: its first and last day, its windows."""
+    clock = session.scenario.clock
+    first = dt.date.fromisoformat(clock.start_date) + dt.timedelta(days=config.start_day)
+    note = (
+        f"THIS EPISODE: your store opens on Day {config.start_day + 1} ({first}) and "
+        f"the episode ends after Day {clock.days}: {config.days} days, "
+        f"{config.days * 24 // clock.hours_per_window} windows. Nothing was listed "
+        "before; your score is the change in net assets."
+    )
+    return f"{session.surface.brief()}\n\n{note}"
+
+
+def bounded_observation(session: Session, config: EpisodeConfig) -> str:
+    """The window's observation cut to `observation_chars`, then the memory document cut to
+    `memory_chars` (none when 0)."""
+    text = _cut(session.surface.observation(), config.observation_chars)
+    if config.memory_chars == 0:
+        return text
+    memory = _cut(session.memory_doc, config.memory_chars) or "(empty)"
+    return f"{text}\n\nYOUR MEMORY DOCUMENT (write_memory_doc changes it):\n{memory}"
+
+
+class RewardMeter:
+    """Rewards of an episode from its net assets after each call, in integer fen first.
+
+    `"window"`: each call's reward is the change since the previous call; `"end"`: 0 but for
+    the call that ends the episode, which gets the whole change. Over an episode the fen
+    rewards sum exactly to its change in net assets. `value` is a fen reward in RMB, or
+    divided by the initial net assets with `normalise`.
+    """
+
+    def __init__(self, config: EpisodeConfig, initial_fen: int) -> None:
+        self.mode, self.normalise = config.reward, config.normalise
+        self.initial_fen = self._last_fen = initial_fen
+        self._paid = False  # "end" mode: the end's reward was given
+
+    def reward_fen(self, now_fen: int, over: bool) -> int:
+        """The reward of the call after which net assets are `now_fen` (fen)."""
+        if self.mode == "window":
+            reward, self._last_fen = now_fen - self._last_fen, now_fen
+            return reward
+        if over and not self._paid:
+            self._last_fen, self._paid = now_fen, True
+            return now_fen - self.initial_fen
+        return 0
+
+    def restart_from(self, now_fen: int) -> None:
+        """After a restored snapshot: the next reward counts from `now_fen`."""
+        self._last_fen, self._paid = now_fen, False
+
+    def value(self, reward_fen: int) -> float:
+        if self.normalise:
+            return reward_fen / self.initial_fen if self.initial_fen else 0.0
+        return rmb(reward_fen)
+
+
 @dataclass(frozen=True)
 class StepOutcome:
     """One call's outcome: the tool's result, the reward, whether the episode is over."""
@@ -151,15 +221,12 @@ class Episode:
         self.config = config
         self.scenario = episode_scenario(config)
         self.session = Session.open(self.scenario, seed, catalog)
-        engine, per_day = self.session.engine, 24 // self.scenario.clock.hours_per_window
-        for _ in range(config.start_day * per_day):  # idle: no listing, nothing changes
-            engine.advance()
-        self.first_window = engine.window
+        open_on_start_day(self.session, config)
+        self.first_window = self.session.engine.window
         self.initial_fen = fen(self.status().net_assets)
-        self._last_fen = self.initial_fen
+        self._meter = RewardMeter(config, self.initial_fen)
         self.rewards_fen: list[int] = []  # one per call (0 for most)
         self.calls = 0
-        self._paid = False  # "end" mode: the end's reward was given
 
     # --- what the agent sees ------------------------------------------------------------------
     @property
@@ -171,24 +238,11 @@ class Episode:
 
     def brief(self) -> str:
         """The system brief and what this episode is (its first and last day)."""
-        clock = self.scenario.clock
-        first = dt.date.fromisoformat(clock.start_date) + dt.timedelta(days=self.config.start_day)
-        note = (
-            f"THIS EPISODE: your store opens on Day {self.config.start_day + 1} ({first}) and "
-            f"the episode ends after Day {clock.days}: {self.config.days} days, "
-            f"{self.config.days * 24 // clock.hours_per_window} windows. Nothing was listed "
-            "before; your score is the change in net assets."
-        )
-        return f"{self.surface.brief()}\n\n{note}"
+        return episode_brief(self.session, self.config)
 
     def observation(self) -> str:
         """The window's observation cut to the budget, then the memory document (cut too)."""
-        budget = self.config
-        text = _cut(self.surface.observation(), budget.observation_chars)
-        if budget.memory_chars == 0:
-            return text
-        memory = _cut(self.session.memory_doc, budget.memory_chars) or "(empty)"
-        return f"{text}\n\nYOUR MEMORY DOCUMENT (write_memory_doc changes it):\n{memory}"
+        return bounded_observation(self.session, self.config)
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         return self.surface.tool_schemas()
@@ -202,20 +256,11 @@ class Episode:
         """One tool call and its reward; bad input is a structured error, never an exception."""
         result = self.surface.call(tool, args)
         self.calls += 1
-        now = fen(self.status().net_assets)
-        if self.config.reward == "window":
-            reward_fen, self._last_fen = now - self._last_fen, now
-        elif self.over and not self._paid:
-            reward_fen, self._last_fen, self._paid = now - self.initial_fen, now, True
-        else:
-            reward_fen = 0
+        reward_fen = self._meter.reward_fen(fen(self.status().net_assets), self.over)
         self.rewards_fen.append(reward_fen)
-        return StepOutcome(result, self._reward(reward_fen), reward_fen, self.over, self.window)
-
-    def _reward(self, reward_fen: int) -> float:
-        if self.config.normalise:
-            return reward_fen / self.initial_fen if self.initial_fen else 0.0
-        return rmb(reward_fen)
+        return StepOutcome(
+            result, self._meter.value(reward_fen), reward_fen, self.over, self.window
+        )
 
     @property
     def window(self) -> int:

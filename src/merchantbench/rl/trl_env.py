@@ -96,8 +96,9 @@ class MerchantBenchTRLEnv:
             return f"The episode is over: net assets changed by {change:.2f} RMB."
         return episode.observation()
 
-    def _reward(self) -> float:
-        """The episode's reward: the sum of its window rewards (normalised by default)."""
+    def get_reward(self) -> float:
+        """The episode's reward: the sum of its window rewards (normalised by default). TRL
+        (1.x) calls it once per finished rollout and never offers it as a tool."""
         if self._episode is None:
             return 0.0
         total = sum(self._episode.rewards_fen)
@@ -108,4 +109,4 @@ class MerchantBenchTRLEnv:
 def reward_net_assets(environments: list[MerchantBenchTRLEnv], **kwargs: Any) -> list[float]:
     """A `reward_funcs` entry for GRPOTrainer: each rollout's reward (the sum of its window
     rewards: the change in net assets, divided by the initial net assets when `normalise`)."""
-    return [env._reward() for env in environments]
+    return [env.get_reward() for env in environments]
