@@ -60,6 +60,9 @@ class ArenaManifest(BaseModel):
     finished: str | None = None
     state_hash: str | None = None
     error: str | None = None
+    # How a server hosts the market (`merchantbench serve`: agent ids, turn cap …); None
+    # for `merchantbench arena`.
+    front_end: dict[str, Any] | None = None
 
     def write(self, arena_dir: Path) -> None:
         atomic_write_json(arena_dir / ARENA_FILE, self.model_dump(mode="json"))
