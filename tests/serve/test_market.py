@@ -272,3 +272,96 @@ def test_a_merchant_can_die_alone(tmp_path, order):
         assert done["step_done"] and done["hook_released"]  # nobody else to wait for
     finally:
         live.stop()
+
+
+def _mcp_merchant(url: str, token: str, play: Any, seen: list[str]) -> Any:
+    """One merchant's whole market over MCP with the official client: its tools each window,
+    then `end_of_step`, which answers when the next window opens for it."""
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def main() -> dict[str, Any]:
+        import httpx2
+
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120) as http,
+            Client(streamable_http_client(url, http_client=http)) as client,
+        ):
+            window = 0
+            while True:
+                calls: list[tuple[str, dict[str, Any]]] = []
+                play(lambda tool, args: calls.append((tool, args)) or _fake(tool), window)
+                for tool, args in calls:
+                    answer = (await client.call_tool(tool, args)).structured_content
+                    seen.append(json.dumps(answer))
+                ended = (await client.call_tool("end_of_step", {})).structured_content
+                seen.append(json.dumps(ended))
+                assert ended["ok"] is True
+                if ended["run_over"]:
+                    return ended
+                window += 1
+
+    return main
+
+
+def _fake(tool: str) -> dict[str, Any]:
+    """Scripts that read an answer get a neutral one (the MCP loop sends the calls as made)."""
+    return {"ok": True, "columns": ["product_id", "price"], "rows": [], "net_assets": 0}
+
+
+def _quiet_alpha(call: Any, window: int) -> None:
+    call("query_balance", {})
+    call("write_memory_doc", {"content": f"{SECRET} {window}", "mode": "replace"})
+    call("read_memory_doc", {})
+
+
+def _quiet_beta(call: Any, window: int) -> None:
+    call("query_balance", {})
+    call("read_memory_doc", {})
+
+
+def test_two_merchants_play_a_market_over_mcp(tmp_path):
+    import anyio
+    import httpx2  # noqa: F401  (the MCP client's transport)
+
+    from merchantbench.serve.mcp_mount import mcp_extension
+
+    live = start_server(tmp_path / "runs", extensions=[mcp_extension()])
+    try:
+        created = live.create_run(days=2, agents=AGENTS, label="mcp-market")
+        run, tokens = created["run_id"], created["agent_tokens"]
+        url = {a: f"{live.base_url}/runs/{run}/agents/{a}/mcp" for a in AGENTS}
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        crossed = httpx.post(
+            url["alpha"], json=body, headers={"Authorization": f"Bearer {tokens['beta']}"}
+        )
+        run_level = httpx.post(
+            f"{live.base_url}/runs/{run}/mcp",
+            json=body,
+            headers={"Authorization": f"Bearer {tokens['beta']}"},
+        )
+        assert (crossed.status_code, run_level.status_code) == (403, 404)
+        seen: dict[str, list[str]] = {a: [] for a in AGENTS}
+        plays = {"alpha": _quiet_alpha, "beta": _quiet_beta}
+        ends: dict[str, Any] = {}
+
+        async def both() -> None:
+            async def one(agent: str) -> None:
+                main = _mcp_merchant(url[agent], tokens[agent], plays[agent], seen[agent])
+                ends[agent] = await main()
+
+            with anyio.fail_after(300):
+                async with anyio.create_task_group() as group:
+                    for agent in AGENTS:
+                        group.start_soon(one, agent)
+
+        anyio.run(both)
+        for agent in AGENTS:
+            summary = ends[agent]["summary"]
+            assert summary["windows_played"] == 4 and summary["ended"] == "completed"
+        assert not [s for s in seen["beta"] if SECRET in s or "alpha" in s]
+        assert any(SECRET in s for s in seen["alpha"])  # alpha does see its own note
+        arena = read_arena(tmp_path / "runs" / run)
+        assert arena.ended == "completed"
+    finally:
+        live.stop()
