@@ -289,9 +289,7 @@ def _mcp_merchant(url: str, token: str, play: Any, seen: list[str]) -> Any:
         ):
             window = 0
             while True:
-                calls: list[tuple[str, dict[str, Any]]] = []
-                play(lambda tool, args: calls.append((tool, args)) or _fake(tool), window)
-                for tool, args in calls:
+                for tool, args in _calls_of(play, window):
                     answer = (await client.call_tool(tool, args)).structured_content
                     seen.append(json.dumps(answer))
                 ended = (await client.call_tool("end_of_step", {})).structured_content
@@ -304,9 +302,11 @@ def _mcp_merchant(url: str, token: str, play: Any, seen: list[str]) -> Any:
     return main
 
 
-def _fake(tool: str) -> dict[str, Any]:
-    """Scripts that read an answer get a neutral one (the MCP loop sends the calls as made)."""
-    return {"ok": True, "columns": ["product_id", "price"], "rows": [], "net_assets": 0}
+def _calls_of(play: Any, window: int) -> list[tuple[str, dict[str, Any]]]:
+    """The calls a script that reads no answer makes in a window."""
+    calls: list[tuple[str, dict[str, Any]]] = []
+    play(lambda tool, args: calls.append((tool, args)), window)
+    return calls
 
 
 def _quiet_alpha(call: Any, window: int) -> None:
