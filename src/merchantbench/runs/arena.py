@@ -479,6 +479,23 @@ class ArenaLifecycle:
         self.manifest.windows = self.market.window
         self.manifest.write(self.arena_dir)
 
+    def rewind(self, blob: bytes) -> None:
+        """Restore the market to `blob` (a `market.snapshot()` taken host side: the conformance
+        check's), cut every merchant's trace and transcript back to it, and make a finished
+        record live again."""
+        for merchant, record in self.records.items():
+            record.close(self.market.session(merchant))
+        self.market.restore(blob)
+        for merchant, record in self.records.items():
+            session = self.market.session(merchant)
+            noted = record.cut(session.memory.seq, None)
+            record.open(session, (record.run_dir / TRANSCRIPT_FILE).is_file(), noted)
+            record.manifest.reopen()
+            record.manifest.write(record.run_dir)
+        self.metrics = None
+        self.manifest.ended = self.manifest.finished = self.manifest.state_hash = None
+        self.manifest.write(self.arena_dir)
+
     @property
     def finished(self) -> bool:
         return self.metrics is not None

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -352,6 +353,26 @@ class MarketHost:
             await asyncio.wait([self._work])
         async with self.cond:
             self.close()
+
+    # --- host side, in process only (the conformance check) -------------------------------------
+    async def host_turn(self, agent_id: str, play: Callable[[MerchantSession], None]) -> None:
+        """Play a merchant's turn on the host side (the check's rival): `play` its session
+        under the market's lock, then what a closed window needs. Not a route."""
+        session = self.channel(agent_id).session
+        async with self.cond:
+            window = self.life.market.window
+            await self._in_thread(play, session)
+            await self._after_call(window)
+
+    async def rewind(self, blob: bytes) -> None:
+        """Restore the market to a `market.snapshot()` blob, reopening a finished record. Not
+        a route (a snapshot is a pickle: see `RunHost.restore`)."""
+        async with self.cond:
+            self.life.rewind(blob)
+            for channel in self.channels.values():
+                channel.protocol.enter(channel.surface.window)
+            self.window_opened = time.monotonic()
+            self.cond.notify_all()
 
     def finish_if_over(self) -> None:
         if self.life.market.over and not self.finished:
