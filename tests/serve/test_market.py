@@ -8,6 +8,7 @@ one merchant shows in any answer another gets."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from script import play_window
 
 from merchantbench.market_session import MarketSession
 from merchantbench.record.arena import read_arena
+from merchantbench.record.sealed import read_sealed
 from merchantbench.scenario import load_scenario
 from merchantbench.serve.registry import TOKENS_FILE
 
@@ -236,15 +238,15 @@ def test_a_restarted_server_resumes_the_market_to_the_same_state(tmp_path):
         live.stop()
 
 
-def test_a_market_refuses_bad_agent_ids_and_sealing(tmp_path):
+def test_a_market_refuses_bad_agent_ids(tmp_path):
     live = start_server(tmp_path / "runs")
     try:
         with live.client() as admin:
             for agents in (["Alpha"], ["a", "a"], [], ["x" * 40], ["a/b"]):
                 answer = admin.post("/api/runs", json={"scenario": "smoke", "agents": agents})
                 assert answer.status_code == 400, agents
-            sealed = admin.post("/api/runs", json={"agents": ["a", "b"], "sealed": True})
-            assert sealed.status_code == 400 and "sealed" in sealed.json()["message"]
+            both = admin.post("/api/runs", json={"agents": ["a", "b"], "sealed": True, "seed": 3})
+            assert both.status_code == 400
         assert not any(Path(tmp_path / "runs").glob("*/arena.json"))
     finally:
         live.stop()
@@ -365,3 +367,48 @@ def test_two_merchants_play_a_market_over_mcp(tmp_path):
         assert arena.ended == "completed"
     finally:
         live.stop()
+
+
+def test_a_served_sealed_market_hides_its_seed(tmp_path):
+    live = start_server(tmp_path / "runs")
+    try:
+        created = live.create_run(days=2, agents=["alice", "bob"], sealed=True, label="sealed")
+        assert created["sealed"] is True
+        run = created["run_id"]
+        clients = {
+            a: ProtocolClient(live.base_url, run, a, created["agent_tokens"][a])
+            for a in ("alice", "bob")
+        }
+        deadline = time.monotonic() + 300
+        over = False
+        while not over and time.monotonic() < deadline:
+            for agent, client in clients.items():
+                packet = client.observation()
+                if packet.status_code == 410:
+                    over = True
+                    break
+                client.call("query_balance")
+                client.act(assistant(tool_call(f"end-{agent}-{client.step}", "end_of_step")))
+        assert over
+        with httpx.Client(base_url=live.base_url) as http:
+            admin = {"Authorization": "Bearer admin-token-for-tests"}
+            everything = http.get("/api/runs", headers=admin).text
+    finally:
+        live.stop()
+    arena = tmp_path / "runs" / run
+    manifest = read_arena(arena)
+    assert manifest.seed is None and manifest.seed_commitment is not None
+    seed = read_sealed(arena / "merchants" / "alice").seed
+    printed = everything + "".join(r.text for c in clients.values() for r in c.responses)
+    forms = [str(seed), f"{seed:x}", str(seed & ((1 << 64) - 1)), str(seed >> 64)]
+    assert not any(f in printed for f in forms)
+    for path in arena.rglob("*"):
+        if path.is_file() and path.parent.name != "sealed":
+            text = path.read_bytes().decode("latin-1").lower()
+            assert not any(f in text for f in forms), path
+    from typer.testing import CliRunner
+
+    from merchantbench.cli import app
+
+    revealed = CliRunner().invoke(app, ["reveal", str(arena / "merchants" / "alice"), "--json"])
+    assert revealed.exit_code == 0 and json.loads(revealed.output)["seed"] == str(seed)

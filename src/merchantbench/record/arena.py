@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from merchantbench.record.files import atomic_write_json
+from merchantbench.record.manifest import SeedCommitment
 
 __all__ = [
     "ARENA_FILE",
@@ -46,7 +47,8 @@ class ArenaManifest(BaseModel):
     scenario: str
     scenario_hash: str
     scenario_config: dict[str, Any]
-    seed: int
+    seed: int | None  # None for a sealed market: its secret is in the merchants' `sealed/`
+    seed_commitment: SeedCommitment | None = None
     seller_substitution: float
     catalog: str | None = None
     merchants: list[MerchantEntry]

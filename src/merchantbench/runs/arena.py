@@ -55,6 +55,7 @@ from merchantbench.record.checkpoint import (
 from merchantbench.record.files import write_cut
 from merchantbench.record.manifest import AgentRef, FinalAccounts, MarketRef, RunManifest
 from merchantbench.record.schema import MODEL_CALLS_FILE, RUN_FILE, TRACE_FILE, TRANSCRIPT_FILE
+from merchantbench.record.sealed import SealedError, SealedSeed, read_sealed
 from merchantbench.record.tables import final_accounts, write_tables
 from merchantbench.runs.driver import Driver, encode_state
 from merchantbench.runs.kill_points import KillPoints
@@ -76,6 +77,7 @@ __all__ = [
     "merchant_name",
     "read_arena",
     "run_arena",
+    "sealed_of",
 ]
 
 ARENA_FRONT_END = "arena"
@@ -99,6 +101,7 @@ class ArenaSpec:
     seed: int
     entrants: tuple[Entrant, ...]
     catalog: Path | None = None
+    sealed: SealedSeed | None = None  # a sealed market (SPEC §10): `seed` is its secret
 
     @classmethod
     def of_agents(
@@ -121,12 +124,33 @@ class ArenaSpec:
         """What a resume must find unchanged (the checkpoint carries them too)."""
         return {
             "scenario_hash": self.scenario.content_hash,
-            "seed": self.seed,
+            "seed": None if self.sealed is not None else self.seed,
+            "seed_commitment": None if self.sealed is None else self.sealed.commitment.sha256,
             "catalog": None if self.catalog is None else str(self.catalog),
             "merchants": [[e.merchant, e.agent, e.settings] for e in self.entrants],
             "tool_schema_sha256": schema_sha256,
             "package_version": merchantbench.__version__,
         }
+
+
+def sealed_of(arena_dir: Path) -> SealedSeed | None:
+    """The secret seed of a recorded sealed market (None for a public one), read from its
+    first merchant's record and checked against that record's commitment.
+
+    Raises:
+        RunError: the arena or its secret cannot be read.
+    """
+    try:
+        manifest = read_arena(arena_dir)
+    except ArenaError as exc:
+        raise RunError(str(exc)) from None
+    if manifest.seed_commitment is None or not manifest.merchants:
+        return None
+    first = manifest.merchant_dir(arena_dir, manifest.merchants[0].id)
+    try:
+        return read_sealed(first)
+    except SealedError as exc:
+        raise RunError(f"cannot read the sealed seed of {arena_dir}: {exc}") from None
 
 
 def merchant_ids(labels: Sequence[str]) -> list[str]:
@@ -311,7 +335,8 @@ class ArenaLifecycle:
             scenario=spec.scenario.name,
             scenario_hash=spec.scenario.content_hash,
             scenario_config=spec.scenario.model_dump(mode="json"),
-            seed=spec.seed,
+            seed=None if spec.sealed is not None else spec.seed,
+            seed_commitment=None if spec.sealed is None else spec.sealed.commitment,
             seller_substitution=spec.scenario.market.seller_substitution,
             catalog=None if spec.catalog is None else str(spec.catalog),
             merchants=[
@@ -331,6 +356,8 @@ class ArenaLifecycle:
         for entrant in spec.entrants:
             record = self.records[entrant.merchant]
             record.run_dir.mkdir(parents=True, exist_ok=True)
+            if spec.sealed is not None:  # each merchant's record can be revealed on its own
+                spec.sealed.write(record.run_dir)
             record.manifest = self._merchant_manifest(entrant, schema)
             record.manifest.write(record.run_dir)
             record.open(self.market.session(entrant.merchant), transcript, None)
@@ -348,11 +375,12 @@ class ArenaLifecycle:
         )
         meta = RunManifest.start(
             spec.scenario,
-            spec.seed,
+            None if spec.sealed is not None else spec.seed,
             market,
             AgentRef(name=entrant.agent, settings=agent.settings(), privileged=False),
             schema,
             self.manifest.git_commit,
+            seed_commitment=None if spec.sealed is None else spec.sealed.commitment,
             driver=self.drivers[entrant.merchant].name if self.drivers else None,
         )
         meta.host(

@@ -125,8 +125,6 @@ async def _create_market(
         why = f"agent id {bad[0]!r} is not allowed" if bad else "an agent id is given twice"
         raise ProtocolError(400, "invalid_run", f"{why}: ids are lower case letters, digits, "
                             "'-' and '_', at most 32, each once")  # fmt: skip
-    if body.sealed:
-        raise ProtocolError(400, "invalid_run", "a market cannot be sealed yet (docs/arena.md)")
     settings = MarketSettings(
         run_id=hosted.run_id,
         agents=agents,
@@ -134,6 +132,7 @@ async def _create_market(
         turns_per_window=hosted.turns_per_window,
         window_seconds=hosted.window_seconds,
         paused=hosted.paused,
+        sealed=hosted.sealed,
     )
     host, tokens = await _registry(request).create_market(scenario, seed, settings)
     base = _base_url(request)

@@ -16,7 +16,7 @@ from merchantbench.record.files import atomic_write_bytes, read_json
 from merchantbench.record.manifest import ManifestError, RunManifest, read_manifest
 from merchantbench.record.schema import METRICS_FILE, RUN_FILE
 from merchantbench.record.sealed import SealedSeed, read_sealed
-from merchantbench.runs.arena import ArenaLifecycle, ArenaSpec, Entrant
+from merchantbench.runs.arena import ArenaLifecycle, ArenaSpec, Entrant, sealed_of
 from merchantbench.runs.lifecycle import CheckpointPolicy, RunLifecycle
 from merchantbench.runs.spec import RunError, RunSpec
 from merchantbench.scenario import Scenario
@@ -292,9 +292,8 @@ class RunRegistry:
     ) -> tuple[MarketHost, dict[str, str]]:
         """`create_market`, blocking: an arena record driven by one `external` driver per
         merchant (agent id = merchant id)."""
-        if settings.sealed:
-            raise RunError("a market cannot be sealed yet (docs/arena.md)")
-        spec = _market_spec(scenario, seed, settings.agents, catalog)
+        secret = SealedSeed.draw() if settings.sealed else None  # then `seed` is not used
+        spec = _market_spec(scenario, seed, settings.agents, catalog, secret)
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         if not self._tokens:
             self._load_tokens()
@@ -337,7 +336,10 @@ class RunRegistry:
             return False
         scenario = Scenario.model_validate(manifest.scenario_config)
         catalog = Path(manifest.catalog) if manifest.catalog else None
-        spec = _market_spec(scenario, manifest.seed, settings.agents, catalog)
+        secret = sealed_of(arena_dir)
+        seed = manifest.seed if secret is None else secret.seed
+        assert seed is not None  # a public market records its seed; a sealed one its secret
+        spec = _market_spec(scenario, seed, settings.agents, catalog, secret)
         self._adopt(self._open_market(spec, arena_dir, settings, resume=True))
         return True
 
@@ -394,10 +396,14 @@ def damage_of(exc: BaseException, runs_dir: Path) -> str:
 
 
 def _market_spec(
-    scenario: Scenario, seed: int, agents: list[str], catalog: Path | None
+    scenario: Scenario,
+    seed: int,
+    agents: list[str],
+    catalog: Path | None,
+    sealed: SealedSeed | None = None,
 ) -> ArenaSpec:
     entrants = tuple(Entrant(a, EXTERNAL, {"agent_id": a}) for a in agents)
-    return ArenaSpec(scenario, seed, entrants, catalog)
+    return ArenaSpec(scenario, seed if sealed is None else sealed.seed, entrants, catalog, sealed)
 
 
 def _spec_of(meta: RunManifest, run_dir: Path) -> RunSpec:
