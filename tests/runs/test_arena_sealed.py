@@ -78,6 +78,14 @@ def test_a_sealed_arena_hides_its_seed_and_reveals_per_merchant(tmp_path):
     revealed = CliRunner().invoke(app, ["reveal", str(out / "merchants" / "random"), "--json"])
     assert revealed.exit_code == 0, revealed.output
     assert json.loads(revealed.output)["seed"] == str(seed)
+    verified = CliRunner().invoke(app, ["verify", str(out / "merchants" / "rule-based")])
+    assert verified.exit_code == 0, verified.output  # the whole market, with its secret
+    assert verified.output.count("verified (") == 2
+    metrics = out / "merchants" / "random" / "metrics.json"
+    figures = json.loads(metrics.read_text())
+    metrics.write_text(json.dumps({**figures, "orders": figures["orders"] + 1}))
+    tampered = CliRunner().invoke(app, ["verify", str(out)])
+    assert tampered.exit_code == 1 and "metrics.json" in tampered.output
     again = CliRunner().invoke(app, [*args, "--resume"])
     assert again.exit_code != 0 and "already finished" in again.output
     both = CliRunner().invoke(app, [*args[:-2], "--seeds", "1-2", "--out", str(tmp_path / "x")])

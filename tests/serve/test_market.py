@@ -21,6 +21,7 @@ from script import play_window
 from merchantbench.market_session import MarketSession
 from merchantbench.record.arena import read_arena
 from merchantbench.record.sealed import read_sealed
+from merchantbench.replay.market import verify_market
 from merchantbench.scenario import load_scenario
 from merchantbench.serve.registry import TOKENS_FILE
 
@@ -123,6 +124,9 @@ def test_two_merchants_play_a_market_over_the_artifact_protocol(tmp_path):
         arena = read_arena(run_dir)
         assert arena.ended == "completed"
         assert arena.state_hash == _in_process_hash(DAYS)
+        verified = verify_market(run_dir)  # every merchant's record, replayed in one market
+        assert verified.ok, verified.summary()
+        assert verified.final_state_hash == arena.state_hash
         for agent in AGENTS:
             run = json.loads((run_dir / "merchants" / agent / "run.json").read_text())
             assert run["driver"] == "external" and run["agent"]["name"] == "external"
