@@ -416,3 +416,31 @@ def test_a_served_sealed_market_hides_its_seed(tmp_path):
 
     revealed = CliRunner().invoke(app, ["reveal", str(arena / "merchants" / "alice"), "--json"])
     assert revealed.exit_code == 0 and json.loads(revealed.output)["seed"] == str(seed)
+
+
+def test_a_window_held_too_long_is_closed_for_the_merchants_still_in_it(tmp_path):
+    live = start_server(tmp_path / "runs")
+    try:
+        created = _market(live, window_seconds=3.0)
+        alpha = _clients(live, created)["alpha"]
+        packet = alpha.observation()
+        window = packet.json()["tick"]["window"]
+        closed = alpha.act(assistant(tool_call("e0", "end_of_step")))
+        assert closed.status_code == 200 and closed.json()["step_done"]
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # beta never closes the window: the server does
+            packet = alpha.observation(timeout=5)
+            if packet.status_code != 200 or packet.json()["tick"]["window"] > window:
+                break
+        assert packet.status_code == 200 and packet.json()["tick"]["window"] > window
+        with live.client() as admin:
+            agents = admin.get(f"/api/runs/{created['run_id']}").json()["agents"]
+        assert window in agents["beta"]["forced_windows"]
+        assert window not in agents["alpha"]["forced_windows"]
+        trace = tmp_path / "runs" / created["run_id"] / "merchants" / "beta" / "trace.jsonl"
+        entries = [json.loads(line) for line in trace.read_text().splitlines()]
+        assert any(
+            e["window"] == window and e["tool"] == "end_of_step" and e["forced"] for e in entries
+        )
+    finally:
+        live.stop()
