@@ -26,6 +26,9 @@ ARENA_FILE = "arena.json"
 MERCHANTS_DIR = "merchants"
 
 
+OPTIONAL = ("seed_commitment", "front_end")  # keys of arena.json written only when set
+
+
 class ArenaError(ValueError):
     """An arena directory that cannot be read; the message says why in one line."""
 
@@ -67,7 +70,9 @@ class ArenaManifest(BaseModel):
     front_end: dict[str, Any] | None = None
 
     def write(self, arena_dir: Path) -> None:
-        atomic_write_json(arena_dir / ARENA_FILE, self.model_dump(mode="json"))
+        # Written only when set: a public arena of `merchantbench arena` writes what it always did.
+        unset = {key for key in OPTIONAL if getattr(self, key) is None}
+        atomic_write_json(arena_dir / ARENA_FILE, self.model_dump(mode="json", exclude=unset))
 
     def merchant_dir(self, arena_dir: Path, merchant: str) -> Path:
         """The run record of one merchant."""

@@ -122,15 +122,17 @@ class ArenaSpec:
 
     def pins(self, schema_sha256: str) -> dict[str, Any]:
         """What a resume must find unchanged (the checkpoint carries them too)."""
-        return {
+        pins: dict[str, Any] = {
             "scenario_hash": self.scenario.content_hash,
             "seed": None if self.sealed is not None else self.seed,
-            "seed_commitment": None if self.sealed is None else self.sealed.commitment.sha256,
             "catalog": None if self.catalog is None else str(self.catalog),
             "merchants": [[e.merchant, e.agent, e.settings] for e in self.entrants],
             "tool_schema_sha256": schema_sha256,
             "package_version": merchantbench.__version__,
         }
+        if self.sealed is not None:  # a public arena's pins are as they always were
+            pins["seed_commitment"] = self.sealed.commitment.sha256
+        return pins
 
 
 def sealed_of(arena_dir: Path) -> SealedSeed | None:
