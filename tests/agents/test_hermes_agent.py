@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -15,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from merchantbench.agents.hermes_agent.env import HermesEnvError, ensure_env, hermes_dir
+from merchantbench.agents.hermes_agent.gateway import MCP_PATH
+from merchantbench.agents.hermes_agent.process import SANDBOX_PORT, config_text
 from merchantbench.agents.llm.scripted_policy import TOOL_LOOP_STEPS, tool_loop_policy
 from merchantbench.agents.llm.scripted_server import ScriptedServer
 from merchantbench.catalog.cache import cache_root, market_path
@@ -65,12 +68,12 @@ def store_policy(request: dict) -> dict:
     return steps[done] if done < len(steps) else {"content": "done", "tool_calls": []}
 
 
-def _run(tmp_path: Path, policy, monkeypatch, days: int | None = None):
+def _run(tmp_path: Path, policy, monkeypatch, days: int | None = None, **more_settings):
     monkeypatch.setenv("MB_TEST_HERMES_KEY", KEY)
     run_dir = tmp_path / "run"
     overrides = [f"clock.days={days}"] if days else None
     with ScriptedServer(policy) as server:
-        settings = {"model": "scripted", "base_url": server.base_url}
+        settings = {"model": "scripted", "base_url": server.base_url, **more_settings}
         settings["api_key_env"] = "MB_TEST_HERMES_KEY"
         spec = RunSpec("hermes-agent", load_scenario("smoke", overrides=overrides), 1, settings)
         metrics = run_agent(spec, run_dir)
@@ -335,9 +338,93 @@ def test_hermes_own_tools_keep_the_time_limit_the_driver_set(tmp_path, monkeypat
     assert "SLEPT" not in seen
     assert "Script timed out after 3s" in seen and "Command timed out after 3s" in seen
     assert "Foreground timeout 60s exceeds the maximum of 3s" in seen
-    # Nor can Hermes raise its limits: its config.yaml is read-only in the sandbox.
+    # Nor can Hermes raise its limits: its config.yaml is read-only in the sandbox, and still
+    # exactly what the driver wrote (its text holds the home's random name, so a search for
+    # '999' alone failed about one run in 120).
     assert "config.yaml: Read-only file system" in seen
-    assert "999" not in (_home(meta) / "config.yaml").read_text()
+    home = _home(meta)
+    url = f"http://127.0.0.1:{SANDBOX_PORT}{MCP_PATH}"
+    assert (home / "config.yaml").read_text() == config_text(home, url, 900.0, 3)
+
+
+def _each_hermes_process(action: str) -> str:
+    """Python for Hermes' code tool: `action` (indented code that may use `pid` and `name`)
+    for each of Hermes' own processes, the forwarder and the worker."""
+    body = "".join(f"        {line}\n" for line in action.splitlines())
+    return (
+        "import os\n"
+        "for pid in filter(str.isdigit, os.listdir('/proc')):\n"
+        "    try:\n        argv = open(f'/proc/{pid}/cmdline', 'rb').read().split(b'\\0')\n"
+        "    except OSError:\n        continue\n"
+        "    if len(argv) > 2 and argv[2].endswith((b'/worker.py', b'/forwarder.py')):\n"
+        "        name = argv[2].rsplit(b'/', 1)[1].decode()\n" + body
+    )
+
+
+def test_hermes_cannot_change_what_its_next_start_reads(tmp_path, monkeypatch, hermes_env):
+    """Whatever Hermes' tools leave in its home, a restarted Hermes (after it died, a window's
+    timeout, a resume) keeps the driver's settings and limits, and the driver writes nothing
+    through a path Hermes made. Here the model writes Hermes' `.env` (which Hermes loads over
+    its environment at start), leaves links where the driver once wrote, tries to read Hermes'
+    memory, then kills its own Hermes; the next window runs in a new Hermes."""
+    victims = {name: tmp_path / name for name in ("victim-script", "victim-log")}
+    for victim in victims.values():
+        victim.write_text("untouched\n")
+    home = "$HERMES_HOME"
+    # Can the model's code open the memory of Hermes' processes (they hold the token and the
+    # limits)? Hermes' terminal refuses `kill -9 -1`, but its code tool can kill Hermes.
+    peek = _each_hermes_process(
+        "try:\n    open(f'/proc/{pid}/mem', 'rb').close()\n    print('MEM-OPENED', name)\n"
+        "except OSError as e:\n    print('MEM-REFUSED', name, e.errno)\n"
+    )
+    kill = _each_hermes_process("if name == 'worker.py':\n    os.kill(int(pid), 9)\n")
+    first = [
+        _reply(
+            "terminal",
+            command=f"printf 'TERMINAL_TIMEOUT=999\\nTERMINAL_MAX_FOREGROUND_TIMEOUT=999\\n'"
+            f" >> {home}/.env; cat {home}/.env; echo ENV-TRIED",
+        ),
+        _reply(
+            "terminal",
+            command=f"mkdir -p {home}/.driver; ln -sf {victims['victim-script']} "
+            f"{home}/.driver/worker.py; ln -sf {victims['victim-log']} {home}/hermes-driver.log",
+        ),
+        _reply("execute_code", code=peek),
+        _reply("execute_code", code=kill),
+    ]
+    second = [
+        _reply("terminal", command="sleep 5; echo SLEPT", timeout=60),
+        _reply(
+            "terminal", command='echo "LIMITS=$TERMINAL_TIMEOUT/$TERMINAL_MAX_FOREGROUND_TIMEOUT"'
+        ),
+        _reply(MCP + "end_of_step"),
+    ]
+    killed = threading.Event()
+
+    def policy(request: dict) -> dict:
+        done = len(_window_tools(request))
+        asks = second if killed.is_set() else first
+        if asks is first and done == len(first) - 1:
+            killed.set()
+        return asks[done] if done < len(asks) else {"content": "done", "tool_calls": []}
+
+    _, _, server, meta, trace = _run(tmp_path, policy, monkeypatch, 1, code_timeout_seconds=3)
+    assert meta["ended"] == "completed", _forced_report(trace)
+    closes = [(e["window"], e["forced"]) for e in trace if e["tool"] == "end_of_step"]
+    assert closes == [(0, True), (1, False)], _forced_report(trace)
+    # Window 0's Hermes died of the kill; window 1 ran in a new one.
+    died = [(e["window"], e["error"]) for e in trace if e["tool"] == "hermes"]
+    assert len(died) == 1 and died[0][0] == 0 and "Hermes exited" in died[0][1], died
+    seen = _tool_results(server.requests)
+    assert "ENV-TRIED" in seen and ".env: Read-only file system" in seen
+    peeks = sorted(set(re.findall(r"MEM-[A-Z]+ \w+\.py", seen)))
+    assert peeks == ["MEM-REFUSED forwarder.py", "MEM-REFUSED worker.py"]
+    # The new Hermes kept the driver's limits: the 60 s ask is refused, nothing slept.
+    assert "Foreground timeout 60s exceeds the maximum of 3s" in seen and "SLEPT" not in seen
+    assert "LIMITS=3/3" in seen
+    assert {name: v.read_text() for name, v in victims.items()} == dict.fromkeys(
+        victims, "untouched\n"
+    )
 
 
 class _Killer:

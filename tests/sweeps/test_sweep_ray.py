@@ -9,6 +9,7 @@ workers were seen never to start.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -138,3 +139,38 @@ def test_ray_runs_agents_of_your_own(cluster, tmp_path, monkeypatch):
         "ownpkg.agents:Lister",
         f"{sweep_file.parent}/files/mine.py:Lister",
     }
+
+
+ARENA_SWEEP = """
+scenarios: [{name: smoke, set: ["clock.days=3", "market.seller_substitution=4"]}]
+seeds: [1, 2]
+agents: [rule-based]
+arena: [expert, rule-based, random]
+"""
+
+
+def test_ray_runs_arenas_as_the_local_executor(cluster, tmp_path):
+    """Arena cells (one Ray task each) give the local executor's index, one row per merchant,
+    and the same market records."""
+    address, env = cluster
+    sweep_file = tmp_path / "sweep.yaml"
+    sweep_file.write_text(ARENA_SWEEP)
+    command = [str(BIN / "python"), "-m", "merchantbench.cli", "sweep", str(sweep_file),
+               "--out", str(tmp_path / "ray"), "--executor", "ray", "--address", address,
+               "--no-progress"]  # fmt: skip
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=SWEEP_SECONDS)
+    assert done.returncode == 0, done.stderr[-2000:]
+    local = run_sweep(load_sweep_file(sweep_file), tmp_path, tmp_path / "local", LocalExecutor(2))
+    assert len(local.finished) == 4 and not local.failed
+    rows = comparable_rows(read_index(tmp_path / "ray"))
+    assert len(rows) == 2 + 2 * 3 and all(row["status"] == "done" for row in rows), rows
+    assert rows == comparable_rows(read_index(tmp_path / "local"))
+    assert sorted({row["merchant"] for row in rows if row["arena"]}) == [
+        "expert", "random", "rule-based"
+    ]  # fmt: skip
+    for seed in (1, 2):
+        cell = f"runs/arena-expert+rule-based+random/s{seed}/arena.json"
+        ray_arena = json.loads((tmp_path / "ray" / cell).read_text())
+        local_arena = json.loads((tmp_path / "local" / cell).read_text())
+        assert ray_arena["state_hash"] == local_arena["state_hash"]
+        assert ray_arena["ended"] == "completed"

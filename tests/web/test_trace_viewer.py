@@ -131,7 +131,8 @@ def check_window(page, run_dir: Path, handed: Handed, window: int) -> None:
         assert item.get_attribute("data-seq") == str(entry["seq"])
         assert entry["tool"] in item.locator("summary").inner_text()
         # textContent, not innerText: it reads a call whether its <details> is open or not
-        # (after a reload the page may draw the window a second time, closed).
+        # (a page that drew a window twice once closed them under the reader:
+        # test_one_navigation_draws_its_window_once).
         shown = json.loads(item.locator("pre.answer").text_content() or "")
         [line] = [r for r in lines if r.get("seq") == entry["seq"] and "answer" in r]
         assert shown == line["answer"] == json.loads(json.dumps(handed.answers[entry["seq"]]))
@@ -203,6 +204,43 @@ def test_stepping_through_windows_shows_what_the_agent_saw_and_got(records, brow
         assert page.locator("#calls details[open]").count() == 0
         page.close()
     assert_clean(answers, secret=SEED)
+
+
+# Counts each drawing of the trace box, with the window the field held then.
+COUNT_DRAWS = """
+window.mbDraws = [];
+const replace = Element.prototype.replaceChildren;
+Element.prototype.replaceChildren = function (...parts) {
+  if (this.id === "trace") window.mbDraws.push(document.getElementById("window-pick").value);
+  return replace.apply(this, parts);
+};
+"""
+
+
+def test_one_navigation_draws_its_window_once(records, browser) -> None:
+    """The field's change and its Enter (or Go) are one navigation: a second drawing would
+    replace the window, its answers closed again, while a reader (or a test) reads it."""
+    root, _ = records
+    with LiveServer(create_web_app(runs_root=root)) as server:
+        page = browser.new_page()
+        page.add_init_script(COUNT_DRAWS)
+
+        def draws_after(*actions) -> list[str]:
+            page.evaluate("window.mbDraws = []")
+            for action in actions:
+                action()
+            page.wait_for_timeout(1000)  # any later drawing has come by then
+            return page.evaluate("window.mbDraws")
+
+        page.goto(f"{server.url}/runs/view?path=rule#window=5")
+        at_window(page, 5)
+        assert draws_after(page.reload) == ["5"]
+        field = page.locator("#window-pick")
+        assert draws_after(lambda: field.fill("11"), lambda: page.keyboard.press("Enter")) == ["11"]
+        assert draws_after(lambda: field.fill("12"), lambda: page.click("#window-go")) == ["12"]
+        assert draws_after(lambda: page.click("#window-next")) == ["13"]
+        assert draws_after(lambda: page.click("#window-go")) == []  # on screen already
+        page.close()
 
 
 def test_an_llm_run_shows_its_model_calls_and_forced_closes(records, browser) -> None:

@@ -24,6 +24,9 @@ LIMIT_HELP = {  # the defaults are ServerLimits' (merchantbench.limits; docs/htt
     "sessions": "open MCP sessions a run (its agent token) may hold, else 429 [default: 16]",
 }
 GRACE_SECONDS = 5  # on shutdown, open long-polls are cut after this; then runs are checkpointed
+# `run --agent external --serve`: once the run has ended, the host waits at most this long for
+# the agent to ask again and hear that the run is over (410) before it stops.
+TELL_SECONDS = 30.0
 
 
 def _admin_token(no_auth: bool, host: str) -> str | None:
@@ -204,12 +207,14 @@ def serve_run(spec: RunSpec, run_dir: Path, resume: bool, host: str, port: int) 
         run_dir.parent, token, only_runs=frozenset({run_dir.name}), on_ready=on_ready
     )
     app = create_app(config, extensions=_extensions(host))
+    until_told = UntilTold(app)
 
     def stop_when_done(server) -> None:
         servers.append(server)
-        app.state.registry.on_finish.append(lambda _: setattr(server, "should_exit", True))
+        until_told.server = server
+        app.state.registry.on_finish.append(lambda _: until_told.run_ended())
 
-    serve_app(app, host, port, stop_when_done)
+    serve_app(until_told, host, port, stop_when_done)
     if damage:
         fail(f"cannot resume {run_dir}: {damage[0]}")
     from merchantbench.metrics.table1 import HEADLINE_METRICS
@@ -220,6 +225,45 @@ def serve_run(spec: RunSpec, run_dir: Path, resume: bool, host: str, port: int) 
         fail(f"the server stopped before the run ended; continue it with --resume --out {run_dir}")
     metrics = json.loads(metrics_file.read_text())
     typer.echo(json.dumps({k: metrics[k] for k in HEADLINE_METRICS}, ensure_ascii=False))
+
+
+class UntilTold:
+    """The app of `run --agent external --serve`, which stops its server once the run has
+    ended and the agent has been told so: when a request is answered 410 (the run is over)
+    after the end, or `TELL_SECONDS` after it if the agent never asks again. Stopping at the
+    end itself would refuse the connection of an agent that asks once more after its last
+    `end_of_step`, as the protocol has it, a moment too late."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+        self.server = None  # the uvicorn server, set before it starts
+        self.ended = False
+
+    def run_ended(self) -> None:
+        import asyncio
+
+        self.ended = True
+        try:
+            asyncio.get_running_loop().call_later(TELL_SECONDS, self._stop)
+        except RuntimeError:  # not on the server's loop: nothing can wait for the agent
+            self._stop()
+
+    def _stop(self) -> None:
+        if self.server is not None:
+            self.server.should_exit = True
+
+    async def __call__(self, scope, receive, send) -> None:
+        told = False
+
+        async def watch(message) -> None:
+            nonlocal told
+            if message["type"] == "http.response.start" and message["status"] == 410:
+                told = self.ended
+            await send(message)
+
+        await self.app(scope, receive, watch)
+        if told:  # after the answer was sent
+            self._stop()
 
 
 def _check_resumable(run_dir: Path) -> None:

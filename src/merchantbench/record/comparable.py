@@ -104,12 +104,26 @@ def paper_setting(config: dict[str, Any]) -> bool:
         PAPER_DAYS, PAPER_BALANCE_FEN, PAPER_DEPOSIT_FEN, PAPER_SLOTS)  # fmt: skip
 
 
+def market_of(meta: RunManifest) -> tuple[str, list[str]] | None:
+    """A merchant's run record in a market of several (SPEC §11, docs/arena.md): its merchant
+    id and every merchant of the market; None for a single store."""
+    settings = meta.front_end.settings if meta.front_end is not None else {}
+    merchant, merchants = settings.get("merchant"), settings.get("merchants")
+    if not isinstance(merchant, str) or not isinstance(merchants, list):
+        return None
+    return merchant, sorted(str(m) for m in merchants)
+
+
 def setting_of(meta: RunManifest) -> Setting:
-    """The setting a run record was made in."""
+    """The setting a run record was made in. A merchant of a market competes with the others:
+    its market names them, so it is never pooled with single stores or other markets."""
     config = meta.scenario_config
     market = (
         SYNTHETIC_MARKET if meta.market.source == "synthetic" else f"catalog {meta.market.catalog}"
     )
+    arena = market_of(meta)
+    if arena is not None:
+        market += f" · market of {len(arena[1])}: {', '.join(arena[1])}"
     return Setting(
         scenario_name=meta.scenario.name,
         scenario_hash=meta.scenario.hash,
@@ -126,6 +140,9 @@ def identity_of(meta: RunManifest) -> ConfigIdentity:
     where a models file lay does not (its entry's content is recorded beside it)."""
     settings = {k: v for k, v in meta.agent.settings.items() if k != "models_file"}
     name = meta.agent.name if meta.driver is None else f"{meta.driver}:{meta.agent.name}"
+    arena = market_of(meta)
+    if arena is not None:  # two merchants of one market are two rows, even with one agent
+        settings = {"merchant": arena[0], **settings}
     return ConfigIdentity(setting_of(meta), name, _sha(settings))
 
 
@@ -163,7 +180,10 @@ class PooledRun:
 
 def _default_label(meta: RunManifest) -> str:
     """A run outside a sweep: its agent, and the models-file entry (or model) an LLM agent
-    called (`react-gpt-mini`, the sweep's naming)."""
+    called (`react-gpt-mini`, the sweep's naming); a merchant of a market, its merchant id."""
+    arena = market_of(meta)
+    if arena is not None:
+        return arena[0]
     settings = meta.agent.settings
     model = settings.get("model_entry") or settings.get("model")
     return f"{meta.agent.name}-{model}" if isinstance(model, str) and model else meta.agent.name

@@ -28,6 +28,10 @@ from merchantbench.report.paper import TABLE1_COLUMNS, in_paper_units, table1_ce
 
 __all__ = [
     "arena_analysis",
+    "contested_products",
+    "listing_spells",
+    "markets_analysis",
+    "render_markets_sections",
     "seeds_analysis",
     "write_arena_report",
     "write_seeds_report",
@@ -92,6 +96,30 @@ def _contested_hours(mine: list[tuple[int, int]], theirs: list[list[tuple[int, i
     return hours
 
 
+def listing_spells(arena_dir: Path) -> dict[str, dict[str, list[tuple[int, int]]]]:
+    """merchant → product id → the hours [listed, delisted) of each of its listing spells."""
+    manifest = read_arena(arena_dir)
+    found = {}
+    for entry in manifest.merchants:
+        record = load_run_record(manifest.merchant_dir(arena_dir, entry.id))
+        found[entry.id] = _spells(record, record.run.scenario_model().clock.hours)
+    return found
+
+
+def contested_products(spells: Mapping[str, Mapping[str, list[tuple[int, int]]]]) -> list[str]:
+    """Products listed by two or more merchants at the same hour at some time (sorted)."""
+    listed = set().union(*(set(mine) for mine in spells.values()))
+    return sorted(
+        pid
+        for pid in listed
+        if any(
+            _contested_hours(spells[a][pid], [spells[b][pid]])
+            for a, b in itertools.combinations(spells, 2)
+            if pid in spells[a] and pid in spells[b]
+        )
+    )
+
+
 def arena_analysis(arena_dir: Path) -> dict[str, Any]:
     """Every number of one market's report (JSON-able)."""
     manifest = read_arena(arena_dir)
@@ -102,21 +130,7 @@ def arena_analysis(arena_dir: Path) -> dict[str, Any]:
     orders_total = sum(m.metrics["orders"] for m in merchants) or 1
     gmv_total = sum(m.metrics["gmv"] for m in merchants) or 1.0
     products_of = {m.merchant: set(spells[m.merchant]) for m in merchants}
-    contested = sorted(
-        pid
-        for pid in set().union(*products_of.values())
-        if sum(
-            1
-            for other in merchants
-            if pid in spells[other.merchant]
-            and any(
-                _contested_hours(spells[other.merchant][pid], [spells[m.merchant][pid]])
-                for m in merchants
-                if m.merchant != other.merchant and pid in spells[m.merchant]
-            )
-        )
-        >= 2
-    )
+    contested = contested_products(spells)
     months = max(1, math.ceil(scenario.clock.days / DAYS_PER_MONTH))
     per_merchant: dict[str, Any] = {}
     for m in merchants:
@@ -240,7 +254,13 @@ def _t_interval(differences: np.ndarray) -> tuple[float, float] | None:
 
 def seeds_analysis(root: Path, seeds: Sequence[int]) -> dict[str, Any]:
     """Mean rank, rank stability and paired intervals over the arenas `root/seed-N`."""
-    markets = [arena_analysis(root / f"seed-{seed}") for seed in seeds]
+    return markets_analysis([root / f"seed-{seed}" for seed in seeds], seeds)
+
+
+def markets_analysis(arena_dirs: Sequence[Path], seeds: Sequence[int]) -> dict[str, Any]:
+    """Mean rank, rank stability (Kendall τ) and paired intervals of net assets over the
+    arenas of the same merchants on several seeds (one arena directory per seed)."""
+    markets = [arena_analysis(arena_dir) for arena_dir in arena_dirs]
     ids = list(markets[0]["merchants"])
     assets = np.array(
         [[m["merchants"][k]["final_net_assets"] for k in ids] for m in markets], dtype=np.float64
@@ -272,12 +292,25 @@ def seeds_analysis(root: Path, seeds: Sequence[int]) -> dict[str, Any]:
                 "mean_order_share": float(
                     np.mean([m["merchants"][k]["order_share"] for m in markets])
                 ),
+                "mean_gmv_share": float(np.mean([m["merchants"][k]["gmv_share"] for m in markets])),
             }
             for n, k in enumerate(ids)
         },
         "kendall_tau_mean": float(np.mean(taus)) if taus else None,
         "kendall_tau_pairs": len(taus),
         "paired": paired,
+        "markets": [
+            {
+                "seed": seed,
+                "ranking": m["ranking"],
+                "contested_products": m["contested_products"],
+                "products_listed": m["products_listed"],
+                "state_hash": m["state_hash"],
+            }
+            for seed, m in zip(seeds, markets, strict=True)
+        ],  # fmt: skip
+        "contested_products_mean": float(np.mean([m["contested_products"] for m in markets])),
+        "products_listed_mean": float(np.mean([m["products_listed"] for m in markets])),
     }
 
 
@@ -409,13 +442,12 @@ def write_arena_report(arena_dir: Path) -> Path:
     return path
 
 
-def write_seeds_report(root: Path, seeds: Sequence[int]) -> Path:
-    """report.md and seeds_metrics.json over the arenas of several seeds."""
-    data = seeds_analysis(root, seeds)
-    (root / SEEDS_FILE).write_text(json.dumps(data, indent=2) + "\n")
+def render_markets_sections(data: Mapping[str, Any], heading: str = "##") -> list[str]:
+    """The across-seed tables of `markets_analysis` as Markdown blocks: per merchant mean net
+    assets, rank and shares; rank stability; paired differences."""
     rows = [
         [k, f"{v['mean_net_assets']:.2f}", _fmt(v["std_net_assets"]), f"{v['mean_rank']:.2f}",
-         percent(v["mean_order_share"])]
+         percent(v["mean_order_share"]), percent(v.get("mean_gmv_share"))]
         for k, v in sorted(data["merchants"].items(), key=lambda kv: kv[1]["mean_rank"])
     ]  # fmt: skip
     paired = [
@@ -425,16 +457,35 @@ def write_seeds_report(root: Path, seeds: Sequence[int]) -> Path:
         for p in data["paired"]
     ]  # fmt: skip
     tau = data["kendall_tau_mean"]
-    text = "\n\n".join([
-        f"# Arenas over seeds {', '.join(map(str, seeds))}",
+    return [
         markdown_table(
-            ["merchant", "mean net assets", "sd", "mean rank", "mean order share"], rows
-        ),
+            [
+                "merchant",
+                "mean net assets",
+                "sd",
+                "mean rank",
+                "mean order share",
+                "mean GMV share",
+            ],
+            rows,
+        ),  # fmt: skip
         f"Rank stability: mean Kendall τ between the rankings of two seeds "
         f"{'–' if tau is None else f'{tau:.2f}'} ({data['kendall_tau_pairs']} pairs; 1 = the "
         "same order every time).",
-        "## Paired differences of final net assets (common random numbers)",
+        f"{heading} Paired differences of final net assets (common random numbers)",
+        "Mean difference over the seeds with a 95 % t interval (Student's t over the paired "
+        "differences; none from a single seed).",
         markdown_table(["pair", "mean difference (RMB)", "95 % interval", "first ahead"], paired),
+    ]
+
+
+def write_seeds_report(root: Path, seeds: Sequence[int]) -> Path:
+    """report.md and seeds_metrics.json over the arenas of several seeds."""
+    data = seeds_analysis(root, seeds)
+    (root / SEEDS_FILE).write_text(json.dumps(data, indent=2) + "\n")
+    text = "\n\n".join([
+        f"# Arenas over seeds {', '.join(map(str, seeds))}",
+        *render_markets_sections(data),
         *(f"- seed {s}: [report](seed-{s}/{REPORT_FILE})" for s in seeds),
     ])  # fmt: skip
     path = root / REPORT_FILE

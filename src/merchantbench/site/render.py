@@ -36,7 +36,8 @@ def number(value: Any, digits: int = 2) -> str:
 
 def environment() -> Environment:
     env = Environment(
-        loader=FileSystemLoader(HERE / "templates"),
+        # The site's own templates first; the dashboard's for what both pages share.
+        loader=FileSystemLoader([HERE / "templates", WEB_STATIC.parent / "templates"]),
         autoescape=select_autoescape(["html"]),
         undefined=StrictUndefined,
         trim_blocks=True,

@@ -269,6 +269,8 @@ def sweep_analysis(sweep_dir: Path) -> dict[str, Any]:
     """Every number of the report of the sweep in `sweep_dir` (finished runs only), one group
     per setting."""
     rows = read_index(sweep_dir)
+    arena_rows = [r for r in rows if r.get("arena")]
+    rows = [r for r in rows if not r.get("arena")]
     done = [r for r in rows if r["status"] == "done"]
     tables, rows_of, unreadable = _groups(sweep_dir, done)
     paper = [{"framework": p.framework, "model": p.model, **p.values} for p in load_paper_table()]
@@ -277,9 +279,12 @@ def sweep_analysis(sweep_dir: Path) -> dict[str, Any]:
     why = "its record cannot be read as a finished run"
     not_done += [{"run": f"{r['label']}/s{r['seed']}", "status": "unreadable", "reason": why}
                  for r in unreadable]  # fmt: skip
+    arenas_done = [r for r in arena_rows if r["status"] == "done"]  # sweeps/arena_report.py
+    not_done += [{"run": f"{r['label']}/s{r['seed']}", "status": r["status"], "reason": r["reason"]}
+                 for r in arena_rows if r["status"] != "done"]  # fmt: skip
     return {
-        "runs_planned": len(rows),
-        "runs_done": len(done) - len(unreadable),
+        "runs_planned": len(rows) + len({r["run_dir"] for r in arena_rows}),
+        "runs_done": len(done) - len(unreadable) + len({r["run_dir"] for r in arenas_done}),
         "not_done": not_done,
         "set_aside": read_set_aside(sweep_dir),
         "groups": [

@@ -43,8 +43,12 @@ class SweepDisplay:
             live = read_progress(progress_path(run, self.sweep_dir)) or {}
             window = f"{live.get('window', 0)}/{live.get('windows_total', '?')}"
             assets = live.get("net_assets")
+            shown = "" if assets is None else f"¥{assets:,.2f}"
+            if isinstance(live.get("merchants"), dict):  # an arena: every merchant's
+                shown = " · ".join(f"{m} ¥{v.get('net_assets', 0):,.0f}"
+                                   for m, v in live["merchants"].items())  # fmt: skip
             table.add_row(
-                name, window, "" if assets is None else f"¥{assets:,.2f}",
+                name, window, shown,
                 _cost(live.get("cost", 0.0)), f"{live.get('tokens', 0):,}",
             )  # fmt: skip
         cost, tokens = self.spending.totals()

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Protocol
 
 from merchantbench.catalog.cache import get_market
-from merchantbench.record.schema import RUN_FILE
 from merchantbench.runs.aside import clear_for_start, move_aside
 from merchantbench.runs.identity import write_identity
 from merchantbench.runs.pool import worker_pool
@@ -86,7 +85,7 @@ def prepare(
         aside: Path | None = None
         if state.status in ("stale", "damaged"):
             aside = move_aside(run_dir, "stale" if state.status == "stale" else "damaged")
-        resume = state.status in ("killed", "failed") and (run_dir / RUN_FILE).is_file()
+        resume = state.status in ("killed", "failed") and (run_dir / run.record_file).is_file()
         if not resume:
             aside = clear_for_start(run_dir) or aside
             write_identity(run_dir, run.identity())

@@ -1,7 +1,9 @@
 """The results index: one row per run of a sweep, configuration and metrics, in Parquet.
 
 `SWEEP_DIR/index.parquet` is rewritten atomically whenever a run finishes, from what is on disk,
-so it is always a consistent picture and DuckDB (or pandas, polars) can read it at any moment:
+so it is always a consistent picture and DuckDB (or pandas, polars) can read it at any moment.
+An arena has one row per merchant once it is done (`arena` true, `merchant` its id, `agent` its
+agent, its own metrics; `run_dir` the arena's directory), and one row (`merchant` empty) before:
 
     duckdb -c "SELECT label, avg(final_net_assets) FROM 'SWEEP_DIR/index.parquet' GROUP BY 1"
 """
@@ -18,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from merchantbench.metrics.table1 import TABLE1_KEYS
+from merchantbench.record.arena import ArenaError, read_arena
 from merchantbench.record.files import atomic_write_bytes
 from merchantbench.record.manifest import ManifestError, read_manifest
 from merchantbench.record.schema import METRICS_FILE, TRACE_FILE
@@ -85,12 +88,33 @@ def index_row(run: SweepRun, sweep_dir: Path) -> dict[str, Any]:
         "identity": run.key, "status": state.status, "reason": state.reason,
         "run_dir": str(run_dir.relative_to(sweep_dir)),
     }  # fmt: skip
-    if state.status == "done":
+    if state.status == "done" and not run.is_arena:
         try:
             row.update(_finished_row(run_dir))
         except (OSError, ValueError, ManifestError) as exc:
             row.update(status="failed", reason=f"unreadable record: {exc}")
     return row
+
+
+def index_rows(run: SweepRun, sweep_dir: Path) -> list[dict[str, Any]]:
+    """The index rows of one planned run: one, or one per merchant of a finished arena."""
+    row = index_row(run, sweep_dir)
+    if not run.is_arena:
+        return [row]
+    row.update(arena=True, merchant=None)
+    if row["status"] != "done":
+        return [row]
+    arena_dir = run.run_dir(sweep_dir)
+    try:
+        arena = read_arena(arena_dir)
+        rows = [
+            {**row, "agent": entry.agent, "merchant": entry.id,
+             **_finished_row(arena.merchant_dir(arena_dir, entry.id))}
+            for entry in arena.merchants
+        ]  # fmt: skip
+    except (OSError, ValueError, ManifestError, ArenaError) as exc:
+        return [{**row, "status": "failed", "reason": f"unreadable record: {exc}"}]
+    return rows
 
 
 def _float_columns() -> list[str]:
@@ -111,7 +135,7 @@ def index_table(rows: Sequence[dict[str, Any]]) -> pa.Table:
 
 def write_index(runs: Sequence[SweepRun], sweep_dir: Path) -> Path:
     """Rebuild `index.parquet` from disk (atomic replace) and return its path."""
-    table = index_table([index_row(run, sweep_dir) for run in runs])
+    table = index_table([row for run in runs for row in index_rows(run, sweep_dir)])
     sink = io.BytesIO()
     pq.write_table(table, sink)
     path = sweep_dir / INDEX_FILE

@@ -1,6 +1,8 @@
 """The expanded plan of a sweep: every run with its configuration label, settings and identity.
 
-Written to `SWEEP_DIR/sweep.json`; each run goes into `SWEEP_DIR/runs/<label>/s<seed>/`.
+Written to `SWEEP_DIR/sweep.json`; each run goes into `SWEEP_DIR/runs/<label>/s<seed>/`. An arena
+(a market of several merchants, docs/arena.md) is one run of the plan too: its directory holds
+the record `merchantbench arena` writes (`arena.json`, `merchants/<id>/`).
 """
 
 from __future__ import annotations
@@ -14,15 +16,25 @@ from typing import Any
 from merchantbench.agents.llm.models import ModelConfigError, entry_max_concurrency, resolve_model
 from merchantbench.agents.load import AgentConfigError, agent_slug, resolve_agent_name
 from merchantbench.agents.registry import agent_entry
+from merchantbench.record.arena import ARENA_FILE
 from merchantbench.record.files import atomic_write_json
+from merchantbench.record.schema import RUN_FILE
 from merchantbench.record.sealed import SEED_FILE, read_sealed
+from merchantbench.runs.arena import merchant_ids
 from merchantbench.runs.identity import code_version, identity_key, run_identity
 from merchantbench.runs.runner import RunSpec
 from merchantbench.scenario import Scenario, ScenarioError, load_scenario
-from merchantbench.sweeps.spec import HARNESSES, ScenarioAxis, SealedSeeds, SweepFile
+from merchantbench.sweeps.spec import (
+    HARNESSES,
+    ArenaAxis,
+    ScenarioAxis,
+    SealedSeeds,
+    SweepFile,
+)
 
 PLAN_FILE = "sweep.json"
 RUNS_DIR = "runs"
+ARENA_AGENT = "arena"  # the `agent` of an arena run of the plan (its merchants: `entrants`)
 
 
 class SweepPlanError(ValueError):
@@ -48,6 +60,8 @@ class SweepRun:
             is drawn when the run starts and kept in its `sealed/` directory.
         transcript: Write the run's `transcript.jsonl` (a recording choice, not part of the
             run's identity).
+        entrants: An arena's merchants, `{"merchant", "agent", "settings"}` each (`agent` is
+            then `arena`); `None` for a single store.
     """
 
     label: str
@@ -61,10 +75,27 @@ class SweepRun:
     key: str
     sealed: bool = False
     transcript: bool = True
+    entrants: list[dict[str, Any]] | None = None
 
     @property
     def is_llm(self) -> bool:
         return self.agent in HARNESSES
+
+    @property
+    def is_arena(self) -> bool:
+        return self.entrants is not None
+
+    @property
+    def record_file(self) -> str:
+        """The file that says where the run's record stands: run.json, or an arena's."""
+        return ARENA_FILE if self.is_arena else RUN_FILE
+
+    @property
+    def agents(self) -> list[str]:
+        """The agents the run plays: its own, or an arena's merchants'."""
+        if self.entrants is None:
+            return [self.agent]
+        return [str(e["agent"]) for e in self.entrants]
 
     @property
     def slot(self) -> str:
@@ -91,6 +122,8 @@ class SweepRun:
         return RunSpec(self.agent, self.scenario, secret.seed, dict(self.settings), sealed=secret)
 
     def identity(self) -> dict[str, Any]:
+        if self.entrants is not None:
+            return arena_identity(self.entrants, self.scenario, self.seed)
         identity = run_identity(self.agent, self.settings, self.scenario, self.seed)
         return {**identity, "sealed": True} if self.sealed else identity
 
@@ -102,6 +135,71 @@ class SweepRun:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SweepRun:
         return cls(**{**data, "scenario": Scenario.model_validate(data["scenario"])})
+
+
+def arena_identity(entrants: list[dict[str, Any]], scenario: Scenario, seed: int) -> dict[str, Any]:
+    """An arena's identity: each merchant's id and its agent's run identity (settings, code)."""
+    merchants = [
+        [e["merchant"], run_identity(e["agent"], e["settings"], scenario, seed)] for e in entrants
+    ]
+    return {"arena": merchants, "scenario_hash": scenario.content_hash, "seed": seed}
+
+
+def _entrants(axis: ArenaAxis, sweep: SweepFile, base: Path) -> list[dict[str, Any]]:
+    """The merchants of an arena entry: ids after their labels or agents (`merchant_ids`)."""
+    found = []
+    for member in axis.agents:
+        try:
+            agent = resolve_agent_name(member.agent, base)
+            entry = agent_entry(agent)
+        except AgentConfigError as exc:
+            raise SweepPlanError(str(exc)) from None
+        if entry.privileged:
+            raise SweepPlanError(f"agent {member.agent!r} sees hidden state: not in an arena")
+        settings = dict(member.settings)
+        if agent in HARNESSES and "model_entry" in settings:
+            if sweep.models_file is None:
+                raise SweepPlanError("an arena's model_entry needs models_file")
+            settings.setdefault("models_file", str((base / sweep.models_file).resolve()))
+        _check_prices(agent, settings, sweep, axis.label or "arena")
+        found.append((member.label or agent_slug(agent), agent, settings))
+    ids = merchant_ids([label for label, _, _ in found])
+    return [
+        {"merchant": merchant, "agent": agent, "settings": settings}
+        for merchant, (_, agent, settings) in zip(ids, found, strict=True)
+    ]
+
+
+def _arena_label(axis: ArenaAxis, entrants: list[dict[str, Any]]) -> str:
+    if axis.label is not None:
+        return axis.label
+    label = "arena-" + "+".join(e["merchant"] for e in entrants)
+    if len(label) > 80:
+        raise SweepPlanError(f"arena label {label[:40]}… is too long; set label:")
+    return label
+
+
+def _arenas(
+    sweep: SweepFile,
+    arenas: list[tuple[str, list[dict[str, Any]]]],
+    scenarios: list[tuple[str, Scenario]],
+    seeds: Any,
+) -> list[SweepRun]:
+    """An arena run per arena entry × scenario × seed."""
+    if arenas and isinstance(sweep.seeds, SealedSeeds):
+        raise SweepPlanError("arenas take public seeds; sealed arenas are not supported yet")
+    runs = []
+    for label, entrants in arenas:
+        for scenario_label, scenario in scenarios:
+            full = label if len(scenarios) == 1 else f"{label}@{scenario_label}"
+            for seed in seeds:
+                try:
+                    key = identity_key(arena_identity(entrants, scenario, seed))
+                except (AgentConfigError, ModelConfigError) as exc:
+                    raise SweepPlanError(f"{full}: {exc}") from None
+                runs.append(SweepRun(full, ARENA_AGENT, {}, scenario, seed, None, None, None, key,
+                                     False, sweep.transcript, entrants))  # fmt: skip
+    return runs
 
 
 def _scenario(axis: ScenarioAxis, base: Path) -> tuple[str, Scenario]:
@@ -133,12 +231,8 @@ def _configurations(sweep: SweepFile, base: Path) -> list[tuple[str, str, dict[s
                 "model_entry": model,
             }
             configs.append((f"{harness}-{model}", harness, settings))
-    if not configs:
-        raise SweepPlanError("the sweep has no configuration: give agents or models")
-    labels = [label for label, _, _ in configs]
-    duplicates = sorted({label for label in labels if labels.count(label) > 1})
-    if duplicates:
-        raise SweepPlanError(f"configuration labels repeat: {', '.join(duplicates)}; set label:")
+    if not configs and not sweep.arenas:
+        raise SweepPlanError("the sweep has no configuration: give agents, models or arenas")
     return configs
 
 
@@ -178,8 +272,17 @@ def plan_sweep(sweep: SweepFile, base: Path) -> list[SweepRun]:
         range(1, sweep.seeds.sealed + 1) if isinstance(sweep.seeds, SealedSeeds) else sweep.seeds
     )
     scenarios = [_scenario(axis, base) for axis in sweep.scenarios]
+    configurations = _configurations(sweep, base)
+    arenas = []
+    for axis in sweep.arenas:
+        entrants = _entrants(axis, sweep, base)
+        arenas.append((_arena_label(axis, entrants), entrants))
+    labels = [label for label, _, _ in configurations] + [label for label, _ in arenas]
+    duplicates = sorted({label for label in labels if labels.count(label) > 1})
+    if duplicates:
+        raise SweepPlanError(f"configuration labels repeat: {', '.join(duplicates)}; set label:")
     runs = []
-    for label, agent, settings in _configurations(sweep, base):
+    for label, agent, settings in configurations:
         cap = _cap(agent, settings)
         _check_prices(agent, settings, sweep, label)
         for scenario_label, scenario in scenarios:
@@ -194,7 +297,7 @@ def plan_sweep(sweep: SweepFile, base: Path) -> list[SweepRun]:
                 harness = agent if agent in HARNESSES else None
                 config = (full, agent, settings, scenario, seed, harness, entry, cap, key)
                 runs.append(SweepRun(*config, sealed, sweep.transcript))
-    return runs
+    return runs + _arenas(sweep, arenas, scenarios, seeds)
 
 
 def write_plan(sweep_dir: Path, sweep: SweepFile, runs: list[SweepRun]) -> None:

@@ -51,7 +51,7 @@ _group = ray.remote(num_cpus=1)(_group_task)
 
 def import_roots(runs: Sequence[SweepRun]) -> list[str]:
     """Where the driver found the modules of the sweep's own agents (module targets)."""
-    found = (import_root(name) for name in sorted({run.agent for run in runs}))
+    found = (import_root(name) for name in sorted({a for run in runs for a in run.agents}))
     return sorted({root for root in found if root is not None})
 
 

@@ -30,6 +30,7 @@ from merchantbench.record.files import atomic_write_bytes
 from merchantbench.report.markdown import markdown_table
 from merchantbench.report.paper import PAPER_LABEL, TABLE1_COLUMNS
 from merchantbench.sweeps.analysis import sweep_analysis
+from merchantbench.sweeps.arena_report import arena_figure_name, arena_section, sweep_arenas
 from merchantbench.sweeps.plan import read_plan
 
 REPORT_DIR = "report"
@@ -268,11 +269,20 @@ def render_markdown(data: dict[str, Any], name: str) -> str:
         head += (f"\n\nThe finished runs fall into {len(groups)} settings (scenario, horizon, "
                  "market, tool schema, code version). Each has its own tables; no number pools "
                  "runs of two settings.")  # fmt: skip
-    if not groups:
+    if not groups and not data.get("arenas"):
         head += "\n\nNo run has finished yet: no table to show."
     sections = [group_section(g, data["paper_table1"], figure_names(i))
                 for i, g in enumerate(groups)]  # fmt: skip
-    return "\n\n".join([head, *sections]) + "\n"
+    return "\n\n".join([head, *sections, *arena_sections(data)]) + "\n"
+
+
+def arena_sections(data: dict[str, Any]) -> list[str]:
+    """The sections of the sweep's arenas (sweeps/arena_report.py)."""
+    return [
+        arena_section(g, provenance_section(g), table1_section(g, data["paper_table1"]),
+                      arena_figure_name(i))
+        for i, g in enumerate(data.get("arenas", []))
+    ]  # fmt: skip
 
 
 def render_html(markdown: str, figures: dict[str, Path]) -> str:
@@ -304,7 +314,7 @@ def write_sweep_report(sweep_dir: Path, out_dir: Path | None = None) -> Path:
 
     out = out_dir or sweep_dir / REPORT_DIR
     out.mkdir(parents=True, exist_ok=True)
-    data = sweep_analysis(sweep_dir)
+    data = {**sweep_analysis(sweep_dir), "arenas": sweep_arenas(sweep_dir)}
     figures: dict[str, Path] = {}
     for i, group in enumerate(data["groups"]):
         if not group["table1"]:
@@ -312,6 +322,8 @@ def write_sweep_report(sweep_dir: Path, out_dir: Path | None = None) -> Path:
         names = figure_names(i)
         figures[names["figure5"]] = plot_figure5(group, out / names["figure5"])
         figures[names["net_assets"]] = plot_net_assets(group, out / names["net_assets"])
+    for i, group in enumerate(data["arenas"]):
+        figures[arena_figure_name(i)] = plot_net_assets(group, out / arena_figure_name(i))
     name = read_plan(sweep_dir)[0]["name"]
     text = render_markdown(data, name)
     atomic_write_bytes(out / "report.md", text.encode())

@@ -12,9 +12,13 @@
     max_concurrency: 32               # LLM runs in flight at once, over the whole sweep
     budget: {max_cost: 5.0, max_tokens: 20000000}
     transcript: true                  # false: no transcript.jsonl per run (saves disk)
+    arenas:                           # markets of several merchants (docs/arena.md)
+      - [expert, rule-based, random]  # label arena-expert+rule-based+random
+      - {label: duel, agents: [expert, {agent: expert, settings: {fixed_markup: 2}}]}
 
 Every agent entry is one configuration; so is every model × harness pair (label
-`<harness>-<model>`); each is crossed with every scenario and seed.
+`<harness>-<model>`) and every arena (one market, one merchant per agent); each is crossed with
+every scenario and seed. `arena: [...]` is short for one entry of `arenas`.
 """
 
 from __future__ import annotations
@@ -24,7 +28,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 HARNESSES = ("react", "hermes")
 LABEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,79}$"
@@ -45,6 +56,25 @@ class AgentAxis(_Strict):
     agent: str
     label: str | None = Field(default=None, pattern=LABEL_PATTERN)
     settings: dict[str, Any] = Field(default_factory=dict)
+
+
+def _agent_names_as_entries(value: Any) -> Any:
+    if isinstance(value, list):
+        return [{"agent": v} if isinstance(v, str) else v for v in value]
+    return value
+
+
+class ArenaAxis(_Strict):
+    """One market of several merchants, one per agent entry (merchants named after their
+    agents: `expert`, `expert-2` …), crossed with every scenario and seed."""
+
+    agents: list[AgentAxis] = Field(min_length=1, max_length=64)
+    label: str | None = Field(default=None, pattern=LABEL_PATTERN)
+
+    @field_validator("agents", mode="before")
+    @classmethod
+    def _names_allowed(cls, value: Any) -> Any:
+        return _agent_names_as_entries(value)
 
 
 class ScenarioAxis(_Strict):
@@ -86,6 +116,25 @@ class SweepFile(_Strict):
     max_concurrency: int = Field(default=64, ge=1)
     budget: Budget = Field(default_factory=Budget)
     transcript: bool = True
+    arenas: list[ArenaAxis] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_arena(cls, data: Any) -> Any:
+        """`arena: [a, b]` is one entry of `arenas`."""
+        if isinstance(data, dict) and "arena" in data:
+            data = dict(data)
+            if "arenas" in data:
+                raise ValueError("give arena or arenas, not both")
+            data["arenas"] = [data.pop("arena")]
+        return data
+
+    @field_validator("arenas", mode="before")
+    @classmethod
+    def _lists_allowed(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [{"agents": v} if isinstance(v, list) else v for v in value]
+        return value
 
     @field_validator("scenarios", mode="before")
     @classmethod
@@ -97,9 +146,7 @@ class SweepFile(_Strict):
     @field_validator("agents", mode="before")
     @classmethod
     def _agent_names_allowed(cls, value: Any) -> Any:
-        if isinstance(value, list):
-            return [{"agent": v} if isinstance(v, str) else v for v in value]
-        return value
+        return _agent_names_as_entries(value)
 
     @field_validator("seeds")
     @classmethod

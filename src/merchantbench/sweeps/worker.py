@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from merchantbench.runs.runner import run_agent_async
+from merchantbench.sweeps.arena_cells import execute_arena_async
 from merchantbench.sweeps.budget import Result, RunGate
 from merchantbench.sweeps.plan import SweepRun
 from merchantbench.sweeps.spec import Budget
@@ -63,10 +64,14 @@ async def execute_run_async(run: SweepRun, sweep_dir: Path, resume: bool) -> str
         while True:
             try:
                 with _locked(lock_path(run, sweep_dir), 0.0):
-                    hook = ProgressWriter(run_dir, progress_path(run, sweep_dir))
-                    await run_agent_async(
-                        run.spec(run_dir), run_dir, resume, hook, transcript=run.transcript
-                    )
+                    if run.is_arena:
+                        progress = progress_path(run, sweep_dir)
+                        await execute_arena_async(run, run_dir, resume, progress)
+                    else:
+                        hook = ProgressWriter(run_dir, progress_path(run, sweep_dir))
+                        await run_agent_async(
+                            run.spec(run_dir), run_dir, resume, hook, transcript=run.transcript
+                        )
                 return None
             except RunBusy:
                 if time.monotonic() >= deadline:
@@ -74,7 +79,7 @@ async def execute_run_async(run: SweepRun, sweep_dir: Path, resume: bool) -> str
                 await asyncio.sleep(LOCK_POLL_SECONDS)
     except Exception as exc:  # a failed run is reported, the sweep goes on
         reason = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
-        record_failure(run_dir, reason)
+        record_failure(run_dir, reason, run.record_file)
         return reason
 
 

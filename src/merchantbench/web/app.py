@@ -21,7 +21,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import merchantbench
-from merchantbench.web import dashboard, play, study
+from merchantbench.web import dashboard, market_page, play, study
 from merchantbench.web.pages import STATIC_DIR
 from merchantbench.web.room import PlayRoom
 
@@ -39,6 +39,7 @@ def _install(
     if runs_root is not None:
         app.state.runs_root = runs_root
         app.include_router(dashboard.router, dependencies=guards)
+        app.include_router(market_page.router, dependencies=guards)
 
 
 def web_extension(

@@ -22,6 +22,7 @@ from fastapi.responses import HTMLResponse
 
 from merchantbench.metrics.table1 import TABLE1_KEYS
 from merchantbench.record.schema import METRICS_FILE, RUN_FILE
+from merchantbench.web.markets import list_markets
 from merchantbench.web.pages import templates
 from merchantbench.web.records import (
     inside,
@@ -74,6 +75,7 @@ def index(request: Request) -> HTMLResponse:
         "labels": LABELS,
         "boards": leaderboards(root) if is_sweep(root, runs) else [],
         "root_name": root.name,
+        "markets": list_markets(root),
     }
     return templates.TemplateResponse(request, "dashboard.html", context)
 

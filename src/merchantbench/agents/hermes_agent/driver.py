@@ -35,12 +35,13 @@ from merchantbench.agents.hermes_agent.gateway import MCP_PATH, MODEL_PREFIX, Ga
 from merchantbench.agents.hermes_agent.process import (
     SANDBOX_PORT,
     SOCKET_NAME,
+    DriverFiles,
     HermesProcess,
     HermesProcessError,
     command,
+    config_text,
     process_env,
     terminal_limits,
-    write_config,
 )
 from merchantbench.agents.llm.models import ModelConfig, resolve_model
 from merchantbench.agents.llm.usage import UsageTotals
@@ -168,6 +169,11 @@ class HermesAgentDriver(BaseAgent[HermesAgentSettings]):
         """Hermes' private home of this run (config, memory, skills, its session store)."""
         return hermes_dir() / "homes" / self.home_id
 
+    @property
+    def files(self) -> DriverFiles:
+        """What the driver writes for Hermes (settings, scripts, log), beside its home."""
+        return DriverFiles(hermes_dir() / "driver-files" / self.home_id, self.home)
+
     def settings(self) -> dict[str, Any]:
         public = self.config.model_dump(mode="json", exclude={"model", "base_url", "api_key_env"})
         extra = {"mcp_toolset": MCP_TOOLSET, "hermes_home": str(self.home)}
@@ -219,7 +225,12 @@ class HermesAgentDriver(BaseAgent[HermesAgentSettings]):
         port = gateway.port if socket_dir is None else SANDBOX_PORT
         base = f"http://127.0.0.1:{port}"
         c = self.config
-        write_config(self.home, base + MCP_PATH, c.window_timeout_seconds, c.code_timeout_seconds)
+        files = self.files
+        files.write(
+            config_text(
+                self.home, base + MCP_PATH, c.window_timeout_seconds, c.code_timeout_seconds
+            )
+        )
         variables = process_env(
             self.home,
             env,
@@ -232,8 +243,8 @@ class HermesAgentDriver(BaseAgent[HermesAgentSettings]):
             },
         )
         try:
-            argv = command(self.home, env, variables, socket_dir)
-            process = await HermesProcess.start(argv, variables, self.home, gateway.token, 300)
+            argv = command(files, env, variables, socket_dir)
+            process = await HermesProcess.start(argv, variables, files, gateway.token, 300)
         except BaseException:
             await gateway.stop()
             _remove(socket_dir)

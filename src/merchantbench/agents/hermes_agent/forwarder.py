@@ -14,6 +14,7 @@ standard library. The worker inherits stdin and stdout, which carry the driver's
 """
 
 import asyncio
+import ctypes
 import sys
 
 _CHUNK = 1 << 16
@@ -65,6 +66,9 @@ async def _main(socket_path, port, command):
 
 
 def main():
+    # Not dumpable: no other process of the sandbox may read or write this one's memory (the
+    # connections it pipes carry the token); as worker._untraceable.
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
     args = sys.argv[1:]
     if len(args) < 4 or args[2] != "--":
         sys.exit("usage: forwarder.py SOCKET PORT -- COMMAND...")

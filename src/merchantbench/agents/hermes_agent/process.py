@@ -4,12 +4,18 @@ The process runs `worker.py` with the interpreter of Hermes' own environment, in
 (`HERMES_HOME` and `HOME`, holding config.yaml, memory, skills and Hermes' session store) and
 with an environment made from nothing: no variable of ours, no provider key (it talks to the
 driver's server with a token, sent over stdin). Under bubblewrap its file system is only the
-system's `/usr`, the two interpreter trees read-only, its home writable (but for its
-config.yaml, the driver's settings and limits) and a private `/tmp`, so neither Hermes nor any
-of its tools (terminal and code execution included: they are its child processes) can see the
-run directory, the market cache or our checkout. Its network namespace is its own (loopback
-only): the one way out is the driver's Unix socket, which `forwarder.py`, the sandbox's entry
-command, offers Hermes on `127.0.0.1:SANDBOX_PORT`.
+system's `/usr`, the two interpreter trees read-only, its home writable (but for the files
+Hermes reads its settings from at start: the driver's config.yaml and the empty environment
+files, all read-only) and a private `/tmp`, so neither Hermes nor any of its tools (terminal
+and code execution included: they are its child processes) can see the run directory, the
+market cache or our checkout, or change the driver's settings and limits. Its network
+namespace is its own (loopback only): the one way out is the driver's Unix socket, which
+`forwarder.py`, the sandbox's entry command, offers Hermes on `127.0.0.1:SANDBOX_PORT`.
+
+What the driver writes for the process (the settings, the two scripts, Hermes' log) lives in a
+directory of its own beside the home (`DriverFiles`), which Hermes can read in part and never
+write: the driver never writes into the home through a path Hermes could have made (a link
+Hermes left there is removed, never followed).
 """
 
 from __future__ import annotations
@@ -36,6 +42,10 @@ SANDBOX_SOCKET_DIR = "/run/merchantbench"
 SANDBOX_PORT = 8765
 SOCKET_NAME = "gateway.sock"
 CONFIG_NAME = "config.yaml"  # Hermes' own settings file, in its home
+# The environment files Hermes loads from its home when it starts (`.env` over every variable
+# the driver set, `HERMES_HOME` and the terminal's limits included): the driver's are empty.
+ENV_FILES = (".env", ".op.env")
+SETTINGS_FILES = (CONFIG_NAME, *ENV_FILES)  # read-only in the sandbox
 _TOKEN_VAR = "MB_MCP_TOKEN"
 
 
@@ -43,7 +53,7 @@ class HermesProcessError(RuntimeError):
     """The Hermes process could not start or answered nothing usable."""
 
 
-def write_config(home: Path, mcp_url: str, tool_timeout: float, code_timeout: int) -> None:
+def config_text(home: Path, mcp_url: str, tool_timeout: float, code_timeout: int) -> str:
     """Hermes' own config.yaml: our MCP server (the token is never on disk: the worker
     puts it in its environment for the MCP discovery, then removes it)
     with its tools only, and Hermes' own tools set for a sandbox nobody watches; one run of
@@ -73,7 +83,48 @@ def write_config(home: Path, mcp_url: str, tool_timeout: float, code_timeout: in
         "security:",
         "  tirith_enabled: false",
     ]
-    (home / CONFIG_NAME).write_text("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
+
+
+class DriverFiles:
+    """What the driver writes for one run's Hermes process, in `root`, a directory beside
+    Hermes' home that Hermes never writes (the sandbox sees `scripts` read-only, and the
+    settings only as read-only files in its home): the settings, the two scripts, the log."""
+
+    def __init__(self, root: Path, home: Path) -> None:
+        self.root = root
+        self.home = home
+        self.scripts = root / "scripts"
+        self.log = root / "hermes.log"  # Hermes' own prints, for debugging
+
+    def write(self, config: str) -> None:
+        """Write the settings and the scripts here, and the settings into the home."""
+        self.scripts.mkdir(parents=True, exist_ok=True)
+        for script in (WORKER, FORWARDER):
+            shutil.copyfile(script, self.scripts / script.name)  # nothing of our checkout
+        for name in SETTINGS_FILES:
+            text = config if name == CONFIG_NAME else ""
+            (self.root / name).write_text(text)
+            # The same in the home (where Hermes reads them, and where they stay for a look).
+            _plant(self.home / name, text)
+
+    def worker(self, env: HermesEnv) -> list[str]:
+        return [str(env.python), "-I", str(self.scripts / WORKER.name)]
+
+    def forwarder(self, env: HermesEnv) -> list[str]:
+        return [str(env.python), "-I", str(self.scripts / FORWARDER.name)]
+
+
+def _plant(path: Path, text: str) -> None:
+    """A new regular file at `path` holding `text`, in place of whatever was there (a file, a
+    directory or a link Hermes made: removed, never followed)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
 
 
 def terminal_limits(seconds: int) -> dict[str, str]:
@@ -96,38 +147,39 @@ def process_env(home: Path, env: HermesEnv, settings: dict[str, str]) -> dict[st
 
 
 def command(
-    home: Path, env: HermesEnv, variables: dict[str, str], socket_dir: Path | None
+    files: DriverFiles, env: HermesEnv, variables: dict[str, str], socket_dir: Path | None
 ) -> list[str]:
     """The command line: the worker, or, when `socket_dir` (the directory of the driver's
     Unix socket) is given, the forwarder and the worker under bubblewrap."""
-    scripts = home / ".driver"
-    scripts.mkdir(parents=True, exist_ok=True)
-    for script in (WORKER, FORWARDER):
-        shutil.copyfile(script, scripts / script.name)  # nothing of our checkout is needed
-    python = [str(env.python), "-I", str(scripts / WORKER.name)]
     if socket_dir is None:
-        return python
+        return files.worker(env)
     bwrap = find_bwrap()
     if bwrap is None:
         raise HermesProcessError("bubblewrap (bwrap) is not installed: apt-get install bubblewrap")
     argv = [bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net"]
     argv += user_namespace_flags(bwrap)  # its capabilities, if any, stay inside; no nested one
+    # None at all, even inside: with CAP_SYS_PTRACE there, the model's commands (the same user
+    # as Hermes) could read and change the memory of Hermes' processes, which are otherwise
+    # closed to them (not dumpable, worker.py and forwarder.py).
+    argv += ["--cap-drop", "ALL"]
     # /tmp first: trees under /tmp (tests) must stay visible over the tmpfs.
     argv += ["--die-with-parent", "--new-session", "--tmpfs", "/tmp", "--ro-bind", "/usr", "/usr"]
     for top in ("bin", "lib", "lib64", "sbin"):
         argv += _system_dir(Path("/") / top)
-    for tree in {Path(sys.base_prefix).resolve(), env.root}:
+    for tree in {Path(sys.base_prefix).resolve(), env.root, files.scripts}:
         argv += ["--ro-bind", str(tree), str(tree)]
-    argv += ["--bind", str(home), str(home), "--bind", str(socket_dir), SANDBOX_SOCKET_DIR]
+    home = str(files.home)
+    argv += ["--bind", home, home, "--ro-bind", str(socket_dir), SANDBOX_SOCKET_DIR]
     # The driver's settings (MCP server, tool time limits, approvals) stay as written: Hermes'
-    # own tools can write anywhere in its home but here.
-    config = str(home / CONFIG_NAME)
-    argv += ["--ro-bind", config, config]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--chdir", str(home), "--clearenv"]
+    # own tools can write anywhere in its home but here. Bound from the driver's copies, so
+    # nothing Hermes did in its home before this start can choose what is bound.
+    for name in SETTINGS_FILES:
+        argv += ["--ro-bind", str(files.root / name), f"{home}/{name}"]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--chdir", home, "--clearenv"]
     argv += [a for k, v in variables.items() for a in ("--setenv", k, v)]
     socket_path = f"{SANDBOX_SOCKET_DIR}/{SOCKET_NAME}"
-    forwarder = [str(env.python), "-I", str(scripts / FORWARDER.name), socket_path]
-    return [*argv, *forwarder, str(SANDBOX_PORT), "--", *python]
+    forwarder = [*files.forwarder(env), socket_path, str(SANDBOX_PORT)]
+    return [*argv, *forwarder, "--", *files.worker(env)]
 
 
 def _system_dir(path: Path) -> list[str]:
@@ -144,19 +196,19 @@ class HermesProcess:
 
     @classmethod
     async def start(
-        cls, argv: list[str], env: dict[str, str], home: Path, token: str, timeout: float
+        cls, argv: list[str], env: dict[str, str], files: DriverFiles, token: str, timeout: float
     ) -> HermesProcess:
         """Start the process, hand it `token` (first line of its stdin) and wait until it
         is ready, at most `timeout` seconds."""
         # Hermes' own prints, for debugging; the child keeps its copy of the descriptor.
-        with open(home / "hermes-driver.log", "ab") as log:
+        with open(files.log, "ab") as log:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=log,
                 env=env,
-                cwd=str(home),
+                cwd=str(files.home),
                 limit=1 << 24,
             )
         process = cls(proc)

@@ -36,6 +36,19 @@ MCP_PREFIX = "mcp__"
 SERVER_NAME = "merchantbench"  # process.SERVER_NAME: the MCP server of config.yaml
 
 
+def _untraceable():
+    """No other process of the sandbox (the model's commands and code run as the same user)
+    may read or write this one's memory (`/proc/PID/mem`, ptrace), which holds the token and
+    the limits the driver set: Linux allows that only for a dumpable process."""
+    import ctypes
+
+    pr_set_dumpable = 4
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_dumpable, 0, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the driver confines only on Linux
+        pass
+
+
 def _protocol_stream():
     # Keep the real stdout for replies; everything Hermes prints goes to stderr.
     out = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1, encoding="utf-8")
@@ -144,6 +157,7 @@ def _error_of(answer):
 
 
 def main():
+    _untraceable()
     out = _protocol_stream()
     token = json.loads(sys.stdin.readline())["token"]
     guard = WindowGuard(out)

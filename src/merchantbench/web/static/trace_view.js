@@ -1,7 +1,8 @@
-// The trace viewer's rendering of one window, shared by the dashboard (run.js, which fetches a
-// window from /runs/trace) and the static site (which loads it from a file beside the page):
-// what the agent saw, what the model said (its reasoning, its text), each call it made and
-// what came back. windowParts(w, body) takes the JSON of web/windows.py's window_view.
+// The trace viewer, shared by the dashboard (run.js, which fetches a window from /runs/trace)
+// and the static site (site_trace.js, which loads it from a file beside the page): the
+// rendering of one window (what the agent saw, what the model said, each call it made and what
+// came back; windowParts(w, body) takes the JSON of web/windows.py's window_view), and the
+// navigation between windows (windowPager, on the pager of web/templates/_trace_pager.html).
 "use strict";
 // JSON pretty-printed, but what fits on a line stays on one, and so does a list of plain
 // values (a table's columns, one of its rows).
@@ -115,4 +116,59 @@ function modelTable(calls) {
 
 function openAll(open) {
   for (const d of document.querySelectorAll("#calls details")) d.open = open;
+}
+
+// The pager: previous/next, the window field (Enter or Go), the arrow keys, the window in the
+// address (#window=N). `load(w)` resolves to window w's view (it may reject); `onLoaded(view)`
+// runs before the window is drawn. One navigation draws its window once (the field's change
+// and its Enter, or Go, ask for the same window), and the newest navigation wins over one
+// still loading.
+function windowPager(load, failNote, onLoaded = () => {}) {
+  const pick = document.getElementById("window-pick");
+  const last = () => Math.max(1, Number(pick.max) || 1);
+  const clamp = (w) => Math.min(last(), Math.max(1, Math.round(Number(w)) || 1));
+  let shown = 0;  // the window on screen (1-based), 0 before the first
+  let wanted = 0;  // the window last asked for: on screen, or on its way
+
+  async function show(w) {
+    w = clamp(w);
+    pick.value = w;
+    if (w === wanted) return;
+    wanted = w;
+    let body = null;
+    try { body = await load(w); } catch (err) { body = null; }
+    if (w !== wanted) return;  // a later navigation took over
+    const box = document.getElementById("trace");
+    if (body === null) {
+      wanted = 0;  // asking again tries again
+      box.replaceChildren(el("p", {class: "note"}, failNote));
+      return;
+    }
+    onLoaded(body);
+    shown = w;
+    history.replaceState(null, "", `#window=${w}`);
+    box.replaceChildren(...windowParts(w, body));
+    document.getElementById("window-prev").disabled = w <= 1;
+    document.getElementById("window-next").disabled = w >= last();
+    const errors = body.calls.filter((c) => !c.ok).length;
+    document.getElementById("window-status").textContent =
+      `Window ${w} of ${last()}: ${body.calls.length} calls, ${errors} errors`;
+  }
+
+  function onKey(ev) {
+    const typing = ["INPUT", "TEXTAREA", "SELECT"].includes(document.activeElement.tagName);
+    if (typing || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    if (ev.key === "ArrowLeft" && shown > 1) { ev.preventDefault(); show(shown - 1); }
+    else if (ev.key === "ArrowRight" && shown < last()) { ev.preventDefault(); show(shown + 1); }
+  }
+
+  pick.addEventListener("change", () => show(pick.value));
+  pick.addEventListener("keydown", (ev) => { if (ev.key === "Enter") show(pick.value); });
+  document.getElementById("window-go").addEventListener("click", () => show(pick.value));
+  document.getElementById("window-prev").addEventListener("click", () => show(shown - 1));
+  document.getElementById("window-next").addEventListener("click", () => show(shown + 1));
+  document.getElementById("calls-open").addEventListener("click", () => openAll(true));
+  document.getElementById("calls-close").addEventListener("click", () => openAll(false));
+  document.addEventListener("keydown", onKey);
+  show((location.hash.match(/^#window=(\d+)$/) || [])[1] || 1);
 }

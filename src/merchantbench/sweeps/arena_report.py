@@ -1,0 +1,104 @@
+"""The arenas of a sweep in its report (docs/sweeps.md): for each arena configuration (its
+merchants × scenario) over its seeds, Table 1 per merchant, the shares of orders and GMV, mean
+rank, rank stability (Kendall τ) and paired intervals of net assets.
+
+The across-seed numbers are the arena report's (`report/arena.py`: `markets_analysis`, one
+definition with `merchantbench arena --seeds … --report`); Table 1 and the provenance are the
+sweep report's (`sweeps.analysis.table1`, `record.comparable`). Merchants of a market are their
+own setting there (never pooled with single stores), so an arena's numbers pool only its seeds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from merchantbench.record.arena import ArenaError, read_arena
+from merchantbench.record.comparable import PooledRun, pool_runs, provenance, read_finished
+from merchantbench.report.arena import markets_analysis, render_markets_sections
+from merchantbench.sweeps.analysis import table1
+from merchantbench.sweeps.index import read_index
+
+
+def _merchant_runs(arena_dir: Path) -> list[PooledRun] | None:
+    """Each merchant's finished run record of an arena, or None if one cannot be read."""
+    try:
+        arena = read_arena(arena_dir)
+    except ArenaError:
+        return None
+    runs = [read_finished(arena.merchant_dir(arena_dir, e.id), e.id) for e in arena.merchants]
+    return None if any(run is None for run in runs) else [r for r in runs if r is not None]
+
+
+def sweep_arenas(sweep_dir: Path) -> list[dict[str, Any]]:
+    """The arena groups of the sweep in `sweep_dir` (finished arenas of its index)."""
+    rows = [r for r in read_index(sweep_dir) if r.get("arena") and r["status"] == "done"]
+    return arena_groups(sweep_dir, rows)
+
+
+def arena_groups(sweep_dir: Path, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Every number of the arena sections, from the index rows of finished arenas: one group
+    per arena configuration and setting, in the index's order."""
+    cells: dict[str, dict[int, Path]] = {}
+    for row in rows:
+        cells.setdefault(str(row["label"]), {})[int(row["seed"])] = sweep_dir / row["run_dir"]
+    groups = []
+    for label, by_seed in cells.items():
+        runs = []
+        for arena_dir in by_seed.values():
+            runs += _merchant_runs(arena_dir) or []
+        for setting, pools in pool_runs(runs).items():
+            arena_dirs = sorted({run.run_dir.parent.parent for pool in pools for run in pool.runs})
+            seeds = [seed for seed, path in sorted(by_seed.items()) if path in arena_dirs]
+            ordered = [by_seed[seed] for seed in seeds]
+            merchants = {
+                pool.label: [{"agent": pool.identity.agent, **run.metrics} for run in pool.runs]
+                for pool in pools
+            }
+            groups.append({
+                "arena": label,
+                "setting": setting.label,
+                "provenance": provenance(setting, pools),
+                "pools": {pool.label: pool.what() for pool in pools},
+                "table1": table1(merchants, setting.paper_like),
+                "net_assets_by_configuration": {
+                    m: [r["final_net_assets"] for r in rs] for m, rs in merchants.items()
+                },
+                "markets": markets_analysis(ordered, seeds),
+                "arena_dirs": [str(path.relative_to(sweep_dir)) for path in ordered],
+            })  # fmt: skip
+    return groups
+
+
+def arena_figure_name(index: int) -> str:
+    return f"arena_net_assets-{index + 1}.png"
+
+
+def arena_section(group: Mapping[str, Any], provenance_block: str, table: str, figure: str) -> str:
+    """One arena configuration's section of the sweep report (Markdown), around its provenance
+    and Table 1 blocks as the sweep report renders them."""
+    markets = group["markets"]
+    seeds = markets["seeds"]
+    table = table.replace("### Table 1 per configuration", "### Table 1 per merchant", 1)
+    per_seed = "\n".join(
+        f"- seed {m['seed']} (`{path}`): ranking "
+        + ", ".join(f"{n + 1}. {k}" for n, k in enumerate(m["ranking"]))
+        + f"; {m['contested_products']} of {m['products_listed']} listed products contested"
+        for m, path in zip(markets["markets"], group["arena_dirs"], strict=True)
+    )
+    return "\n\n".join([
+        f"## Arena {group['arena']}: {group['setting']}",
+        f"One market of {len(group['pools'])} merchants on {len(seeds)} "
+        f"seed{'s' if len(seeds) != 1 else ''}; each merchant's row pools its runs over the "
+        "seeds (docs/arena.md).",
+        provenance_block,
+        table,
+        "### Shares, rank and rank stability across seeds",
+        *render_markets_sections(markets, "###"),
+        f"Contested products (listed by two or more merchants at once): "
+        f"{markets['contested_products_mean']:.1f} of {markets['products_listed_mean']:.1f} "
+        "listed products per market on average.",
+        per_seed,
+        f"### Final net assets per merchant\n\n![final net assets per merchant]({figure})",
+    ])  # fmt: skip
