@@ -14,18 +14,51 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
+from merchantbench.agents.base import BaseAgent
 from merchantbench.agents.registry import make_agent
 from merchantbench.check.adapter import LedgerReport
 from merchantbench.check.checks import OTHER_MERCHANT_MARK
 from merchantbench.check.python_adapter import PythonRun
-from merchantbench.market_session import MarketSession
+from merchantbench.market_session import MarketSession, MerchantSession
 from merchantbench.scenario import Scenario
 
-__all__ = ["OTHER_MERCHANT_MARK", "MarketAdapter", "MarketRun"]
+__all__ = [
+    "CHECKED",
+    "OTHER_MERCHANT_MARK",
+    "RIVAL",
+    "RIVAL_AGENT",
+    "MarketAdapter",
+    "MarketRun",
+    "competing",
+    "rival_turn",
+]
 
 CHECKED, RIVAL = "check", "rival"
 RIVAL_AGENT = "rule-based"
 COMPETING_SELLERS = 4.0
+
+
+def competing(scenario: Scenario) -> Scenario:
+    """The scenario with sellers that compete for buyers (β = 4) unless it sets its own β."""
+    if scenario.market.seller_substitution != 1.0:
+        return scenario
+    market = scenario.market.model_copy(update={"seller_substitution": COMPETING_SELLERS})
+    return scenario.model_copy(update={"market": market})
+
+
+def rival_turn(session: MerchantSession, rival: BaseAgent, last: int) -> int:
+    """The rival acts once in each window, on its opening state (the order of merchants
+    within a window changes nothing): it writes its private note, plays, and closes its
+    window. Returns the window it last played."""
+    window = session.window
+    if session.over or session.waiting or last == window:
+        return last
+    note = f"{OTHER_MERCHANT_MARK} window {window}"
+    session.call("write_memory_doc", {"content": note, "mode": "replace"})
+    rival.act(session.surface)
+    if not session.over and not session.waiting:
+        session.force_end_of_step()
+    return window
 
 
 class MarketRun(PythonRun):
@@ -39,17 +72,7 @@ class MarketRun(PythonRun):
         self._rival_turn()
 
     def _rival_turn(self) -> None:
-        """The rival acts once in each window, on its opening state (the order of merchants
-        within a window changes nothing), and closes its window."""
-        session = self.market.session(RIVAL)
-        if session.over or session.waiting or self._rival_window == self.market.window:
-            return
-        self._rival_window = self.market.window
-        note = f"{OTHER_MERCHANT_MARK} window {self.market.window}"
-        session.call("write_memory_doc", {"content": note, "mode": "replace"})
-        self.rival.act(session.surface)
-        if not session.over and not session.waiting:
-            session.force_end_of_step()
+        self._rival_window = rival_turn(self.market.session(RIVAL), self.rival, self._rival_window)
 
     def call(
         self, tool: str, args: dict[str, Any] | None, idempotency_key: str | None
@@ -84,7 +107,4 @@ class MarketAdapter:
     name = "market"
 
     def open(self, scenario: Scenario, seed: int) -> MarketRun:
-        if scenario.market.seller_substitution == 1.0:
-            market = scenario.market.model_copy(update={"seller_substitution": COMPETING_SELLERS})
-            scenario = scenario.model_copy(update={"market": market})
-        return MarketRun(MarketSession.open(scenario, seed, [CHECKED, RIVAL]))
+        return MarketRun(MarketSession.open(competing(scenario), seed, [CHECKED, RIVAL]))

@@ -71,6 +71,20 @@ class LiveServe:
             raise RuntimeError("the check's server did not start in 60 s")
         atexit.register(self.stop)
 
+    def create_market(
+        self, scenario: Scenario, seed: int, agents: list[str]
+    ) -> tuple[Any, dict[str, str]]:
+        """A new market (operator side); returns its host and each merchant's token."""
+        from merchantbench.serve.market_host import MarketSettings
+        from merchantbench.serve.registry import new_run_id
+
+        settings = MarketSettings(
+            run_id=new_run_id("check-market"),
+            agents=agents,
+            turns_per_window=scenario.clock.calls_per_window,
+        )
+        return self.registry.create_market_now(scenario, seed, settings)
+
     def create(self, scenario: Scenario, seed: int) -> tuple[Any, str]:
         """A new run (operator side); returns its host and the agent's token."""
         from merchantbench.serve.registry import new_run_id
@@ -95,11 +109,33 @@ class LiveServe:
 
 
 class _ServedRun:
-    """The host side of a served run: its `RunHost`, in process."""
+    """The host side of a served run: its `RunHost`, in process. Where the agent's routes are
+    (`agent_id`, `agent_api`, `mcp_path`) and its `surface` are overridden by a market's."""
 
     def __init__(self, serve: LiveServe, scenario: Scenario, seed: int) -> None:
         self.serve = serve
         self.host, self.token = serve.create(scenario, seed)
+
+    @property
+    def agent_id(self) -> str:
+        return str(self.host.settings.agent_id)
+
+    @property
+    def agent_api(self) -> str:
+        """The JSON API of the agent: observation, tools, end-window."""
+        return f"/api/runs/{self.host.run_id}"
+
+    @property
+    def mcp_path(self) -> str:
+        return f"/runs/{self.host.run_id}/mcp"
+
+    @property
+    def surface(self) -> Any:
+        return self.host.surface
+
+    def over_in(self, summary: dict[str, Any]) -> bool:
+        """Whether the agent's run is over, from the run's summary as the agent reads it."""
+        return bool(summary["over"])
 
     def state_hash(self) -> str:
         return str(self.host.session.state_hash())
@@ -126,8 +162,9 @@ class HttpRun(_ServedRun):
             headers={"Authorization": f"Bearer {self.token}"},
             timeout=TIMEOUT,
         )
-        run, agent = self.host.run_id, self.host.settings.agent_id
-        self._api = f"/api/runs/{run}"
+        run, agent = self.host.run_id, self.agent_id
+        self._api = self.agent_api
+        self._summary_path = f"/api/runs/{run}"
         packet = self._get(f"/runs/{run}/agents/{agent}/observation", {"timeout": 10})
         self._brief: str = packet["brief"]["system_prompt"]
         self._schemas = [t["openai"] for t in self._get(f"/runs/{run}/tools/schema")["tools"]]
@@ -164,7 +201,7 @@ class HttpRun(_ServedRun):
 
     def _summary(self) -> dict[str, Any]:
         if self._clock is None:
-            self._clock = self._get(self._api)
+            self._clock = self._get(self._summary_path)
         return self._clock
 
     @property
@@ -177,7 +214,7 @@ class HttpRun(_ServedRun):
 
     @property
     def over(self) -> bool:
-        return bool(self._summary()["over"])
+        return self.over_in(self._summary())
 
     def close(self) -> None:
         self.http.close()
@@ -268,7 +305,7 @@ class McpRun(_ServedRun):
 
     def __init__(self, serve: LiveServe, scenario: Scenario, seed: int) -> None:
         super().__init__(serve, scenario, seed)
-        url = f"{serve.base_url}/runs/{self.host.run_id}/mcp"
+        url = f"{serve.base_url}{self.mcp_path}"
         self.session = _ClientThread(url, self.token)
 
     def _resource(self, uri: str) -> str:
@@ -308,21 +345,21 @@ class McpRun(_ServedRun):
         result = self.session.run(lambda c: c.call_tool(tool, args, meta=meta))
         content: dict[str, Any] = dict(result.structured_content or {})
         if tool == END_OF_STEP:
-            for added in ("run_over", "observation", "summary"):
+            for added in ("run_over", "observation", "summary", "store_closed"):
                 content.pop(added, None)
         return content
 
     @property
     def window(self) -> int:
-        return int(self.host.surface.window)
+        return int(self.surface.window)
 
     @property
     def hour(self) -> int:
-        return int(self.host.surface.hour)
+        return int(self.surface.hour)
 
     @property
     def over(self) -> bool:
-        return bool(self.host.surface.over)
+        return bool(self.surface.over)
 
     def close(self) -> None:
         self.session.close()

@@ -132,6 +132,14 @@ def arena(
     report: Annotated[
         bool, typer.Option("--report", help="write the arena report when done")
     ] = False,
+    sealed: Annotated[
+        bool,
+        typer.Option(
+            "--sealed",
+            help="a secret seed nobody sees until `merchantbench reveal` (one market; "
+            "docs/sealed.md)",
+        ),
+    ] = False,
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
     agent_opt: Annotated[
         list[str] | None,
@@ -149,7 +157,8 @@ def arena(
     from rich.console import Console
 
     from merchantbench.catalog.real_format import CatalogError
-    from merchantbench.runs.arena import ArenaSpec, Entrant, merchant_ids
+    from merchantbench.record.sealed import SealedSeed
+    from merchantbench.runs.arena import ArenaSpec, Entrant, merchant_ids, sealed_of
     from merchantbench.runs.lifecycle import CheckpointPolicy
     from merchantbench.runs.spec import RunError
 
@@ -166,15 +175,24 @@ def arena(
         for m, (name, given) in zip(ids, parsed, strict=True)
     ]
     seed_list = _parse_seeds(seeds) if seeds is not None else [seed]
-    root = out or Path("runs") / f"arena-{sc.name}-{'-'.join(e.merchant for e in entrants)}"
+    if sealed and seeds is not None:
+        fail("--sealed plays one market: drop --seeds")
+    name = "-".join(e.merchant for e in entrants) + ("-sealed" if sealed else "")
+    root = out or Path("runs") / f"arena-{sc.name}-{name}"
     writable_dir(root, "--out")
     console = Console(stderr=True)
     policy = CheckpointPolicy(seconds=checkpoint_seconds)
     summaries = {}
     for one in seed_list:
-        spec = ArenaSpec(sc, one, tuple(entrants), catalog)
         arena_dir = root if seeds is None else root / f"seed-{one}"
         again = resume and arena_dir.exists()
+        try:
+            secret = sealed_of(arena_dir) if again else (SealedSeed.draw() if sealed else None)
+        except RunError as exc:
+            fail(str(exc))
+        spec = ArenaSpec(
+            sc, one if secret is None else secret.seed, tuple(entrants), catalog, secret
+        )
         try:
             metrics = _run_with_progress(spec, arena_dir, again, progress, console, policy)
         except (RunError, CatalogError) as exc:
@@ -184,7 +202,8 @@ def arena(
             m: {"final_net_assets": v["final_net_assets"], "orders": v["orders"]}
             for m, v in metrics.items()
         }
-        typer.echo(json.dumps({"seed": one, "merchants": summaries[one]}, ensure_ascii=False))
+        shown = "sealed" if secret is not None else one
+        typer.echo(json.dumps({"seed": shown, "merchants": summaries[one]}, ensure_ascii=False))
         if report:
             from merchantbench.report.arena import write_arena_report
 
@@ -204,7 +223,7 @@ def _run_with_progress(
 
     total = spec.scenario.clock.windows
     with Progress(
-        TextColumn(f"[bold]seed {spec.seed}"),
+        TextColumn("[bold]sealed" if spec.sealed is not None else f"[bold]seed {spec.seed}"),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("{task.description}"),

@@ -45,7 +45,8 @@ def _admin_token(no_auth: bool, host: str) -> str | None:
 
 def _announce(base_url: str):
     from merchantbench.serve.dashboard_mount import dashboard_link
-    from merchantbench.serve.registry import RunRegistry, run_env
+    from merchantbench.serve.market_host import MarketHost
+    from merchantbench.serve.registry import RecordedMarket, RunRegistry, market_env, run_env
 
     def on_ready(registry: RunRegistry) -> None:
         report_damage(registry)
@@ -53,6 +54,15 @@ def _announce(base_url: str):
         typer.echo(f"dashboard (operator): {dashboard_link(base_url, registry.admin_token)}")
         for run_id, host in registry.hosts.items():
             typer.echo(f"\n# run {run_id} ({host.status})")
+            if isinstance(host, MarketHost | RecordedMarket):  # each merchant its own env
+                for agent_id in host.settings.agents:
+                    token = registry.agent_token(run_id, agent_id)
+                    typer.echo(f"# merchant {agent_id}")
+                    for key, value in market_env(base_url, run_id, agent_id, token).items():
+                        typer.echo(f"export {key}={value}")
+                    mcp = f"{base_url}/runs/{run_id}/agents/{agent_id}/mcp"
+                    typer.echo(f"# MCP (streamable HTTP, same token): {mcp}")
+                continue
             for key, value in run_env(base_url, host, registry.agent_token(run_id)).items():
                 typer.echo(f"export {key}={value}")
             typer.echo(f"# MCP (streamable HTTP, same token): {base_url}/runs/{run_id}/mcp")

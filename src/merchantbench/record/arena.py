@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from merchantbench.record.files import atomic_write_json
+from merchantbench.record.manifest import SeedCommitment
 
 __all__ = [
     "ARENA_FILE",
@@ -23,6 +24,9 @@ __all__ = [
 
 ARENA_FILE = "arena.json"
 MERCHANTS_DIR = "merchants"
+
+
+OPTIONAL = ("seed_commitment", "front_end")  # keys of arena.json written only when set
 
 
 class ArenaError(ValueError):
@@ -46,7 +50,8 @@ class ArenaManifest(BaseModel):
     scenario: str
     scenario_hash: str
     scenario_config: dict[str, Any]
-    seed: int
+    seed: int | None  # None for a sealed market: its secret is in the merchants' `sealed/`
+    seed_commitment: SeedCommitment | None = None
     seller_substitution: float
     catalog: str | None = None
     merchants: list[MerchantEntry]
@@ -60,9 +65,14 @@ class ArenaManifest(BaseModel):
     finished: str | None = None
     state_hash: str | None = None
     error: str | None = None
+    # How a server hosts the market (`merchantbench serve`: agent ids, turn cap …); None
+    # for `merchantbench arena`.
+    front_end: dict[str, Any] | None = None
 
     def write(self, arena_dir: Path) -> None:
-        atomic_write_json(arena_dir / ARENA_FILE, self.model_dump(mode="json"))
+        # Written only when set: a public arena of `merchantbench arena` writes what it always did.
+        unset = {key for key in OPTIONAL if getattr(self, key) is None}
+        atomic_write_json(arena_dir / ARENA_FILE, self.model_dump(mode="json", exclude=unset))
 
     def merchant_dir(self, arena_dir: Path, merchant: str) -> Path:
         """The run record of one merchant."""

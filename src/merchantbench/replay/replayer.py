@@ -52,13 +52,22 @@ class Replayer:
     """
 
     def __init__(
-        self, source: RecordSource, on_window: Callable[[Session], None] | None = None
+        self,
+        source: RecordSource,
+        on_window: Callable[[Session], None] | None = None,
+        *,
+        merchant: tuple[Session, list[dict[str, Any]]] | None = None,
     ) -> None:
+        """`merchant`: replay into a merchant's session of a market (`replay/market.py`),
+        given with the list its trace entries are sunk into, instead of a fresh store."""
         self.source = source
-        self._emitted: list[dict[str, Any]] = []
-        self.session = Session.open(
-            source.scenario, source.seed, source.catalog, trace_sink=self._emitted.append
-        )
+        if merchant is None:
+            self._emitted: list[dict[str, Any]] = []
+            self.session = Session.open(
+                source.scenario, source.seed, source.catalog, trace_sink=self._emitted.append
+            )
+        else:
+            self.session, self._emitted = merchant
         self._recorder = _Lines()
         self.session.recorder = self._recorder
         self._transcript: Transcript | None = source.transcript()
@@ -93,6 +102,8 @@ class Replayer:
             if self.session.window != window and not self.session.over:
                 if self._on_window is not None:
                     self._on_window(self.session)
+                yield self.session.window
+            elif self.session.waiting:  # a merchant of a market waits for the others
                 yield self.session.window
         if self._on_window is not None:
             self._on_window(self.session)

@@ -140,6 +140,15 @@ def verify_record(
         replayer.run()
     finally:
         replayer.close()
+    return verdict(source, replayer, recorded_metrics, began)
+
+
+def verdict(
+    source: RecordSource, replayer: Replayer, recorded_metrics: Any, began: float
+) -> VerifyReport:
+    """The report of a replay that has run: the first divergence of its calls, or else of the
+    finished record (run.json's final figures, the tables, the metrics)."""
+    meta = source.manifest
     session = replayer.session
     divergence = replayer.divergence
     tables: list[str] = []

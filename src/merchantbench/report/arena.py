@@ -340,9 +340,10 @@ def render_arena_report(
         [k, _fmt(v["avg_store_rating"]), _fmt(v["final_rating"]), "yes" if v["closed"] else "no"]
         for k, v in per.items()
     ]
+    seed = "sealed" if analysis["seed"] is None else analysis["seed"]
     parts = [
         f"# Arena report: {analysis['arena']}",
-        f"Scenario `{analysis['scenario']}`, seed {analysis['seed']}, seller substitution "
+        f"Scenario `{analysis['scenario']}`, seed {seed}, seller substitution "
         f"β = {analysis['seller_substitution']}; ranking by final net assets: "
         + ", ".join(f"{n + 1}. {k}" for n, k in enumerate(analysis["ranking"]))
         + f". Market state hash `{analysis['state_hash']}`.",

@@ -28,13 +28,13 @@ import dataclasses
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import merchantbench
-from merchantbench.agents.base import BaseAgent
+from merchantbench.agents.base import BaseAgent, Player
 from merchantbench.agents.registry import agent_entry, make_agent
 from merchantbench.market_session import MarketError, MarketSession, MerchantSession
 from merchantbench.record.arena import (
@@ -55,7 +55,9 @@ from merchantbench.record.checkpoint import (
 from merchantbench.record.files import write_cut
 from merchantbench.record.manifest import AgentRef, FinalAccounts, MarketRef, RunManifest
 from merchantbench.record.schema import MODEL_CALLS_FILE, RUN_FILE, TRACE_FILE, TRANSCRIPT_FILE
+from merchantbench.record.sealed import SealedError, SealedSeed, read_sealed
 from merchantbench.record.tables import final_accounts, write_tables
+from merchantbench.runs.driver import Driver, encode_state
 from merchantbench.runs.kill_points import KillPoints
 from merchantbench.runs.lifecycle import CheckpointPolicy
 from merchantbench.runs.record_writer import TraceWriter, git_commit
@@ -76,6 +78,7 @@ __all__ = [
     "merchant_name",
     "read_arena",
     "run_arena",
+    "sealed_of",
 ]
 
 ARENA_FRONT_END = "arena"
@@ -99,6 +102,7 @@ class ArenaSpec:
     seed: int
     entrants: tuple[Entrant, ...]
     catalog: Path | None = None
+    sealed: SealedSeed | None = None  # a sealed market (SPEC §10): `seed` is its secret
 
     @classmethod
     def of_agents(
@@ -119,14 +123,37 @@ class ArenaSpec:
 
     def pins(self, schema_sha256: str) -> dict[str, Any]:
         """What a resume must find unchanged (the checkpoint carries them too)."""
-        return {
+        pins: dict[str, Any] = {
             "scenario_hash": self.scenario.content_hash,
-            "seed": self.seed,
+            "seed": None if self.sealed is not None else self.seed,
             "catalog": None if self.catalog is None else str(self.catalog),
             "merchants": [[e.merchant, e.agent, e.settings] for e in self.entrants],
             "tool_schema_sha256": schema_sha256,
             "package_version": merchantbench.__version__,
         }
+        if self.sealed is not None:  # a public arena's pins are as they always were
+            pins["seed_commitment"] = self.sealed.commitment.sha256
+        return pins
+
+
+def sealed_of(arena_dir: Path) -> SealedSeed | None:
+    """The secret seed of a recorded sealed market (None for a public one), read from its
+    first merchant's record and checked against that record's commitment.
+
+    Raises:
+        RunError: the arena or its secret cannot be read.
+    """
+    try:
+        manifest = read_arena(arena_dir)
+    except ArenaError as exc:
+        raise RunError(str(exc)) from None
+    if manifest.seed_commitment is None or not manifest.merchants:
+        return None
+    first = manifest.merchant_dir(arena_dir, manifest.merchants[0].id)
+    try:
+        return read_sealed(first)
+    except SealedError as exc:
+        raise RunError(f"cannot read the sealed seed of {arena_dir}: {exc}") from None
 
 
 def merchant_ids(labels: Sequence[str]) -> list[str]:
@@ -192,7 +219,7 @@ class _MerchantRecord:
             if noted != session.window:
                 self.transcript.window_opened(session)
 
-    def sync(self, agent: BaseAgent) -> None:
+    def sync(self, agent: Player[Any]) -> None:
         if self.trace is not None:
             self.trace.sync()
         if self.transcript is not None:
@@ -230,6 +257,8 @@ class ArenaLifecycle:
             for e in spec.entrants
         }
         self.agents: dict[str, BaseAgent] = {}
+        # A market played from outside (the HTTP server): one driver per merchant, no agents.
+        self.drivers: dict[str, Driver[Any]] = {}
         self.metrics: dict[str, dict[str, Any]] | None = None
         self._last_checkpoint = time.monotonic()
         self.market: MarketSession  # set by open
@@ -244,13 +273,18 @@ class ArenaLifecycle:
         resume: bool = False,
         checkpoints: CheckpointPolicy | None = None,
         transcript: bool = True,
+        drivers: Mapping[str, Driver[Any]] | None = None,
     ) -> ArenaLifecycle:
         """Open a new arena, or resume the one recorded in `arena_dir` from its checkpoint.
+        With `drivers` (one per merchant, named as its entrant's agent) no agent is built: the
+        market is played from outside, and its host makes the calls and closes the windows.
 
         Raises:
             RunError: the arena cannot start or resume; the message says why in one line.
         """
         life = cls(spec, arena_dir, checkpoints or CheckpointPolicy())
+        if drivers is not None:
+            life.drivers = dict(drivers)
         life._open(resume, transcript)
         return life
 
@@ -276,7 +310,10 @@ class ArenaLifecycle:
                 f"{arena_dir} exists; use --resume to continue it or choose another --out"
             )
         for entrant in spec.entrants:
-            if agent_entry(entrant.agent).privileged:
+            driver = self.drivers.get(entrant.merchant)
+            if self.drivers and (driver is None or driver.name != entrant.agent):
+                raise RunError(f"merchant {entrant.merchant!r} has no {entrant.agent} driver")
+            if not self.drivers and agent_entry(entrant.agent).privileged:
                 raise RunError(f"agent {entrant.agent!r} sees hidden state: not in an arena")
         sinks = {merchant: record.write for merchant, record in self.records.items()}
         try:
@@ -295,17 +332,19 @@ class ArenaLifecycle:
             self.manifest = recorded
             self._restore(pins)
             return
-        self.agents = {e.merchant: make_agent(e.agent, e.settings) for e in spec.entrants}
+        if not self.drivers:
+            self.agents = {e.merchant: make_agent(e.agent, e.settings) for e in spec.entrants}
         self.manifest = ArenaManifest(
             scenario=spec.scenario.name,
             scenario_hash=spec.scenario.content_hash,
             scenario_config=spec.scenario.model_dump(mode="json"),
-            seed=spec.seed,
+            seed=None if spec.sealed is not None else spec.seed,
+            seed_commitment=None if spec.sealed is None else spec.sealed.commitment,
             seller_substitution=spec.scenario.market.seller_substitution,
             catalog=None if spec.catalog is None else str(spec.catalog),
             merchants=[
                 MerchantEntry(
-                    id=e.merchant, agent=e.agent, settings=self.agents[e.merchant].settings()
+                    id=e.merchant, agent=e.agent, settings=self.player(e.merchant).settings()
                 )
                 for e in spec.entrants
             ],
@@ -320,12 +359,18 @@ class ArenaLifecycle:
         for entrant in spec.entrants:
             record = self.records[entrant.merchant]
             record.run_dir.mkdir(parents=True, exist_ok=True)
+            if spec.sealed is not None:  # each merchant's record can be revealed on its own
+                spec.sealed.write(record.run_dir)
             record.manifest = self._merchant_manifest(entrant, schema)
             record.manifest.write(record.run_dir)
             record.open(self.market.session(entrant.merchant), transcript, None)
 
+    def player(self, merchant: str) -> Player[Any]:
+        """The merchant's agent, or its driver in a market played from outside."""
+        return self.drivers[merchant] if self.drivers else self.agents[merchant]
+
     def _merchant_manifest(self, entrant: Entrant, schema: str) -> RunManifest:
-        spec, agent = self.spec, self.agents[entrant.merchant]
+        spec, agent = self.spec, self.player(entrant.merchant)
         market = MarketRef(
             source="synthetic" if spec.catalog is None else "catalog",
             catalog=None if spec.catalog is None else str(spec.catalog),
@@ -333,11 +378,13 @@ class ArenaLifecycle:
         )
         meta = RunManifest.start(
             spec.scenario,
-            spec.seed,
+            None if spec.sealed is not None else spec.seed,
             market,
             AgentRef(name=entrant.agent, settings=agent.settings(), privileged=False),
             schema,
             self.manifest.git_commit,
+            seed_commitment=None if spec.sealed is None else spec.sealed.commitment,
+            driver=self.drivers[entrant.merchant].name if self.drivers else None,
         )
         meta.host(
             ARENA_FRONT_END,
@@ -365,11 +412,14 @@ class ArenaLifecycle:
                 self.market.restore(checkpoint["session"])
             except MarketError as exc:
                 raise RunError(f"cannot resume: {exc}") from None
-            agents = checkpoint["agent"]
-            if not isinstance(agents, dict) or sorted(agents) != sorted(self.records):
-                raise RunError("cannot resume: the checkpoint's agents are not the arena's")
-            self.agents = agents
-        else:
+            if self.drivers:
+                self._restore_drivers(checkpoint.get("driver"))
+            else:
+                agents = checkpoint["agent"]
+                if not isinstance(agents, dict) or sorted(agents) != sorted(self.records):
+                    raise RunError("cannot resume: the checkpoint's agents are not the arena's")
+                self.agents = agents
+        elif not self.drivers:
             self.agents = {e.merchant: make_agent(e.agent, e.settings) for e in self.spec.entrants}
         for merchant, record in self.records.items():
             session = self.market.session(merchant)
@@ -377,13 +427,26 @@ class ArenaLifecycle:
                 record.manifest = RunManifest.model_validate_json(
                     (record.run_dir / RUN_FILE).read_text()
                 )
-                noted = record.cut(session.memory.seq, self.agents[merchant].model_calls_seq)
+                noted = record.cut(session.memory.seq, self.player(merchant).model_calls_seq)
             except (OSError, ValueError, CheckpointError) as exc:
                 raise RunError(f"cannot resume: {record.run_dir}: {exc}") from None
             record.manifest.reopen()
             transcribe = (record.run_dir / TRANSCRIPT_FILE).is_file()
             record.open(session, transcribe, noted)
         self.manifest.ended = self.manifest.error = None
+
+    def _restore_drivers(self, saved: Any) -> None:
+        """Each driver's state as the checkpoint saved it (JSON text of merchant → state)."""
+        try:
+            states = json.loads(saved) if isinstance(saved, str) else {}
+        except ValueError:
+            raise RunError("cannot resume: the checkpoint's driver states are damaged") from None
+        if not isinstance(states, dict):
+            raise RunError("cannot resume: the checkpoint's driver states are damaged")
+        for merchant, driver in self.drivers.items():
+            state = states.get(merchant)
+            if state is not None:
+                driver.restore(json.loads(state))
 
     # --- the arena goes on ------------------------------------------------------------------------
     @property
@@ -430,19 +493,59 @@ class ArenaLifecycle:
     def checkpoint(self) -> None:
         """Save the market and the agents; every record file it covers is on disk first."""
         for merchant, record in self.records.items():
-            record.sync(self.agents[merchant])
+            record.sync(self.player(merchant))
+        states = None
+        if self.drivers:  # JSON, never a pickled object (runs/driver.py)
+            encoded = {m: encode_state(d) for m, d in self.drivers.items()}
+            states = json.dumps(encoded, sort_keys=True)
         save_checkpoint(
-            self.arena_dir, self.market.snapshot(), self.agents, self.manifest.pins, None
+            self.arena_dir,
+            self.market.snapshot(),
+            None if self.drivers else self.agents,
+            self.manifest.pins,
+            states,
         )
         self._last_checkpoint = time.monotonic()
         self._kill.passed("checkpoint")
         self.manifest.windows = self.market.window
         self.manifest.write(self.arena_dir)
 
+    def rewind(self, blob: bytes) -> None:
+        """Restore the market to `blob` (a `market.snapshot()` taken host side: the conformance
+        check's), cut every merchant's trace and transcript back to it, and make a finished
+        record live again."""
+        for merchant, record in self.records.items():
+            record.close(self.market.session(merchant))
+        self.market.restore(blob)
+        for merchant, record in self.records.items():
+            session = self.market.session(merchant)
+            noted = record.cut(session.memory.seq, None)
+            record.open(session, (record.run_dir / TRANSCRIPT_FILE).is_file(), noted)
+            record.manifest.reopen()
+            record.manifest.write(record.run_dir)
+        self.metrics = None
+        self.manifest.ended = self.manifest.finished = self.manifest.state_hash = None
+        self.manifest.write(self.arena_dir)
+
+    @property
+    def finished(self) -> bool:
+        return self.metrics is not None
+
+    def suspend(self) -> None:
+        """The host went away mid-market (a server stops): checkpoint where the market stands
+        (mid-window is fine), mark arena.json interrupted (resumable) and close the records."""
+        if self.finished:
+            return
+        self.checkpoint()
+        for merchant, record in self.records.items():
+            record.close(self.market.session(merchant))
+        self.manifest.ended = "interrupted"
+        self.manifest.write(self.arena_dir)
+
     def fail(self, exc: BaseException) -> None:
         """The arena broke off: records reach the disk, arena.json says why (resumable)."""
         for merchant, record in self.records.items():
-            record.sync(self.agents[merchant])
+            record.sync(self.player(merchant))
             record.close(self.market.session(merchant))
         stopped = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
         self.manifest.ended = "interrupted" if stopped else "error"
@@ -461,7 +564,7 @@ class ArenaLifecycle:
         metrics: dict[str, dict[str, Any]] = {}
         for merchant, record in self.records.items():
             session = self.market.session(merchant)
-            agent = self.agents[merchant]
+            agent = self.player(merchant)
             record.sync(agent)
             record.close(session)
             outcome = agent.outcome()

@@ -15,8 +15,19 @@ from merchantbench.serve.auth import require_admin, require_run
 from merchantbench.serve.external import PROTOCOL
 from merchantbench.serve.fastjson import JSONResponse, fast_json
 from merchantbench.serve.host import RunHost
-from merchantbench.serve.registry import Hosted, RunRegistry, new_run_id, run_env
+from merchantbench.serve.market_host import MarketHost, MarketSettings, MerchantPort
+from merchantbench.serve.protocol import agent_side
+from merchantbench.serve.registry import (
+    Hosted,
+    RecordedMarket,
+    RecordedRun,
+    RunRegistry,
+    market_env,
+    new_run_id,
+    run_env,
+)
 from merchantbench.serve.settings import HostSettings, gone
+from merchantbench.sim.marketplace import MERCHANT_ID
 from merchantbench.tools.toolset import END_OF_STEP
 
 __all__ = ["CreateRun", "router"]
@@ -25,6 +36,7 @@ router = APIRouter(prefix="/api", tags=["json api"])
 Run = Annotated[Hosted, Depends(require_run)]
 Admin = [Depends(require_admin)]
 MAX_SEED = 2**63 - 1
+MAX_MERCHANTS = 16
 GONE: dict[int | str, dict[str, Any]] = {410: {"description": "the run is over"}}
 CLOSED: dict[int | str, dict[str, Any]] = {
     **GONE,
@@ -46,6 +58,13 @@ class CreateRun(BaseModel):
     turns_per_window: int | None = Field(None, ge=1, le=10_000)
     window_seconds: float | None = Field(None, gt=0, le=86_400)
     paused: bool = False
+    agents: list[str] | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_MERCHANTS,
+        description="a market of several merchants: one agent id each (lower case letters, "
+        "digits, '-', '_'; at most 32); each gets its own token. `agent_id` is then not used",
+    )
 
 
 def _registry(request: Request) -> RunRegistry:
@@ -89,8 +108,39 @@ async def create_run(body: CreateRun, request: Request) -> dict[str, Any]:
         paused=body.paused,
         sealed=body.sealed,
     )
+    if body.agents is not None:
+        return await _create_market(body, scenario, seed, settings, request)
     host, token = await _registry(request).create(scenario, seed, settings)
     return {**host.summary(), "agent_token": token, "env": run_env(_base_url(request), host, token)}
+
+
+async def _create_market(
+    body: CreateRun, scenario: Any, seed: int, hosted: HostSettings, request: Request
+) -> dict[str, Any]:
+    """A market of `body.agents` merchants; the answer carries each merchant's token and
+    environment (give each agent its own, and nothing of the others')."""
+    agents = list(body.agents or [])
+    bad = [a for a in agents if not MERCHANT_ID.fullmatch(a)]
+    if bad or len(set(agents)) != len(agents):
+        why = f"agent id {bad[0]!r} is not allowed" if bad else "an agent id is given twice"
+        raise ProtocolError(400, "invalid_run", f"{why}: ids are lower case letters, digits, "
+                            "'-' and '_', at most 32, each once")  # fmt: skip
+    settings = MarketSettings(
+        run_id=hosted.run_id,
+        agents=agents,
+        label=hosted.label,
+        turns_per_window=hosted.turns_per_window,
+        window_seconds=hosted.window_seconds,
+        paused=hosted.paused,
+        sealed=hosted.sealed,
+    )
+    host, tokens = await _registry(request).create_market(scenario, seed, settings)
+    base = _base_url(request)
+    return {
+        **host.summary(),
+        "agent_tokens": tokens,
+        "envs": {a: market_env(base, host.run_id, a, tokens[a]) for a in agents},
+    }
 
 
 @router.get("/runs", dependencies=Admin)
@@ -106,8 +156,15 @@ async def list_runs(request: Request) -> list[dict[str, Any]]:
 
 
 @router.get("/runs/{run_id}")
-async def summary(host: Run) -> dict[str, Any]:
-    """Where the run stands; its metrics once it is over."""
+async def summary(host: Run, request: Request) -> dict[str, Any]:
+    """Where the run stands; its metrics once it is over. A market's merchant sees itself
+    only; the operator sees every merchant."""
+    if isinstance(host, MarketHost | RecordedMarket):
+        viewer = request.state.viewer
+        if isinstance(host, MarketHost):
+            async with host.cond:
+                return host.summary(viewer)
+        return host.summary(viewer)
     if isinstance(host, RunHost):
         async with host.cond:
             return host.summary()
@@ -115,25 +172,78 @@ async def summary(host: Run) -> dict[str, Any]:
 
 
 @router.get("/runs/{run_id}/env", dependencies=Admin)
-async def agent_env(host: Run, request: Request) -> dict[str, str]:
-    """The environment an agent of this run needs, token included (operator)."""
-    return run_env(_base_url(request), host, _registry(request).agent_token(host.run_id))
+async def agent_env(host: Run, request: Request) -> dict[str, Any]:
+    """The environment an agent of this run needs, token included (operator); for a market,
+    `agents`: each merchant's."""
+    registry, base = _registry(request), _base_url(request)
+    if isinstance(host, MarketHost | RecordedMarket):
+        return {
+            "agents": {
+                a: market_env(base, host.run_id, a, registry.agent_token(host.run_id, a))
+                for a in host.settings.agents
+            }
+        }
+    return run_env(base, host, registry.agent_token(host.run_id))
+
+
+Side = RunHost | MerchantPort
+
+
+def _single(host: Hosted) -> RunHost | RecordedRun:
+    """A single run's host; a market's run-level agent routes need an agent id (404)."""
+    if isinstance(host, MarketHost | RecordedMarket):
+        raise ProtocolError(
+            404, "unknown_agent",
+            "this run is a market: use /api/runs/{run}/agents/{agent}/... with your agent id",
+        )  # fmt: skip
+    return host
+
+
+def _side(host: Hosted, agent_id: str, request: Request) -> Side | RecordedRun | RecordedMarket:
+    """One agent's side of a run: a single run (whose agent id it must be) or a merchant."""
+    return agent_side(host, agent_id, request)
+
+
+async def _observation(side: Side | RecordedRun | RecordedMarket) -> dict[str, Any]:
+    if isinstance(side, RecordedRun | RecordedMarket):
+        raise gone()
+    async with side.cond:  # not while a window is being simulated in a worker thread
+        if isinstance(side, MerchantPort):
+            side.host.require_live(side.channel)
+        elif side.finished:
+            raise gone()
+        return {
+            "text": side.surface.observation(),
+            "tick": side.tick(),
+            "status": side.status,
+            "store": side.surface.status().to_json(),
+        }
+
+
+async def _store(side: Side | RecordedRun | RecordedMarket) -> dict[str, Any]:
+    if isinstance(side, RecordedRun | RecordedMarket):
+        raise gone()
+    async with side.cond:
+        return side.surface.status().to_json()
+
+
+async def _end_window(side: Side | RecordedRun | RecordedMarket) -> dict[str, Any]:
+    result = await side.call_tool(END_OF_STEP, {}, None)
+    if isinstance(side, RecordedRun | RecordedMarket):
+        return {"result": result}
+    async with side.cond:  # not while another request simulates a window
+        return {
+            "result": result,
+            "tick": side.tick(),
+            "status": side.status,
+            "store": side.surface.status().to_json(),
+        }
 
 
 @router.get("/runs/{run_id}/observation", responses=GONE)
 async def observation(host: Run) -> dict[str, Any]:
     """The open window's observation text and clock (no waiting)."""
-    if not isinstance(host, RunHost):
-        raise gone()
-    async with host.cond:  # not while a window is being simulated in a worker thread
-        if host.finished:
-            raise gone()
-        return {
-            "text": host.surface.observation(),
-            "tick": host.tick(),
-            "status": host.status,
-            "store": host.surface.status().to_json(),
-        }
+    return await _observation(_single(host))
 
 
 @router.get("/runs/{run_id}/store", responses=GONE)
@@ -141,10 +251,7 @@ async def store_status(host: Run) -> dict[str, Any]:
     """The store status: the public numbers of the open window (clock, accounts, net assets,
     rating, listings, orders, calls left; `merchantbench.surface.StoreStatus`), or where the
     store ended (`over: true`) once the run is over. Costs no call of the window."""
-    if not isinstance(host, RunHost):
-        raise gone()
-    async with host.cond:
-        return host.surface.status().to_json()
+    return await _store(_single(host))
 
 
 @router.post("/runs/{run_id}/tools/{tool}", responses=CLOSED)
@@ -156,22 +263,51 @@ async def call_tool(
 ) -> JSONResponse:
     """Call one tool with a JSON object of arguments; the answer is the tool's own JSON (a
     refusal is `{"ok": false, "error": ...}` with HTTP 200, as the agent would see it)."""
-    return fast_json(await host.call_tool(tool, arguments or {}, idempotency_key))
+    return fast_json(await _single(host).call_tool(tool, arguments or {}, idempotency_key))
 
 
 @router.post("/runs/{run_id}/end-window", responses=CLOSED)
 async def end_window(host: Run) -> dict[str, Any]:
     """Close the open window (`end_of_step`); the next one opens at once."""
-    result = await host.call_tool(END_OF_STEP, {}, None)
-    if isinstance(host, RunHost):
-        async with host.cond:  # not while another request simulates a window
-            return {
-                "result": result,
-                "tick": host.tick(),
-                "status": host.status,
-                "store": host.surface.status().to_json(),
-            }
-    return {"result": result}
+    return await _end_window(_single(host))
+
+
+# --- one agent's JSON API (a market's merchants; a single run's agent too) -----------------------
+AGENT = "/runs/{run_id}/agents/{agent_id}"
+
+
+@router.get(AGENT + "/observation", responses=GONE)
+async def agent_observation(agent_id: str, host: Run, request: Request) -> dict[str, Any]:
+    """One agent's open window: observation text, clock and store status (no waiting); a
+    merchant whose store closed answers 410 `agent_dead`."""
+    return await _observation(_side(host, agent_id, request))
+
+
+@router.get(AGENT + "/store", responses=GONE)
+async def agent_store(agent_id: str, host: Run, request: Request) -> dict[str, Any]:
+    """One agent's store status (free; where the store ended once it is over)."""
+    return await _store(_side(host, agent_id, request))
+
+
+@router.post(AGENT + "/tools/{tool}", responses=CLOSED)
+async def agent_call_tool(
+    agent_id: str,
+    tool: str,
+    host: Run,
+    request: Request,
+    arguments: Annotated[dict[str, Any] | None, Body()] = None,
+    idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+) -> JSONResponse:
+    """One tool call of one agent (as `POST /api/runs/{run}/tools/{tool}`)."""
+    side = _side(host, agent_id, request)
+    return fast_json(await side.call_tool(tool, arguments or {}, idempotency_key))
+
+
+@router.post(AGENT + "/end-window", responses=CLOSED)
+async def agent_end_window(agent_id: str, host: Run, request: Request) -> dict[str, Any]:
+    """Close one agent's window. In a market the hours run when every merchant still trading
+    has closed it; until then this merchant's calls answer 425 `window_closed`."""
+    return await _end_window(_side(host, agent_id, request))
 
 
 @router.post("/runs/{run_id}/pause", dependencies=Admin, responses=GONE)

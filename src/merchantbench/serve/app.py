@@ -26,6 +26,7 @@ from merchantbench.runs.lifecycle import CheckpointPolicy
 from merchantbench.serve import api, protocol
 from merchantbench.serve.act import ProtocolError
 from merchantbench.serve.host import RunHost
+from merchantbench.serve.market_host import MarketHost
 from merchantbench.serve.openapi import document_answers
 from merchantbench.serve.registry import RunRegistry
 
@@ -55,7 +56,9 @@ async def _watch_windows(registry: RunRegistry) -> None:
         await asyncio.sleep(WATCH_SECONDS)
         now = time.monotonic()
         for host in list(registry.hosts.values()):
-            if isinstance(host, RunHost) and host.settings.window_seconds is not None:
+            if not isinstance(host, RunHost | MarketHost):
+                continue
+            if host.settings.window_seconds is not None:
                 await host.force_if_overdue(now)
 
 

@@ -15,7 +15,14 @@ from fastapi import HTTPException, Request
 if TYPE_CHECKING:
     from merchantbench.serve.registry import Hosted, RunRegistry
 
-__all__ = ["bearer_token", "is_loopback", "new_token", "require_admin", "require_run"]
+__all__ = [
+    "bearer_token",
+    "is_loopback",
+    "new_token",
+    "require_admin",
+    "require_run",
+    "viewer_may_be",
+]
 
 
 def new_token() -> str:
@@ -68,18 +75,29 @@ async def require_admin(request: Request) -> None:
 
 
 async def require_run(run_id: str, request: Request) -> Hosted:
-    """Dependency of a run's routes: the run, if the token may reach it (admin or its agent).
-    An agent token learns nothing of other runs: an unknown run and a foreign one both answer
-    403."""
+    """Dependency of a run's routes: the run, if the token may reach it (admin or its agent;
+    in a market, any of its merchants' tokens, and `request.state.viewer` is then that
+    merchant's agent id, None for the operator). An agent token learns nothing of other runs:
+    an unknown run and a foreign one both answer 403."""
     registry = _registry(request)
     host = registry.hosts.get(run_id)
+    request.state.viewer = None
     if registry.admin_token is not None:
         token = bearer_token(request)
         if token is None:
             raise _denied(401, "auth_required")
-        admin = same_secret(token, registry.admin_token)
-        if not admin and (host is None or not same_secret(token, registry.agent_token(run_id))):
-            raise _denied(403, "forbidden")
+        if not same_secret(token, registry.admin_token):
+            viewer = registry.token_owner(run_id, token)
+            if viewer is None:
+                raise _denied(403, "forbidden")
+            request.state.viewer = viewer
     if host is None:
         raise _denied(404, "unknown_run")
     return host
+
+
+def viewer_may_be(request: Request, agent_id: str) -> None:
+    """Refuse (403) a merchant's token on another merchant's routes."""
+    viewer = getattr(request.state, "viewer", None)
+    if viewer is not None and viewer != agent_id:
+        raise _denied(403, "forbidden")

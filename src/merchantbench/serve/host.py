@@ -5,34 +5,26 @@ logic here: every tool call goes through the session's agent surface."""
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from dataclasses import asdict
 from typing import Any
 
 from merchantbench.record.manifest import RunManifest
 from merchantbench.runs.lifecycle import RunLifecycle
-from merchantbench.serve.act import (
-    END_OF_STEP,
-    PlannedCall,
-    ProtocolError,
-    canonical_arguments,
-    plan_calls,
-    stale_step,
-)
+from merchantbench.serve.act import END_OF_STEP, ProtocolError, plan_calls, stale_step
+from merchantbench.serve.channel import AgentChannel, tick_of
 from merchantbench.serve.external import ExternalDriver, ProtocolState, add_usage
 from merchantbench.serve.settings import FRONT_END, HostSettings, gone
 from merchantbench.serve.usage import usage_record
 from merchantbench.session import Session
-from merchantbench.surface import StoreStatus
 
-__all__ = ["HostSettings", "RunHost", "gone"]
+__all__ = ["HostSettings", "RunHost", "gone", "tick_of"]
 
 HIDDEN_METRICS = ("seed",)  # the summary is agent-readable: the seed stays in run.json
 
 
-class RunHost:
-    """A live run on the server (see the module docstring)."""
+class RunHost(AgentChannel):
+    """A live run on the server (see the module docstring): one agent's channel."""
 
     def __init__(self, settings: HostSettings, life: RunLifecycle) -> None:
         assert isinstance(life.driver, ExternalDriver)
@@ -63,6 +55,14 @@ class RunHost:
         return self.driver.protocol
 
     @property
+    def agent_id(self) -> str:
+        return self.settings.agent_id
+
+    @property
+    def turns_per_window(self) -> int:
+        return self.settings.turns_per_window
+
+    @property
     def metrics(self) -> dict[str, Any] | None:
         return self.life.metrics
 
@@ -75,11 +75,6 @@ class RunHost:
         if self.finished:
             return "finished"
         return "paused" if self.settings.paused else "open"
-
-    def tick(self) -> dict[str, int]:
-        """The protocol's clock, from the store status: `step` is the open window's first hour
-        since the start, `hour` the hour of the day."""
-        return tick_of(self.surface.status())
 
     def save_settings(self) -> None:
         """Record how the server hosts the run in run.json (`front_end`), so a restart keeps it."""
@@ -101,23 +96,7 @@ class RunHost:
                     ) from None  # fmt: skip
             if self.finished:
                 raise gone()
-            return self._packet()
-
-    def _packet(self) -> dict[str, Any]:
-        state = self.protocol
-        state.enter(self.surface.window)
-        packet: dict[str, Any] = {
-            "text": self.surface.observation(),
-            "tick": self.tick(),
-            "turn_count": state.turns,
-        }
-        if not state.brief_served:
-            packet["brief"] = {
-                "system_prompt": self.surface.brief(),
-                "tool_schema_sha256": self.surface.tool_schema_sha256(),
-            }
-            state.brief_served = True
-        return packet
+            return self.packet()
 
     # --- acting -------------------------------------------------------------------------------
     async def act(self, messages: Any, token_usage: Any, step_header: str | None) -> dict[str, Any]:
@@ -127,12 +106,12 @@ class RunHost:
             stale_step(step_header, self.surface.hour)
             plan = plan_calls(messages)
             env_calls = [c for c in plan if c.env]
-            self._check_turn_cap(env_calls)
-            keyed = self._check_call_ids(env_calls)
+            self.check_turn_cap(env_calls)
+            keyed = self.check_call_ids(env_calls)
             ends = any(c.name == END_OF_STEP for c in env_calls)
             # Closing a window simulates its hours: off the event loop, so other runs go on.
             run = self._in_thread if ends else _inline
-            results, step_done = await run(self._execute, plan, keyed)
+            results, step_done = await run(self.execute, plan, keyed)
             state = self.protocol
             turn = state.turns
             state.turns += 1
@@ -155,58 +134,6 @@ class RunHost:
         if self.settings.paused:
             raise ProtocolError(425, "window_closed", "no window is open: poll the observation")
         self.protocol.enter(self.surface.window)
-
-    def _check_turn_cap(self, env_calls: list[PlannedCall]) -> None:
-        # Closing the window is control, not work: allowed past the cap so a window can end.
-        only_end = [c.name for c in env_calls] == [END_OF_STEP]
-        cap = self.settings.turns_per_window
-        if self.protocol.turns >= cap and not only_end:
-            raise ProtocolError(
-                429, "turn_cap_reached", f"{cap} turns used in this window: call end_of_step"
-            )
-
-    def _check_call_ids(self, env_calls: list[PlannedCall]) -> list[tuple[PlannedCall, str]]:
-        """Key every env call by agent, hour and call id; a call id seen this window with
-        another call (a read too) is the protocol's 409, refused before anything of the batch
-        runs. The key goes on to the tool layer, whose store alone answers a repeated write with
-        its first outcome (docs/architecture.md, "Idempotency")."""
-        state, hour = self.protocol, self.surface.hour
-        keyed = []
-        for call in env_calls:
-            key = f"{self.settings.agent_id}:{hour}:{call.call_id}"
-            fingerprint = f"{call.name}:{canonical_arguments(call.arguments)}"
-            if state.fingerprints.get(key, fingerprint) != fingerprint:
-                raise ProtocolError(
-                    409, "idempotency_conflict",
-                    f"tool call id {call.call_id} was already used with another call",
-                )  # fmt: skip
-            keyed.append((call, key))
-        return keyed
-
-    def _execute(
-        self, plan: list[PlannedCall], keyed: list[tuple[PlannedCall, str]]
-    ) -> tuple[list[dict[str, Any]], bool]:
-        keys = {id(call): key for call, key in keyed}
-        state, window = self.protocol, self.surface.window
-        results = []
-        for call in plan:
-            if not call.env:
-                self._record_framework(call)
-                continue
-            key = keys[id(call)]
-            state.fingerprints[key] = f"{call.name}:{canonical_arguments(call.arguments)}"
-            result = self.surface.call(call.name, call.arguments, key)
-            results.append(_tool_result(call, result))
-            if call.name == END_OF_STEP and (self.surface.over or self.surface.window != window):
-                return results, True
-        return results, False
-
-    def _record_framework(self, call: PlannedCall) -> None:
-        # A resent history repeats its framework calls: record each call id once per window.
-        key = f"framework:{call.call_id}"
-        if key not in self.protocol.fingerprints:
-            self.protocol.fingerprints[key] = call.name
-            self.surface.record_framework_call(call.name, call.arguments, ok=True)
 
     # --- our JSON API -------------------------------------------------------------------------
     async def call_tool(self, tool: str, args: Any, key: str | None) -> dict[str, Any]:
@@ -337,28 +264,8 @@ class RunHost:
         self.life.suspend()
 
 
-def tick_of(status: StoreStatus) -> dict[str, int]:
-    """The artifact protocol's `tick` of a store status."""
-    return {
-        "step": status.hour,
-        "day": status.day,
-        "hour": status.hour_of_day,
-        "window": status.window,
-        "windows_total": status.windows_total,
-    }
-
-
 async def _inline(fn: Any, *args: Any) -> Any:
     return fn(*args)
-
-
-def _tool_result(call: PlannedCall, result: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "tool_call_id": call.call_id,
-        "name": call.name,
-        "tool_origin": call.origin,
-        "content": json.dumps(result, ensure_ascii=False),
-    }
 
 
 def _public_metrics(metrics: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -9,10 +9,15 @@ its session manager runs in a task group the extension adds to the app's lifespa
 when the server does. The MCP run is a `ServedMcpRun`: calls go through the run's host
 (`RunHost.call_tool`, the same lock, checkpoints and record as the JSON API), so a run can be
 played over the artifact protocol, the JSON API and MCP alike.
+
+A market (several merchants, `market_host.MarketHost`) has one MCP endpoint per merchant, at
+`/runs/{run}/agents/{agent}/mcp`, reached with that merchant's token only (another merchant's
+token is refused, 403, as on every agent path); its MCP run is a `ServedMerchantMcpRun`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
@@ -28,10 +33,12 @@ from merchantbench.limits import ServerLimits
 from merchantbench.mcp_surface import McpHttpEndpoint
 from merchantbench.serve.act import ProtocolError
 from merchantbench.serve.app import AppExtension
-from merchantbench.serve.auth import require_run
+from merchantbench.serve.auth import require_run, viewer_may_be
 from merchantbench.serve.host import RunHost
+from merchantbench.serve.market_host import MarketHost
 from merchantbench.serve.mcp_run import run_summary
-from merchantbench.serve.registry import RunRegistry
+from merchantbench.serve.registry import Hosted, RecordedMarket, RecordedRun, RunRegistry
+from merchantbench.serve.settings import gone
 from merchantbench.session import END_OF_STEP
 from merchantbench.surface import AgentSurface
 from merchantbench.tools.errors import failure
@@ -39,6 +46,7 @@ from merchantbench.tools.errors import failure
 __all__ = ["MCP_PATH", "McpMounts", "ServedMcpRun", "mcp_extension"]
 
 MCP_PATH = "/mcp"  # under /runs/{run_id}
+MERCHANT_PATH = re.compile(r"/agents/([^/]+)/mcp")  # a market's merchant, under /runs/{run_id}
 MCP_SESSION_HEADER = "mcp-session-id"  # a request without one opens a new session
 
 
@@ -73,6 +81,46 @@ class ServedMcpRun:
             return {**result, "run_over": False, "observation": self.surface.observation()}
 
 
+class ServedMerchantMcpRun:
+    """One merchant of a served market as an MCP run: its own surface, the market's lock, its
+    calls through `MarketHost.call_tool`. Its `end_of_step` answers once the merchant's next
+    window is open (every merchant still trading has closed this one), with that window's
+    observation, or the merchant's summary once the market is over."""
+
+    def __init__(self, host: MarketHost, agent_id: str) -> None:
+        self.host = host
+        self.agent_id = agent_id
+        self.channel = host.channels[agent_id]
+
+    @property
+    def surface(self) -> AgentSurface:
+        return self.channel.surface
+
+    @property
+    def lock(self) -> AbstractAsyncContextManager[Any]:
+        return self.host.cond
+
+    async def call_async(
+        self, tool: str, args: dict[str, Any] | None, idempotency_key: str | None
+    ) -> dict[str, Any]:
+        try:
+            result = await self.host.call_tool(self.agent_id, tool, args, idempotency_key)
+        except ProtocolError as exc:
+            return failure(str(exc.body["error"]), str(exc))
+        if tool != END_OF_STEP or not result.get("ok"):
+            return result
+        await self.host.wait_for_window(self.agent_id)
+        async with self.host.cond:
+            metrics = (self.host.life.metrics or {}).get(self.agent_id)
+            if self.host.finished and metrics is not None:
+                meta = self.host.life.records[self.agent_id].manifest
+                summary = run_summary(meta, metrics, self.surface)
+                return {**result, "run_over": True, "summary": summary}
+            if self.channel.dead:
+                return {**result, "run_over": True, "store_closed": True}
+            return {**result, "run_over": False, "observation": self.surface.observation()}
+
+
 class McpMounts:
     """The ASGI app mounted at `/runs/{run_id}`: checks the token, then hands the request to
     the run's MCP endpoint (made on first use)."""
@@ -89,18 +137,19 @@ class McpMounts:
         if scope["type"] != "http":
             return
         request = Request(scope, receive)
-        rest = scope["path"][len(scope.get("root_path", "")) :]
-        if rest.rstrip("/") != MCP_PATH:
+        rest = scope["path"][len(scope.get("root_path", "")) :].rstrip("/")
+        merchant = MERCHANT_PATH.fullmatch(rest)
+        if rest != MCP_PATH and merchant is None:
             response = JSONResponse({"ok": False, "error": "not_found"}, status_code=404)
             return await response(scope, receive, send)
         try:
             hosted = await require_run(scope["path_params"]["run_id"], request)
+            run = self._run_of(hosted, None if merchant is None else merchant[1], request)
         except HTTPException as exc:
             return await JSONResponse(exc.detail, status_code=exc.status_code)(scope, receive, send)
-        if not isinstance(hosted, RunHost):
-            body = {"ok": False, "error": "run_finished", "message": "the run is over"}
-            return await JSONResponse(body, status_code=410)(scope, receive, send)
-        endpoint = await self._endpoint(hosted)
+        except ProtocolError as exc:
+            return await JSONResponse(exc.body, status_code=exc.status)(scope, receive, send)
+        endpoint = await self._endpoint(run)
         if MCP_SESSION_HEADER not in request.headers and endpoint.full():
             return await JSONResponse(self._full(), status_code=429)(scope, receive, send)
         await endpoint.app(scope, receive, send)
@@ -114,22 +163,46 @@ class McpMounts:
         )
         return {"ok": False, "error": "too_many_mcp_sessions", "message": message, "limit": cap}
 
-    async def _endpoint(self, hosted: RunHost) -> McpHttpEndpoint:
+    def _run_of(
+        self, hosted: Hosted, agent_id: str | None, request: Request
+    ) -> ServedMcpRun | ServedMerchantMcpRun:
+        """The MCP run of the path: a single run at `/mcp`, one merchant of a market at
+        `/agents/{agent}/mcp` (its own token only: another merchant's is refused, 403)."""
+        if isinstance(hosted, RecordedRun | RecordedMarket):
+            raise gone("the run is over")
+        if agent_id is None:
+            if isinstance(hosted, MarketHost):
+                raise ProtocolError(
+                    404, "unknown_agent",
+                    "this run is a market: each merchant's MCP is /runs/{run}/agents/{agent}/mcp",
+                )  # fmt: skip
+            return ServedMcpRun(hosted)
+        if not isinstance(hosted, MarketHost):
+            raise ProtocolError(404, "not_found", "a single run's MCP is /runs/{run}/mcp")
+        viewer_may_be(request, agent_id)
+        hosted.channel(agent_id)  # 404 for the operator's unknown agent
+        return ServedMerchantMcpRun(hosted, agent_id)
+
+    async def _endpoint(self, run: ServedMcpRun | ServedMerchantMcpRun) -> McpHttpEndpoint:
+        key, path = run.host.run_id, MCP_PATH
+        if isinstance(run, ServedMerchantMcpRun):
+            path = f"/agents/{run.agent_id}{MCP_PATH}"
+            key = f"{key}{path}"
         async with self._making:
-            endpoint = self.endpoints.get(hosted.run_id)
+            endpoint = self.endpoints.get(key)
             if endpoint is None:
                 if self.task_group is None:
                     raise RuntimeError("the MCP mounts start with the app's lifespan")
                 endpoint = McpHttpEndpoint(
-                    ServedMcpRun(hosted),
-                    path=MCP_PATH,
+                    run,
+                    path=path,
                     host=self.host,
                     idle_seconds=self.limits.mcp_idle_seconds,
                     max_sessions=self.limits.mcp_sessions_per_run,
                     max_body_bytes=self.limits.max_body_bytes,
                 )
                 await self.task_group.start(endpoint.serve)
-                self.endpoints[hosted.run_id] = endpoint
+                self.endpoints[key] = endpoint
             return endpoint
 
     def stop(self) -> None:
