@@ -29,7 +29,7 @@ from typing import Any
 from merchantbench.counterfactual.execute import TakeoverExecutor
 from merchantbench.counterfactual.parent import ForkError, Parent, fork_days
 from merchantbench.counterfactual.takeover import Policy, Takeover, TakeoverTask
-from merchantbench.replay import ReplayError, snapshots
+from merchantbench.replay import ReplayError, snapshot_blobs
 
 DEFAULT_MARGIN_SHARE = 0.10  # of the initial net assets
 FORMAT = 1  # of counterfactual.json
@@ -166,20 +166,19 @@ def plan_windows(parent: Parent, every_days: int) -> list[tuple[int, int]]:
 def _tasks(
     parents: Sequence[Parent], policies: Sequence[Policy], every_days: int
 ) -> Iterator[TakeoverTask]:
-    """The takeover tasks of every run, each made when one replay pass of its run reaches
-    the fork window (a session copy there, `merchantbench.replay.snapshots`)."""
+    """The takeover tasks of every run, each made when one fast replay pass of its run reaches
+    the fork window (the session's snapshot there, `merchantbench.replay.snapshot_blobs`: one
+    pickling per fork window, whatever the policies and the executor)."""
     for parent in parents:
         days = dict((w, d) for d, w in plan_windows(parent, every_days))
         try:
-            for window, session in snapshots(parent.run_dir, sorted(days), seed=parent.seed):
-                # The replay's copy goes to the last policy as it is; the others get a snapshot.
-                blob = session.snapshot() if len(policies) > 1 else None
-                for k, policy in enumerate(policies):
-                    last = k + 1 == len(policies)
+            for window, blob in snapshot_blobs(
+                parent.run_dir, sorted(days), seed=parent.seed, fast=True
+            ):
+                for policy in policies:
                     yield TakeoverTask(
                         str(parent.run_dir), window, days[window], policy, parent.scenario,
-                        parent.seed, parent.catalog, None if last else blob,
-                        session if last else None,
+                        parent.seed, parent.catalog, blob,
                     )  # fmt: skip
         except ReplayError as exc:
             raise ForkError(f"cannot replay {parent.run_dir}: {exc}") from None
