@@ -89,9 +89,7 @@ def _replay_to(
     )
 
 
-def restore(
-    run_dir: Path, window: int, *, seed: int | None = None, fast: bool = False
-) -> Session:
+def restore(run_dir: Path, window: int, *, seed: int | None = None, fast: bool = False) -> Session:
     """The session of the record as `window` opened (see `snapshots`)."""
     for _, session in snapshots(run_dir, [window], seed=seed, fast=fast):
         return session
