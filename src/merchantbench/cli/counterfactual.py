@@ -135,7 +135,11 @@ def counterfactual(
     every: Annotated[str, typer.Option("--every", help="days between fork points")] = "30d",
     margin: Annotated[
         float | None,
-        typer.Option("--margin", help="RMB for the onset of decay [default: 10 % of initial]"),
+        typer.Option(
+            "--margin",
+            help="RMB for the onset of decay [default: per policy, 10 % "
+            "of initial or 5 % of its year from day 0, the larger]",
+        ),
     ] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="worker processes")] = 1,
     executor: Annotated[str, typer.Option("--executor", help="local (default) or ray")] = "local",

@@ -65,9 +65,10 @@ def counterfactual_section(data: Mapping[str, Any]) -> str:
             ]
         rows.append(row)
     summary = [
-        [c["label"], _rmb(c["from_start"]), _signed(c["total_regret"]), _onset(c["onset_day"])]
+        [c["label"], _rmb(c["from_start"]), _signed(c["total_regret"]),
+         _rmb(c.get("margin", data["margin"])), _onset(c["onset_day"])]
         for c in curves
-    ]
+    ]  # fmt: skip
     months = [p["month"] for p in curves[0]["regret_by_period"]]
     regret_rows = [
         [f"day {p['from_day']}–{'end' if p['to_day'] is None else p['to_day']}", months[k]]
@@ -78,12 +79,13 @@ def counterfactual_section(data: Mapping[str, Any]) -> str:
         "## Counterfactual takeovers",
         f"Final net assets (RMB) if each policy had run the store from the fork day on, same "
         f"seed (docs/counterfactual.md). The run itself ended at "
-        f"{_rmb(data['continuing'])} (\"continuing\"); forks every {data['every_days']} days; "
-        f"onset margin {_rmb(data['margin'])} RMB. Damage: the policy from day 0 minus the "
-        "policy from the fork day. Idle's column is the value of the store built by that day.",
+        f"{_rmb(data['continuing'])} (\"continuing\"); forks every {data['every_days']} days. "
+        "Damage: the policy from day 0 minus the policy from the fork day. Idle's column is "
+        "the value of the store built by that day. Onset of decay: the first fork day whose "
+        "takeover beats every later one and continuing by the margin.",
         markdown_table(headers, rows),
         markdown_table(["policy", "from day 0", "regret (from day 0 − continuing)",
-                        "onset of decay"], summary),
+                        "margin", "onset of decay"], summary),
         "Regret by period (what letting the agent run the period cost, valued by the policy):",
         markdown_table(["period", "month", *[c["label"] for c in curves]], regret_rows),
     ])  # fmt: skip
