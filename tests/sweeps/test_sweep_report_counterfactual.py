@@ -109,3 +109,18 @@ def test_the_report_aggregates_the_runs_analyses(sweep: Path) -> None:
     data = json.loads((sweep / "report" / "report.json").read_text())["groups"][0]
     assert data["counterfactual"]["runs_analysed"] == 3
     assert "3 of 4 finished runs" in (sweep / "report" / "report.md").read_text()
+
+
+def test_the_counterfactual_command_writes_the_sweep_report_again(sweep: Path) -> None:
+    import subprocess
+    import sys
+
+    write_sweep_report(sweep)
+    assert SECTION not in (sweep / "report" / "report.md").read_text()
+    done = subprocess.run(
+        [sys.executable, "-m", "merchantbench.cli", "counterfactual", str(sweep), "--policy",
+         "idle", "--every", "3d", "--no-progress"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "4 of 4 finished runs" in _section((sweep / "report" / "report.md").read_text())

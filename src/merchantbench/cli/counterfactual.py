@@ -217,6 +217,11 @@ def counterfactual(
         data = aggregate([(label, a) for (label, _), a in zip(labelled, analyses, strict=True)],
                          target)  # fmt: skip
         files = write_sweep(data, out or target)
+        from merchantbench.sweeps.report import REPORT_DIR, write_sweep_report
+
+        if out is None and (target / REPORT_DIR / "report.md").is_file():
+            # A sweep report already there is written again so that it shows the takeovers.
+            files.append(write_sweep_report(target))
     else:
         files = write_run(analyses[0], out)
         data = analyses[0].to_json()
