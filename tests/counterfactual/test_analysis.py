@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from merchantbench.counterfactual.analysis import Curve, Point, analyse
+from merchantbench.counterfactual.analysis import Curve, Point, analyse, curve_margin, reanalyse
 from merchantbench.counterfactual.execute import InProcess, LocalPool
 from merchantbench.counterfactual.parent import ForkError, Parent, fork_days, parse_every
 from merchantbench.counterfactual.takeover import Policy
@@ -82,6 +82,20 @@ def test_the_executors_agree_and_day_0_is_the_policys_own_year(parent, tmp_path)
     data = here[0].to_json()
     assert data["value_built"][0]["value"] == data["initial_net_assets"]  # idle from day 0
     assert data["continuing"] == parent.final_net_assets
+    # Each policy's default margin; the same analysis again from its JSON, no takeover played.
+    for c in data["curves"]:
+        assert c["margin"] == curve_margin(data["margin"], c["from_start"])
+    assert reanalyse(parent, json.loads(json.dumps(data))).to_json() == data
+    wider = reanalyse(parent, data, margin=10_000.0).to_json()
+    assert {c["margin"] for c in wider["curves"]} == {10_000.0} and wider["margin"] == 10_000.0
+    other = dict(data, state_hash="0" * 64)
+    with pytest.raises(ForkError, match="not an analysis of"):
+        reanalyse(parent, other)
+
+
+def test_a_policys_margin_is_the_larger_of_its_share_and_the_base():
+    assert curve_margin(300.0, 3000.0) == 300.0  # idle: 5 % of 3,000 is below the base
+    assert curve_margin(300.0, 53_482.45) == 2674.12  # the expert's year on small
 
 
 def test_an_unfinished_run_is_refused(parent, tmp_path):

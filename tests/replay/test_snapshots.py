@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from merchantbench.replay import ReplayError, restore, snapshots
+from merchantbench.replay import ReplayError, restore, snapshot_blobs, snapshots
 from merchantbench.replay.replayer import Replayer
+from merchantbench.replay.source import RecordSource
 from merchantbench.runs.runner import RunSpec, run_agent
 from merchantbench.scenario import load_scenario
 from merchantbench.session import Session
@@ -88,3 +89,43 @@ def test_a_record_still_under_way_gives_its_windows(recorded, tmp_path) -> None:
     ]
     with pytest.raises(ReplayError, match="past the record"):
         restore(live, 10)
+
+
+@pytest.mark.parametrize("agent", ["rule-based", "expert", "fail-no-risk-response"])
+def test_a_fast_replay_gives_the_same_sessions(tmp_path, agent) -> None:
+    """`fast`: reads counted, not made, and no transcript: the same snapshot, byte for byte,
+    at every window."""
+    run_agent(RunSpec(agent, SMOKE, seed=5), tmp_path / "run")
+    windows = list(range(28))
+    full = list(snapshot_blobs(tmp_path / "run", windows))
+    assert list(snapshot_blobs(tmp_path / "run", windows, fast=True)) == full
+    assert [(w, s.snapshot()) for w, s in snapshots(tmp_path / "run", windows, fast=True)] == full
+
+
+def test_a_fast_replay_makes_no_read_and_reads_no_transcript(recorded, monkeypatch) -> None:
+    run_dir, hashes = recorded
+    made: list[str] = []
+    replay = Replayer._replay
+    monkeypatch.setattr(
+        Replayer, "_replay", lambda self, e: made.append(e["tool"]) or replay(self, e)
+    )
+    monkeypatch.setattr(RecordSource, "transcript", lambda self: pytest.fail("transcript read"))
+    assert restore(run_dir, 27, fast=True).state_hash() == hashes[27]
+    trace = [json.loads(line) for line in (run_dir / "trace.jsonl").read_text().splitlines()]
+    reads = {"search_products", "get_daily_report", "query_supply_chain_anomalies"}
+    assert reads & {e["tool"] for e in trace if e["window"] < 27}  # the run read
+    assert not reads & set(made) and "end_of_step" in made
+
+
+def test_a_fast_replay_still_catches_a_changed_write(recorded, tmp_path) -> None:
+    run_dir, _ = recorded
+    damaged = Path(shutil.copytree(run_dir, tmp_path / "damaged"))
+    lines = (damaged / "trace.jsonl").read_text().splitlines(keepends=True)
+    k, entry = next(
+        (k, e) for k, e in enumerate(map(json.loads, lines)) if e["tool"] == "list_product"
+    )
+    entry["ok"], entry["error"] = False, "not_found"
+    lines[k] = json.dumps(entry) + "\n"
+    (damaged / "trace.jsonl").write_text("".join(lines))
+    with pytest.raises(ReplayError, match="does not replay"):
+        restore(damaged, 27, fast=True)

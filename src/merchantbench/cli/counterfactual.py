@@ -135,7 +135,11 @@ def counterfactual(
     every: Annotated[str, typer.Option("--every", help="days between fork points")] = "30d",
     margin: Annotated[
         float | None,
-        typer.Option("--margin", help="RMB for the onset of decay [default: 10 % of initial]"),
+        typer.Option(
+            "--margin",
+            help="RMB for the onset of decay [default: per policy, 10 % "
+            "of initial or 5 % of its year from day 0, the larger]",
+        ),
     ] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="worker processes")] = 1,
     executor: Annotated[str, typer.Option("--executor", help="local (default) or ray")] = "local",
@@ -213,6 +217,11 @@ def counterfactual(
         data = aggregate([(label, a) for (label, _), a in zip(labelled, analyses, strict=True)],
                          target)  # fmt: skip
         files = write_sweep(data, out or target)
+        from merchantbench.sweeps.report import REPORT_DIR, write_sweep_report
+
+        if out is None and (target / REPORT_DIR / "report.md").is_file():
+            # A sweep report already there is written again so that it shows the takeovers.
+            files.append(write_sweep_report(target))
     else:
         files = write_run(analyses[0], out)
         data = analyses[0].to_json()

@@ -8,5 +8,6 @@
 - `execute.py`: where takeovers run: in this process, a local process pool, or Ray.
 - `analysis.py`: takeover curves and what they say of a run (value built, damage done, onset of
   decay, regret by period); `sweep.py` aggregates them by configuration.
-- `render.py`: the JSON, the table and the figure.
+- `output.py`: what an analysis writes (the JSON, the figure, the report again); the tables
+  and figures are drawn by `report/counterfactual.py`.
 """

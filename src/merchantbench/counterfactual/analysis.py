@@ -16,7 +16,11 @@ the store from the opening of day d on (the same seed: common random numbers), a
 - **onset of decay**: the first fork day d after which taking over beats continuing by the
   margin, i.e. `curve_P(d) > max(curve_P(d') for every later fork day d', continuing) +
   margin`: handing over at d is better than letting the agent go on for any longer. The
-  margin defaults to 10 % of the initial net assets (300 RMB on `paper`).
+  margin defaults, per policy, to the larger of 10 % of the initial net assets (300 RMB on
+  `paper` and `small`) and 5 % of the policy's own year from day 0: a fresh policy taking
+  over even a healthy run loses what the agent had learnt (the expert: its elasticities and
+  risk book), and its takeovers of the expert's own run on `small` scatter by up to 4.5 % of
+  its year; differences within that are not decay.
 """
 
 from __future__ import annotations
@@ -29,9 +33,10 @@ from typing import Any
 from merchantbench.counterfactual.execute import TakeoverExecutor
 from merchantbench.counterfactual.parent import ForkError, Parent, fork_days
 from merchantbench.counterfactual.takeover import Policy, Takeover, TakeoverTask
-from merchantbench.replay import ReplayError, snapshots
+from merchantbench.replay import ReplayError, snapshot_blobs
 
 DEFAULT_MARGIN_SHARE = 0.10  # of the initial net assets
+START_MARGIN_SHARE = 0.05  # of the policy's year from day 0
 FORMAT = 1  # of counterfactual.json
 
 Progress = Callable[[int, int, TakeoverTask], None]  # done, total, the task just done
@@ -112,6 +117,7 @@ class Curve:
             "advantage": [{"day": d, "advantage": v} for d, v in self.advantage()],
             "regret_by_period": self.regret_by_period(),
             "total_regret": round(self.from_start - self.continuing, 2),
+            "margin": self.margin,
             "onset_day": self.onset_day(),
         }
 
@@ -149,9 +155,16 @@ class RunAnalysis:
 
 
 def default_margin(parent: Parent) -> float:
+    """10 % of the initial net assets: the least margin of any policy (module docstring)."""
     money = parent.scenario.money
     return round(DEFAULT_MARGIN_SHARE * (money.initial_balance_fen + money.initial_deposit_fen)
                  / 100, 2)  # fmt: skip
+
+
+def curve_margin(base: float, from_start: float) -> float:
+    """A policy's default margin: `base` (`default_margin`) or 5 % of its year from day 0,
+    whichever is larger."""
+    return max(base, round(START_MARGIN_SHARE * from_start, 2))
 
 
 def plan_windows(parent: Parent, every_days: int) -> list[tuple[int, int]]:
@@ -166,20 +179,19 @@ def plan_windows(parent: Parent, every_days: int) -> list[tuple[int, int]]:
 def _tasks(
     parents: Sequence[Parent], policies: Sequence[Policy], every_days: int
 ) -> Iterator[TakeoverTask]:
-    """The takeover tasks of every run, each made when one replay pass of its run reaches
-    the fork window (a session copy there, `merchantbench.replay.snapshots`)."""
+    """The takeover tasks of every run, each made when one fast replay pass of its run reaches
+    the fork window (the session's snapshot there, `merchantbench.replay.snapshot_blobs`: one
+    pickling per fork window, whatever the policies and the executor)."""
     for parent in parents:
         days = dict((w, d) for d, w in plan_windows(parent, every_days))
         try:
-            for window, session in snapshots(parent.run_dir, sorted(days), seed=parent.seed):
-                # The replay's copy goes to the last policy as it is; the others get a snapshot.
-                blob = session.snapshot() if len(policies) > 1 else None
-                for k, policy in enumerate(policies):
-                    last = k + 1 == len(policies)
+            for window, blob in snapshot_blobs(
+                parent.run_dir, sorted(days), seed=parent.seed, fast=True
+            ):
+                for policy in policies:
                     yield TakeoverTask(
                         str(parent.run_dir), window, days[window], policy, parent.scenario,
-                        parent.seed, parent.catalog, None if last else blob,
-                        session if last else None,
+                        parent.seed, parent.catalog, blob,
                     )  # fmt: skip
         except ReplayError as exc:
             raise ForkError(f"cannot replay {parent.run_dir}: {exc}") from None
@@ -220,7 +232,33 @@ def analyse(
                 task, result = found[(str(parent.run_dir), policy.label, window)]
                 points.append(Point(day, window, result.final_net_assets, result.closed,
                                     result.seconds))  # fmt: skip
-            curves.append(Curve(policy, points, parent.final_net_assets, run_margin,
+            mine = (
+                run_margin
+                if margin is not None
+                else curve_margin(run_margin, points[0].final_net_assets)
+            )
+            curves.append(Curve(policy, points, parent.final_net_assets, mine,
                                 parent.scenario.clock.start_date))  # fmt: skip
         analyses.append(RunAnalysis(parent, every_days, run_margin, curves))
     return analyses
+
+
+def reanalyse(parent: Parent, data: dict[str, Any], margin: float | None = None) -> RunAnalysis:
+    """The analysis of `parent` again from a `counterfactual.json` of it (`data`), with the
+    measures of this code and `margin` (default: `curve_margin`): no takeover is played.
+
+    Raises:
+        ForkError: `data` is not an analysis of this run.
+    """
+    if data.get("format") != FORMAT or data.get("state_hash") != parent.manifest.state_hash:
+        raise ForkError(f"that counterfactual.json is not an analysis of {parent.run_dir}")
+    base = default_margin(parent) if margin is None else margin
+    curves = []
+    for c in data["curves"]:
+        points = [Point(p["day"], p["window"], p["final_net_assets"], p["closed"], p["seconds"])
+                  for p in c["points"]]  # fmt: skip
+        mine = base if margin is not None else curve_margin(base, points[0].final_net_assets)
+        policy = Policy(c["policy"], c["policy_settings"])
+        start = parent.scenario.clock.start_date
+        curves.append(Curve(policy, points, parent.final_net_assets, mine, start))
+    return RunAnalysis(parent, data["every_days"], base, curves)

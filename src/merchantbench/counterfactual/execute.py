@@ -42,7 +42,7 @@ class LocalPool:
         with worker_pool(self.jobs) as pool:
             running: dict[Future[Takeover], TakeoverTask] = {}
             for task in tasks:
-                running[pool.submit(run_takeover, task.portable())] = task
+                running[pool.submit(run_takeover, task)] = task
                 while len(running) >= 2 * self.jobs:
                     yield from self._collect(running)
             while running:
@@ -79,7 +79,7 @@ class RayTasks:
                 yield running.pop(ref), ray.get(ref)
 
         for task in tasks:
-            running[remote.remote(task.portable())] = task
+            running[remote.remote(task)] = task
             while len(running) >= 2 * cpus:
                 yield from collect()
         while running:

@@ -129,7 +129,7 @@ def fork_run(
     """
     parent.check_window(window)
     try:
-        session = restore(parent.run_dir, window, seed=parent.seed)
+        session = restore(parent.run_dir, window, seed=parent.seed, fast=True)
     except ReplayError as exc:
         raise ForkError(f"cannot restore {parent.run_dir} at window {window}: {exc}") from None
     rebuilt = None

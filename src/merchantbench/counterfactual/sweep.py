@@ -4,8 +4,6 @@ the mean curve over its runs (seeds), the mean regret and each run's onset of de
 
 from __future__ import annotations
 
-import statistics
-from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -14,6 +12,7 @@ from merchantbench.counterfactual.analysis import FORMAT, RunAnalysis
 from merchantbench.counterfactual.parent import ForkError, Parent
 from merchantbench.record.manifest import ManifestError, read_manifest
 from merchantbench.record.schema import METRICS_FILE, RUN_FILE
+from merchantbench.report.counterfactual import aggregate_runs
 from merchantbench.sweeps.plan import RUNS_DIR
 
 
@@ -44,49 +43,14 @@ def is_sweep(path: Path) -> bool:
     return (path / RUNS_DIR).is_dir() and not (path / RUN_FILE).is_file()
 
 
-def _mean(values: Sequence[float]) -> float:
-    return round(statistics.fmean(values), 2)
-
-
 def aggregate(labelled: Sequence[tuple[str, RunAnalysis]], sweep_dir: Path) -> dict[str, Any]:
-    """The sweep's `counterfactual_sweep.json` (module docstring)."""
-    by_config: dict[str, list[RunAnalysis]] = defaultdict(list)
-    for label, analysis in labelled:
-        by_config[label].append(analysis)
-    configurations = []
-    for label, analyses in by_config.items():
-        curves = []
-        for k, curve in enumerate(analyses[0].curves):
-            mine = [a.curves[k] for a in analyses]
-            # By fork day: a run whose store closed early has no forks after it closed.
-            by_day: dict[int, list[float]] = defaultdict(list)
-            for c in mine:
-                for point in c.points:
-                    by_day[point.day].append(point.final_net_assets)
-            points = [
-                {"day": day, "mean": _mean(values), "min": min(values), "max": max(values),
-                 "runs": len(values)}
-                for day, values in sorted(by_day.items())
-            ]  # fmt: skip
-            curves.append({
-                "label": curve.policy.label,
-                "points": points,
-                "from_start_mean": _mean([c.from_start for c in mine]),
-                "total_regret_mean": _mean([c.from_start - c.continuing for c in mine]),
-                "onset_days": [c.onset_day() for c in mine],
-            })  # fmt: skip
-        configurations.append({
-            "label": label,
-            "runs": len(analyses),
-            "seeds": [a.parent.seed for a in analyses],
-            "continuing_mean": _mean([a.parent.final_net_assets for a in analyses]),
-            "curves": curves,
-        })  # fmt: skip
+    """The sweep's `counterfactual_sweep.json` (module docstring;
+    `report.counterfactual.aggregate_runs`, which the sweep report uses too)."""
     first: Parent = labelled[0][1].parent
     return {
         "format": FORMAT,
         "sweep": str(sweep_dir),
         "every_days": labelled[0][1].every_days,
         "initial_net_assets": first.manifest.initial_net_assets,
-        "configurations": configurations,
+        "configurations": aggregate_runs([(label, a.to_json()) for label, a in labelled]),
     }

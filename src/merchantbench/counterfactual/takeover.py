@@ -10,7 +10,6 @@ writing a record: the same restored session, the same `take_over`, the same wind
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,8 +40,8 @@ class Policy:
 @dataclass(frozen=True)
 class TakeoverTask:
     """Hand the store of `run` at the opening of `window` to `policy` and play it to the end of
-    the run. The store is `live`, a session of this process that the takeover may use up (no
-    copy is made), or `session`, its snapshot (what another process is sent: `portable`)."""
+    the run. The store is `session`, a `Session.snapshot()` at the opening of `window` (what
+    the replay pass makes once per fork window, and what another process is sent)."""
 
     run: str  # the parent's run directory, as the analysis names it
     window: int
@@ -51,14 +50,7 @@ class TakeoverTask:
     scenario: Scenario
     seed: int = field(repr=False)
     catalog: Path | None
-    session: bytes | None = field(default=None, repr=False)
-    live: Session | None = field(default=None, repr=False, compare=False)
-
-    def portable(self) -> TakeoverTask:
-        """The task as another process can take it: the live session as its snapshot."""
-        if self.live is None:
-            return self
-        return dataclasses.replace(self, session=self.live.snapshot(), live=None)
+    session: bytes = field(repr=False)
 
 
 @dataclass(frozen=True)
@@ -81,10 +73,6 @@ _warm: list[object] = []
 
 
 def _session_of(task: TakeoverTask) -> Session:
-    if task.live is not None:
-        return task.live
-    if task.session is None:
-        raise ValueError("a takeover task needs its store: a live session or a snapshot")
     session = Session.open(task.scenario, task.seed, task.catalog, trace_sink=_discard)
     session.restore(task.session)
     _warm[:] = [session.market, session.search_index]

@@ -13,12 +13,17 @@ it can play its actions again and compare, without the agent that made them:
     for window, session in snapshots(Path("runs/x"), [10, 200]):   # one replay pass
         print(window, session.state_hash())
     session = restore(Path("runs/x"), 100)          # the session as window 100 opened
+    for window, blob in snapshot_blobs(Path("runs/x"), [10, 200], fast=True):  # Session.snapshot()
+        print(window, len(blob))
+
+`fast=True` rebuilds the store only (reads counted, not made; no transcript): how a fork or a
+counterfactual analysis reaches its windows.
 
 Above the driver (`merchantbench.runs`) and below the front ends: it imports no front end.
 """
 
 from merchantbench.replay.divergence import Divergence
-from merchantbench.replay.snapshots import copy_session, restore, snapshots
+from merchantbench.replay.snapshots import copy_session, restore, snapshot_blobs, snapshots
 from merchantbench.replay.source import ReplayError
 from merchantbench.replay.verify import VerifyReport, verify_record
 
@@ -28,6 +33,7 @@ __all__ = [
     "VerifyReport",
     "copy_session",
     "restore",
+    "snapshot_blobs",
     "snapshots",
     "verify_record",
 ]

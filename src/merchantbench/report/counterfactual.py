@@ -5,11 +5,15 @@ aggregated by configuration (`counterfactual_sweep.json`)."""
 from __future__ import annotations
 
 import json
+import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from merchantbench.report.table import markdown_table
+
+if TYPE_CHECKING:
+    from merchantbench.report.svg import Figure
 
 COUNTERFACTUAL_FILE = "counterfactual.json"
 COUNTERFACTUAL_FIGURE = "counterfactual.svg"
@@ -61,9 +65,10 @@ def counterfactual_section(data: Mapping[str, Any]) -> str:
             ]
         rows.append(row)
     summary = [
-        [c["label"], _rmb(c["from_start"]), _signed(c["total_regret"]), _onset(c["onset_day"])]
+        [c["label"], _rmb(c["from_start"]), _signed(c["total_regret"]),
+         _rmb(c.get("margin", data["margin"])), _onset(c["onset_day"])]
         for c in curves
-    ]
+    ]  # fmt: skip
     months = [p["month"] for p in curves[0]["regret_by_period"]]
     regret_rows = [
         [f"day {p['from_day']}–{'end' if p['to_day'] is None else p['to_day']}", months[k]]
@@ -74,59 +79,172 @@ def counterfactual_section(data: Mapping[str, Any]) -> str:
         "## Counterfactual takeovers",
         f"Final net assets (RMB) if each policy had run the store from the fork day on, same "
         f"seed (docs/counterfactual.md). The run itself ended at "
-        f"{_rmb(data['continuing'])} (\"continuing\"); forks every {data['every_days']} days; "
-        f"onset margin {_rmb(data['margin'])} RMB. Damage: the policy from day 0 minus the "
-        "policy from the fork day. Idle's column is the value of the store built by that day.",
+        f"{_rmb(data['continuing'])} (\"continuing\"); forks every {data['every_days']} days. "
+        "Damage: the policy from day 0 minus the policy from the fork day. Idle's column is "
+        "the value of the store built by that day. Onset of decay: the first fork day whose "
+        "takeover beats every later one and continuing by the margin.",
         markdown_table(headers, rows),
         markdown_table(["policy", "from day 0", "regret (from day 0 − continuing)",
-                        "onset of decay"], summary),
+                        "margin", "onset of decay"], summary),
         "Regret by period (what letting the agent run the period cost, valued by the policy):",
         markdown_table(["period", "month", *[c["label"] for c in curves]], regret_rows),
     ])  # fmt: skip
 
 
-def plot_counterfactual(data: Mapping[str, Any], path: Path) -> Path:
+def counterfactual_figure(data: Mapping[str, Any]) -> Figure:
     """The takeover curves of one run: final net assets by fork day, one line per policy,
     and the run's own end as a horizontal line."""
-    from merchantbench.report.plots import curve_figure
+    from merchantbench.report.plots import takeover_figure
 
     lines = {
         c["label"]: ([p["day"] for p in c["points"]], [p["final_net_assets"] for p in c["points"]])
         for c in data["curves"]
     }
     title = f"takeovers of {data['agent']} (seed {data['seed']})"
-    return curve_figure(lines, data["continuing"], data["initial_net_assets"], title, path)
+    return takeover_figure(lines, data["continuing"], data["initial_net_assets"], title)
 
 
-def sweep_section(data: Mapping[str, Any]) -> str:
-    """The sweep's takeover curves aggregated by configuration (means over seeds)."""
-    parts = ["## Counterfactual takeovers by configuration"]
+def plot_counterfactual(data: Mapping[str, Any], path: Path) -> Path:
+    """`counterfactual_figure` written to `path`."""
+    return counterfactual_figure(data).save(path)
+
+
+def _mean(values: Sequence[float]) -> float:
+    return round(statistics.fmean(values), 2)
+
+
+def _curve_of(data: Mapping[str, Any], label: str) -> Mapping[str, Any] | None:
+    return next((c for c in data["curves"] if c.get("label") == label), None)
+
+
+def aggregate_runs(labelled: Sequence[tuple[str, Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """Runs' analyses (`counterfactual.json`, each with its configuration label) aggregated by
+    configuration and policy: by fork day the mean, min and max takeover and the mean damage
+    (over the runs that have that day: a store closed early has no later forks), the mean
+    regret by period, the means from day 0 and of the total regret, and each run's onset.
+    `value_built` is the idle policy's mean curve when it was run. Policies go by label, in
+    the order the configuration's first run has them."""
+    by_config: dict[str, list[Mapping[str, Any]]] = {}
+    for label, data in labelled:
+        by_config.setdefault(label, []).append(data)
+    configurations = []
+    for label, runs in by_config.items():
+        curves = []
+        for first in runs[0]["curves"]:
+            mine = [c for c in (_curve_of(r, first["label"]) for r in runs) if c is not None]
+            values: dict[int, list[float]] = {}
+            damage: dict[int, list[float]] = {}
+            regret: dict[int, list[float]] = {}
+            months: dict[int, tuple[str, int | None]] = {}
+            for c in mine:
+                for point in c["points"]:
+                    values.setdefault(point["day"], []).append(point["final_net_assets"])
+                for row in c["damage"]:
+                    damage.setdefault(row["day"], []).append(row["damage"])
+                for row in c["regret_by_period"]:
+                    regret.setdefault(row["from_day"], []).append(row["regret"])
+                    months.setdefault(row["from_day"], (row["month"], row["to_day"]))
+            curves.append({
+                "label": first["label"],
+                "policy": first["policy"],
+                "points": [
+                    {"day": day, "mean": _mean(v), "min": min(v), "max": max(v), "runs": len(v)}
+                    for day, v in sorted(values.items())
+                ],
+                "damage_mean": [{"day": d, "damage": _mean(v)} for d, v in sorted(damage.items())],
+                "regret_by_period_mean": [
+                    {"from_day": d, "to_day": months[d][1], "month": months[d][0],
+                     "regret": _mean(v), "runs": len(v)}
+                    for d, v in sorted(regret.items())
+                ],
+                "from_start_mean": _mean([c["from_start"] for c in mine]),
+                "total_regret_mean": _mean([c["total_regret"] for c in mine]),
+                "onset_days": [c["onset_day"] for c in mine],
+            })  # fmt: skip
+        idle = next((c for c in curves if c["policy"] == "idle"), None)
+        configurations.append({
+            "label": label,
+            "runs": len(runs),
+            "seeds": [r["seed"] for r in runs],
+            "continuing_mean": _mean([r["continuing"] for r in runs]),
+            "value_built": None if idle is None
+            else [{"day": p["day"], "value": p["mean"]} for p in idle["points"]],
+            "curves": curves,
+        })  # fmt: skip
+    return configurations
+
+
+def _onsets(days: Sequence[int | None]) -> str:
+    found = sorted(d for d in days if d is not None)
+    median = "" if not found else f"; median day {statistics.median(found):g}"
+    return f"{len(found)} of {len(days)} runs{median} ({', '.join(_onset(d) for d in days)})"
+
+
+def sweep_section(data: Mapping[str, Any], level: int = 2) -> str:
+    """The takeover curves of a sweep's runs by configuration (`aggregate_runs`): per
+    configuration, by fork day the value built (idle) and each policy's mean takeover and
+    mean damage; per policy the mean from day 0, the mean regret and each run's onset; the
+    mean regret by period (month)."""
+    head = "#" * level
+    parts = [f"{head} Counterfactual takeovers by configuration",
+             "Means over each configuration's runs (seeds) of the takeover curves in the runs' "
+             "`counterfactual.json` (docs/counterfactual.md): the final net assets (RMB) had the "
+             "policy run the store from the fork day on. Value built: the idle policy's curve; "
+             "damage: the policy from day 0 minus the policy from the fork day; regret by period: "
+             "what letting the agent run the period cost, valued by the policy."]  # fmt: skip
     for config in data["configurations"]:
         curves = config["curves"]
-        days = [p["day"] for p in curves[0]["points"]]
-        headers = ["fork day"] + [f"{c['label']} (mean)" for c in curves]
-        rows = [
-            [day, *[_rmb(c["points"][k]["mean"]) for c in curves]] for k, day in enumerate(days)
-        ]
-        onsets = [
+        days = sorted({p["day"] for c in curves for p in c["points"]})
+        headers = ["fork day"]
+        if config.get("value_built"):
+            headers.append("value built (idle)")
+        others = [c for c in curves if c["policy"] != "idle" or not config.get("value_built")]
+        for c in others:
+            headers += [f"{c['label']} takes over", f"{c['label']} damage"]
+        rows = []
+        for day in days:
+            row: list[Any] = [day]
+            if config.get("value_built"):
+                row.append(_rmb(next((p["value"] for p in config["value_built"]
+                                      if p["day"] == day), None)))  # fmt: skip
+            for c in others:
+                point = next((p for p in c["points"] if p["day"] == day), None)
+                hurt = next((p["damage"] for p in c.get("damage_mean", []) if p["day"] == day),
+                            None)  # fmt: skip
+                row += [None if point is None else _rmb(point["mean"]), _rmb(hurt)]
+            rows.append(row)
+        summary = [
             [c["label"], _rmb(c["from_start_mean"]), _signed(c["total_regret_mean"]),
-             ", ".join(_onset(d) for d in c["onset_days"])]
+             _onsets(c["onset_days"])]
             for c in curves
         ]  # fmt: skip
         parts += [
-            f"### {config['label']} ({config['runs']} runs; continuing: mean "
+            f"{head}# {config['label']} ({config['runs']} runs; continuing: mean "
             f"{_rmb(config['continuing_mean'])})",
             markdown_table(headers, rows),
             markdown_table(
-                ["policy", "from day 0 (mean)", "regret (mean)", "onset per run"], onsets
+                ["policy", "from day 0 (mean)", "regret (mean)", "onset of decay"], summary
             ),  # fmt: skip
         ]
+        if all(c.get("regret_by_period_mean") for c in curves):
+            periods = curves[0]["regret_by_period_mean"]
+            regret_rows = [
+                [f"day {p['from_day']}–{'end' if p['to_day'] is None else p['to_day']}",
+                 p["month"],
+                 *[next((_signed(r["regret"]) for r in c["regret_by_period_mean"]
+                         if r["from_day"] == p["from_day"]), None) for c in curves]]
+                for p in periods
+            ]  # fmt: skip
+            parts += [
+                "Mean regret by period:",
+                markdown_table(["period", "month", *[c["label"] for c in curves]], regret_rows),
+            ]
     return "\n\n".join(parts)
 
 
-def plot_sweep(data: Mapping[str, Any], path: Path) -> Path:
+def sweep_figure(data: Mapping[str, Any]) -> Figure:
     """Mean takeover curves of each configuration and policy."""
-    from merchantbench.report.plots import curve_figure
+    from merchantbench.report.plots import takeover_figure
 
     lines = {}
     for config in data["configurations"]:
@@ -135,4 +253,9 @@ def plot_sweep(data: Mapping[str, Any], path: Path) -> Path:
                 [p["day"] for p in c["points"]],
                 [p["mean"] for p in c["points"]],
             )
-    return curve_figure(lines, None, data["initial_net_assets"], "mean takeover curves", path)
+    return takeover_figure(lines, None, data["initial_net_assets"], "mean takeover curves")
+
+
+def plot_sweep(data: Mapping[str, Any], path: Path) -> Path:
+    """`sweep_figure` written to `path`."""
+    return sweep_figure(data).save(path)

@@ -168,13 +168,12 @@ def write_plots(record: RunRecord, metrics: Mapping[str, object], out_dir: Path)
     ]
 
 
-def curve_figure(
+def takeover_figure(
     lines: Mapping[str, tuple[list[int], list[float]]],
     continuing: float | None,
     initial: float,
     title: str,
-    path: Path,
-) -> Path:
+) -> Figure:
     """Takeover curves (docs/counterfactual.md): final net assets by fork day, one line per
     label; the run's own end (`continuing`) and the initial net assets as horizontal lines."""
     palette = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
@@ -191,4 +190,4 @@ def curve_figure(
         title, [Panel("final net assets (RMB)", marks)], xlim=(0.0, float(last) * 1.02 or 1.0),
         xticks=[(float(d), str(d)) for d in sorted({d for ds, _ in lines.values() for d in ds})],
         xlabel="fork day (the policy runs the store from this day on)",
-    ).save(path)  # fmt: skip
+    )  # fmt: skip

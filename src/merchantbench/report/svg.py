@@ -12,6 +12,7 @@ A `Figure` is one or more `Panel`s stacked on a shared x axis; a panel holds `Li
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -209,7 +210,9 @@ def _panel(box: _Box, panel: Panel, fig: Figure, last: bool) -> list[str]:
     if last and fig.xlabel:
         out.append(f"<text x='{box.x0 + box.w / 2:.1f}' y='{box.y0 + box.h + 50:.1f}' "
                    f"text-anchor='middle'>{escape(fig.xlabel)}</text>")  # fmt: skip
-    clip = f"clip{id(panel)}"
+    # Named from what it draws, so that the same figure is the same bytes and two figures
+    # inlined in one page (the dashboard) do not share an id.
+    clip = "clip" + hashlib.sha1(f"{fig.title}|{box}|{panel.ylabel}".encode()).hexdigest()[:12]
     out.append(f"<clipPath id='{clip}'><rect x='{box.x0:.1f}' y='{box.y0:.1f}' "
                f"width='{box.w:.1f}' height='{box.h:.1f}'/></clipPath>")  # fmt: skip
     out.append(f"<g clip-path='url(#{clip})'>")

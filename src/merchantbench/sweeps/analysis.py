@@ -32,6 +32,7 @@ from merchantbench.record.schema import METRICS_FILE
 from merchantbench.report.paper import TABLE1_COLUMNS, load_paper_table
 from merchantbench.sweeps.humans import human_rows, label_human_pools
 from merchantbench.sweeps.index import FRAMEWORK_COUNTS, read_index
+from merchantbench.sweeps.report_counterfactual import counterfactual_analysis
 from merchantbench.sweeps.state import read_set_aside
 
 BOOTSTRAP_SAMPLES = 10_000
@@ -274,6 +275,7 @@ def group_analysis(sweep_dir: Path, setting: Setting, pools: Sequence[Pool],
         "paired": paired(groups),
         "coherence": coherence(groups, metrics),
         "diagnosis": diagnosis(metrics),
+        "counterfactual": counterfactual_analysis(sweep_dir, groups),
         "costs": costs(groups),
     }
 

@@ -4,7 +4,8 @@ Written into `SWEEP_DIR/report/`: `report.md` (figures linked), `report.html` (f
 as base64 PNG, nothing else needed to view it), `table1.csv` (one row per configuration),
 `runs.csv` (cost per run), `report.json` (every number) and the figures. The finished runs are
 split by setting (record/comparable.py); each setting gets its own section with its provenance,
-and no table pools two settings.
+and no table pools two settings. Runs with a counterfactual analysis add a takeover section to
+their setting's (sweeps/report_counterfactual.py).
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ from merchantbench.sweeps.analysis import sweep_analysis
 from merchantbench.sweeps.arena_report import arena_figure_name, arena_section, sweep_arenas
 from merchantbench.sweeps.humans import humans_note
 from merchantbench.sweeps.plan import read_plan
+from merchantbench.sweeps.report_counterfactual import (
+    counterfactual_report_section,
+    plot_counterfactual_sweep,
+)
 
 REPORT_DIR = "report"
 
@@ -238,19 +243,22 @@ def group_section(
 ) -> str:
     if not data["table1"]:
         return f"## {data['setting']}\n\nNo finished run in this setting: nothing to tabulate."
-    return "\n\n".join([
+    return "\n\n".join(section for section in [
         f"## {data['setting']}", provenance_section(data), table1_section(data, paper),
         figure5_section(data, figures["figure5"]),
         f"### Final net assets\n\n![final net assets]({figures['net_assets']})",
         paired_section(data), coherence_section(data), diagnosis_section(data),
+        counterfactual_report_section(data.get("counterfactual"), figures["counterfactual"]),
         cost_section(data),
-    ])  # fmt: skip
+    ] if section)  # fmt: skip
 
 
 def figure_names(index: int) -> dict[str, str]:
-    """The figure files of the `index`-th group (0: figure5.png, net_assets.png)."""
+    """The figure files of the `index`-th group (0: figure5.png, net_assets.png,
+    counterfactual.svg)."""
     suffix = "" if index == 0 else f"-{index + 1}"
-    return {"figure5": f"figure5{suffix}.png", "net_assets": f"net_assets{suffix}.png"}
+    return {"figure5": f"figure5{suffix}.png", "net_assets": f"net_assets{suffix}.png",
+            "counterfactual": f"counterfactual{suffix}.svg"}  # fmt: skip
 
 
 def render_markdown(data: dict[str, Any], name: str) -> str:
@@ -292,7 +300,8 @@ def render_html(markdown: str, figures: dict[str, Path]) -> str:
     body = markdown_it.MarkdownIt("commonmark").enable("table").render(markdown)
     for path in figures.values():
         encoded = base64.b64encode(path.read_bytes()).decode()
-        body = body.replace(f'src="{path.name}"', f'src="data:image/png;base64,{encoded}"')
+        kind = "svg+xml" if path.suffix == ".svg" else "png"
+        body = body.replace(f'src="{path.name}"', f'src="data:image/{kind};base64,{encoded}"')
     style = ("body{font-family:sans-serif;max-width:1200px;margin:2em auto}table{border-collapse:"
              "collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px}img{max-width:"
              "100%}")  # fmt: skip
@@ -327,6 +336,11 @@ def write_sweep_report(
         names = figure_names(i)
         figures[names["figure5"]] = plot_figure5(group, out / names["figure5"])
         figures[names["net_assets"]] = plot_net_assets(group, out / names["net_assets"])
+        if group.get("counterfactual"):
+            path = out / names["counterfactual"]
+            figures[names["counterfactual"]] = plot_counterfactual_sweep(
+                group["counterfactual"], path
+            )
     for i, group in enumerate(data["arenas"]):
         figures[arena_figure_name(i)] = plot_net_assets(group, out / arena_figure_name(i))
     name = read_plan(sweep_dir)[0]["name"]

@@ -33,6 +33,7 @@ from merchantbench.web.records import (
     run_row,
     window_series,
 )
+from merchantbench.web.takeovers import takeover_view
 from merchantbench.web.windows import window_view, windows_recorded
 
 router = APIRouter(responses={404: {"description": "no run records here, or none at that path"}})
@@ -95,6 +96,7 @@ def run_page(request: Request, path: str = Query(max_length=1000)) -> HTMLRespon
         "settings": (meta.get("agent") or {}).get("settings", {}),
         "windows": max(windows_recorded(run_dir), 1),
         "diagnosis": _diagnosis(run_dir),
+        "takeovers": takeover_view(run_dir),
     }
     return templates.TemplateResponse(request, "run.html", context)
 
