@@ -204,7 +204,7 @@ def run(
     from merchantbench.agents.llm.client import ModelCallFailed
     from merchantbench.agents.load import resolve_agent_name
     from merchantbench.agents.registry import AgentConfigError, agent_entry, agent_names
-    from merchantbench.catalog.real_format import CatalogError
+    from merchantbench.catalog.errors import CatalogError
     from merchantbench.record.manifest import read_manifest
     from merchantbench.runs.lifecycle import CheckpointPolicy
     from merchantbench.runs.spec import RunError, RunSpec, default_run_dir
