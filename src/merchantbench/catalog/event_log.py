@@ -290,28 +290,8 @@ def changes_between(
         (product, channel, hour, ended) tuples ordered by product, hour, starts before ends,
         then channel name.
     """
-    products = np.asarray(products, dtype=np.int64)
-    key = (after, upto, products.tobytes())
-    last = _LAST_CHANGES.get(market)
-    if last is not None and last[0] == key:
-        return list(last[1])
-    found = _changes_between(market, products, after, upto)
-    _LAST_CHANGES[market] = (key, found)
-    return list(found)
-
-
-# Per market, the last question `changes_between` answered and its answer: a window asks it
-# twice (its observation, then the agent's query_supply_chain_anomalies at the same hour).
-_LAST_CHANGES: weakref.WeakKeyDictionary[
-    Market, tuple[tuple[int, int, bytes], list[tuple[int, str, int, bool]]]
-] = weakref.WeakKeyDictionary()
-
-
-def _changes_between(
-    market: Market, products: np.ndarray, after: int, upto: int
-) -> list[tuple[int, str, int, bool]]:
     logs, chosen = channel_logs(market), np.zeros(market.n_products, dtype=bool)
-    chosen[products] = True
+    chosen[np.asarray(products, dtype=np.int64)] = True
     found: list[tuple[int, str, int, bool]] = []
     for channel in _BY_NAME:
         for changes, ended in ((logs[channel].starts, False), (logs[channel].ends, True)):

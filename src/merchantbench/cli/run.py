@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import time
 from pathlib import Path
@@ -248,6 +249,10 @@ def run(
     run_dir = out or default_run_dir(spec)
     writable_dir(run_dir, "--out")
     console = Console(stderr=True)
+    # This process plays one run and exits: what it has loaded so far (modules, schemas, the
+    # tool declarations) lives to the end, so the cyclic garbage collector need not walk it
+    # again at each full collection (~0.1-0.2 s of a baseline year).
+    gc.freeze()
     try:
         metrics = _run_with_progress(
             spec, run_dir, resume, progress, console, allow_code_change, transcript,
