@@ -202,7 +202,6 @@ def run(
     """Run an agent for a whole year (or --days) and write a run record to --out."""
     from rich.console import Console
 
-    from merchantbench.agents.llm.client import ModelCallFailed
     from merchantbench.agents.load import resolve_agent_name
     from merchantbench.agents.registry import AgentConfigError, agent_entry, agent_names
     from merchantbench.catalog.errors import CatalogError
@@ -263,7 +262,12 @@ def run(
         )  # fmt: skip
     except (RunError, CatalogError) as exc:
         fail(str(exc))
-    except ModelCallFailed as exc:
+    except Exception as exc:
+        # The LLM client is imported only to recognise its failure (a baseline never loads it).
+        from merchantbench.agents.llm.client import ModelCallFailed
+
+        if not isinstance(exc, ModelCallFailed):
+            raise
         fail(f"{exc}; the run stopped with an error: continue it with --resume --out {run_dir}", 1)
     console.print(f"run record: {run_dir}")
     stop_reason = read_manifest(run_dir).stop_reason
