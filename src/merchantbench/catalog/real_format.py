@@ -16,17 +16,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+# Defined apart so that catching it does not import pyarrow.compute; raised here.
+from merchantbench.catalog.errors import CatalogError as CatalogError
+
 RISK_COLUMNS = ("risk_cancel", "risk_return", "risk_refund_only", "risk_bad_review")
-
-
-class CatalogError(ValueError):
-    """A real catalog that cannot be used. `table`, `column` and `row` say where (or None)."""
-
-    def __init__(self, table: str, message: str, column: str | None = None, row: int | None = None):
-        where = f"{table}.parquet" + (f", column {column!r}" if column else "")
-        where += f", row {row}" if row is not None else ""
-        super().__init__(f"{where}: {message}")
-        self.table, self.column, self.row = table, column, row
 
 
 @dataclass(frozen=True)

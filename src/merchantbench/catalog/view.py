@@ -7,9 +7,10 @@ a pure function of (market, hour, current stock), computed for all products at o
 The events' effect at an hour is a state per channel and product (price, delisted, extra ship
 hours) that changes only when an event starts or ends (`catalog.event_log`). Scanning every
 event of a paper-scale market would take milliseconds, so the state is kept once per market at
-checkpoints `CHECKPOINT_HOURS` apart, and a view starts from the checkpoint before its hour and
-applies the changes since. A `ViewCursor` serves one run, whose hours only move forward: it
-keeps its own state and applies only the changes since its previous view. The rules here agree
+checkpoints `CHECKPOINT_HOURS` apart (each built when first needed), and a view starts from the
+checkpoint before its hour and applies the changes since. A `ViewCursor` serves one run, whose
+hours only move forward: it keeps its own state and applies only the changes since its previous
+view (a run's cursor needs only the first checkpoint). The rules here agree
 with `sim.suppliers.SupplierBook.state`, the per-product look-up of the same facts.
 
 A view's columns are built from that state only when asked for (`CatalogView.column`), and a
@@ -20,6 +21,7 @@ over ≈ 100,000 products.
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -52,32 +54,64 @@ class _EventState:
         self.hour = hour
 
 
-_CHECKPOINTS: weakref.WeakKeyDictionary[Market, list[_EventState]] = weakref.WeakKeyDictionary()
+class _Checkpoints:
+    """A market's event states at hours 0, CHECKPOINT_HOURS, 2 × CHECKPOINT_HOURS, … up to its
+    last change, each built when first needed by moving the one before forward (a run's
+    cursor moves its own state forward and needs only the first)."""
+
+    def __init__(self, market: Market) -> None:
+        self.logs = channel_logs(market)
+        last = max((log.last_hour for log in self.logs.values()), default=0)
+        self.count = last // CHECKPOINT_HOURS + 1
+        self._states: list[_EventState] = []
+        self._lock = threading.Lock()
+
+    def at(self, index: int) -> _EventState:
+        """The state at hour `index` × CHECKPOINT_HOURS (`index` < `count`); not to be moved."""
+        states = self._states
+        if index < len(states):
+            return states[index]
+        with self._lock:
+            while len(states) <= index:
+                if states:
+                    state = states[-1].copy()
+                else:
+                    state = _EventState(
+                        -1, {ch: log.neutral.copy() for ch, log in self.logs.items()}
+                    )
+                state.advance(self.logs, len(states) * CHECKPOINT_HOURS)
+                states.append(state)
+        return states[index]
 
 
-def _checkpoints(market: Market) -> list[_EventState]:
-    """States at hours 0, CHECKPOINT_HOURS, 2 × CHECKPOINT_HOURS, … up to the last change;
-    built on first use by one pass over the logs, kept while the market lives."""
+_CHECKPOINTS: weakref.WeakKeyDictionary[Market, _Checkpoints] = weakref.WeakKeyDictionary()
+_CHECKPOINTS_LOCK = threading.Lock()
+
+
+def _checkpoints(market: Market) -> _Checkpoints:
+    """The market's kept states, kept while the market lives."""
     cached = _CHECKPOINTS.get(market)
     if cached is None:
-        logs = channel_logs(market)
-        state = _EventState(-1, {ch: log.neutral.copy() for ch, log in logs.items()})
-        last = max((log.last_hour for log in logs.values()), default=0)
-        cached = []
-        for hour in range(0, last + 1, CHECKPOINT_HOURS):
-            state.advance(logs, hour)
-            cached.append(state.copy())
-        _CHECKPOINTS[market] = cached
+        with _CHECKPOINTS_LOCK:
+            cached = _CHECKPOINTS.setdefault(market, _Checkpoints(market))
     return cached
 
 
 def _state_at(market: Market, hour: int, known: _EventState | None) -> _EventState:
-    """The event state at `hour`: `known` moved forward (in place) when it is at or after the
-    checkpoint before `hour`, else a copy of that checkpoint moved forward."""
+    """The event state at `hour`: `known` moved forward (in place) when it is at most
+    CHECKPOINT_HOURS before `hour` or at or after the checkpoint before `hour`, else a copy of
+    that checkpoint moved forward. Either way the same state: moving forward is exact."""
     checkpoints = _checkpoints(market)
-    before = checkpoints[min(hour // CHECKPOINT_HOURS, len(checkpoints) - 1)]
-    state = known if known is not None and before.hour <= known.hour <= hour else before.copy()
-    state.advance(channel_logs(market), hour)
+    index = min(hour // CHECKPOINT_HOURS, checkpoints.count - 1)
+    if (
+        known is not None
+        and known.hour <= hour
+        and (hour - known.hour <= CHECKPOINT_HOURS or known.hour >= index * CHECKPOINT_HOURS)
+    ):
+        state = known
+    else:
+        state = checkpoints.at(index).copy()
+    state.advance(checkpoints.logs, hour)
     return state
 
 

@@ -22,10 +22,14 @@ from typing import Any, TextIO
 from merchantbench.record.checkpoint import CheckpointError
 from merchantbench.session import Session
 
+# One encoder for every line (`json.dumps` with these options builds a new one per call).
+_LINE_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+
 
 def json_line(record: dict[str, Any]) -> str:
-    """One line of the trace or the transcript: strict, compact JSON."""
-    return json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n"
+    """One line of the trace or the transcript: strict, compact JSON (as `json.dumps(record,
+    separators=(",", ":"), allow_nan=False)` writes it)."""
+    return _LINE_ENCODER.encode(record) + "\n"
 
 
 def observation_line(session: Session) -> str | None:

@@ -6,6 +6,7 @@ Orders are shown as `context.order_status` derives them: from what has happened 
 
 from __future__ import annotations
 
+import weakref
 from collections import Counter
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -36,6 +37,7 @@ from merchantbench.tools.declare import tool
 from merchantbench.tools.errors import ToolError
 
 if TYPE_CHECKING:
+    from merchantbench.catalog.market import Market
     from merchantbench.sim.orders import Order
     from merchantbench.tools.context import StoreContext
 
@@ -75,17 +77,28 @@ def anomaly_rows(ctx: StoreContext, scope: str) -> list[list[Any]]:
     """
     t, listed = ctx.engine.t, sorted(ctx.engine.state.listings)
     if scope == "new":
-        found = changes_between(
-            ctx.market, np.array(listed, dtype=np.int64), ctx.previous_window_t, t
-        )
-        return [
-            _anomaly_row(ctx, p, channel, hour, int(ended)) for p, channel, hour, ended in found
-        ]
+        listings, since = ctx.engine.state.listings, ctx.previous_window_t
+        key = (t, since, tuple([(p, listings[p].price) for p in listed]))
+        last = _LAST_NEW.get(ctx.market)
+        if last is None or last[0] != key:
+            found = changes_between(ctx.market, np.array(listed, dtype=np.int64), since, t)
+            rows = [_anomaly_row(ctx, p, ch, hour, int(ended)) for p, ch, hour, ended in found]
+            _LAST_NEW[ctx.market] = last = (key, rows)
+        return [list(row) for row in last[1]]  # copies: an answer's rows are the agent's
     rows = []
     for product in listed:
         active = sorted(ctx.engine.suppliers.active_events(product, t), key=lambda e: e[1])
         rows += [_anomaly_row(ctx, product, channel, start, 0) for channel, start, _ in active]
     return rows
+
+
+# Per market, the last `new` rows and what they were made of: a window asks for them twice (its
+# observation, then the agent's query_supply_chain_anomalies at the same hour). They depend only
+# on the market, the two hours and the listed products with their sale prices (a supplier's
+# state is a function of the market and the hour).
+_LAST_NEW: weakref.WeakKeyDictionary[
+    Market, tuple[tuple[int, int, tuple[tuple[int, int], ...]], list[list[Any]]]
+] = weakref.WeakKeyDictionary()
 
 
 def _anomaly_row(ctx: StoreContext, product: int, channel: str, hour: int, ended: int) -> list[Any]:
