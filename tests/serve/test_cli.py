@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 import httpx
-from conftest import ADMIN
 from protocol_client import ProtocolClient, assistant, tool_call
 from script import play_window
+from serve_support import ADMIN
 from test_restart import free_port, play
 
 

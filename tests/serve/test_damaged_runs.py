@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import ADMIN, LiveServer, start_server
+from serve_support import ADMIN, LiveServer, start_server
 
 from merchantbench.record.checkpoint import CHECKPOINT
 from merchantbench.record.schema import RUN_FILE, TRACE_FILE

@@ -9,8 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import ADMIN
 from fastapi.testclient import TestClient
+from serve_support import ADMIN
 
 from frontend_script import scan
 from merchantbench.record.sealed import read_sealed

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import ADMIN
 from fastapi import APIRouter, Depends, FastAPI
 from fastapi.testclient import TestClient
+from serve_support import ADMIN
 
 from merchantbench.serve import ServeConfig, create_app
 from merchantbench.serve.auth import require_run

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import LiveServer, start_server
 from protocol_client import ProtocolClient, assistant, tool_call
 from script import play_window
+from serve_support import LiveServer, start_server
 
 from merchantbench.catalog.hidden import hidden_names_in
 from merchantbench.record.sealed import read_sealed

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 import schemathesis
-from conftest import ADMIN, LiveServer, start_server
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
@@ -19,6 +18,7 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
+from serve_support import ADMIN, LiveServer, start_server
 
 from merchantbench.serve import ServeConfig, create_app
 from merchantbench.serve.dashboard_mount import dashboard_extension

@@ -14,8 +14,8 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import LiveServer, start_server
 from protocol_client import ProtocolClient, assistant
+from serve_support import LiveServer, start_server
 
 from merchantbench.cli.serve import LIMIT_HELP
 from merchantbench.limits import MIB, ServerLimits

@@ -14,9 +14,9 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import ADMIN, LiveServer, start_server
 from protocol_client import ProtocolClient, assistant, tool_call
 from script import play_window
+from serve_support import ADMIN, LiveServer, start_server
 
 from merchantbench.market_session import MarketSession
 from merchantbench.record.arena import read_arena

@@ -9,8 +9,8 @@ import time
 from typing import Any
 
 import pytest
-from conftest import LiveServer
 from protocol_client import ProtocolClient, assistant, tool_call
+from serve_support import LiveServer
 
 from frontend_script import assert_status_states
 from merchantbench.serve.host import RunHost

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import ADMIN, start_server
 from protocol_client import ProtocolClient, assistant, tool_call
 from script import play_window
+from serve_support import ADMIN, start_server
 from test_full_run import play_in_process
 
 from merchantbench.scenario import load_scenario

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from conftest import LiveServer
 from protocol_client import assistant, tool_call
+from serve_support import LiveServer
 from test_protocol import fingerprint
 from typer.testing import CliRunner
 

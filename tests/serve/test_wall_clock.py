@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 
-from conftest import LiveServer
+from serve_support import LiveServer
 from test_protocol import client_for
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import make_market
+from sim_support import make_market
 
 from merchantbench.random_streams import Stream, poisson_from_uniform, uniform, uniform1
 from merchantbench.scenario import DemandConfig

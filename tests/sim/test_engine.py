@@ -4,9 +4,9 @@ and ledger invariants under random action sequences (Hypothesis)."""
 from __future__ import annotations
 
 import pytest
-from conftest import make_market, tiny_scenario
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sim_support import make_market, tiny_scenario
 
 from merchantbench.scenario import ClockConfig
 from merchantbench.sim.actions import ActionRejected

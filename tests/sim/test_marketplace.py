@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import make_market, tiny_scenario
+from sim_support import make_market, tiny_scenario
 
 from merchantbench.scenario import MarketConfig, Scenario
 from merchantbench.sim.engine import Engine

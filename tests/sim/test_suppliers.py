@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import make_market, tiny_scenario
+from sim_support import make_market, tiny_scenario
 
 from merchantbench.sim.actions import ActionRejected
 from merchantbench.sim.engine import Engine

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import LiveServer
+from web_support import LiveServer
 
 from merchantbench.runs.lifecycle import RunLifecycle
 from merchantbench.runs.runner import RunSpec

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import LiveServer
+from web_support import LiveServer
 
 from merchantbench.scenario import load_scenario
 from merchantbench.web.app import create_web_app

@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from conftest import LiveServer
 from console_driver import ConsoleDriver, Ui, window_index
+from web_support import LiveServer
 
 from merchantbench.money import rmb
 from merchantbench.runs.lifecycle import RunLifecycle

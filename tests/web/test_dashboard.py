@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import LiveServer
+from web_support import LiveServer
 
 from merchantbench.metrics.diagnosis import DETECTORS
 from merchantbench.metrics.table1 import TABLE1_KEYS

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import LiveServer
+from web_support import LiveServer
 
 from merchantbench.web.app import create_web_app
 from sweep_fixtures import FOLDER_SETTINGS, sweep_folder

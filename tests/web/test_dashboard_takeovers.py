@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import LiveServer
+from web_support import LiveServer
 
 from merchantbench.counterfactual.analysis import analyse
 from merchantbench.counterfactual.execute import InProcess

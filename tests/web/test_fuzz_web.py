@@ -11,7 +11,6 @@ from zlib import crc32
 
 import pytest
 import schemathesis
-from conftest import LiveServer
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
@@ -19,6 +18,7 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
+from web_support import LiveServer
 
 from merchantbench.cli.serve import body_limited
 from merchantbench.scenario import load_scenario

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import LiveServer, assert_clean, collect_answers
+from web_support import LiveServer, assert_clean, collect_answers
 
 from merchantbench.catalog.hidden import hidden_names_in
 from merchantbench.record.schema import TRANSCRIPT_FILE

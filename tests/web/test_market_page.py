@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import LiveServer, assert_clean, collect_answers
+from web_support import LiveServer, assert_clean, collect_answers
 
 from merchantbench.report.arena import arena_analysis, contested_products, listing_spells
 from merchantbench.runs.arena import ArenaLifecycle, ArenaSpec, Entrant, run_arena

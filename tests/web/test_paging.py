@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import LiveServer
+from web_support import LiveServer
 
 from merchantbench.scenario import load_scenario
 from merchantbench.web.app import create_web_app

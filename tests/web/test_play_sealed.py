@@ -14,9 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import assert_clean, collect_answers
 from test_hidden import submit_every_form
 from typer.testing import CliRunner
+from web_support import assert_clean, collect_answers
 
 from merchantbench.cli import app
 from merchantbench.record.sealed import SEED_FILE

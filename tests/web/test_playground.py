@@ -9,7 +9,7 @@ import json
 import re
 from pathlib import Path
 
-from conftest import LiveServer, assert_clean, collect_answers
+from web_support import LiveServer, assert_clean, collect_answers
 
 from merchantbench.money import rmb
 from merchantbench.record.manifest import read_manifest

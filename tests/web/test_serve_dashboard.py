@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
-from conftest import LiveServer, assert_clean, collect_answers
+from web_support import LiveServer, assert_clean, collect_answers
 
 from merchantbench.serve import ServeConfig, create_app
 from merchantbench.serve.dashboard_mount import dashboard_extension, dashboard_link

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import LiveServer, assert_clean, collect_answers
+from web_support import LiveServer, assert_clean, collect_answers
 
 from merchantbench.agents.llm.scripted_policy import silent_policy, store_policy
 from merchantbench.agents.llm.scripted_server import ScriptedServer
