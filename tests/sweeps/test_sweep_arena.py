@@ -164,7 +164,6 @@ def test_a_damaged_arena_record_is_kept_then_moved_aside(swept: Path, tmp_path: 
     [
         ("arena: [oracle, expert]", "sees hidden state"),
         ("arena: [nosuch]", "nosuch"),
-        ("arena: [expert]\nseeds: {sealed: 2}", "sealed arenas are not supported"),
         (
             "agents: [{agent: idle, label: duel}]\narenas: [{label: duel, agents: [expert]}]",
             "labels repeat: duel",

@@ -157,8 +157,7 @@ def arena(
     from rich.console import Console
 
     from merchantbench.catalog.real_format import CatalogError
-    from merchantbench.record.sealed import SealedSeed
-    from merchantbench.runs.arena import ArenaSpec, Entrant, merchant_ids, sealed_of
+    from merchantbench.runs.arena import ArenaSpec, Entrant, market_secret, merchant_ids
     from merchantbench.runs.lifecycle import CheckpointPolicy
     from merchantbench.runs.spec import RunError
 
@@ -187,12 +186,10 @@ def arena(
         arena_dir = root if seeds is None else root / f"seed-{one}"
         again = resume and arena_dir.exists()
         try:
-            secret = sealed_of(arena_dir) if again else (SealedSeed.draw() if sealed else None)
+            secret = market_secret(arena_dir, again, sealed)
         except RunError as exc:
             fail(str(exc))
-        spec = ArenaSpec(
-            sc, one if secret is None else secret.seed, tuple(entrants), catalog, secret
-        )
+        spec = ArenaSpec(sc, one, tuple(entrants), catalog).with_secret(secret)
         try:
             metrics = _run_with_progress(spec, arena_dir, again, progress, console, policy)
         except (RunError, CatalogError) as exc:

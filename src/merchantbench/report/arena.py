@@ -257,9 +257,10 @@ def seeds_analysis(root: Path, seeds: Sequence[int]) -> dict[str, Any]:
     return markets_analysis([root / f"seed-{seed}" for seed in seeds], seeds)
 
 
-def markets_analysis(arena_dirs: Sequence[Path], seeds: Sequence[int]) -> dict[str, Any]:
+def markets_analysis(arena_dirs: Sequence[Path], seeds: Sequence[int | None]) -> dict[str, Any]:
     """Mean rank, rank stability (Kendall τ) and paired intervals of net assets over the
-    arenas of the same merchants on several seeds (one arena directory per seed)."""
+    arenas of the same merchants on several seeds (one arena directory per seed; `None` for a
+    sealed market's). Pairs are merchants of one market, never markets matched by seed."""
     markets = [arena_analysis(arena_dir) for arena_dir in arena_dirs]
     ids = list(markets[0]["merchants"])
     assets = np.array(

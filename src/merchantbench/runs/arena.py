@@ -77,6 +77,7 @@ __all__ = [
     "merchant_ids",
     "merchant_name",
     "read_arena",
+    "market_secret",
     "run_arena",
     "sealed_of",
 ]
@@ -134,6 +135,25 @@ class ArenaSpec:
         if self.sealed is not None:  # a public arena's pins are as they always were
             pins["seed_commitment"] = self.sealed.commitment.sha256
         return pins
+
+    def with_secret(self, secret: SealedSeed | None) -> ArenaSpec:
+        """This arena on `secret` (a sealed market: its seed is the secret's), or as it is."""
+        if secret is None:
+            return self
+        return dataclasses.replace(self, seed=secret.seed, sealed=secret)
+
+
+def market_secret(arena_dir: Path, resume: bool, sealed: bool) -> SealedSeed | None:
+    """The secret of a market about to be played: a resumed market's is read back from its
+    record (`sealed_of`: never drawn again), a new sealed market draws its own, a new public
+    one has none.
+
+    Raises:
+        RunError: a resumed market's secret cannot be read.
+    """
+    if resume:
+        return sealed_of(arena_dir)
+    return SealedSeed.draw() if sealed else None
 
 
 def sealed_of(arena_dir: Path) -> SealedSeed | None:
@@ -355,12 +375,14 @@ class ArenaLifecycle:
             pins=json.loads(json.dumps(pins)),
         )
         arena_dir.mkdir(parents=True, exist_ok=True)
+        if spec.sealed is not None:  # each merchant's record can be revealed on its own; the
+            for record in self.records.values():  # secret is kept before any commitment
+                record.run_dir.mkdir(parents=True, exist_ok=True)
+                spec.sealed.write(record.run_dir)
         self.manifest.write(arena_dir)
         for entrant in spec.entrants:
             record = self.records[entrant.merchant]
             record.run_dir.mkdir(parents=True, exist_ok=True)
-            if spec.sealed is not None:  # each merchant's record can be revealed on its own
-                spec.sealed.write(record.run_dir)
             record.manifest = self._merchant_manifest(entrant, schema)
             record.manifest.write(record.run_dir)
             record.open(self.market.session(entrant.merchant), transcript, None)

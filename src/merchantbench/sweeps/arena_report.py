@@ -6,6 +6,8 @@ The across-seed numbers are the arena report's (`report/arena.py`: `markets_anal
 definition with `merchantbench arena --seeds … --report`); Table 1 and the provenance are the
 sweep report's (`sweeps.analysis.table1`, `record.comparable`). Merchants of a market are their
 own setting there (never pooled with single stores), so an arena's numbers pool only its seeds.
+A sealed arena's markets are known by their slots (`sealed1` …), never by a seed: the paired
+differences compare merchants within each market, never markets across configurations.
 """
 
 from __future__ import annotations
@@ -40,18 +42,21 @@ def sweep_arenas(sweep_dir: Path) -> list[dict[str, Any]]:
 def arena_groups(sweep_dir: Path, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Every number of the arena sections, from the index rows of finished arenas: one group
     per arena configuration and setting, in the index's order."""
-    cells: dict[str, dict[int, Path]] = {}
+    cells: dict[str, dict[Path, int | None]] = {}  # arena directory → its seed (None: sealed)
     for row in rows:
-        cells.setdefault(str(row["label"]), {})[int(row["seed"])] = sweep_dir / row["run_dir"]
+        seed = None if row["seed"] is None else int(row["seed"])
+        cells.setdefault(str(row["label"]), {})[sweep_dir / row["run_dir"]] = seed
     groups = []
-    for label, by_seed in cells.items():
+    for label, seed_of in cells.items():
         runs = []
-        for arena_dir in by_seed.values():
+        for arena_dir in seed_of:
             runs += _merchant_runs(arena_dir) or []
         for setting, pools in pool_runs(runs).items():
-            arena_dirs = sorted({run.run_dir.parent.parent for pool in pools for run in pool.runs})
-            seeds = [seed for seed, path in sorted(by_seed.items()) if path in arena_dirs]
-            ordered = [by_seed[seed] for seed in seeds]
+            arena_dirs = {run.run_dir.parent.parent for pool in pools for run in pool.runs}
+            ordered = sorted(
+                (p for p in seed_of if p in arena_dirs), key=lambda p: _order(p, seed_of)
+            )
+            seeds = [seed_of[path] for path in ordered]
             merchants = {
                 pool.label: [{"agent": pool.identity.agent, **run.metrics} for run in pool.runs]
                 for pool in pools
@@ -71,6 +76,19 @@ def arena_groups(sweep_dir: Path, rows: Sequence[Mapping[str, Any]]) -> list[dic
     return groups
 
 
+def _order(arena_dir: Path, seed_of: Mapping[Path, int | None]) -> tuple[int, int | str]:
+    """Public markets by seed, sealed ones by slot number (`sealed2` before `sealed10`)."""
+    seed = seed_of[arena_dir]
+    if seed is not None:
+        return 0, seed
+    digits = arena_dir.name.removeprefix("sealed")
+    return 1, int(digits) if digits.isdigit() else arena_dir.name
+
+
+def _market_name(seed: int | None, path: str) -> str:
+    return f"sealed market {Path(path).name}" if seed is None else f"seed {seed}"
+
+
 def arena_figure_name(index: int) -> str:
     return f"arena_net_assets-{index + 1}.png"
 
@@ -80,18 +98,24 @@ def arena_section(group: Mapping[str, Any], provenance_block: str, table: str, f
     and Table 1 blocks as the sweep report renders them."""
     markets = group["markets"]
     seeds = markets["seeds"]
+    sealed = sum(seed is None for seed in seeds)
+    count = (
+        f"{len(seeds)} sealed market{'s' if len(seeds) != 1 else ''} (each on its own secret "
+        "seed, docs/sealed.md)"
+        if sealed == len(seeds)
+        else f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''}"
+    )
     table = table.replace("### Table 1 per configuration", "### Table 1 per merchant", 1)
     per_seed = "\n".join(
-        f"- seed {m['seed']} (`{path}`): ranking "
+        f"- {_market_name(m['seed'], path)} (`{path}`): ranking "
         + ", ".join(f"{n + 1}. {k}" for n, k in enumerate(m["ranking"]))
         + f"; {m['contested_products']} of {m['products_listed']} listed products contested"
         for m, path in zip(markets["markets"], group["arena_dirs"], strict=True)
     )
     return "\n\n".join([
         f"## Arena {group['arena']}: {group['setting']}",
-        f"One market of {len(group['pools'])} merchants on {len(seeds)} "
-        f"seed{'s' if len(seeds) != 1 else ''}; each merchant's row pools its runs over the "
-        "seeds (docs/arena.md).",
+        f"One market of {len(group['pools'])} merchants on {count}; each merchant's row pools "
+        f"its runs over the {'markets' if sealed else 'seeds'} (docs/arena.md).",
         provenance_block,
         table,
         "### Shares, rank and rank stability across seeds",

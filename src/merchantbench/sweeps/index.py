@@ -74,6 +74,8 @@ def finished_row(run_dir: Path) -> dict[str, Any]:
     row["state_hash"] = meta.state_hash
     row["ended"] = meta.ended
     row["stop_reason"] = meta.stop_reason
+    if meta.seed_commitment is not None:  # a sealed run: its commitment, never its seed
+        row["seed_commitment"] = meta.seed_commitment.sha256
     row.update(framework_counts(run_dir))
     return row
 

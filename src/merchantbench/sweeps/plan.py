@@ -2,7 +2,9 @@
 
 Written to `SWEEP_DIR/sweep.json`; each run goes into `SWEEP_DIR/runs/<label>/s<seed>/`. An arena
 (a market of several merchants, docs/arena.md) is one run of the plan too: its directory holds
-the record `merchantbench arena` writes (`arena.json`, `merchants/<id>/`).
+the record `merchantbench arena` writes (`arena.json`, `merchants/<id>/`). With sealed seeds a
+run's directory is `sealed<n>/` and its seed (a single store's or a whole market's) is drawn
+when it first starts and kept in its `sealed/` folder(s).
 """
 
 from __future__ import annotations
@@ -123,7 +125,7 @@ class SweepRun:
 
     def identity(self) -> dict[str, Any]:
         if self.entrants is not None:
-            return arena_identity(self.entrants, self.scenario, self.seed)
+            return arena_identity(self.entrants, self.scenario, self.seed, self.sealed)
         identity = run_identity(self.agent, self.settings, self.scenario, self.seed)
         return {**identity, "sealed": True} if self.sealed else identity
 
@@ -137,12 +139,16 @@ class SweepRun:
         return cls(**{**data, "scenario": Scenario.model_validate(data["scenario"])})
 
 
-def arena_identity(entrants: list[dict[str, Any]], scenario: Scenario, seed: int) -> dict[str, Any]:
-    """An arena's identity: each merchant's id and its agent's run identity (settings, code)."""
+def arena_identity(
+    entrants: list[dict[str, Any]], scenario: Scenario, seed: int, sealed: bool = False
+) -> dict[str, Any]:
+    """An arena's identity: each merchant's id and its agent's run identity (settings, code);
+    a sealed market's `seed` is its slot's number, marked `sealed`."""
     merchants = [
         [e["merchant"], run_identity(e["agent"], e["settings"], scenario, seed)] for e in entrants
     ]
-    return {"arena": merchants, "scenario_hash": scenario.content_hash, "seed": seed}
+    identity = {"arena": merchants, "scenario_hash": scenario.content_hash, "seed": seed}
+    return {**identity, "sealed": True} if sealed else identity
 
 
 def _entrants(axis: ArenaAxis, sweep: SweepFile, base: Path) -> list[dict[str, Any]]:
@@ -185,20 +191,20 @@ def _arenas(
     scenarios: list[tuple[str, Scenario]],
     seeds: Any,
 ) -> list[SweepRun]:
-    """An arena run per arena entry × scenario × seed."""
-    if arenas and isinstance(sweep.seeds, SealedSeeds):
-        raise SweepPlanError("arenas take public seeds; sealed arenas are not supported yet")
+    """An arena run per arena entry × scenario × seed (or sealed slot: the market draws its
+    own secret when it first starts, as `merchantbench arena --sealed`)."""
+    sealed = isinstance(sweep.seeds, SealedSeeds)
     runs = []
     for label, entrants in arenas:
         for scenario_label, scenario in scenarios:
             full = label if len(scenarios) == 1 else f"{label}@{scenario_label}"
             for seed in seeds:
                 try:
-                    key = identity_key(arena_identity(entrants, scenario, seed))
+                    key = identity_key(arena_identity(entrants, scenario, seed, sealed))
                 except (AgentConfigError, ModelConfigError) as exc:
                     raise SweepPlanError(f"{full}: {exc}") from None
                 runs.append(SweepRun(full, ARENA_AGENT, {}, scenario, seed, None, None, None, key,
-                                     False, sweep.transcript, entrants))  # fmt: skip
+                                     sealed, sweep.transcript, entrants))  # fmt: skip
     return runs
 
 
