@@ -113,7 +113,8 @@ def test_sealed_arena_slots_are_planned() -> None:
     runs = plan_sweep(parse_sweep_text(SWEEP, ".yaml"), Path("."))
     assert [r.name for r in runs] == [f"duel/{slot}" for slot in SLOTS]
     assert all(r.is_arena and r.sealed for r in runs)
-    public = plan_sweep(parse_sweep_text(SWEEP.replace("{sealed: 2}", "[1, 2]"), ".yaml"), Path("."))
+    public_sweep = parse_sweep_text(SWEEP.replace("{sealed: 2}", "[1, 2]"), ".yaml")
+    public = plan_sweep(public_sweep, Path("."))
     assert {r.key for r in runs}.isdisjoint(r.key for r in public)  # sealed is in the identity
 
 
@@ -153,7 +154,8 @@ def test_reveal_works_on_a_merchant_of_a_sealed_arena_cell(swept: Path) -> None:
     arena = swept / "runs" / "duel" / SLOTS[1]
     secret = _secret(arena)
     for merchant in MERCHANTS:
-        revealed = CliRunner().invoke(app, ["reveal", str(arena / "merchants" / merchant), "--json"])
+        merchant_dir = arena / "merchants" / merchant
+        revealed = CliRunner().invoke(app, ["reveal", str(merchant_dir), "--json"])
         assert revealed.exit_code == 0, revealed.output
         assert json.loads(revealed.output)["seed"] == str(secret.seed)
 
@@ -190,9 +192,10 @@ def test_a_killed_sealed_arena_cell_resumes_on_its_secret(tmp_path: Path, point:
     after = _secret(arena)
     assert (after.seed, after.salt) == (before.seed, before.salt)  # read back, never redrawn
     assert read_arena(arena).seed_commitment == before.commitment
-    assert json.loads(committed)["seed_commitment"] == json.loads(
-        (arena / "arena.json").read_text()
-    )["seed_commitment"]
+    assert (
+        json.loads(committed)["seed_commitment"]
+        == json.loads((arena / "arena.json").read_text())["seed_commitment"]
+    )
     for merchant in MERCHANTS:
         assert (arena / "merchants" / merchant / SEED_FILE).stat().st_mode & 0o077 == 0
     entrants = tuple(Entrant(m, m) for m in MERCHANTS)

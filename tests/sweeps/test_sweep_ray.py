@@ -174,3 +174,45 @@ def test_ray_runs_arenas_as_the_local_executor(cluster, tmp_path):
         local_arena = json.loads((tmp_path / "local" / cell).read_text())
         assert ray_arena["state_hash"] == local_arena["state_hash"]
         assert ray_arena["ended"] == "completed"
+
+
+SEALED_ARENA_SWEEP = """
+scenarios: [{name: smoke, set: ["clock.days=3", "market.seller_substitution=4"]}]
+seeds: {sealed: 2}
+arenas: [{label: duel, agents: [rule-based, random]}]
+"""
+
+
+def test_ray_runs_sealed_arenas_on_their_own_secrets(cluster, tmp_path):
+    """Sealed arena cells on Ray draw their secrets in their tasks (one each, kept in the
+    merchants' `sealed/`) and play the market `run_arena` plays on that secret."""
+    from merchantbench.record.arena import read_arena
+    from merchantbench.record.sealed import read_sealed
+    from merchantbench.runs.arena import ArenaSpec, Entrant, run_arena
+    from merchantbench.scenario import load_scenario
+
+    address, env = cluster
+    sweep_file = tmp_path / "sweep.yaml"
+    sweep_file.write_text(SEALED_ARENA_SWEEP)
+    command = [str(BIN / "python"), "-m", "merchantbench.cli", "sweep", str(sweep_file),
+               "--out", str(tmp_path / "ray"), "--executor", "ray", "--address", address,
+               "--no-progress"]  # fmt: skip
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=SWEEP_SECONDS)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = read_index(tmp_path / "ray")
+    assert len(rows) == 2 * 2 and all(r["status"] == "done" for r in rows), rows
+    assert {(r["seed"], r["sealed"]) for r in rows} == {(None, True)}
+    scenario = load_scenario("smoke", overrides=["clock.days=3", "market.seller_substitution=4"])
+    entrants = (Entrant("rule-based", "rule-based"), Entrant("random", "random"))
+    secrets = []
+    for slot in ("sealed1", "sealed2"):
+        arena = tmp_path / "ray" / "runs" / "duel" / slot
+        manifest = read_arena(arena)
+        assert manifest.seed is None and manifest.ended == "completed"
+        secret = read_sealed(arena / "merchants" / "random")
+        assert manifest.seed_commitment == secret.commitment
+        secrets.append(secret.seed)
+        alone = tmp_path / f"alone-{slot}"
+        run_arena(ArenaSpec(scenario, 0, entrants).with_secret(secret), alone)
+        assert read_arena(alone).state_hash == manifest.state_hash
+    assert secrets[0] != secrets[1]
