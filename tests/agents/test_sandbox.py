@@ -790,15 +790,16 @@ def test_the_hermes_agents_confinement_forbids_new_user_namespaces(tmp_path):
     # The real Hermes Agent runs under bubblewrap too (agents/hermes_agent/process.py): before,
     # as root, its processes could make user namespaces (and held every capability).
     from merchantbench.agents.hermes_agent.env import HermesEnv
-    from merchantbench.agents.hermes_agent.process import CONFIG_NAME, command
+    from merchantbench.agents.hermes_agent.process import DriverFiles, command
 
     python = Path(os.path.realpath(sys.executable))
     env = HermesEnv(Path(sys.base_prefix).resolve(), python, "test", 0.0)
     home, sockets = tmp_path / "home", tmp_path / "sockets"
     home.mkdir()
     sockets.mkdir()
-    (home / CONFIG_NAME).write_text("")  # the confinement binds Hermes' settings read-only
-    argv = command(home, env, {}, sockets)
+    files = DriverFiles(tmp_path / "driver-files", home)
+    files.write("")  # the confinement binds Hermes' settings read-only from the driver's copies
+    argv = command(files, env, {}, sockets)
     confinement = argv[: argv.index(str(python))]
     probe = (
         "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
