@@ -53,14 +53,13 @@ from merchantbench.record.checkpoint import (
     save_checkpoint,
 )
 from merchantbench.record.files import write_cut
-from merchantbench.record.manifest import AgentRef, FinalAccounts, MarketRef, RunManifest
+from merchantbench.record.manifest import AgentRef, MarketRef, RunManifest
 from merchantbench.record.schema import MODEL_CALLS_FILE, RUN_FILE, TRACE_FILE, TRANSCRIPT_FILE
 from merchantbench.record.sealed import SealedError, SealedSeed, read_sealed
-from merchantbench.record.tables import final_accounts, write_tables
 from merchantbench.runs.driver import Driver, encode_state
 from merchantbench.runs.kill_points import KillPoints
 from merchantbench.runs.lifecycle import CheckpointPolicy
-from merchantbench.runs.record_writer import TraceWriter, git_commit
+from merchantbench.runs.record_writer import TraceWriter, finish_store_record, git_commit
 from merchantbench.runs.spec import RunError
 from merchantbench.runs.transcript import TranscriptFile, cut_transcript
 from merchantbench.scenario import Scenario
@@ -579,8 +578,6 @@ class ArenaLifecycle:
         then arena.json. Idempotent; a kill at any step resumes to the same bytes."""
         if self.metrics is not None:
             return self.metrics
-        from merchantbench.metrics import load_run_record, metrics_of, write_metrics
-
         self.checkpoint()
         self._kill.passed("finish")
         metrics: dict[str, dict[str, Any]] = {}
@@ -593,17 +590,9 @@ class ArenaLifecycle:
             meta = record.manifest
             meta.record_agent(outcome.usage, outcome.stop_reason)
             engine = session.engine
-            write_tables(engine, record.run_dir)
-            meta.finish(
-                ended="closed" if engine.state.closed else "completed",
-                windows=session.memory.windows_closed,
-                closed=engine.state.closed,
-                final_accounts=FinalAccounts(**final_accounts(engine)),
-                state_hash=engine.state_hash(),
-            )
-            run = dataclasses.replace(load_run_record(record.run_dir), run=meta)
-            metrics[merchant] = metrics_of(run)
-            write_metrics(metrics[merchant], record.run_dir)
+            metrics[merchant] = finish_store_record(
+                engine, session.memory.windows_closed, engine.state_hash(), meta, record.run_dir
+            )[1]
             meta.write(record.run_dir)
         self._kill.passed("metrics")
         self.manifest.ended = "completed"

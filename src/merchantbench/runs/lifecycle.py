@@ -31,7 +31,6 @@ are flushed and synced to disk.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
@@ -52,7 +51,6 @@ from merchantbench.record.checkpoint import (
 from merchantbench.record.files import atomic_write_bytes, write_cut
 from merchantbench.record.manifest import (
     AgentRef,
-    FinalAccounts,
     ForkRef,
     ManifestError,
     MarketRef,
@@ -76,11 +74,10 @@ from merchantbench.record.schema import (
     TRACE_FILE,
     TRANSCRIPT_FILE,
 )
-from merchantbench.record.tables import final_accounts, write_tables
 from merchantbench.record.words import WORDS_KEY, append_words, cut_words
 from merchantbench.runs.driver import PLAYED_BY, Driver, encode_state
 from merchantbench.runs.kill_points import KillPoints
-from merchantbench.runs.record_writer import TraceWriter, git_commit
+from merchantbench.runs.record_writer import TraceWriter, finish_store_record, git_commit
 from merchantbench.runs.spec import RunError, RunSpec
 from merchantbench.runs.transcript import TranscriptFile, cut_transcript
 from merchantbench.session import Session
@@ -522,9 +519,6 @@ class RunLifecycle:
         `--resume` completes (runs/kill_points.py names the steps). Idempotent."""
         if self.metrics is not None:
             return self.metrics
-        # Imported here: the metrics (pyarrow, numpy tables) are needed once, at the end.
-        from merchantbench.metrics import load_run_record, metrics_of, write_metrics
-
         if self._trace is not None:
             self.checkpoint()
         self.close()
@@ -532,20 +526,14 @@ class RunLifecycle:
         self._record_outcome()
         self._kill.passed("finish")
         session, meta = self.session, self.manifest
-        engine = session.engine
-        write_tables(engine, self.run_dir)
-        self._kill.passed("tables")
-        meta.finish(
-            ended="closed" if engine.state.closed else "completed",
-            windows=session.memory.windows_closed,
-            closed=engine.state.closed,
-            final_accounts=FinalAccounts(**final_accounts(engine)),
-            state_hash=session.state_hash(),
+        record, metrics = finish_store_record(
+            session.engine,
+            session.memory.windows_closed,
+            session.state_hash(),
+            meta,
+            self.run_dir,
+            lambda: self._kill.passed("tables"),
         )
-        # The metrics read the finished manifest from memory: on disk it is not finished yet.
-        record = dataclasses.replace(load_run_record(self.run_dir), run=meta)
-        metrics = metrics_of(record)
-        write_metrics(metrics, self.run_dir)
         self._kill.passed("metrics")
         meta.write(self.run_dir)
         self.metrics, self.record = metrics, record
