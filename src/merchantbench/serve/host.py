@@ -14,6 +14,7 @@ from merchantbench.runs.lifecycle import RunLifecycle
 from merchantbench.serve.act import END_OF_STEP, ProtocolError, plan_calls, stale_step
 from merchantbench.serve.channel import AgentChannel, tick_of
 from merchantbench.serve.external import ExternalDriver, ProtocolState, add_usage
+from merchantbench.serve.hosting import Hosting
 from merchantbench.serve.settings import FRONT_END, HostSettings, gone
 from merchantbench.serve.usage import usage_record
 from merchantbench.session import Session
@@ -23,19 +24,16 @@ __all__ = ["HostSettings", "RunHost", "gone", "tick_of"]
 HIDDEN_METRICS = ("seed",)  # the summary is agent-readable: the seed stays in run.json
 
 
-class RunHost(AgentChannel):
+class RunHost(AgentChannel, Hosting):
     """A live run on the server (see the module docstring): one agent's channel."""
 
     def __init__(self, settings: HostSettings, life: RunLifecycle) -> None:
         assert isinstance(life.driver, ExternalDriver)
+        Hosting.__init__(self)
         self.settings = settings
         self.life = life
         self.driver: ExternalDriver = life.driver
         self.surface = life.surface
-        self.cond = asyncio.Condition()
-        self.window_opened = time.monotonic()
-        self.on_finish: list[Any] = []  # callbacks(host) once the run has ended
-        self._work: asyncio.Future[Any] | None = None  # session work running in a thread
 
     # --- state ------------------------------------------------------------------------------
     @property
@@ -149,28 +147,11 @@ class RunHost(AgentChannel):
                 await self._after_window()
             return result
 
-    async def _in_thread(self, fn: Any, *args: Any) -> Any:
-        """Run session work in a worker thread. Shielded: a cancelled request (a client gone, a
-        server shutting down) must not leave the session half-changed under a released lock, so
-        the work always completes, and `aclose` waits for it."""
-        self._work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
-        return await asyncio.shield(self._work)
-
-    # --- window ends, wall clock, finish --------------------------------------------------------
-    async def force_if_overdue(self, now: float) -> bool:
-        """Close a window the agent has held longer than the wall-clock limit (trace: forced)."""
-        limit = self.settings.window_seconds
-        if limit is None or self.finished or self.settings.paused:
-            return False
-        if now - self.window_opened < limit:
-            return False
-        async with self.cond:
-            if self.finished or self.settings.paused or now - self.window_opened < limit:
-                return False
-            self.protocol.forced_windows.append(self.surface.window)
-            await self._in_thread(self.session.force_end_of_step)
-            await self._after_window()
-            return True
+    # --- window ends, finish ------------------------------------------------------------------
+    async def _force_window(self) -> None:
+        self.protocol.forced_windows.append(self.surface.window)
+        await self._in_thread(self.session.force_end_of_step)
+        await self._after_window()
 
     async def _after_window(self) -> None:
         """A window closed: finish the run, or checkpoint (when due) and open the next one."""
@@ -181,15 +162,6 @@ class RunHost(AgentChannel):
                 callback(self)
         self.window_opened = time.monotonic()
         self.cond.notify_all()
-
-    async def set_paused(self, paused: bool) -> None:
-        async with self.cond:
-            if self.finished:
-                raise gone()
-            self.settings.paused = paused
-            self.save_settings()
-            self.window_opened = time.monotonic()  # the wall clock restarts with the window
-            self.cond.notify_all()
 
     # --- usage, registration, summary -------------------------------------------------------------
     async def register(self, payload: dict[str, Any]) -> dict[str, Any]:
@@ -233,13 +205,6 @@ class RunHost(AgentChannel):
             "tool_schema_sha256": self.surface.tool_schema_sha256(),
             "metrics": _public_metrics(self.metrics),
         }
-
-    async def aclose(self) -> None:
-        """Server shutdown: let running session work end, then `close`."""
-        if self._work is not None:
-            await asyncio.wait([self._work])
-        async with self.cond:
-            self.close()
 
     # --- host side, in process only (the conformance check) -------------------------------------
     async def restore(self, blob: bytes) -> None:

@@ -27,6 +27,7 @@ from merchantbench.runs.arena import ArenaLifecycle
 from merchantbench.serve.act import END_OF_STEP, ProtocolError, plan_calls, stale_step
 from merchantbench.serve.channel import AgentChannel, tick_of
 from merchantbench.serve.external import ExternalDriver, ProtocolState, add_usage
+from merchantbench.serve.hosting import Hosting
 from merchantbench.serve.settings import FRONT_END, gone
 from merchantbench.serve.usage import usage_record
 from merchantbench.surface import AgentSurface
@@ -88,17 +89,14 @@ class MerchantChannel(AgentChannel):
         return self.session.waiting or super().window_closed(window)
 
 
-class MarketHost:
+class MarketHost(Hosting):
     """A live market on the server (see the module docstring)."""
 
     def __init__(self, settings: MarketSettings, life: ArenaLifecycle) -> None:
+        super().__init__()
         self.settings = settings
         self.life = life
         self.channels = {m: MerchantChannel(self, m) for m in life.market.ids}
-        self.cond = asyncio.Condition()
-        self.window_opened = time.monotonic()
-        self.on_finish: list[Any] = []  # callbacks(host) once the market has ended
-        self._work: asyncio.Future[Any] | None = None
 
     # --- state ------------------------------------------------------------------------------
     @property
@@ -231,11 +229,6 @@ class MarketHost:
                 lambda: self.finished or channel.dead or not channel.session.waiting
             )
 
-    async def _in_thread(self, fn: Any, *args: Any) -> Any:
-        """Session work in a worker thread, shielded (as `RunHost._in_thread`)."""
-        self._work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
-        return await asyncio.shield(self._work)
-
     async def _after_call(self, window: int) -> bool:
         """After a call under the lock: if the market's window closed (the last merchant
         closed it), finish the market or checkpoint when due, and wake every waiter. Returns
@@ -258,32 +251,13 @@ class MarketHost:
             self.life.after_window()
 
     # --- window ends, wall clock ----------------------------------------------------------------
-    async def force_if_overdue(self, now: float) -> bool:
-        """Close the window for every merchant that held it past the wall-clock limit."""
-        limit = self.settings.window_seconds
-        if limit is None or self.finished or self.settings.paused:
-            return False
-        if now - self.window_opened < limit:
-            return False
-        async with self.cond:
-            if self.finished or self.settings.paused or now - self.window_opened < limit:
-                return False
-            market = self.life.market
-            window = market.window
-            for merchant in market.trading():
-                self.channels[merchant].protocol.forced_windows.append(window)
-            await self._in_thread(market.close_window)
-            await self._after_call(window)
-            return True
-
-    async def set_paused(self, paused: bool) -> None:
-        async with self.cond:
-            if self.finished:
-                raise gone()
-            self.settings.paused = paused
-            self.save_settings()
-            self.window_opened = time.monotonic()
-            self.cond.notify_all()
+    async def _force_window(self) -> None:
+        market = self.life.market
+        window = market.window
+        for merchant in market.trading():
+            self.channels[merchant].protocol.forced_windows.append(window)
+        await self._in_thread(market.close_window)
+        await self._after_call(window)
 
     # --- usage, registration, summary -------------------------------------------------------------
     async def register(self, agent_id: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -346,13 +320,6 @@ class MarketHost:
             if metrics is None
             else {k: v for k, v in metrics.items() if k not in HIDDEN_METRICS},
         }
-
-    # --- server stops, host side ----------------------------------------------------------------
-    async def aclose(self) -> None:
-        if self._work is not None:
-            await asyncio.wait([self._work])
-        async with self.cond:
-            self.close()
 
     # --- host side, in process only (the conformance check) -------------------------------------
     async def host_turn(self, agent_id: str, play: Callable[[MerchantSession], None]) -> None:
