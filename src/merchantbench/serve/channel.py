@@ -7,6 +7,7 @@ window closed for the agent is the session's to say (`window_closed`)."""
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from typing import Any
 
 from merchantbench.serve.act import (
@@ -21,7 +22,7 @@ from merchantbench.surface import AgentSurface, StoreStatus
 __all__ = ["AgentChannel", "tick_of", "tool_result"]
 
 
-class AgentChannel:
+class AgentChannel(ABC):
     """The protocol state of one agent over its surface. Subclasses provide `surface`,
     `protocol`, `agent_id` and `turns_per_window`, and may say when a window closed for the
     agent (`window_closed`: a merchant of a market waits for the others)."""
@@ -29,16 +30,16 @@ class AgentChannel:
     surface: AgentSurface
 
     @property
-    def protocol(self) -> ProtocolState:
-        raise NotImplementedError
+    @abstractmethod
+    def protocol(self) -> ProtocolState: ...
 
     @property
-    def agent_id(self) -> str:
-        raise NotImplementedError
+    @abstractmethod
+    def agent_id(self) -> str: ...
 
     @property
-    def turns_per_window(self) -> int:
-        raise NotImplementedError
+    @abstractmethod
+    def turns_per_window(self) -> int: ...
 
     def window_closed(self, window: int) -> bool:
         """The agent's `end_of_step` in `window` closed it (for this agent)."""
