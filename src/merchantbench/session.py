@@ -39,6 +39,7 @@ from merchantbench.catalog.cache import get_market, get_search_index
 from merchantbench.catalog.market import CatalogView, Market
 from merchantbench.catalog.search import SearchIndex
 from merchantbench.catalog.view import ViewCursor
+from merchantbench.record.trace import TraceEntry
 from merchantbench.scenario import Scenario
 from merchantbench.sim.engine import Engine
 from merchantbench.sim.suppliers import StockMirror
@@ -282,23 +283,21 @@ class Session:
         else:
             name, args = safe_text(tool, MAX_NAME_CHARS), {"_raw": safe_text(raw_args)}
         ok = bool(result.get("ok"))
-        error = None if ok else (result.get("error") or {}).get("code")
         self.memory.seq += 1
-        entry = {
-            "seq": self.memory.seq,
-            "window": self.engine.window,
-            "t": self.engine.t,
-            "tool": name,
-            "args": args,
-            "ok": ok,
-            "error": error,
-            "origin": origin,
-            "forced": forced,
-        }
-        if checked is not None and checked.idempotency_key is not None:
+        entry = TraceEntry(
+            seq=self.memory.seq,
+            window=self.engine.window,
+            t=self.engine.t,
+            tool=name,
+            args=args,
+            ok=ok,
+            error=None if ok else (result.get("error") or {}).get("code"),
+            origin=origin,
+            forced=forced,
             # A key sent beside the arguments (an HTTP header): a replay needs it to answer a
             # retried write as the run did. A key sent among the arguments is in `args`.
-            entry["idempotency_key"] = checked.idempotency_key
+            idempotency_key=None if checked is None else checked.idempotency_key,
+        ).json_dict()
         self._sink(entry)
         if self.recorder is not None:
             # A framework call's answer stays in the harness: the recorder gets None.
