@@ -32,8 +32,9 @@ def test_a_grown_parameter_keeps_every_hash_and_an_old_record_verifies(tmp_path:
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert "verified (77 calls, 28 windows" in verified.stdout
     # Set to another value, the new parameter is part of the scenario like any other.
-    other = run_python(root, "-c", "from merchantbench.scenario import Scenario, ToolConfig; "
-                       "print(Scenario(tools=ToolConfig(coupons_per_day=2)).content_hash)")  # fmt: skip
+    code = "from merchantbench.scenario import Scenario, ToolConfig as T; " \
+           "print(Scenario(tools=T(coupons_per_day=2)).content_hash)"  # fmt: skip
+    other = run_python(root, "-c", code)
     assert other.stdout.strip() != PRESETS["paper"].content_hash
 
 
