@@ -22,6 +22,7 @@ from frontend_script import (
     scan,
 )
 from merchantbench.gym import ENV_ID, MerchantBenchEnv, make_vector_env
+from merchantbench.tools.toolset import DECLARED
 
 SEED = 5
 
@@ -48,7 +49,7 @@ def test_gymnasiums_checker_passes_without_a_warning() -> None:
 def test_spaces_follow_the_declarations() -> None:
     env = make()
     assert env.tool_names == tuple(s["function"]["name"] for s in new_session(1).tool_schemas())
-    assert env.action_space["tool"].n == 26
+    assert env.action_space["tool"].n == len(DECLARED.tools())
     obs, info = env.reset(seed=SEED)
     assert obs in env.observation_space
     assert info["brief"] == env.unwrapped.session.surface.brief() and info["window"] == 0

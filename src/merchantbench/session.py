@@ -40,6 +40,7 @@ from merchantbench.catalog.market import CatalogView, Market
 from merchantbench.catalog.search import SearchIndex
 from merchantbench.catalog.view import ViewCursor
 from merchantbench.record.trace import TraceEntry
+from merchantbench.refusals import Refusal
 from merchantbench.scenario import Scenario
 from merchantbench.sim.engine import Engine
 from merchantbench.sim.suppliers import StockMirror
@@ -210,15 +211,15 @@ class Session:
         except HostileInput as refusal:
             return self.refuse(tool, args, refusal.result, forced=forced)
         if self.over:
-            result = failure("run_over", "the run has ended; no more calls")
+            result = failure(Refusal.RUN_OVER, "the run has ended; no more calls")
         elif self.waiting:
             result = failure(
-                "window_closed",
+                Refusal.WINDOW_CLOSED,
                 "you closed this window; the next opens when every merchant has closed it",
             )
         elif self._over_cap(checked.tool):
             cap = self.scenario.clock.calls_per_window
-            result = failure("limit", f"{cap} calls used in this window: call end_of_step")
+            result = failure(Refusal.LIMIT, f"{cap} calls used in this window: call end_of_step")
         else:
             if not self.registry.ends_window(checked.tool):
                 self.memory.window_calls += 1

@@ -9,6 +9,7 @@ from typing import Any
 
 from merchantbench.record.schema import TRACE_FILE, TRANSCRIPT_FILE
 from merchantbench.record.trace import TraceEntry
+from merchantbench.refusals import Refusal
 from merchantbench.replay.divergence import Divergence, first_difference
 from merchantbench.replay.source import RecordSource, ReplayError, TraceLine, Transcript, parse_line
 from merchantbench.runs.transcript import answer_line, json_line, observation_line
@@ -256,7 +257,9 @@ class Replayer:
         self.hostile += 1
         refusal = recorded_answer
         if not (isinstance(refusal, dict) and refusal.get("ok") is False):
-            refusal = failure(entry.error or "invalid_argument", "refused (input not recorded)")
+            refusal = failure(
+                entry.error or Refusal.INVALID_ARGUMENT, "refused (input not recorded)"
+            )
         session.refuse(entry.tool, entry.args[RAW], refusal, forced=entry.forced)
 
     # --- the transcript -------------------------------------------------------------------------

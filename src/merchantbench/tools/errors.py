@@ -22,15 +22,11 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-UNKNOWN_TOOL = "unknown_tool"
-INVALID_JSON = "invalid_json"
-INVALID_ARGUMENT = "invalid_argument"
-IDEMPOTENCY_CONFLICT = "idempotency_conflict"
+from merchantbench.refusals import Refusal
 
-FRAMEWORK_CODES: frozenset[str] = frozenset(
-    {UNKNOWN_TOOL, INVALID_JSON, INVALID_ARGUMENT, IDEMPOTENCY_CONFLICT}
-)
-"""Codes the framework itself answers with; tools add their own domain codes."""
+FRAMEWORK_CODES: frozenset[Refusal] = frozenset(c for c in Refusal if c.source == "call")
+"""Codes the framework itself answers with, for any call; tools add their own domain codes
+(the catalogue of all of them is `merchantbench.refusals.Refusal`)."""
 
 _MAX_DETAILS = 20  # an agent gains nothing from the 300th error of a 100-item batch
 _MAX_INPUT_CHARS = 60
@@ -52,7 +48,7 @@ class ToolError(Exception):
 
     def __init__(self, code: str, message: str, path: str | None = None) -> None:
         super().__init__(f"{code}: {message}")
-        self.code = code
+        self.code = str(code)
         self.message = message
         self.path = path
 
@@ -68,7 +64,8 @@ def failure(
     details: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Build the `{"ok": false, "error": {...}}` answer; absent fields are left out."""
-    error: dict[str, Any] = {"code": code, "message": message}
+    # A `Refusal` is written as the plain string it is: answers are plain JSON values.
+    error: dict[str, Any] = {"code": str(code), "message": message}
     if path is not None:
         error["path"] = path
     if details:
@@ -156,4 +153,4 @@ def invalid_arguments(
     count = exc.error_count()
     more = f"; and {count - 1} more (see details)" if count > 1 else ""
     message = f"{first['path']}: {first['message']}{more}"
-    return failure(INVALID_ARGUMENT, message, first["path"], details if count > 1 else None)
+    return failure(Refusal.INVALID_ARGUMENT, message, first["path"], details if count > 1 else None)

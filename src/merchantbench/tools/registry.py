@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 from typing import Any
 
+from merchantbench.refusals import Refusal
 from merchantbench.tools.calling import run, run_async
 from merchantbench.tools.declare import (
     Tool,
@@ -32,7 +33,7 @@ from merchantbench.tools.declare import (
     tool,
 )
 from merchantbench.tools.describe import ToolDescription, describe_tool
-from merchantbench.tools.errors import UNKNOWN_TOOL, failure
+from merchantbench.tools.errors import failure
 
 
 class ToolRegistry:
@@ -232,4 +233,4 @@ class ToolRegistry:
             close = difflib.get_close_matches(name, active, n=1) if isinstance(name, str) else []
             if close:
                 message += f" Did you mean {close[0]!r}?"
-        return failure(UNKNOWN_TOOL, f"{message} Available tools: {', '.join(active)}.")
+        return failure(Refusal.UNKNOWN_TOOL, f"{message} Available tools: {', '.join(active)}.")
