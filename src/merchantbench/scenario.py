@@ -227,9 +227,9 @@ class MarketConfig(_Frozen):
         INDEPENDENT_SELLERS,
         ge=1.0,
         le=MAX_SELLER_SUBSTITUTION,
-        description="β of a market with several merchants (SPEC §11): 1 gives each seller of a "
-        "product its own single-store demand; larger values share the product's buyers among "
-        "its sellers by attraction (price, rating, exposure)",
+        description="β of a market with several merchants (SPEC §11): 1 gives each "
+        "seller of a product its own single-store demand; larger values share the product's "
+        "buyers among its sellers by attraction (price, rating, exposure)",
     )
 
     @property
