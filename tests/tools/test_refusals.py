@@ -57,3 +57,23 @@ def test_every_code_a_session_answers_is_in_the_catalogue() -> None:
     assert codes == ["unknown_tool", "invalid_json", "invalid_argument", "unknown_product",
                      "unknown_product"]  # fmt: skip
     assert all(code in set(Refusal) for code in codes)
+
+
+def test_an_unknown_tool_has_one_answer_whatever_the_name_is() -> None:
+    """Any name the run does not offer (a typo, an optional tool left off, a number, invalid
+    text, a name too long to be a tool's) gets the registry's one message, which lists the
+    tools; a name too long to be declared is never cut down to a declared one."""
+    session = Session.open(load_scenario("smoke"), seed=2)
+    offered = ", ".join(schema["function"]["name"] for schema in session.tool_schemas())
+    tail = f" Available tools: {offered}."
+    cases = {
+        "query_balanse": "There is no tool named 'query_balanse'. Did you mean 'query_balance'?",
+        "market_brief": "The tool 'market_brief' is not enabled in this scenario.",
+        7: "There is no tool named '7'.",
+        "bad\udc80": "There is no tool named 'bad\\\\udc80'.",
+        "end_of_step" + "_" * 60: f"There is no tool named {'end_of_step' + '_' * 54!r}.",
+    }
+    for name, message in cases.items():
+        answer = session.call(name, {})  # type: ignore[arg-type]
+        assert answer == {"ok": False, "error": {"code": "unknown_tool", "message": message + tail}}
+    assert session.window == 0 and [e["error"] for e in session.trace] == ["unknown_tool"] * 5

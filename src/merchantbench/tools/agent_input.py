@@ -110,11 +110,14 @@ def _scrub_str(text: str) -> str:
 
 
 def check_call(tool: Any, args: Any, idempotency_key: Any) -> AgentInput:
-    """Check one call's input; raise `HostileInput` with the refusal if it fails."""
+    """Check one call's input; raise `HostileInput` with the refusal if it fails.
+
+    A name that is not short valid text is kept as its safe rendering, one character longer
+    than any declared name can be: the registry then answers it `unknown_tool` like any name it
+    does not offer (`tools.errors.unknown_tool`: one answer, one message).
+    """
     if not isinstance(tool, str) or not is_valid_text(tool) or len(tool) > MAX_NAME_CHARS:
-        raise HostileInput(
-            failure(Refusal.UNKNOWN_TOOL, f"there is no tool named {safe_text(tool)!r}")
-        )
+        tool = safe_text(tool, MAX_NAME_CHARS + 1)
     if idempotency_key is not None and (
         not isinstance(idempotency_key, str) or not is_valid_text(idempotency_key)
     ):

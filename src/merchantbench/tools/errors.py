@@ -14,6 +14,7 @@ This module also turns pydantic validation errors into refusals whose `path` is 
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Sequence
@@ -71,6 +72,26 @@ def failure(
     if details:
         error["details"] = details
     return {"ok": False, "error": error}
+
+
+def unknown_tool(
+    name: object, offered: Sequence[str], switched_off: bool = False
+) -> dict[str, Any]:
+    """The one answer to a call of a tool that is not offered (any front end, any name).
+
+    Args:
+        name: What the agent sent as the tool's name.
+        offered: The names of the tools this run offers, in their order.
+        switched_off: The name is an optional tool this scenario leaves off.
+    """
+    if switched_off:
+        message = f"The tool {name!r} is not enabled in this scenario."
+    else:
+        message = f"There is no tool named {name!r}."
+        close = difflib.get_close_matches(name, offered, n=1) if isinstance(name, str) else []
+        if close:
+            message += f" Did you mean {close[0]!r}?"
+    return failure(Refusal.UNKNOWN_TOOL, f"{message} Available tools: {', '.join(offered)}.")
 
 
 def json_path(segments: Sequence[str | int]) -> str:
