@@ -102,7 +102,8 @@ class TraceEntry:
                 raise TraceEntryError(f"{name!r} is of the wrong type")
         if value["origin"] not in ORIGINS:
             raise TraceEntryError(f"unknown origin {value['origin']!r}")
-        return cls(**{name: value.get(name) for name in FIELDS})
+        checked: dict[str, Any] = {name: value.get(name) for name in FIELDS}
+        return cls(**checked)
 
     @classmethod
     def parse(cls, text: str) -> TraceEntry:
