@@ -20,7 +20,7 @@ from merchantbench.tools.schema import IDEMPOTENCY_KEY, iter_subschemas
 from merchantbench.tools.sourcing import Category
 from merchantbench.tools.toolset import build_registry
 
-SPEC_TOOLS = {
+DESIGN_TOOLS = {
     "sourcing": ["get_daily_report", "search_products", "get_product_detail",
                  "get_supplier_profile", "list_supplier_products"],
     "listing": ["list_product", "delist_product", "adjust_price", "review_my_listings",
@@ -63,8 +63,8 @@ def test_core_tools_in_group_order_and_the_optional_ones() -> None:
     tools in its order (a tool added later may sit among them); optional tools come last."""
     core = build_registry(scenario()).tools()
     groups = [t.group for t in core]
-    assert groups == sorted(groups, key=list(SPEC_TOOLS).index)
-    for group, names in SPEC_TOOLS.items():
+    assert groups == sorted(groups, key=list(DESIGN_TOOLS).index)
+    for group, names in DESIGN_TOOLS.items():
         declared = [t.name for t in core if t.group == group]
         assert [name for name in declared if name in names] == names
     assert [t.name for t in TOOLS if t.optional] == OPTIONAL
