@@ -42,7 +42,7 @@ class ToolError(Exception):
     half-applied action.
 
     Args:
-        code: Short snake_case reason the agent can branch on, e.g. `not_found`, `listing_cap`.
+        code: The reason the agent can branch on: a `Refusal` (e.g. `Refusal.LISTING_LIMIT`).
         message: One or two sentences telling the agent what went wrong and what it can do.
         path: JSON path of the offending argument, e.g. `$.items[3].product_id`, if any.
     """
