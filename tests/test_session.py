@@ -13,6 +13,7 @@ from merchantbench.catalog.search import SearchIndex
 from merchantbench.catalog.synthetic import generate_market
 from merchantbench.scenario import load_scenario
 from merchantbench.session import Session
+from merchantbench.tools.toolset import DECLARED
 
 TRACE_KEYS = {"seq", "window", "t", "tool", "args", "ok", "error", "origin", "forced"}
 
@@ -65,7 +66,9 @@ def test_a_session_opens_at_window_zero_with_brief_and_observation() -> None:
     assert (session.window, session.engine.t, session.over) == (0, 0, False)
     assert session.brief().startswith("You run a drop-shipping store")
     assert session.observation().startswith("Day 1 00:00, Sunday 2025-06-01: window 1 of 28.")
-    assert session.brief() == session_for().brief() and len(session.tool_schemas()) == 26
+    assert session.brief() == session_for().brief() and len(session.tool_schemas()) == len(
+        DECLARED.tools()
+    )
 
 
 def test_call_cap_then_only_end_of_step() -> None:

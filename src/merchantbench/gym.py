@@ -3,7 +3,7 @@
 Importing this module registers `MerchantBench-v0`; `gymnasium.make("MerchantBench-v0",
 scenario="smoke")` then builds one. It is a thin adapter over the agent surface:
 
-- **action**: one tool call, `{"tool": Discrete(26), "args": Text}`; `tool` indexes
+- **action**: one tool call, `{"tool": Discrete(number of tools), "args": Text}`; `tool` indexes
   `env.unwrapped.tool_names` (the order of `surface.tool_schemas()`), `args` is a JSON object
   string (an empty string means no arguments). Bad arguments are never an exception: the tool
   answers a structured error, changes nothing, and the step's reward is 0.

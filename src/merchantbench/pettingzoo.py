@@ -6,7 +6,8 @@ memory and call budget, all sharing the catalog, supplier stock and clock
 (`merchantbench.market_session`). Every merchant's spaces are the single-store Gymnasium env's
 (`merchantbench.spaces`, docs/gym.md):
 
-- **action** `{"tool": Discrete(26), "args": Text}`: one tool call per merchant per step.
+- **action** `{"tool": Discrete(number of tools), "args": Text}`: one tool call per merchant per
+  step.
   Bad arguments, an unknown tool or garbage are never an exception: the tool answers a
   structured error and nothing changes. A live merchant left out of the step's action dict
   makes no call; actions for merchants no longer live (or unknown) are ignored.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
 from pydantic import (
@@ -23,6 +23,7 @@ from pydantic import (
     model_serializer,
     model_validator,
 )
+from pydantic_core import to_jsonable_python
 
 SCENARIO_VERSION = "1.0"
 
@@ -40,8 +41,40 @@ CATEGORIES: tuple[str, ...] = (
 )
 
 
+class Grown:
+    """Marks a parameter added after run records existed (`Annotated[float, Grown(), Field(…)]`).
+
+    While it is at its default it is left out of the canonical form (`model_dump`, so the
+    content hash, `run.json`'s scenario and the market cache key): every scenario that does not
+    set it keeps the hash it had before the parameter existed, and every record made then still
+    verifies (docs/design.md §10). Set to any other value, it is part of the form like any
+    parameter. What this does not cover: a new parameter whose default changes what the
+    simulation does; its default must reproduce the behaviour before it existed.
+    """
+
+    __slots__ = ()
+
+
+def _grown_fields(model: type[BaseModel]) -> tuple[tuple[str, Any], ...]:
+    """(name, default) of the fields of `model` marked `Grown`."""
+    return tuple(
+        (name, info.default)
+        for name, info in model.model_fields.items()
+        if any(isinstance(mark, Grown) for mark in info.metadata)
+    )
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @model_serializer(mode="wrap")
+    def _leave_out_grown_defaults(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            for name, default in _grown_fields(type(self)):
+                if getattr(self, name) == default:
+                    data.pop(name, None)
+        return data
 
 
 class ClockConfig(_Frozen):
@@ -189,24 +222,15 @@ class MarketConfig(_Frozen):
         20.0, gt=0.0, description="realised market orders per unit of market demand M"
     )
     types_per_category: int = Field(24, ge=1, description="product types (keywords) per category")
-    seller_substitution: float = Field(
+    # Grown: β came with markets of several merchants; β = 1 keeps every earlier hash.
+    seller_substitution: Annotated[float, Grown()] = Field(
         INDEPENDENT_SELLERS,
         ge=1.0,
         le=MAX_SELLER_SUBSTITUTION,
-        description="β of a market with several merchants (SPEC §11): 1 gives each seller of a "
-        "product its own single-store demand; larger values share the product's buyers among "
-        "its sellers by attraction (price, rating, exposure)",
+        description="β of a market with several merchants (SPEC §11): 1 gives each "
+        "seller of a product its own single-store demand; larger values share the product's "
+        "buyers among its sellers by attraction (price, rating, exposure)",
     )
-
-    @model_serializer(mode="wrap")
-    def _omit_independent_sellers(self, handler: SerializerFunctionWrapHandler) -> Any:
-        # β = 1 (a single store's market) is left out of the dump, so that every scenario
-        # that does not set it keeps the content hash, run records and market cache key it
-        # had before markets with several merchants existed.
-        data = handler(self)
-        if isinstance(data, dict) and self.seller_substitution == INDEPENDENT_SELLERS:
-            data.pop("seller_substitution", None)
-        return data
 
     @property
     def generator_inputs(self) -> dict[str, Any]:
@@ -286,8 +310,17 @@ def _editable_tree(scenario: Scenario) -> dict[str, Any]:
     """Every parameter of `scenario`, those its dump leaves out at their defaults included, so
     that `--set` and scenario files may name any of them."""
     tree = scenario.model_dump(mode="json")
-    tree["market"].setdefault("seller_substitution", scenario.market.seller_substitution)
+    _add_grown_defaults(scenario, tree)
     return tree
+
+
+def _add_grown_defaults(model: BaseModel, tree: dict[str, Any]) -> None:
+    for name, _ in _grown_fields(type(model)):
+        tree.setdefault(name, to_jsonable_python(getattr(model, name)))
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        if isinstance(value, BaseModel):
+            _add_grown_defaults(value, tree[name])
 
 
 class ScenarioError(ValueError):

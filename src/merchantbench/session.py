@@ -39,6 +39,8 @@ from merchantbench.catalog.cache import get_market, get_search_index
 from merchantbench.catalog.market import CatalogView, Market
 from merchantbench.catalog.search import SearchIndex
 from merchantbench.catalog.view import ViewCursor
+from merchantbench.record.trace import TraceEntry
+from merchantbench.refusals import Refusal
 from merchantbench.scenario import Scenario
 from merchantbench.sim.engine import Engine
 from merchantbench.sim.suppliers import StockMirror
@@ -209,15 +211,15 @@ class Session:
         except HostileInput as refusal:
             return self.refuse(tool, args, refusal.result, forced=forced)
         if self.over:
-            result = failure("run_over", "the run has ended; no more calls")
+            result = failure(Refusal.RUN_OVER, "the run has ended; no more calls")
         elif self.waiting:
             result = failure(
-                "window_closed",
+                Refusal.WINDOW_CLOSED,
                 "you closed this window; the next opens when every merchant has closed it",
             )
         elif self._over_cap(checked.tool):
             cap = self.scenario.clock.calls_per_window
-            result = failure("limit", f"{cap} calls used in this window: call end_of_step")
+            result = failure(Refusal.LIMIT, f"{cap} calls used in this window: call end_of_step")
         else:
             if not self.registry.ends_window(checked.tool):
                 self.memory.window_calls += 1
@@ -282,23 +284,21 @@ class Session:
         else:
             name, args = safe_text(tool, MAX_NAME_CHARS), {"_raw": safe_text(raw_args)}
         ok = bool(result.get("ok"))
-        error = None if ok else (result.get("error") or {}).get("code")
         self.memory.seq += 1
-        entry = {
-            "seq": self.memory.seq,
-            "window": self.engine.window,
-            "t": self.engine.t,
-            "tool": name,
-            "args": args,
-            "ok": ok,
-            "error": error,
-            "origin": origin,
-            "forced": forced,
-        }
-        if checked is not None and checked.idempotency_key is not None:
+        entry = TraceEntry(
+            seq=self.memory.seq,
+            window=self.engine.window,
+            t=self.engine.t,
+            tool=name,
+            args=args,
+            ok=ok,
+            error=None if ok else (result.get("error") or {}).get("code"),
+            origin=origin,
+            forced=forced,
             # A key sent beside the arguments (an HTTP header): a replay needs it to answer a
             # retried write as the run did. A key sent among the arguments is in `args`.
-            entry["idempotency_key"] = checked.idempotency_key
+            idempotency_key=None if checked is None else checked.idempotency_key,
+        ).json_dict()
         self._sink(entry)
         if self.recorder is not None:
             # A framework call's answer stays in the harness: the recorder gets None.

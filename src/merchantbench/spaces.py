@@ -2,8 +2,8 @@
 Gymnasium env (`merchantbench.gym`) and the multi-merchant PettingZoo env
 (`merchantbench.pettingzoo`), so that one merchant looks the same in both.
 
-- **action** `Dict(tool=Discrete(26), args=Text)`: `tool` indexes the tool names in the order
-  of `surface.tool_schemas()`; `args` is a JSON object string (`""` for none).
+- **action** `Dict(tool=Discrete(number of tools), args=Text)`: `tool` indexes the tool names in
+  the order of `surface.tool_schemas()`; `args` is a JSON object string (`""` for none).
 - **observation** `Dict(text=Text, store=Dict)`: the open window's observation text, and the
   store status (`surface.status()`) field by field (`store_state_space`, `store_state`).
 """

@@ -16,7 +16,7 @@ from merchantbench.agents.llm.conversation import (
 )
 from merchantbench.agents.llm.models import DUMMY_KEY, ModelConfigError, resolve_model
 from merchantbench.agents.llm.scripted_server import FaultPlan, ScriptedServer, script_responder
-from merchantbench.tools.errors import INVALID_JSON, UNKNOWN_TOOL
+from merchantbench.refusals import Refusal
 
 HELLO = [{"role": "user", "content": "hello"}]
 END = {"tool_calls": [{"name": "end_of_step", "arguments": {}}]}
@@ -144,9 +144,9 @@ def test_malformed_and_unknown_tool_calls_become_parsing_errors():
         ]
     }
     a, b, c, d = parse_tool_calls(message, {"end_of_step"})
-    assert a.error["error"]["code"] == INVALID_JSON
-    assert b.error["error"]["code"] == UNKNOWN_TOOL
-    assert c.error["error"]["code"] == INVALID_JSON
+    assert a.error["error"]["code"] == Refusal.INVALID_JSON
+    assert b.error["error"]["code"] == Refusal.UNKNOWN_TOOL
+    assert c.error["error"]["code"] == Refusal.INVALID_JSON
     assert d.error is None and d.args == {}
 
 

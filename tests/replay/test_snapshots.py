@@ -106,9 +106,7 @@ def test_a_fast_replay_makes_no_read_and_reads_no_transcript(recorded, monkeypat
     run_dir, hashes = recorded
     made: list[str] = []
     replay = Replayer._replay
-    monkeypatch.setattr(
-        Replayer, "_replay", lambda self, e: made.append(e["tool"]) or replay(self, e)
-    )
+    monkeypatch.setattr(Replayer, "_replay", lambda self, e: made.append(e.tool) or replay(self, e))
     monkeypatch.setattr(RecordSource, "transcript", lambda self: pytest.fail("transcript read"))
     assert restore(run_dir, 27, fast=True).state_hash() == hashes[27]
     trace = [json.loads(line) for line in (run_dir / "trace.jsonl").read_text().splitlines()]

@@ -181,9 +181,11 @@ def test_refusals_retries_framework_calls_and_forced_closes_replay(tmp_path) -> 
     assert any(e["origin"] == "framework" for e in trace)
     report = verify_record(out)
     assert report.ok, report.summary()
-    # Four refused before any tool: a name that is no text, bad JSON twice (once past the
-    # cap), a NaN. The real `_raw` argument is replayed as the call it was.
-    assert report.hostile_refusals == 4
+    # Three refused before any tool: bad JSON twice (once past the cap), a NaN. A name that is
+    # no text is answered by the registry, as any unknown name, and replays as the call it was;
+    # so does the real `_raw` argument.
+    assert report.hostile_refusals == 3
+    assert any(e["tool"] == "12345" and e["error"] == "unknown_tool" for e in trace)
 
 
 def test_a_sealed_run_needs_its_seed(tmp_path) -> None:

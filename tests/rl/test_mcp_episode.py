@@ -14,6 +14,7 @@ from mcp import Client, StdioServerParameters
 
 from merchantbench.rl.episode import Episode, EpisodeConfig
 from merchantbench.rl.splits import episode_seed
+from merchantbench.tools.toolset import DECLARED
 
 ARGS = ["--scenario", "smoke", "--split", "validation", "--index", "1", "--length", "3",
         "--start-day", "60"]  # fmt: skip
@@ -41,7 +42,7 @@ async def _play() -> tuple[list[dict[str, Any]], list[str]]:
 
 def test_rewards_over_mcp_sum_to_the_change_in_net_assets() -> None:
     answers, tools = asyncio.run(_play())
-    assert len(tools) == 26 and "end_of_step" in tools
+    assert len(tools) == len(DECLARED.tools()) and "end_of_step" in tools
     assert len(answers) == 6 and all(a["observation"] for a in answers[:-1])
     assert answers[-1]["observation"] is None
     change = answers[-1]["net_assets_change_fen"]

@@ -13,6 +13,7 @@ from mcp import Client
 from frontend_script import Call, InProcessRun, assert_status_states
 from merchantbench.mcp_surface import BRIEF_PROMPT, OBSERVATION_URI, RULES_URI, STORE_URI
 from merchantbench.session import Session
+from merchantbench.tools.toolset import DECLARED
 
 ADDED_BY_MCP = ("run_over", "observation", "summary")  # what end_of_step gains over MCP
 CLIENT_TIMEOUT = 120  # seconds a whole client session may take
@@ -105,7 +106,7 @@ def assert_matches_surface(seen: dict[str, Any], reference: InProcessRun) -> Non
     assert [(t.name, t.description, t.input_schema) for t in seen["tools"]] == [
         (f["name"], f["description"], f["parameters"]) for f in functions
     ]
-    assert len(seen["tools"]) == 26
+    assert len(seen["tools"]) == len(DECLARED.tools())
     assert seen["prompts"] == [BRIEF_PROMPT]
     assert seen["resources"] == sorted([OBSERVATION_URI, RULES_URI, STORE_URI])
     assert seen["rules"] == surface.brief() and seen["brief"].startswith(surface.brief())

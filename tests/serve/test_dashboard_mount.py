@@ -17,6 +17,7 @@ from merchantbench.record.sealed import read_sealed
 from merchantbench.serve import ServeConfig, create_app
 from merchantbench.serve.dashboard_mount import DASHBOARD_COOKIE, dashboard_extension
 from merchantbench.serve.mcp_mount import mcp_extension
+from merchantbench.tools.toolset import DECLARED
 from merchantbench.web.app import web_extension
 
 SEED = 918273645  # digits that would stand out in any answer
@@ -70,7 +71,9 @@ def test_the_protocol_json_api_and_mcp_keep_their_paths(tmp_path: Path) -> None:
         for label in ("view", "progress", "trace"):  # runs named like dashboard routes
             run_id, agent = new_run(client, label=label)
             schema = client.get(f"/runs/{run_id}/tools/schema", headers=agent)
-            assert schema.status_code == 200 and len(schema.json()["tools"]) == 26
+            assert schema.status_code == 200 and len(schema.json()["tools"]) == len(
+                DECLARED.tools()
+            )
             observation = client.get(f"/runs/{run_id}/agents/agent_0/observation?timeout=0",
                                      headers=agent)  # fmt: skip
             assert observation.status_code == 200 and observation.json()["tick"]["window"] == 0

@@ -68,7 +68,7 @@ def test_deeply_nested_arguments_get_400_and_change_nothing(limited: LiveServer)
     for depth in (40, 990, 50_000):  # 990: the old code's json.loads hit its recursion limit
         response = client.act(assistant(nested_call(depth)))
         assert response.status_code == 400, response.text[:200]
-        assert response.json()["error"] == "invalid_arguments"
+        assert response.json()["error"] == "invalid_argument"
     # Arguments sent as a decoded JSON value (not text) nested as deep: also 400.
     value: Any = []
     for _ in range(900):
@@ -76,11 +76,11 @@ def test_deeply_nested_arguments_get_400_and_change_nothing(limited: LiveServer)
     call = {"id": "v", "type": "function",
             "function": {"name": "read_memory_doc", "arguments": value}}  # fmt: skip
     response = client.act(assistant(call))
-    assert response.status_code == 400 and response.json()["error"] == "invalid_arguments"
+    assert response.status_code == 400 and response.json()["error"] == "invalid_argument"
     # A call of the agent's own framework (recorded in the trace, not run) is bounded too.
     framework = {**nested_call(990, "own"), "tool_origin": "agent_framework"}
     response = client.act(assistant(framework))
-    assert response.status_code == 400 and response.json()["error"] == "invalid_arguments"
+    assert response.status_code == 400 and response.json()["error"] == "invalid_argument"
     assert host.session.state_hash() == before and host.protocol.turns == 0
     # Shallow arguments still work, and a malformed (not deep) string is the tool's refusal.
     ok = client.act(assistant(nested_call(3, "shallow")))

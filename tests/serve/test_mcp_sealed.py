@@ -23,6 +23,7 @@ from frontend_script import SCENARIO, Call, play_in_process, scan
 from merchantbench.cli import app
 from merchantbench.record.sealed import SEED_FILE
 from merchantbench.seeds import is_sealed_range, verify_commitment
+from merchantbench.tools.toolset import DECLARED
 
 FIRST_WINDOWS = 10  # windows played before the client leaves; the rest after --resume
 
@@ -132,4 +133,6 @@ def test_no_answer_or_error_carries_the_seed_the_salt_or_a_path(sealed_run) -> N
     assert len(errors) == 4
     for response in responses:  # tools, prompt, resources, instructions and every call's
         scan(response, forbidden)
-    assert len(seen["tools"]) == 26 and seen["observation"].startswith("Day 1 00:00")
+    assert len(seen["tools"]) == len(DECLARED.tools()) and seen["observation"].startswith(
+        "Day 1 00:00"
+    )

@@ -14,6 +14,7 @@ from serve_support import LiveServer
 
 from frontend_script import assert_status_states
 from merchantbench.serve.host import RunHost
+from merchantbench.tools.toolset import DECLARED
 
 
 def client_for(live: LiveServer, **create: Any) -> tuple[ProtocolClient, RunHost]:
@@ -35,7 +36,10 @@ def test_schema_lists_the_tools_with_their_openai_schema_and_hash(live: LiveServ
     client, host = client_for(live)
     body = client.schema().json()
     assert [t["openai"] for t in body["tools"]] == host.surface.tool_schemas()
-    assert len(body["tools"]) == 26 and body["tools"][0]["openai"]["type"] == "function"
+    assert (
+        len(body["tools"]) == len(DECLARED.tools())
+        and body["tools"][0]["openai"]["type"] == "function"
+    )
     assert body["tool_schema_sha256"] == host.surface.tool_schema_sha256()
     assert body["protocol"]["windows_total"] == 28 and body["scenario_id"] == "smoke"
 

@@ -1,4 +1,4 @@
-"""The 26 tools (+2 optional) as the model sees them: schemas valid and closed, matching the
+"""The tools (core and optional) as the model sees them: schemas valid and closed, matching the
 signatures; and every way an argument can be wrong refused with its path, changing nothing."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from merchantbench.tools.schema import IDEMPOTENCY_KEY, iter_subschemas
 from merchantbench.tools.sourcing import Category
 from merchantbench.tools.toolset import build_registry
 
-SPEC_TOOLS = {
+DESIGN_TOOLS = {
     "sourcing": ["get_daily_report", "search_products", "get_product_detail",
                  "get_supplier_profile", "list_supplier_products"],
     "listing": ["list_product", "delist_product", "adjust_price", "review_my_listings",
@@ -58,13 +58,18 @@ def valid_args(declared: Tool) -> dict[str, Any]:
     return {name: REQUIRED[name] for name in parameters(declared).get("required", [])}
 
 
-def test_26_core_tools_in_spec_order_and_2_optional() -> None:
+def test_core_tools_in_group_order_and_the_optional_ones() -> None:
+    """The core tools come group by group in §8's order, each group holding the contract's
+    tools in its order (a tool added later may sit among them); optional tools come last."""
     core = build_registry(scenario()).tools()
-    assert [t.name for t in core] == [name for names in SPEC_TOOLS.values() for name in names]
-    assert all(t.name in SPEC_TOOLS[t.group] for t in core)
+    groups = [t.group for t in core]
+    assert groups == sorted(groups, key=list(DESIGN_TOOLS).index)
+    for group, names in DESIGN_TOOLS.items():
+        declared = [t.name for t in core if t.group == group]
+        assert [name for name in declared if name in names] == names
     assert [t.name for t in TOOLS if t.optional] == OPTIONAL
     assert {t.name for t in TOOLS if t.kind == "write"} == WRITES
-    assert len(core) == 26 and len(TOOLS) == 28
+    assert [t.name for t in TOOLS[: len(core)]] == [t.name for t in core]
 
 
 @pytest.mark.parametrize("declared", TOOLS, ids=lambda t: t.name)

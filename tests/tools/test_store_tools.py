@@ -11,6 +11,7 @@ import pytest
 from store_market import OPENING_LISTINGS, busy_session, new_session, ok, store_market
 
 from merchantbench.session import Session
+from merchantbench.tools.toolset import DECLARED
 
 
 def refused(result: dict[str, Any], code: str, path: str | None = None) -> dict[str, Any]:
@@ -356,7 +357,8 @@ def test_observation_list_tools_and_end_of_step() -> None:
     session = new_session()
     assert ok(session.call("get_observation"))["observation"] == session.observation()
     listed = ok(session.call("list_tools"))
-    assert len(listed["rows"]) == 26 and listed["rows"][-1][0] == "end_of_step"
+    assert [row[0] for row in listed["rows"]] == [t.name for t in DECLARED.tools()]
+    assert listed["rows"][-1][0] == "end_of_step"
     assert ok(session.call("end_of_step"))["closed_window"] == "Day 1 00:00"
     assert (session.window, session.engine.t, session.window_calls) == (1, 12, 0)
 

@@ -12,7 +12,9 @@ reprices, delists and relists, writes the memory document, uses idempotency keys
 conflict), fills a window's call cap, and sends refusals of each kind: unknown tool, unknown
 argument, wrong types, bad enum values, unknown ids in reads and writes, a listing already
 active, a price out of range, a batch over the listing cap, a memory document over its limit, an
-`end_of_step` with arguments, and calls over the cap.
+`end_of_step` with arguments, and calls over the cap. In window 9 it calls once every advertised
+read tool it has not called so far (none, for today's tools): a read tool added to the
+declarations is covered without an edit here, its required ids taken from what the script saw.
 """
 
 from __future__ import annotations
@@ -21,11 +23,12 @@ from collections.abc import Collection, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
-from merchantbench.tools.toolset import END_OF_STEP
+from merchantbench.tools.toolset import DECLARED, END_OF_STEP
 
 __all__ = ["Call", "Script", "action_script"]
 NO_SUCH_PRODUCT = "no-such-product"
 MARKUP = 1.6  # sale price over procurement price for new listings
+SWEEP_WINDOW = 9  # after every scripted first use (window 8 reads the orders)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +59,7 @@ class Seen:
 
     candidates: list[dict[str, Any]] = field(default_factory=list)  # search rows, best sellers
     delisted: list[str] = field(default_factory=list)
+    called: set[str] = field(default_factory=set)  # every tool the script has called
 
     def item(self, row: dict[str, Any], markup: float = MARKUP) -> dict[str, Any]:
         return {"product_id": row["product_id"], "sale_price": round(row["price"] * markup, 2)}
@@ -69,13 +73,24 @@ def action_script(tools: Collection[str]) -> Script:
     seen = Seen()
     window = 0
     while True:
-        yield from _window(window, set(tools), seen)
+        yield from _tracked(_window(window, list(tools), seen), seen.called)
         key = f"end-{window}" if window % 2 else None
         yield Call(END_OF_STEP, {}, key)
         window += 1
 
 
-def _window(w: int, tools: set[str], seen: Seen) -> Script:
+def _tracked(script: Script, called: set[str]) -> Script:
+    """`script` passed through, noting the name of each tool it calls."""
+    try:
+        call = next(script)
+        while True:
+            called.add(call.tool)
+            call = script.send((yield call))
+    except StopIteration:
+        return
+
+
+def _window(w: int, tools: list[str], seen: Seen) -> Script:
     yield from _routine(w)
     if w == 0:
         yield from _opening(seen)
@@ -92,6 +107,8 @@ def _window(w: int, tools: set[str], seen: Seen) -> Script:
         yield from _orders()
     if w == 5:
         yield from _fill_the_cap()
+    if w == SWEEP_WINDOW:
+        yield from _unscripted_reads(tools, seen)
 
 
 def _routine(w: int) -> Script:
@@ -173,7 +190,7 @@ def _over_the_listing_cap(seen: Seen) -> Script:
         yield Call("list_product", {"items": [seen.item(r) for r in spare]}, expect="refused")
 
 
-def _tour(tools: set[str]) -> Script:
+def _tour(tools: list[str]) -> Script:
     """Window 1: the tools an agent reads once, and the optional ones the scenario turns on."""
     yield Call("list_tools")
     yield Call("query_platform_rules")
@@ -184,6 +201,18 @@ def _tour(tools: set[str]) -> Script:
         yield Call("market_brief")
     if "hot_search_terms" in tools:
         yield Call("hot_search_terms", {"limit": 10})
+
+
+def _unscripted_reads(tools: list[str], seen: Seen) -> Script:
+    """Every advertised read tool not called yet, once, in the order advertised; an id it
+    requires is taken from the first product the script found."""
+    found = seen.candidates[0] if seen.candidates else {}
+    for name in tools:
+        if name in seen.called or name not in DECLARED or DECLARED.get(name).kind != "read":
+            continue
+        schema = DECLARED.get(name).parameters_schema
+        required = [p for p in schema.get("required", ()) if p in found]
+        yield Call(name, {p: found[p] for p in required})
 
 
 def _reprice(w: int) -> Script:

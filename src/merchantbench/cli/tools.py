@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -72,3 +73,34 @@ def describe(
         known = ", ".join(t.name for t in registry.tools(include_optional=True))
         fail(f"no tool named {name!r}; choose from {known}")
     typer.echo(registry.describe(name).as_markdown(), nl=False)
+
+
+@app.command("docs")
+def docs(
+    path: Annotated[Path, typer.Argument(help="a Markdown file with generated tables")],
+    write: Annotated[
+        bool, typer.Option("--write", help="rewrite the file instead of checking it")
+    ] = False,
+):
+    """Check (or, with --write, rewrite) the tables of a Markdown file that are generated from
+    the tool declarations and the refusal codes (`<!-- generated: NAME -->` blocks)."""
+    from merchantbench.tools.doc_tables import GeneratedBlockError, update_generated
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        fail(f"{path}: cannot be read ({exc})")
+    try:
+        updated = update_generated(text)
+    except GeneratedBlockError as exc:
+        fail(f"{path}: {exc}")
+    if updated == text:
+        typer.echo(f"{path}: generated tables are up to date")
+        return
+    if not write:
+        fail(
+            f"{path}: generated tables are out of date; run `merchantbench tools docs {path} "
+            "--write`"
+        )
+    path.write_text(updated, encoding="utf-8")
+    typer.echo(f"{path}: generated tables rewritten")

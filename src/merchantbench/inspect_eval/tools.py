@@ -19,6 +19,7 @@ from typing import Any
 
 from inspect_ai.tool import ToolDef, ToolParams
 
+from merchantbench.refusals import Refusal
 from merchantbench.surface import AgentSurface
 from merchantbench.tools.errors import failure
 
@@ -39,7 +40,7 @@ class WindowGuard:
 def _runner(surface: AgentSurface, guard: WindowGuard, name: str) -> Callable[..., Any]:
     async def execute(**kwargs: Any) -> str:
         if guard.closed(surface):
-            result = failure("window_closed", "end_of_step closed the window; not run")
+            result = failure(Refusal.WINDOW_CLOSED, "end_of_step closed the window; not run")
         else:
             result = surface.call(name, kwargs)
         return json.dumps(result, ensure_ascii=False, separators=(",", ":"))

@@ -4,7 +4,7 @@ gateway (`agents.hermes_agent.gateway`), which must not import a front end.
 
 What a client sees:
 
-- **tools**: the 26 environment tools, with the names, descriptions and JSON input schemas of
+- **tools**: the environment tools, with the names, descriptions and JSON input schemas of
   `surface.tool_schemas()` as they are (the low-level server takes raw schemas; nothing is
   re-derived). A result is the tool's JSON as text content and as structured content;
   `isError` is set when the tool refused (`ok: false`). `end_of_step` also returns the next
@@ -45,6 +45,7 @@ from starlette.applications import Starlette
 import merchantbench
 from merchantbench.limits import ServerLimits
 from merchantbench.mcp_surface.stdio import checked_stdio
+from merchantbench.refusals import Refusal
 from merchantbench.session import END_OF_STEP
 from merchantbench.surface import AgentSurface
 from merchantbench.tools.errors import failure
@@ -144,7 +145,7 @@ class _RunAdapter:
         key = (params.meta or {}).get(IDEMPOTENCY_META_KEY)
         if key is not None and not isinstance(key, str):
             message = f"_meta {IDEMPOTENCY_META_KEY} must be a string"
-            return tool_result(failure("invalid_argument", message, "$._meta"))
+            return tool_result(failure(Refusal.INVALID_ARGUMENT, message, "$._meta"))
         result = await self.run.call_async(params.name, params.arguments, key)
         return tool_result(result)
 

@@ -9,7 +9,6 @@ one-line reason.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,13 +19,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from merchantbench.record.manifest import ManifestError, RunManifest, read_manifest
-from merchantbench.record.schema import (
-    PARQUET_SCHEMAS,
-    RUN_FILE,
-    TRACE_FILE,
-    TRACE_REQUIRED,
-    TRACE_SCHEMA,
-)
+from merchantbench.record.schema import PARQUET_SCHEMAS, RUN_FILE, TRACE_FILE
+from merchantbench.record.trace import FIELD_TYPES, TraceEntry, TraceEntryError
 
 _NUMPY_DTYPES = {"int": np.int64, "money": np.int64, "float": np.float64, "bool": np.bool_}
 
@@ -117,34 +111,33 @@ def _read_parquet(run_dir: Path, name: str) -> Table:
     return Table(name, columns)
 
 
-def _trace_row(line: str, number: int, path: Path) -> dict[str, Any]:
+def _trace_entry(line: str, number: int, path: Path) -> TraceEntry:
     try:
-        row = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise RunRecordError(f"{path}:{number}: not JSON ({exc.msg})") from exc
-    if not isinstance(row, dict):
-        raise RunRecordError(f"{path}:{number}: a trace line must be a JSON object")
-    missing = [key for key in TRACE_REQUIRED if key not in row]
-    if missing:
-        raise RunRecordError(f"{path}:{number}: missing {', '.join(missing)}")
-    return row
+        return TraceEntry.parse(line)
+    except TraceEntryError as exc:
+        raise RunRecordError(f"{path}:{number}: {exc}") from exc
+
+
+# The trace's columns: each field of a trace entry of one JSON type, as the metrics read it.
+_KIND_OF_TYPE: dict[type, str] = {int: "int", str: "str", bool: "bool", dict: "object"}
+_TRACE_KINDS = {
+    name: _KIND_OF_TYPE[kind] for name, kind in FIELD_TYPES.items() if isinstance(kind, type)
+}
 
 
 def _read_trace(run_dir: Path) -> Table:
     path = run_dir / TRACE_FILE
-    rows: list[dict[str, Any]] = []
+    entries: list[TraceEntry] = []
     with path.open(encoding="utf-8") as lines:
         for number, line in enumerate(lines, start=1):
             if line.strip():
-                rows.append(_trace_row(line, number, path))
+                entries.append(_trace_entry(line, number, path))
     columns = {
-        key: _coerce([row.get(key, False) for row in rows], kind)
-        for key, kind in TRACE_SCHEMA.items()
-        if key not in ("seq", "args", "error")
+        key: _coerce([getattr(entry, key) for entry in entries], kind)
+        for key, kind in _TRACE_KINDS.items()
     }
-    columns["seq"] = _coerce([row.get("seq", i) for i, row in enumerate(rows)], "int")
-    columns["args"] = _coerce([row.get("args") or {} for row in rows], "object")
-    columns["error"] = np.array([row.get("error") for row in rows], dtype=object)
+    # The refusal code stays None where a call succeeded.
+    columns["error"] = np.array([entry.error for entry in entries], dtype=object)
     return Table(TRACE_FILE, columns)
 
 

@@ -16,11 +16,8 @@ import numpy as np
 
 from merchantbench.metrics.calendar import RunCalendar
 from merchantbench.metrics.record import Table, is_one_of
+from merchantbench.record.trace import ENV_ORIGINS
 from merchantbench.tools.toolset import END_OF_STEP
-
-ENV_ORIGIN = "env"
-# Trace origins of environment calls: an agent's (`env`) or a person's at the web playground.
-ENV_ORIGINS = (ENV_ORIGIN, "human")
 
 
 @dataclass(frozen=True)

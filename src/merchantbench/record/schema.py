@@ -39,11 +39,7 @@ PARQUET_SCHEMAS: dict[str, dict[str, str]] = {
         "first_price": "money", "last_price": "money", "cost_at_listing": "money",
     },
 }  # fmt: skip
-TRACE_SCHEMA: dict[str, str] = {
-    "seq": "int", "window": "int", "t": "int", "tool": "str", "ok": "bool",
-    "error": "str", "origin": "str", "forced": "bool", "args": "object",
-}  # fmt: skip
-TRACE_REQUIRED = ("window", "t", "tool", "ok", "origin")
+# A trace line is one `merchantbench.record.trace.TraceEntry`.
 
 ARROW_TYPES = {
     "int": pa.int64(), "money": pa.int64(), "float": pa.float64(), "bool": pa.bool_(),

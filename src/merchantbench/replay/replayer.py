@@ -8,6 +8,8 @@ from dataclasses import replace
 from typing import Any
 
 from merchantbench.record.schema import TRACE_FILE, TRANSCRIPT_FILE
+from merchantbench.record.trace import TraceEntry
+from merchantbench.refusals import Refusal
 from merchantbench.replay.divergence import Divergence, first_difference
 from merchantbench.replay.source import RecordSource, ReplayError, TraceLine, Transcript, parse_line
 from merchantbench.runs.transcript import answer_line, json_line, observation_line
@@ -153,41 +155,41 @@ class Replayer:
             reason = " ".join(str(exc).split())[:200]
             raise ReplayError(
                 f"{self.source.run_dir / TRACE_FILE} line {line.number}: replaying call "
-                f"{entry['seq']} ({entry['tool']}) raised {type(exc).__name__}: {reason}"
+                f"{entry.seq} ({entry.tool}) raised {type(exc).__name__}: {reason}"
             ) from exc
         if len(self._emitted) != 1:  # a session records exactly one entry per call
-            raise ReplayError(f"replaying call {entry['seq']} recorded {len(self._emitted)} calls")
+            raise ReplayError(f"replaying call {entry.seq} recorded {len(self._emitted)} calls")
         produced = self._emitted.pop()
         if not self.check_reads:
             return self._check_entry(line, produced)
         text = json_line(produced)[:-1]
         self.trace_lines.append(text)
         if text != line.text:
-            found = first_difference(entry, produced)
+            found = first_difference(entry.json_dict(), produced)
             if found is not None:
                 path, expected, actual = found
                 self.divergence = Divergence(
-                    TRACE_FILE, path, expected, actual, window=entry["window"],
-                    seq=entry["seq"], tool=entry["tool"], line=line.number,
+                    TRACE_FILE, path, expected, actual, window=entry.window,
+                    seq=entry.seq, tool=entry.tool, line=line.number,
                 )  # fmt: skip
                 return True
         return self._check_transcript(entry)
 
-    def _count_read(self, entry: dict[str, Any]) -> bool:
+    def _count_read(self, entry: TraceEntry) -> bool:
         """Without read checks: a read that the record says succeeded changed nothing but the
         window's call count and the trace's sequence number (reads take no idempotency key and
         change no state), so it is counted, not made. True if `entry` was such a read."""
         session = self.session
-        tool = entry["tool"]
-        if not entry["ok"] or entry["origin"] == "framework" or tool not in self._reads:
+        tool = entry.tool
+        if not entry.ok or entry.origin == "framework" or tool not in self._reads:
             return False
-        if session.over or session.window != entry["window"] or session.engine.t != entry["t"]:
+        if session.over or session.window != entry.window or session.engine.t != entry.t:
             return False  # not where the record says: made, so that the difference shows
         session.memory.window_calls += 1
         session.memory.seq += 1
-        if session.memory.seq != entry["seq"]:
+        if session.memory.seq != entry.seq:
             raise ReplayError(
-                f"{self.source.run_dir / TRACE_FILE}: call {entry['seq']} is numbered "
+                f"{self.source.run_dir / TRACE_FILE}: call {entry.seq} is numbered "
                 f"{session.memory.seq} by the replay"
             )
         return True
@@ -205,37 +207,37 @@ class Replayer:
     def _check_entry(self, line: TraceLine, produced: dict[str, Any]) -> bool:
         """Without read checks: the call made must give the record's entry (compared as
         values, not as text); True if it differs."""
-        if produced == line.entry:
+        if produced == line.entry.json_dict():
             return False
-        found = first_difference(line.entry, produced)
+        found = first_difference(line.entry.json_dict(), produced)
         if found is None:
             return False
         path, expected, actual = found
         entry = line.entry
         self.divergence = Divergence(
-            TRACE_FILE, path, expected, actual, window=entry["window"],
-            seq=entry["seq"], tool=entry["tool"], line=line.number,
+            TRACE_FILE, path, expected, actual, window=entry.window,
+            seq=entry.seq, tool=entry.tool, line=line.number,
         )  # fmt: skip
         return True
 
-    def _replay(self, entry: dict[str, Any]) -> None:
+    def _replay(self, entry: TraceEntry) -> None:
         """Make the call the trace entry records, as the run's caller made it."""
         session = self.session
-        if entry["origin"] == "framework":
-            session.record_framework_call(entry["tool"], entry["args"], entry["ok"], entry["error"])
+        if entry.origin == "framework":
+            session.record_framework_call(entry.tool, entry.args, entry.ok, entry.error)
         else:
-            session.env_origin = entry["origin"]
+            session.env_origin = entry.origin
             if _refused_raw(entry):
                 self._replay_raw(entry)
             else:
                 session.call(
-                    entry["tool"],
-                    entry["args"],
-                    entry.get("idempotency_key"),
-                    forced=entry["forced"],
+                    entry.tool,
+                    entry.args,
+                    entry.idempotency_key,
+                    forced=entry.forced,
                 )
 
-    def _replay_raw(self, entry: dict[str, Any]) -> None:
+    def _replay_raw(self, entry: TraceEntry) -> None:
         """A refused call whose arguments the trace keeps as `{"_raw": text}`: either input
         refused before any tool saw it (hostile: the trace keeps only a shortened text, so
         it is recorded again with the record's answer), or a call that really sent `_raw`
@@ -244,22 +246,24 @@ class Replayer:
         holds."""
         session, memory = self.session, self.session.memory
         counted, seq, lines = memory.window_calls, memory.seq, len(self._recorder.lines)
-        session.call(entry["tool"], entry["args"], forced=entry["forced"])
+        session.call(entry.tool, entry.args, forced=entry.forced)
         produced = self._emitted[-1]
         recorded_answer = self._peek_answer()
         answer = _answer_of(self._recorder.lines[-1])
-        if produced == entry and (recorded_answer is None or recorded_answer == answer):
+        if produced == entry.json_dict() and (recorded_answer is None or recorded_answer == answer):
             return
         memory.window_calls, memory.seq = counted, seq
         del self._emitted[-1], self._recorder.lines[lines:]
         self.hostile += 1
         refusal = recorded_answer
         if not (isinstance(refusal, dict) and refusal.get("ok") is False):
-            refusal = failure(entry["error"] or "invalid_argument", "refused (input not recorded)")
-        session.refuse(entry["tool"], entry["args"][RAW], refusal, forced=entry["forced"])
+            refusal = failure(
+                entry.error or Refusal.INVALID_ARGUMENT, "refused (input not recorded)"
+            )
+        session.refuse(entry.tool, entry.args[RAW], refusal, forced=entry.forced)
 
     # --- the transcript -------------------------------------------------------------------------
-    def _check_transcript(self, entry: dict[str, Any] | None) -> bool:
+    def _check_transcript(self, entry: TraceEntry | None) -> bool:
         """Compare the lines the last call (or the opening) produced with the record's next
         lines; True if they differ."""
         produced, self._recorder.lines = self._recorder.lines, []
@@ -277,9 +281,9 @@ class Replayer:
             path, want, got = found
             self.divergence = Divergence(
                 TRANSCRIPT_FILE, path, want, got,
-                window=None if entry is None else entry["window"],
-                seq=None if entry is None else entry["seq"],
-                tool=None if entry is None else entry["tool"],
+                window=None if entry is None else entry.window,
+                seq=None if entry is None else entry.seq,
+                tool=None if entry is None else entry.tool,
                 line=self._transcript.number,
             )  # fmt: skip
             if entry is None or "observation" in path:
@@ -321,6 +325,6 @@ def _at_window(divergence: Divergence, window: Any) -> Divergence:
     return replace(divergence, window=window if isinstance(window, int) else divergence.window)
 
 
-def _refused_raw(entry: dict[str, Any]) -> bool:
-    args = entry["args"]
-    return not entry["ok"] and len(args) == 1 and isinstance(args.get(RAW), str)
+def _refused_raw(entry: TraceEntry) -> bool:
+    args = entry.args
+    return not entry.ok and len(args) == 1 and isinstance(args.get(RAW), str)

@@ -13,6 +13,7 @@ from typing import Any
 from merchantbench.record.manifest import ManifestError, RunManifest, read_manifest
 from merchantbench.record.schema import RUN_FILE, TRACE_FILE, TRANSCRIPT_FILE
 from merchantbench.record.sealed import FINISHED, SEED_FILE, SealedError, reveal
+from merchantbench.record.trace import TraceEntry, TraceEntryError
 from merchantbench.scenario import Scenario
 from merchantbench.tools.toolset import build_registry
 
@@ -22,21 +23,13 @@ class ReplayError(Exception):
     without its seed, a record of other tools); the message says why in one line."""
 
 
-# What each trace entry must hold, and of which JSON type, to be replayed.
-_ENTRY_TYPES: dict[str, type | tuple[type, ...]] = {
-    "seq": int, "window": int, "t": int, "tool": str, "args": dict, "ok": bool,
-    "error": (str, type(None)), "origin": str, "forced": bool,
-}  # fmt: skip
-ORIGINS = ("env", "human", "framework")
-
-
 @dataclass(frozen=True)
 class TraceLine:
     """One trace line: its number in the file, its text (without the newline), its entry."""
 
     number: int
     text: str
-    entry: dict[str, Any]
+    entry: TraceEntry
 
 
 @dataclass
@@ -119,9 +112,9 @@ class RecordSource:
                         )
                     text = raw[:-1]
                     entry = _entry(path, number, text)
-                    if entry["seq"] != number:
+                    if entry.seq != number:
                         raise ReplayError(
-                            f"{path} line {number} holds call {entry['seq']}: lines are missing "
+                            f"{path} line {number} holds call {entry.seq}: lines are missing "
                             "or out of order"
                         )
                     yield TraceLine(number, text, entry)
@@ -179,27 +172,11 @@ def parse_line(text: str) -> Any:
         return None
 
 
-def _entry(path: Path, number: int, text: str) -> dict[str, Any]:
+def _entry(path: Path, number: int, text: str) -> TraceEntry:
     try:
-        entry = json.loads(text)
-    except ValueError:
-        raise ReplayError(f"{path} line {number} is not JSON: the record is damaged") from None
-    if not isinstance(entry, dict):
-        raise ReplayError(f"{path} line {number} is not a trace entry: the record is damaged")
-    for key, kind in _ENTRY_TYPES.items():
-        value = entry.get(key)
-        wrong = not isinstance(value, kind) or (kind is int and isinstance(value, bool))
-        if key not in entry or wrong:
-            raise ReplayError(
-                f"{path} line {number}: {key!r} is missing or of the wrong type: the record "
-                "is damaged"
-            )
-    if entry["origin"] not in ORIGINS:
-        raise ReplayError(f"{path} line {number}: unknown origin {entry['origin']!r}")
-    idempotency_key = entry.get("idempotency_key")
-    if idempotency_key is not None and not isinstance(idempotency_key, str):
-        raise ReplayError(f"{path} line {number}: 'idempotency_key' is not a string")
-    return entry
+        return TraceEntry.parse(text)
+    except TraceEntryError as exc:
+        raise ReplayError(f"{path} line {number}: {exc}: the record is damaged") from None
 
 
 def _scenario(run_dir: Path, manifest: RunManifest) -> Scenario:

@@ -3,7 +3,7 @@
     python -m merchantbench.rl.mcp_episode --scenario smoke --split train --index 3 \
         --length 30d --start-day 120 [--pool pool.json]
 
-serves the 26 tools (the agent surface's schemas, `mcp_surface`) of episode 3 of the train split.
+serves the tools (the agent surface's schemas, `mcp_surface`) of episode 3 of the train split.
 `end_of_step` answers also carry the episode's reward: `reward` (RMB, or normalised with
 `--normalise`), `reward_fen`, `net_assets_change_fen` (since the episode began), `episode_over`,
 and the next window's bounded observation. A bad option exits 2 with a one-line reason.

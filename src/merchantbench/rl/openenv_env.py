@@ -1,6 +1,6 @@
 """The OpenEnv front end: a training episode as an OpenEnv `MCPEnvironment` (the `openenv` extra).
 
-Its 26 tools are MCP tools of a FastMCP server (the surface's own JSON schemas and
+Its tools are MCP tools of a FastMCP server (the surface's own JSON schemas and
 descriptions); OpenEnv routes `ListToolsAction` / `CallToolAction` to them through `step`, and
 serves `reset` / `step` / `state` over its HTTP and WebSocket protocol (`make_app`). Each
 WebSocket session gets an environment of its own.

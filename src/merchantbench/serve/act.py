@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from merchantbench.limits import nests_deeper
+from merchantbench.refusals import Refusal
 from merchantbench.tools.agent_input import MAX_ARGUMENT_CHARS, MAX_DEPTH, json_depth
 from merchantbench.tools.toolset import END_OF_STEP
 
@@ -32,7 +33,7 @@ class ProtocolError(Exception):
     def __init__(self, status: int, error: str, message: str, **extra: Any) -> None:
         super().__init__(message)
         self.status = status
-        self.body = {"ok": False, "error": error, "message": message, **extra}
+        self.body = {"ok": False, "error": str(error), "message": message, **extra}
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ def canonical_arguments(arguments: Any) -> str:
 
 def _bad_arguments(problem: str) -> ProtocolError:
     limits = f"at most {MAX_ARGUMENT_CHARS} characters and {MAX_DEPTH} levels"
-    return ProtocolError(400, "invalid_arguments", f"{problem}: tool arguments take {limits}")
+    return ProtocolError(400, Refusal.INVALID_ARGUMENT, f"{problem}: tool arguments take {limits}")
 
 
 def stale_step(header: str | None, hour: int) -> None:

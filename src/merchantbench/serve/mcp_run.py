@@ -22,6 +22,7 @@ from merchantbench.agents.base import AgentSettings
 from merchantbench.mcp_surface import call_locked
 from merchantbench.metrics.table1 import HEADLINE_METRICS
 from merchantbench.record.manifest import RunManifest
+from merchantbench.refusals import Refusal
 from merchantbench.runs.driver import Driver
 from merchantbench.runs.lifecycle import CheckpointPolicy, RunLifecycle
 from merchantbench.runs.spec import RunSpec
@@ -108,7 +109,7 @@ class HostedRun:
         """
         if self.finished:
             # The record is closed (its trace too): the surface's own answer, unrecorded.
-            return failure("run_over", "the run has ended; no more calls")
+            return failure(Refusal.RUN_OVER, "the run has ended; no more calls")
         result = self.surface.call(tool, args, idempotency_key)
         if tool == END_OF_STEP and result.get("ok"):
             result = {**result, **self._after_window()}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from merchantbench.catalog.market import Market
 from merchantbench.money import rmb
+from merchantbench.refusals import Refusal
 from merchantbench.scenario import Scenario
 from merchantbench.sim.state import Listing, ListingSpell, StoreState
 from merchantbench.sim.suppliers import SupplierBook
@@ -35,7 +36,9 @@ class StoreActions:
         """Index of a product the store may see now; unknown and unlaunched alike are rejected."""
         i = self.market.index_of.get(product_id)
         if i is None or int(self.market.launch_day[i]) > self.state.t // 24:
-            raise ActionRejected("unknown_product", f"no product with id {product_id!r}", index)
+            raise ActionRejected(
+                Refusal.UNKNOWN_PRODUCT, f"no product with id {product_id!r}", index
+            )
         return i
 
     def max_price_fen(self, product: int) -> int:
@@ -46,18 +49,20 @@ class StoreActions:
         """Refuse any change once the store is closed (the deposit ran out): the one
         store-closed check, used by the engine's actions and, first of all, by the tools."""
         if self.state.closed:
-            raise ActionRejected("store_closed", "the store is closed for good; no more changes")
+            raise ActionRejected(
+                Refusal.STORE_CLOSED, "the store is closed for good; no more changes"
+            )
 
     def _check_open(self) -> None:
         self.check_store_open()
         if self.state.t >= self.scenario.clock.hours:
-            raise ActionRejected("run_over", "the year is over; no more changes")
+            raise ActionRejected(Refusal.RUN_OVER, "the year is over; no more changes")
 
     def _check_price(self, product: int, price_fen: int, index: int | None) -> None:
         top = self.max_price_fen(product)
         if not 1 <= price_fen <= top:
             raise ActionRejected(
-                "price_out_of_range",
+                Refusal.PRICE_OUT_OF_RANGE,
                 f"sale price must be between 0.01 and {rmb(top):.2f} RMB "
                 f"(100 × the current procurement price)",
                 index,
@@ -70,16 +75,16 @@ class StoreActions:
         cap = self.scenario.tools.max_active_listings
         if len(st.listings) + len(items) > cap:
             raise ActionRejected(
-                "listing_limit",
+                Refusal.LISTING_LIMIT,
                 f"{len(st.listings)} of {cap} listing slots are used; cannot add {len(items)} more",
             )
         seen: set[int] = set()
         for index, (product, price) in enumerate(items):
             if product in st.listings or product in seen:
-                raise ActionRejected("already_listed", "product is already listed", index)
+                raise ActionRejected(Refusal.ALREADY_LISTED, "product is already listed", index)
             if not self.suppliers.state(product, st.t).available:
                 raise ActionRejected(
-                    "product_unavailable", "the supplier has delisted this product", index
+                    Refusal.PRODUCT_UNAVAILABLE, "the supplier has delisted this product", index
                 )
             self._check_price(product, price, index)
             seen.add(product)
@@ -93,9 +98,11 @@ class StoreActions:
         self._check_open()
         for index, product in enumerate(products):
             if product not in self.state.listings:
-                raise ActionRejected("not_listed", "product is not listed in your store", index)
+                raise ActionRejected(
+                    Refusal.NOT_LISTED, "product is not listed in your store", index
+                )
         if len(set(products)) != len(products):
-            raise ActionRejected("duplicate", "a product appears twice in the request")
+            raise ActionRejected(Refusal.DUPLICATE, "a product appears twice in the request")
         for product in products:
             listing = self.state.listings.pop(product)
             self.state.spells[listing.spell].delisted_t = self.state.t
@@ -105,7 +112,7 @@ class StoreActions:
         self._check_open()
         listing = self.state.listings.get(product)
         if listing is None:
-            raise ActionRejected("not_listed", "product is not listed in your store")
+            raise ActionRejected(Refusal.NOT_LISTED, "product is not listed in your store")
         self._check_price(product, price_fen, None)
         listing.price = price_fen
         self.state.spells[listing.spell].last_price = price_fen

@@ -22,7 +22,8 @@ import reprlib
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from merchantbench.tools.errors import INVALID_ARGUMENT, INVALID_JSON, UNKNOWN_TOOL, failure
+from merchantbench.refusals import Refusal
+from merchantbench.tools.errors import failure
 
 MAX_ARGUMENT_CHARS = 1 << 20  # raw JSON arguments; the largest legitimate (a memory doc) is less
 MAX_DEPTH = 32  # the deepest legitimate arguments (items of a list of objects) are 3 deep
@@ -109,14 +110,19 @@ def _scrub_str(text: str) -> str:
 
 
 def check_call(tool: Any, args: Any, idempotency_key: Any) -> AgentInput:
-    """Check one call's input; raise `HostileInput` with the refusal if it fails."""
+    """Check one call's input; raise `HostileInput` with the refusal if it fails.
+
+    A name that is not short valid text is kept as its safe rendering, one character longer
+    than any declared name can be: the registry then answers it `unknown_tool` like any name it
+    does not offer (`tools.errors.unknown_tool`: one answer, one message).
+    """
     if not isinstance(tool, str) or not is_valid_text(tool) or len(tool) > MAX_NAME_CHARS:
-        raise HostileInput(failure(UNKNOWN_TOOL, f"there is no tool named {safe_text(tool)!r}"))
+        tool = safe_text(tool, MAX_NAME_CHARS + 1)
     if idempotency_key is not None and (
         not isinstance(idempotency_key, str) or not is_valid_text(idempotency_key)
     ):
         message = "idempotency_key must be a string of valid Unicode text"
-        raise HostileInput(failure(INVALID_ARGUMENT, message, "$.idempotency_key"))
+        raise HostileInput(failure(Refusal.INVALID_ARGUMENT, message, "$.idempotency_key"))
     return AgentInput(tool, decode_arguments(args), idempotency_key)
 
 
@@ -131,26 +137,32 @@ def decode_arguments(args: Any) -> dict[str, Any]:
     if isinstance(args, Mapping):
         return _check_value(dict(args))
     message = f"arguments must be a JSON object, got {type(args).__name__}"
-    raise HostileInput(failure(INVALID_ARGUMENT, message, "$"))
+    raise HostileInput(failure(Refusal.INVALID_ARGUMENT, message, "$"))
 
 
 def _decode_text(text: str) -> dict[str, Any]:
     if len(text) > MAX_ARGUMENT_CHARS:
         message = f"arguments are {len(text)} characters; at most {MAX_ARGUMENT_CHARS}"
-        raise HostileInput(failure(INVALID_ARGUMENT, message, "$"))
+        raise HostileInput(failure(Refusal.INVALID_ARGUMENT, message, "$"))
     if not is_valid_text(text):
-        raise HostileInput(failure(INVALID_JSON, "arguments hold invalid Unicode (a surrogate)"))
+        raise HostileInput(
+            failure(Refusal.INVALID_JSON, "arguments hold invalid Unicode (a surrogate)")
+        )
     if not text.strip():
         return {}
     if json_depth(text) > MAX_DEPTH:
-        raise HostileInput(failure(INVALID_JSON, f"arguments nest deeper than {MAX_DEPTH}"))
+        raise HostileInput(failure(Refusal.INVALID_JSON, f"arguments nest deeper than {MAX_DEPTH}"))
     try:
         decoded = _DECODER.decode(text)
     except ValueError as exc:  # JSONDecodeError, and the NaN/Infinity refusal below
-        raise HostileInput(failure(INVALID_JSON, f"arguments are not valid JSON: {exc}")) from None
+        raise HostileInput(
+            failure(Refusal.INVALID_JSON, f"arguments are not valid JSON: {exc}")
+        ) from None
     if not isinstance(decoded, dict):
         kind = type(decoded).__name__
-        raise HostileInput(failure(INVALID_JSON, f"arguments must be a JSON object, got {kind}"))
+        raise HostileInput(
+            failure(Refusal.INVALID_JSON, f"arguments must be a JSON object, got {kind}")
+        )
     return _check_value(decoded)
 
 
@@ -230,26 +242,28 @@ def _check_value(root: dict[str, Any]) -> dict[str, Any]:
         value, _, _, depth = node
         nodes += 1
         if nodes > MAX_NODES:
-            raise HostileInput(failure(INVALID_ARGUMENT, f"more than {MAX_NODES} values", "$"))
+            raise HostileInput(
+                failure(Refusal.INVALID_ARGUMENT, f"more than {MAX_NODES} values", "$")
+            )
         if depth > MAX_DEPTH:
             message = f"nested deeper than {MAX_DEPTH}"
-            raise HostileInput(failure(INVALID_ARGUMENT, message, _path(node)))
+            raise HostileInput(failure(Refusal.INVALID_ARGUMENT, message, _path(node)))
         kind = type(value)
         if kind is dict:
             for key, item in value.items():
                 if type(key) is not str or not is_valid_text(key):
                     message = f"object keys must be strings of valid text, got {safe_text(key)!r}"
-                    raise HostileInput(failure(INVALID_ARGUMENT, message, _path(node)))
+                    raise HostileInput(failure(Refusal.INVALID_ARGUMENT, message, _path(node)))
                 stack.append((item, node, key, depth + 1))
         elif kind is list or kind is tuple:
             stack.extend((item, node, i, depth + 1) for i, item in enumerate(value))
         elif kind not in _SCALARS:
             message = f"{kind.__module__}.{kind.__name__} is not a JSON value"
-            raise HostileInput(failure(INVALID_ARGUMENT, message, _path(node)))
+            raise HostileInput(failure(Refusal.INVALID_ARGUMENT, message, _path(node)))
         elif kind is str and not is_valid_text(value):
             message = "text holds a lone surrogate"
-            raise HostileInput(failure(INVALID_ARGUMENT, message, _path(node)))
+            raise HostileInput(failure(Refusal.INVALID_ARGUMENT, message, _path(node)))
         elif kind is float and not math.isfinite(value):
             message = f"{value} is not a JSON number"
-            raise HostileInput(failure(INVALID_ARGUMENT, message, _path(node)))
+            raise HostileInput(failure(Refusal.INVALID_ARGUMENT, message, _path(node)))
     return root

@@ -27,11 +27,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from merchantbench.refusals import Refusal
 from merchantbench.tools.agent_input import HostileInput, decode_arguments
 from merchantbench.tools.declare import IdempotencyRecord, Tool, ToolContext
 from merchantbench.tools.errors import (
-    IDEMPOTENCY_CONFLICT,
-    INVALID_ARGUMENT,
     ToolError,
     failure,
     invalid_arguments,
@@ -65,14 +64,14 @@ def take_idempotency_key(
         arguments = {name: value for name, value in arguments.items() if name != IDEMPOTENCY_KEY}
         if idempotency_key is not None and sent != idempotency_key:
             message = "two different idempotency keys were given for one call"
-            raise Refused(failure(INVALID_ARGUMENT, message, f"$.{IDEMPOTENCY_KEY}"))
+            raise Refused(failure(Refusal.INVALID_ARGUMENT, message, f"$.{IDEMPOTENCY_KEY}"))
         idempotency_key = sent
     if idempotency_key is not None and not (
         isinstance(idempotency_key, str) and 0 < len(idempotency_key) <= IDEMPOTENCY_KEY_MAX_LENGTH
     ):
         limit = IDEMPOTENCY_KEY_MAX_LENGTH
         message = f"{IDEMPOTENCY_KEY} must be a string of 1 to {limit} characters"
-        raise Refused(failure(INVALID_ARGUMENT, message, f"$.{IDEMPOTENCY_KEY}"))
+        raise Refused(failure(Refusal.INVALID_ARGUMENT, message, f"$.{IDEMPOTENCY_KEY}"))
     return arguments, idempotency_key
 
 
@@ -101,7 +100,7 @@ def replay(ctx: ToolContext, tool: Tool, key: str, digest: str) -> dict[str, Any
             f"idempotency key {key!r} was already used for a different call "
             f"({record['tool']} with other arguments); use a new key for a new action"
         )
-        raise Refused(failure(IDEMPOTENCY_CONFLICT, message, f"$.{IDEMPOTENCY_KEY}"))
+        raise Refused(failure(Refusal.IDEMPOTENCY_CONFLICT, message, f"$.{IDEMPOTENCY_KEY}"))
     answer: dict[str, Any] = json.loads(record["result_json"])
     return answer
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
+from merchantbench.refusals import Refusal
 from merchantbench.tools.context import clock_text, table
 from merchantbench.tools.declare import tool
 from merchantbench.tools.errors import ToolError
@@ -57,7 +58,7 @@ def write_memory_doc(
     size = _size(text)
     if size > limit:
         raise ToolError(
-            "too_large",
+            Refusal.TOO_LARGE,
             f"the document would be {size} bytes; the limit is {limit} bytes (UTF-8)",
             "$.content",
         )

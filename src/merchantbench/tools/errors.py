@@ -14,6 +14,7 @@ This module also turns pydantic validation errors into refusals whose `path` is 
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Sequence
@@ -22,15 +23,11 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-UNKNOWN_TOOL = "unknown_tool"
-INVALID_JSON = "invalid_json"
-INVALID_ARGUMENT = "invalid_argument"
-IDEMPOTENCY_CONFLICT = "idempotency_conflict"
+from merchantbench.refusals import Refusal
 
-FRAMEWORK_CODES: frozenset[str] = frozenset(
-    {UNKNOWN_TOOL, INVALID_JSON, INVALID_ARGUMENT, IDEMPOTENCY_CONFLICT}
-)
-"""Codes the framework itself answers with; tools add their own domain codes."""
+FRAMEWORK_CODES: frozenset[Refusal] = frozenset(c for c in Refusal if c.source == "call")
+"""Codes the framework itself answers with, for any call; tools add their own domain codes
+(the catalogue of all of them is `merchantbench.refusals.Refusal`)."""
 
 _MAX_DETAILS = 20  # an agent gains nothing from the 300th error of a 100-item batch
 _MAX_INPUT_CHARS = 60
@@ -45,14 +42,14 @@ class ToolError(Exception):
     half-applied action.
 
     Args:
-        code: Short snake_case reason the agent can branch on, e.g. `not_found`, `listing_cap`.
+        code: The reason the agent can branch on: a `Refusal` (e.g. `Refusal.LISTING_LIMIT`).
         message: One or two sentences telling the agent what went wrong and what it can do.
         path: JSON path of the offending argument, e.g. `$.items[3].product_id`, if any.
     """
 
     def __init__(self, code: str, message: str, path: str | None = None) -> None:
         super().__init__(f"{code}: {message}")
-        self.code = code
+        self.code = str(code)
         self.message = message
         self.path = path
 
@@ -68,12 +65,33 @@ def failure(
     details: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Build the `{"ok": false, "error": {...}}` answer; absent fields are left out."""
-    error: dict[str, Any] = {"code": code, "message": message}
+    # A `Refusal` is written as the plain string it is: answers are plain JSON values.
+    error: dict[str, Any] = {"code": str(code), "message": message}
     if path is not None:
         error["path"] = path
     if details:
         error["details"] = details
     return {"ok": False, "error": error}
+
+
+def unknown_tool(
+    name: object, offered: Sequence[str], switched_off: bool = False
+) -> dict[str, Any]:
+    """The one answer to a call of a tool that is not offered (any front end, any name).
+
+    Args:
+        name: What the agent sent as the tool's name.
+        offered: The names of the tools this run offers, in their order.
+        switched_off: The name is an optional tool this scenario leaves off.
+    """
+    if switched_off:
+        message = f"The tool {name!r} is not enabled in this scenario."
+    else:
+        message = f"There is no tool named {name!r}."
+        close = difflib.get_close_matches(name, offered, n=1) if isinstance(name, str) else []
+        if close:
+            message += f" Did you mean {close[0]!r}?"
+    return failure(Refusal.UNKNOWN_TOOL, f"{message} Available tools: {', '.join(offered)}.")
 
 
 def json_path(segments: Sequence[str | int]) -> str:
@@ -156,4 +174,4 @@ def invalid_arguments(
     count = exc.error_count()
     more = f"; and {count - 1} more (see details)" if count > 1 else ""
     message = f"{first['path']}: {first['message']}{more}"
-    return failure(INVALID_ARGUMENT, message, first["path"], details if count > 1 else None)
+    return failure(Refusal.INVALID_ARGUMENT, message, first["path"], details if count > 1 else None)

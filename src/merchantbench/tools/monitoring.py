@@ -14,6 +14,7 @@ import numpy as np
 from pydantic import Field
 
 from merchantbench.catalog.event_log import changes_between
+from merchantbench.refusals import Refusal
 from merchantbench.tools.context import (
     OPEN_STATUSES,
     Page,
@@ -257,7 +258,7 @@ def query_order_detail(ctx: StoreContext, order_id: Annotated[int, Field(ge=1)])
     """
     orders = ctx.engine.state.orders
     if order_id > len(orders):
-        raise ToolError("unknown_order", f"no order with id {order_id}", "$.order_id")
+        raise ToolError(Refusal.UNKNOWN_ORDER, f"no order with id {order_id}", "$.order_id")
     order, t = orders[order_id - 1], ctx.engine.t
     row = dict(zip(ORDER_COLUMNS, order_row(ctx, order), strict=True))
     history = [[clock_text(hour), name] for hour, name in order_history(order, t)]

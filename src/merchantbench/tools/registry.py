@@ -15,7 +15,6 @@ same way and called with `call_async`, since some of its tools are `async def`.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping
@@ -32,7 +31,7 @@ from merchantbench.tools.declare import (
     tool,
 )
 from merchantbench.tools.describe import ToolDescription, describe_tool
-from merchantbench.tools.errors import UNKNOWN_TOOL, failure
+from merchantbench.tools.errors import unknown_tool
 
 
 class ToolRegistry:
@@ -224,12 +223,5 @@ class ToolRegistry:
         return await run_async(ctx, declared, args, idempotency_key)
 
     def _unknown_tool(self, name: object) -> dict[str, Any]:
-        active = [t.name for t in self.tools()]
-        if isinstance(name, str) and name in self._declared:
-            message = f"The tool {name!r} is not enabled in this scenario."
-        else:
-            message = f"There is no tool named {name!r}."
-            close = difflib.get_close_matches(name, active, n=1) if isinstance(name, str) else []
-            if close:
-                message += f" Did you mean {close[0]!r}?"
-        return failure(UNKNOWN_TOOL, f"{message} Available tools: {', '.join(active)}.")
+        offered = [t.name for t in self.tools()]
+        return unknown_tool(name, offered, isinstance(name, str) and name in self._declared)

@@ -17,6 +17,7 @@ from merchantbench.catalog.search import SearchFilters, SearchPage, SortKey
 from merchantbench.catalog.stock_band import AvailableBand, band_floor, stock_band, stock_bands
 from merchantbench.catalog.view import catalog_view_at
 from merchantbench.money import rmb_list
+from merchantbench.refusals import Refusal
 from merchantbench.sim.suppliers import stock_now
 from merchantbench.tools.context import (
     Page,
@@ -80,7 +81,9 @@ def _supplier_products(ctx: StoreContext, supplier_id: str) -> tuple[int, np.nda
         launched = owned[ctx.market.launch_day[owned] <= ctx.engine.t // 24]
         if len(launched):
             return s, launched
-    raise ToolError("unknown_supplier", f"no supplier with id {supplier_id!r}", "$.supplier_id")
+    raise ToolError(
+        Refusal.UNKNOWN_SUPPLIER, f"no supplier with id {supplier_id!r}", "$.supplier_id"
+    )
 
 
 def shown_rating(ratings: np.ndarray) -> list[float]:
@@ -214,7 +217,7 @@ def search_products(
         page_size: Rows per page (at most {tools.page_size_max}).
     """
     if min_price is not None and max_price is not None and max_price < min_price:
-        raise ToolError("invalid_argument", "max_price is below min_price", "$.max_price")
+        raise ToolError(Refusal.INVALID_ARGUMENT, "max_price is below min_price", "$.max_price")
     if category is not None and category not in ctx.market.categories:
         return {"query": query, **paged(PRODUCT_COLUMNS, [], page, page_size)}  # none here
     view = ctx.catalog_view()

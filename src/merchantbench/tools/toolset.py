@@ -1,10 +1,11 @@
-"""The agent's tool set: the 26 core tools in the order of SPEC §8, and the optional tools a
-scenario switches on, each stating the scenario's limits.
+"""The agent's tool set: the core tools in the order of SPEC §8, and the optional tools a
+scenario switches on, each stating the scenario's limits. Every list or count of tools (the
+playground's panels, the check script's coverage, docs/tools.md's index) derives from `DECLARED`.
 """
 
 from __future__ import annotations
 
-from merchantbench.scenario import Scenario
+from merchantbench.scenario import Scenario, ToolConfig
 from merchantbench.tools import cash, control, listing, monitoring, optional, sourcing
 from merchantbench.tools.registry import ToolRegistry
 
@@ -26,13 +27,22 @@ def _window_closer(registry: ToolRegistry) -> str:
 END_OF_STEP: str = _window_closer(DECLARED)
 
 
+def _optional_tools(registry: ToolRegistry) -> tuple[str, ...]:
+    names = tuple(t.name for t in registry.tools(include_optional=True) if t.optional)
+    switches = ToolConfig.model_fields
+    unswitched = [name for name in names if switches.get(name) is None]
+    if unswitched:
+        raise RuntimeError(f"optional tools without a `tools.<name>` switch: {unswitched}")
+    return names
+
+
+# Each optional tool is switched on by the scenario's `tools.<its name>`.
+OPTIONAL_TOOLS: tuple[str, ...] = _optional_tools(DECLARED)
+
+
 def enabled_optional_tools(scenario: Scenario) -> list[str]:
     """Names of the optional tools the scenario switches on."""
-    switches = {
-        "market_brief": scenario.tools.market_brief,
-        "hot_search_terms": scenario.tools.hot_search_terms,
-    }
-    return [name for name, on in switches.items() if on]
+    return [name for name in OPTIONAL_TOOLS if getattr(scenario.tools, name) is True]
 
 
 def build_registry(scenario: Scenario) -> ToolRegistry:

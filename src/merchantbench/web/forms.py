@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from merchantbench.tools.toolset import DECLARED, END_OF_STEP
+
 if TYPE_CHECKING:
     from merchantbench.scenario import Scenario
     from merchantbench.tools.registry import ToolRegistry
@@ -14,9 +16,9 @@ if TYPE_CHECKING:
 # (at most the scenario's price cap); the person changes it before listing.
 DEFAULT_PRICE_MULTIPLE = 2.0
 
-# The pages, in order, and the tools each one offers as forms. Tools used through their own
-# controls (list_product's basket, delist and reprice buttons, the notes pad, end_of_step) are
-# not in these lists.
+# The pages, in order, and the tools each one offers first, in this order (the page's layout).
+# Any other tool the scenario enables lands on the page of its declared group (`GROUP_PANELS`),
+# so a tool added to the declarations shows up with no edit here.
 PANELS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("today", "Today", ("get_daily_report", "get_store_snapshot")),
     ("find", "Find products", ("search_products", "get_product_detail",
@@ -29,6 +31,20 @@ PANELS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("money", "Money", ("query_cash_pipeline", "query_balance", "query_store_performance")),
     ("notes", "Notes", ()),
     ("rules", "Rules", ("query_platform_rules",)),
+)  # fmt: skip
+
+
+# The page of each environment tool group, for tools `PANELS` does not place.
+GROUP_PANELS: dict[str, str] = {
+    "sourcing": "find", "listing": "listings", "cash": "money", "monitoring": "orders",
+    "control": "rules",
+}  # fmt: skip
+# Tools the page drives through its own controls, not a form: the basket (list_product), the
+# delist button, the notes pad (the memory document), the window's observation on Today and
+# the tool list the pages themselves are; the window closer is the End-window button.
+OWN_CONTROLS = frozenset(
+    {"list_product", "delist_product", "read_memory_doc", "write_memory_doc", "get_observation",
+     "list_tools", END_OF_STEP}
 )  # fmt: skip
 
 
@@ -103,12 +119,27 @@ def tool_form(schema: dict[str, Any]) -> ToolForm:
     return ToolForm(function["name"], title, description.split("\n")[0], fields)
 
 
+def panel_tools(names: list[str]) -> list[tuple[str, str, list[str]]]:
+    """Each panel's tools among `names` (the tools a scenario enables, in declaration order):
+    those `PANELS` places, then the others of the groups the panel shows. Every tool lands on
+    one panel unless the page has its own control for it."""
+    placed = {tool for _key, _title, tools in PANELS for tool in tools}
+    extra: dict[str, list[str]] = {}
+    for name in names:
+        if name not in placed and name not in OWN_CONTROLS and name in DECLARED:
+            extra.setdefault(GROUP_PANELS[DECLARED.get(name).group], []).append(name)
+    return [
+        (key, title, [t for t in tools if t in names] + extra.get(key, []))
+        for key, title, tools in PANELS
+    ]
+
+
 def panel_forms(schemas: list[dict[str, Any]]) -> list[tuple[str, str, list[ToolForm]]]:
     """The forms of each panel, for the tools this scenario enables."""
     by_name = {s["function"]["name"]: s for s in schemas}
     return [
-        (key, title, [tool_form(by_name[t]) for t in tools if t in by_name])
-        for key, title, tools in PANELS
+        (key, title, [tool_form(by_name[t]) for t in tools])
+        for key, title, tools in panel_tools(list(by_name))
     ]
 
 

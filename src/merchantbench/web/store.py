@@ -31,11 +31,13 @@ from merchantbench.record.files import read_json
 from merchantbench.record.manifest import read_manifest
 from merchantbench.record.schema import METRICS_FILE
 from merchantbench.record.sealed import read_sealed
+from merchantbench.refusals import Refusal
 from merchantbench.runs.lifecycle import RunLifecycle
 from merchantbench.runs.spec import RunSpec
 from merchantbench.scenario import Scenario
 from merchantbench.session import Session
 from merchantbench.surface import StoreStatus
+from merchantbench.tools.errors import failure
 from merchantbench.tools.toolset import END_OF_STEP
 from merchantbench.web.digest import SUPPLIER_EVENTS, Before, window_digest
 from merchantbench.web.human import HUMAN_ORIGIN, HumanDriver
@@ -286,7 +288,7 @@ class PlayStore:
         `settle()` once its answer is out)."""
         with self.lock:
             if self.over:
-                return {"ok": False, "error": {"code": "run_over", "message": "the run has ended"}}
+                return failure(Refusal.RUN_OVER, "the run has ended")
             if tool == END_OF_STEP and window is not None and window != self.surface.window:
                 return stale_window(window, self.surface.window)
             result = self.call_locked(tool, args, key)

@@ -1,7 +1,7 @@
 """`expert`: a strong heuristic operator modelled on the paper's human operators.
 
 It sees only what any agent sees: every read and every action is a `surface.call` of one of the
-26 tools. In the first window of each day it
+store tools. In the first window of each day it
 
 - watches every order outcome (per-product sales statistics) and replaces a listing whose
   refunds and bad reviews show a high risk by a same-keyword substitute, and avoids its shop;

@@ -31,6 +31,7 @@ from typing import IO, Any
 import numpy as np
 
 from merchantbench.agents.llm.sandbox import BRIDGE_ENV
+from merchantbench.refusals import Refusal
 from merchantbench.surface import AgentSurface
 from merchantbench.tools.errors import failure
 from merchantbench.tools.toolset import END_OF_STEP
@@ -198,13 +199,15 @@ class ToolBridge:
         request, problem = _decode(line)
         if request is None:
             self.bad_requests += 1
-            return {"id": None, "result": failure("bad_request", problem)}
+            return {"id": None, "result": failure(Refusal.BAD_REQUEST, problem)}
         rid = request.get("id") if isinstance(request.get("id"), int | str) else None
         tool = request["tool"]
         if tool in REFUSED_IN_CODE:
-            result = failure("not_allowed_in_code", REFUSED_IN_CODE[tool])
+            result = failure(Refusal.NOT_ALLOWED_IN_CODE, REFUSED_IN_CODE[tool])
         elif self.calls >= self.max_calls:
-            result = failure("bridge_limit", f"at most {self.max_calls} tool calls per snippet")
+            result = failure(
+                Refusal.BRIDGE_LIMIT, f"at most {self.max_calls} tool calls per snippet"
+            )
         else:
             self.calls += 1
             result = self.session.call(tool, request.get("args") or {})

@@ -18,8 +18,9 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
+from merchantbench.refusals import Refusal
 from merchantbench.tools.agent_input import HostileInput, decode_arguments, safe_text, scrub
-from merchantbench.tools.errors import UNKNOWN_TOOL, failure
+from merchantbench.tools.errors import failure
 
 _FRAMING_TOKENS = 4
 
@@ -84,7 +85,7 @@ def parse_tool_calls(message: dict[str, Any], known_tools: AbstractSet[str]) -> 
             message_text = (
                 f"parsing error: there is no tool named {safe_text(name)!r}. Tools: {available}."
             )
-            error = failure(UNKNOWN_TOOL, message_text)
+            error = failure(Refusal.UNKNOWN_TOOL, message_text)
         else:
             try:
                 args = decode_arguments(text)

@@ -37,6 +37,7 @@ from merchantbench.agents.llm.hermes_tools import (
 )
 from merchantbench.agents.llm.react import ReActAgent, ReActSettings
 from merchantbench.agents.llm.sandbox import CodeRunner, SandboxLimits, probe_sandbox
+from merchantbench.refusals import Refusal
 from merchantbench.surface import AgentSurface
 from merchantbench.tools.errors import ToolError
 
@@ -179,7 +180,7 @@ class HermesAgent(ReActAgent):
             SnippetFailed: The snippet failed; the error carries the same fields.
         """
         if self.runner is None:
-            raise ToolError("code_execution_off", self.code_note)
+            raise ToolError(Refusal.CODE_EXECUTION_OFF, self.code_note)
         bridge = ToolBridge(session, self.code_tool_calls)
         modules = {MODULE_NAME: bridge.module_source()}
         execution = await self.runner.run(code, modules, bridge, variables)

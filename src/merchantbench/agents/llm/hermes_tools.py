@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import JsonValue
 
+from merchantbench.refusals import Refusal
 from merchantbench.tools.declare import FrameworkGroup, Tool, ToolKind
-from merchantbench.tools.errors import INVALID_ARGUMENT, ToolError
+from merchantbench.tools.errors import ToolError
 from merchantbench.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
@@ -97,14 +98,18 @@ class SnippetFailed(ToolError):
 def check_length(text: str, limit: int, what: str) -> str:
     """The text, if it fits its limit (else `ToolError`)."""
     if len(text) > limit:
-        raise ToolError("too_long", f"{what} would be {len(text)} characters; the limit is {limit}")
+        raise ToolError(
+            Refusal.TOO_LONG, f"{what} would be {len(text)} characters; the limit is {limit}"
+        )
     return text
 
 
 def check_skill_name(name: str) -> str:
     """The name, if it is a valid skill name (else `ToolError`)."""
     if not _SKILL_NAME.match(name):
-        raise ToolError(INVALID_ARGUMENT, f"bad skill name {name!r}: {SKILL_NAME_RULE}", "$.name")
+        raise ToolError(
+            Refusal.INVALID_ARGUMENT, f"bad skill name {name!r}: {SKILL_NAME_RULE}", "$.name"
+        )
     return name
 
 
@@ -125,7 +130,7 @@ def _skill(ctx: HermesCall, name: str) -> Skill:
     skills = ctx.agent.skills
     if name not in skills:
         known = ", ".join(sorted(skills)) or "none yet"
-        raise ToolError("unknown_skill", f"no skill named {name!r}; your skills: {known}")
+        raise ToolError(Refusal.UNKNOWN_SKILL, f"no skill named {name!r}; your skills: {known}")
     return skills[name]
 
 
@@ -204,9 +209,11 @@ def skill_create(
     skills = ctx.agent.skills
     check_skill_name(name)
     if name in skills:
-        raise ToolError("skill_exists", f"a skill named {name!r} exists; use skill_patch")
+        raise ToolError(Refusal.SKILL_EXISTS, f"a skill named {name!r} exists; use skill_patch")
     if len(skills) >= LIMITS.max_skills:
-        raise ToolError("too_many_skills", f"at most {LIMITS.max_skills} skills; patch one instead")
+        raise ToolError(
+            Refusal.TOO_MANY_SKILLS, f"at most {LIMITS.max_skills} skills; patch one instead"
+        )
     body = check_length(code_or_steps, LIMITS.skill_chars, "the skill")
     window = ctx.session.window
     skill = Skill(name, description, skill_kind(body, kind), body, updated_window=window)
@@ -240,15 +247,17 @@ def skill_patch(
     skill = _skill(ctx, name)
     if all(value is None for value in (description, code_or_steps, find, replace, kind)):
         message = "nothing to change: give code_or_steps, find and replace, description or kind"
-        raise ToolError(INVALID_ARGUMENT, message)
+        raise ToolError(Refusal.INVALID_ARGUMENT, message)
     body = skill.body if code_or_steps is None else code_or_steps
     if find is not None and replace is not None:
         count = body.count(find)
         if count != 1:
-            raise ToolError("patch_mismatch", f"`find` occurs {count} times; it must occur once")
+            raise ToolError(
+                Refusal.PATCH_MISMATCH, f"`find` occurs {count} times; it must occur once"
+            )
         body = body.replace(find, replace)
     elif find is not None or replace is not None:
-        raise ToolError(INVALID_ARGUMENT, "`find` and `replace` go together")
+        raise ToolError(Refusal.INVALID_ARGUMENT, "`find` and `replace` go together")
     skill.body = check_length(body, LIMITS.skill_chars, "the skill")
     skill.description = skill.description if description is None else description
     if kind is not None:

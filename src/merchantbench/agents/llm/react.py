@@ -46,9 +46,10 @@ from merchantbench.agents.llm.client import ClientOptions, ModelCallFailed, Mode
 from merchantbench.agents.llm.conversation import Conversation, ToolCall, parse_tool_calls
 from merchantbench.agents.llm.models import ModelConfig, resolve_model
 from merchantbench.agents.llm.usage import Budget, CallRecord, UsageTotals
+from merchantbench.refusals import Refusal
 from merchantbench.surface import AgentSurface
 from merchantbench.tools.agent_input import scrub
-from merchantbench.tools.errors import UNKNOWN_TOOL, failure
+from merchantbench.tools.errors import failure
 
 _FORCED_NOTES = {
     "no_tool_calls": "you replied without calling a tool",
@@ -142,7 +143,7 @@ class ReActAgent(BaseAgent[ReActSettings]):
         self, surface: AgentSurface, name: str, args: dict[str, Any]
     ) -> dict[str, Any]:
         """Run one framework tool; the harness traces it. ReAct has none."""
-        return failure(UNKNOWN_TOOL, f"there is no framework tool named {name!r}")
+        return failure(Refusal.UNKNOWN_TOOL, f"there is no framework tool named {name!r}")
 
     def system_prompt(self, surface: AgentSurface) -> str:
         return surface.brief()
@@ -291,7 +292,7 @@ class ReActAgent(BaseAgent[ReActSettings]):
         """Answer every call (the API requires it), but run none after the window closed."""
         for call in calls:
             if surface.window_done(window):
-                result = failure("window_closed", "end_of_step closed the window; not run")
+                result = failure(Refusal.WINDOW_CLOSED, "end_of_step closed the window; not run")
             elif call.error is not None:
                 result = call.error
             elif call.name in self._framework_names:

@@ -4,7 +4,7 @@ This package runs in verifiers' own environment (it pins `mcp==2.0.0` and `opena
 MerchantBench's cannot use), made by `merchantbench.rl.verifiers_env`. It never imports
 MerchantBench: each rollout's tool server (`StoreTools`, an MCP server verifiers launches per
 rollout) starts the episode in MerchantBench's interpreter (`python -m
-merchantbench.rl.mcp_episode`, over stdio) and forwards the model's tool calls to it, its 26
+merchantbench.rl.mcp_episode`, over stdio) and forwards the model's tool calls to it, its
 tools with their own schemas. `end_of_step` answers carry the window's reward; the tool server
 keeps the sum in the rollout's state, and the task's reward `net_assets` is that sum: the
 episode's change in net assets (RMB, or relative with `normalise`).
