@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import pickle
 from pathlib import Path
-from zlib import crc32
 from typing import Any
+from zlib import crc32
 
 import pytest
 import schemathesis

@@ -46,7 +46,7 @@ def test_a_non_ascii_study_link_is_not_found(study: tuple[TestClient, str, str])
 def test_a_non_finite_activity_report_is_refused(study: tuple[TestClient, str, str]) -> None:
     client, token, _ = study
     for value in ("NaN", "Infinity", "-1"):  # what Python's json writes and reads
-        body = '{"seconds": %s}' % value
+        body = f'{{"seconds": {value}}}'
         headers = {"Content-Type": "application/json"}
         answer = client.post(f"/play/{token}/activity", content=body, headers=headers)
         assert answer.status_code == 422, answer.text[:300]
