@@ -26,7 +26,6 @@ from merchantbench.record.checkpoint import (
 from merchantbench.runs.arena import ArenaSpec, Entrant, run_arena
 from merchantbench.runs.runner import CheckpointPolicy, RunError, RunSpec, run_agent
 from merchantbench.scenario import load_scenario
-from merchantbench.session import Session
 
 BASE = ("--agent", "rule-based", "--scenario", "smoke", "--seed", "1")
 EVERY_5 = CheckpointPolicy(windows=5)
