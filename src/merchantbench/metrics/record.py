@@ -9,7 +9,6 @@ one-line reason.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from merchantbench.record.files import json_value
 from merchantbench.record.manifest import ManifestError, RunManifest, read_manifest
 from merchantbench.record.schema import (
     PARQUET_SCHEMAS,
@@ -119,9 +119,9 @@ def _read_parquet(run_dir: Path, name: str) -> Table:
 
 def _trace_row(line: str, number: int, path: Path) -> dict[str, Any]:
     try:
-        row = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise RunRecordError(f"{path}:{number}: not JSON ({exc.msg})") from exc
+        row = json_value(line)
+    except ValueError as exc:  # not JSON, or nested too deeply to read
+        raise RunRecordError(f"{path}:{number}: not JSON ({getattr(exc, 'msg', exc)})") from exc
     if not isinstance(row, dict):
         raise RunRecordError(f"{path}:{number}: a trace line must be a JSON object")
     missing = [key for key in TRACE_REQUIRED if key not in row]

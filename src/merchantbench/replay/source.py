@@ -4,12 +4,12 @@ transcript read line by line (`RecordSource`). Anything that keeps a record from
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from merchantbench.record.files import json_value
 from merchantbench.record.manifest import ManifestError, RunManifest, read_manifest
 from merchantbench.record.schema import RUN_FILE, TRACE_FILE, TRANSCRIPT_FILE
 from merchantbench.record.sealed import FINISHED, SEED_FILE, SealedError, reveal
@@ -174,16 +174,17 @@ class Transcript:
 def parse_line(text: str) -> Any:
     """A JSONL line's value, or None if it is not JSON (a damaged line is a difference)."""
     try:
-        return json.loads(text)
+        return json_value(text)
     except ValueError:
         return None
 
 
 def _entry(path: Path, number: int, text: str) -> dict[str, Any]:
     try:
-        entry = json.loads(text)
-    except ValueError:
-        raise ReplayError(f"{path} line {number} is not JSON: the record is damaged") from None
+        entry = json_value(text)
+    except ValueError as exc:  # not JSON, or nested too deeply to read
+        raise ReplayError(f"{path} line {number} is not readable JSON ({exc}): the record is "
+                          "damaged") from None  # fmt: skip
     if not isinstance(entry, dict):
         raise ReplayError(f"{path} line {number} is not a trace entry: the record is damaged")
     for key, kind in _ENTRY_TYPES.items():

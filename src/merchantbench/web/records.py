@@ -11,7 +11,6 @@ never pooled).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from merchantbench.record.comparable import (
     provenance_lines,
     spend_efficiency,
 )
+from merchantbench.record.files import json_value
 from merchantbench.record.schema import METRICS_FILE, ORDERS_FILE, RUN_FILE, TIMESERIES_FILE
 
 MAX_DEPTH = 5  # how deep under the root run directories are looked for
@@ -57,7 +57,7 @@ class RunRow:
 
 def read_json_or_empty(path: Path) -> dict[str, Any]:
     try:
-        value = json.loads(path.read_text())
+        value = json_value(path.read_text())
     except (OSError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}
