@@ -6,6 +6,7 @@ a 500."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -55,7 +56,7 @@ def test_verify_cannot_verify_it(records: Path, name: str) -> None:
     command = [sys.executable, "-m", "merchantbench.cli", "verify", "--json",
                str(records / "runs" / name)]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=300,
-                          env={**__import__("os").environ, **env_cache})  # fmt: skip
+                          env={**os.environ, **env_cache})  # fmt: skip
     assert done.returncode == 2, (done.stdout, done.stderr[-500:])
     assert "Traceback" not in done.stderr
     answer = json.loads(done.stdout)
