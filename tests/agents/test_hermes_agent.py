@@ -309,6 +309,36 @@ def test_hermes_tools_reach_nothing_hidden(tmp_path, monkeypatch, hermes_env):
     assert _files_containing(_home(meta), secret) == []
 
 
+def test_hermes_code_tool_sees_no_host_python_package(tmp_path, monkeypatch, hermes_env):
+    """Hermes' own code tool runs in its sandbox with what the interpreter needs of the host
+    Python (executable, libpython, standard library) and none of its site-packages, programs
+    or headers, as `execute_code`'s sandbox (hardening round 3)."""
+    prefix = os.path.realpath(sys.base_prefix)
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    assert os.listdir(f"{prefix}/lib/{version}/site-packages")  # the host's has packages
+    code = (
+        "import os\n"
+        f"prefix, version = {prefix!r}, {version!r}\n"
+        "site = f'{prefix}/lib/{version}/site-packages'\n"
+        "print('PREFIX-TOP', sorted(os.listdir(prefix)))\n"
+        "print('PREFIX-BIN', sorted(os.listdir(prefix + '/bin')))\n"
+        "print('HOST-SITE', sorted(os.listdir(site)) if os.path.isdir(site) else 'absent')\n"
+        "print('STDLIB-OK', 'os.py' in os.listdir(f'{prefix}/lib/{version}'))\n"
+    )
+    asks = [_reply("execute_code", code=code), _reply(MCP + "end_of_step")]
+
+    def policy(request: dict) -> dict:
+        done = len(_window_tools(request))
+        return asks[done] if done < len(asks) else {"content": "done", "tool_calls": []}
+
+    _, _, server, meta, trace = _run(tmp_path, policy, monkeypatch, days=1)
+    assert meta["ended"] == "completed"
+    seen = _tool_results(server.requests)
+    assert "PREFIX-TOP ['bin', 'lib']" in seen, seen[-2000:]
+    assert f"PREFIX-BIN ['{version}']" in seen, seen[-2000:]
+    assert "HOST-SITE []" in seen and "STDLIB-OK True" in seen, seen[-2000:]
+
+
 def test_hermes_own_tools_keep_the_time_limit_the_driver_set(tmp_path, monkeypatch, hermes_env):
     # Hermes' defaults: 300 s for a snippet, 180 s for a command (600 s when asked).
     config = "$HERMES_HOME/config.yaml"

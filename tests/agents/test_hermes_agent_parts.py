@@ -21,6 +21,7 @@ from merchantbench.agents.llm.models import resolve_model
 from merchantbench.catalog.cache import get_market
 from merchantbench.scenario import load_scenario
 from merchantbench.session import Session
+from timeouts import REQUEST_SECONDS
 
 ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
@@ -41,7 +42,9 @@ def _rpc(method: str, params: dict, n: int) -> dict:
 async def _mcp_over_unix(socket_path: Path, token: str) -> list[dict]:
     """Initialize an MCP session over the socket, then call end_of_step twice."""
     transport = httpx.AsyncHTTPTransport(uds=str(socket_path))
-    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:9") as client:
+    async with httpx.AsyncClient(
+        transport=transport, base_url="http://127.0.0.1:9", timeout=REQUEST_SECONDS
+    ) as client:
         refused = await client.post(MCP_PATH, json=_rpc("tools/list", {}, 0), headers=ACCEPT)
         assert refused.status_code == 401  # no token, no MCP
         headers = {**ACCEPT, "authorization": f"Bearer {token}"}

@@ -9,6 +9,8 @@ from typing import Any
 
 import httpx
 
+from timeouts import REQUEST_SECONDS
+
 
 def tool_call(call_id: str, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
@@ -27,7 +29,7 @@ class ProtocolClient:
 
     def __init__(self, base_url: str, run_id: str, agent_id: str, token: str | None) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.http = httpx.Client(base_url=base_url, headers=headers, timeout=60)
+        self.http = httpx.Client(base_url=base_url, headers=headers, timeout=REQUEST_SECONDS)
         self.run = f"/runs/{run_id}"
         self.agent = f"{self.run}/agents/{agent_id}"
         self.agent_id = agent_id

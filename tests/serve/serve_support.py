@@ -18,6 +18,7 @@ from merchantbench.limits import ServerLimits
 from merchantbench.serve import ServeConfig, create_app
 from merchantbench.serve.app import AppExtension
 from merchantbench.serve.registry import RunRegistry
+from timeouts import REQUEST_SECONDS, START_SECONDS
 
 ADMIN = "admin-token-for-tests"
 
@@ -37,7 +38,7 @@ class LiveServer:
     server: uvicorn.Server
     thread: threading.Thread
 
-    def client(self, token: str | None = ADMIN, timeout: float = 30.0) -> httpx.Client:
+    def client(self, token: str | None = ADMIN, timeout: float = REQUEST_SECONDS) -> httpx.Client:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         return httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout)
 
@@ -73,7 +74,7 @@ def start_server(
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + START_SECONDS
     while not server.started:
         assert thread.is_alive() and time.monotonic() < deadline, "server did not start"
         time.sleep(0.01)

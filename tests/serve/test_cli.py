@@ -16,6 +16,8 @@ from script import play_window
 from serve_support import ADMIN
 from test_restart import free_port, play
 
+from timeouts import REQUEST_SECONDS, STOP_SECONDS
+
 
 def _serve_one(out: Path) -> tuple[list[str], subprocess.Popen, list[str]]:
     """`run --agent external --serve` of a 1-day smoke run into `out`: its command, the
@@ -47,7 +49,7 @@ def test_run_external_serve_hosts_one_run_until_it_ends(tmp_path) -> None:
         assert printed["MERCHANTBENCH_RUN_ID"] == "served"
         [link] = [line.split(": ", 1)[1] for line in lines if line.startswith("dashboard")]
         # The printed link opens the dashboard.
-        with httpx.Client(timeout=30, follow_redirects=True) as browser:
+        with httpx.Client(timeout=REQUEST_SECONDS, follow_redirects=True) as browser:
             dashboard = browser.get(link)
             assert dashboard.status_code == 200 and "served" in dashboard.text
             assert browser.get(link.split("?")[0]).url.path == "/"  # the cookie, kept
@@ -56,7 +58,7 @@ def test_run_external_serve_hosts_one_run_until_it_ends(tmp_path) -> None:
             printed["MERCHANTBENCH_AGENT_TOKEN"],
         )  # fmt: skip
         play(client)
-        rest, _ = process.communicate(timeout=60)
+        rest, _ = process.communicate(timeout=STOP_SECONDS)
     finally:
         if process.poll() is None:
             process.kill()
@@ -85,7 +87,7 @@ def test_run_external_serve_tells_a_slow_agent_the_run_is_over(tmp_path) -> None
         time.sleep(1.5)  # the server's shutdown check runs every 0.1 s
         assert client.observation().status_code == 410
         client.close()
-        process.communicate(timeout=60)
+        process.communicate(timeout=STOP_SECONDS)
     finally:
         if process.poll() is None:
             process.kill()

@@ -24,13 +24,14 @@ from merchantbench.record.sealed import SEED_FILE
 from merchantbench.serve.dashboard_mount import dashboard_extension
 from merchantbench.serve.registry import TOKENS_FILE
 from merchantbench.web.app import web_extension
+from timeouts import REQUEST_SECONDS, START_SECONDS, STOP_SECONDS
 
 DAMAGES = ("checkpoint", "trace", "sealed_seed", "run_json", "metrics")
 
 
 def play(server: LiveServer, run: dict[str, Any], windows: int) -> None:
     headers = {"Authorization": f"Bearer {run['agent_token']}"}
-    with httpx.Client(base_url=server.base_url, headers=headers, timeout=60) as agent:
+    with httpx.Client(base_url=server.base_url, headers=headers, timeout=REQUEST_SECONDS) as agent:
         for _ in range(windows):
             path = f"/api/runs/{run['run_id']}"
             assert agent.post(f"{path}/tools/query_balance", json={}).status_code == 200
@@ -131,12 +132,13 @@ def test_the_command_reports_each_damaged_run_in_one_line_and_serves(records, tm
     process = serve_command("serve", "--runs-dir", str(copy), "--port", str(port),
                             "--max-body-bytes", "4096")  # fmt: skip
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + START_SECONDS
         while True:
             assert process.poll() is None, process.communicate()
             try:
                 headers = {"Authorization": f"Bearer {ADMIN}"}
-                listing = httpx.get(f"http://127.0.0.1:{port}/api/runs", headers=headers)
+                listing = httpx.get(f"http://127.0.0.1:{port}/api/runs", headers=headers,
+                                    timeout=REQUEST_SECONDS)  # fmt: skip
                 break
             except httpx.TransportError:
                 assert time.monotonic() < deadline
@@ -147,13 +149,14 @@ def test_the_command_reports_each_damaged_run_in_one_line_and_serves(records, tm
         assert tokens[healthy] != made["healthy"]["agent_token"]  # a new one
         agent = {"Authorization": f"Bearer {tokens[healthy]}"}
         url = f"http://127.0.0.1:{port}/api/runs/{healthy}/observation"
-        assert httpx.get(url, headers=agent).status_code == 200
+        assert httpx.get(url, headers=agent, timeout=REQUEST_SECONDS).status_code == 200
         call = f"http://127.0.0.1:{port}/api/runs/{healthy}/tools/write_memory_doc"
-        big = httpx.post(call, json={"content": "m" * 5000}, headers=agent)
+        big = httpx.post(call, json={"content": "m" * 5000}, headers=agent,
+                         timeout=REQUEST_SECONDS)  # fmt: skip
         assert big.status_code == 413  # --max-body-bytes
     finally:
         process.terminate()
-        _, stderr = process.communicate(timeout=60)
+        _, stderr = process.communicate(timeout=STOP_SECONDS)
     assert process.returncode == 0, stderr
     assert "Traceback" not in stderr
     lines = stderr.splitlines()

@@ -21,6 +21,7 @@ from merchantbench.cli.serve import LIMIT_HELP
 from merchantbench.limits import MIB, ServerLimits
 from merchantbench.serve.host import RunHost
 from merchantbench.serve.mcp_mount import McpMounts, mcp_extension
+from timeouts import REQUEST_SECONDS
 
 LIMITS = ServerLimits(
     max_body_bytes=256 * 1024,
@@ -128,7 +129,7 @@ def test_an_oversized_extra_gets_413_and_is_not_recorded(limited: LiveServer) ->
 def open_session(server: LiveServer, run: dict[str, Any]) -> httpx.Response:
     headers = {**MCP_HEADERS, "Authorization": f"Bearer {run['agent_token']}"}
     url = f"{server.base_url}/runs/{run['run_id']}/mcp"
-    return httpx.post(url, json=INITIALIZE, headers=headers, timeout=30)
+    return httpx.post(url, json=INITIALIZE, headers=headers, timeout=REQUEST_SECONDS)
 
 
 def mounts_of(server: LiveServer) -> McpMounts:
@@ -159,7 +160,8 @@ def test_a_run_holds_at_most_so_many_mcp_sessions(limited: LiveServer) -> None:
     headers = {**MCP_HEADERS, "Authorization": f"Bearer {run['agent_token']}",
                "mcp-session-id": opened[0].headers["mcp-session-id"]}  # fmt: skip
     url = f"{limited.base_url}/runs/{run['run_id']}/mcp"
-    assert httpx.delete(url, headers=headers).status_code == 200  # the client ends one
+    ended = httpx.delete(url, headers=headers, timeout=REQUEST_SECONDS)  # the client ends one
+    assert ended.status_code == 200
     assert open_session(limited, run).status_code == 200  # room again
 
 
@@ -188,7 +190,8 @@ def test_idle_mcp_sessions_expire_and_their_memory_is_freed(tmp_path) -> None:
         url = f"{server.base_url}/runs/{run['run_id']}/mcp"
         ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
         for session in sessions:  # an expired session is unknown: the client starts anew
-            expired = httpx.post(url, json=ping, headers={**headers, "mcp-session-id": session})
+            expired = httpx.post(url, json=ping, headers={**headers, "mcp-session-id": session},
+                                 timeout=REQUEST_SECONDS)  # fmt: skip
             assert expired.status_code == 404
         assert open_session(server, run).status_code == 200
     finally:

@@ -24,6 +24,7 @@ from merchantbench.record.sealed import read_sealed
 from merchantbench.replay.market import verify_market
 from merchantbench.scenario import load_scenario
 from merchantbench.serve.registry import TOKENS_FILE
+from timeouts import REQUEST_SECONDS
 
 DAYS = 3
 AGENTS = ["alpha", "beta"]
@@ -136,7 +137,7 @@ def test_two_merchants_play_a_market_over_the_artifact_protocol(tmp_path):
         # Nothing private of alpha (its memory note, its token, its id) in any answer to beta.
         alpha_token = created["agent_tokens"]["alpha"]
         assert not _leaks(clients["beta"].responses, SECRET, alpha_token, "alpha")
-        with httpx.Client(base_url=live.base_url) as http:
+        with httpx.Client(base_url=live.base_url, timeout=REQUEST_SECONDS) as http:
             auth = {"Authorization": f"Bearer {created['agent_tokens']['beta']}"}
             summary = http.get(f"/api/runs/{created['run_id']}", headers=auth).json()
         assert list(summary["agents"]) == ["beta"] and "alpha" not in json.dumps(summary)
@@ -152,7 +153,7 @@ def test_a_merchant_token_reaches_its_own_agent_paths_only(tmp_path):
         run, tokens = created["run_id"], created["agent_tokens"]
         beta = {"Authorization": f"Bearer {tokens['beta']}"}
         body = {"messages": [assistant(tool_call("x", "query_balance"))]}
-        with httpx.Client(base_url=live.base_url, timeout=30) as http:
+        with httpx.Client(base_url=live.base_url, timeout=REQUEST_SECONDS) as http:
             for path in ("observation", "act", "usage"):
                 url = f"/runs/{run}/agents/alpha/{path}"
 
@@ -339,12 +340,16 @@ def test_two_merchants_play_a_market_over_mcp(tmp_path):
         url = {a: f"{live.base_url}/runs/{run}/agents/{a}/mcp" for a in AGENTS}
         body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
         crossed = httpx.post(
-            url["alpha"], json=body, headers={"Authorization": f"Bearer {tokens['beta']}"}
+            url["alpha"],
+            json=body,
+            headers={"Authorization": f"Bearer {tokens['beta']}"},
+            timeout=REQUEST_SECONDS,
         )
         run_level = httpx.post(
             f"{live.base_url}/runs/{run}/mcp",
             json=body,
             headers={"Authorization": f"Bearer {tokens['beta']}"},
+            timeout=REQUEST_SECONDS,
         )
         assert (crossed.status_code, run_level.status_code) == (403, 404)
         seen: dict[str, list[str]] = {a: [] for a in AGENTS}
@@ -394,7 +399,7 @@ def test_a_served_sealed_market_hides_its_seed(tmp_path):
                 client.call("query_balance")
                 client.act(assistant(tool_call(f"end-{agent}-{client.step}", "end_of_step")))
         assert over
-        with httpx.Client(base_url=live.base_url) as http:
+        with httpx.Client(base_url=live.base_url, timeout=REQUEST_SECONDS) as http:
             admin = {"Authorization": "Bearer admin-token-for-tests"}
             everything = http.get("/api/runs", headers=admin).text
     finally:

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
@@ -35,6 +36,7 @@ from merchantbench.mcp_surface import McpHttpEndpoint
 from merchantbench.runs.runner import RunSpec
 from merchantbench.scenario import load_scenario
 from merchantbench.serve.mcp_run import MCP_AGENT, HostedRun
+from timeouts import START_SECONDS, STOP_SECONDS
 
 SEED = 918273645
 
@@ -149,7 +151,7 @@ def test_the_command_serves_http_on_loopback_and_a_stop_leaves_a_resumable_recor
         )
     finally:
         server.send_signal(signal.SIGINT)
-        _, stderr = server.communicate(timeout=30)
+        _, stderr = server.communicate(timeout=STOP_SECONDS)
     assert results[-1]["observation"] == in_process.observations[1]
     assert f"http://127.0.0.1:{port}/mcp" in stderr and "(interrupted)" in stderr
     meta = json.loads((out / "run.json").read_text())
@@ -161,7 +163,8 @@ def test_the_command_serves_http_on_loopback_and_a_stop_leaves_a_resumable_recor
 
 
 def _wait_for_port(port: int) -> None:
-    for _ in range(600):  # bounded: 60 s (the first start may build the market)
+    deadline = time.monotonic() + START_SECONDS  # the first start may build the market
+    while time.monotonic() < deadline:
         with socket.socket() as probe:
             if probe.connect_ex(("127.0.0.1", port)) == 0:
                 return

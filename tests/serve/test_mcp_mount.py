@@ -14,6 +14,7 @@ from mcp.client.streamable_http import streamable_http_client
 from merchantbench.check.served import LiveServe
 from merchantbench.mcp_surface import RULES_URI
 from merchantbench.scenario import load_scenario
+from timeouts import REQUEST_SECONDS
 
 SEED = 271828
 
@@ -56,12 +57,15 @@ def test_a_run_played_over_mcp_on_the_serve_app(serve) -> None:
     assert results[2]["calls_left_in_window"] < scenario.clock.calls_per_window
     # The same run as the JSON API's: two windows closed.
     api = httpx.get(f"{serve.base_url}/api/runs/{host.run_id}",
-                    headers={"Authorization": f"Bearer {token}"}).json()  # fmt: skip
+                    headers={"Authorization": f"Bearer {token}"},
+                    timeout=REQUEST_SECONDS).json()  # fmt: skip
     assert api["tick"]["window"] == 2 == host.surface.window
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
-    foreign = httpx.post(url, json=body, headers={"Authorization": f"Bearer {other_token}"})
-    anonymous = httpx.post(url, json=body)
+    foreign = httpx.post(url, json=body, headers={"Authorization": f"Bearer {other_token}"},
+                         timeout=REQUEST_SECONDS)  # fmt: skip
+    anonymous = httpx.post(url, json=body, timeout=REQUEST_SECONDS)
     elsewhere = httpx.post(f"{serve.base_url}/runs/{host.run_id}/nope", json=body,
-                           headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+                           headers={"Authorization": f"Bearer {token}"},
+                           timeout=REQUEST_SECONDS)  # fmt: skip
     assert (foreign.status_code, anonymous.status_code, elsewhere.status_code) == (403, 401, 404)
     assert host.surface.window == 2  # the refused requests changed nothing

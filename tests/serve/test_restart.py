@@ -21,6 +21,7 @@ from serve_support import ADMIN, start_server
 from test_full_run import play_in_process
 
 from merchantbench.scenario import load_scenario
+from timeouts import REQUEST_SECONDS, START_SECONDS, STOP_SECONDS
 
 
 def play(client: ProtocolClient, until_window: int | None = None) -> None:
@@ -74,11 +75,12 @@ def serve_process(runs: Path, port: int) -> subprocess.Popen:
     command = [sys.executable, "-m", "merchantbench.cli", "serve", "--port", str(port),
                "--runs-dir", str(runs)]  # fmt: skip
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + START_SECONDS
     while True:
         assert process.poll() is None and time.monotonic() < deadline, "server did not start"
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/api/health").status_code == 200:
+            health = httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=REQUEST_SECONDS)
+            if health.status_code == 200:
                 return process
         except httpx.TransportError:
             time.sleep(0.1)
@@ -89,14 +91,15 @@ def test_after_kill_9_the_run_resumes_from_its_checkpoint(tmp_path) -> None:
     base = f"http://127.0.0.1:{port}"
     process = serve_process(runs, port)
     try:
-        admin = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {ADMIN}"})
+        admin = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {ADMIN}"},
+                             timeout=REQUEST_SECONDS)  # fmt: skip
         run = admin.post("/api/runs", json={"scenario": "smoke", "seed": 4}).json()
         client = ProtocolClient(base, run["run_id"], "agent_0", run["agent_token"])
         play(client, until_window=7)
         client.call("write_memory_doc", {"content": "lost\n", "mode": "append"})
     finally:
         process.send_signal(signal.SIGKILL)
-        process.wait(timeout=30)
+        process.wait(timeout=STOP_SECONDS)
     process = serve_process(runs, port)
     try:
         output_lines = []
@@ -107,7 +110,7 @@ def test_after_kill_9_the_run_resumes_from_its_checkpoint(tmp_path) -> None:
         play(client)
     finally:
         process.send_signal(signal.SIGTERM)
-        output_lines = process.communicate(timeout=30)[0].splitlines()
+        output_lines = process.communicate(timeout=STOP_SECONDS)[0].splitlines()
     assert f"export MERCHANTBENCH_RUN_ID={run['run_id']}" in output_lines
     assert f"export MERCHANTBENCH_AGENT_TOKEN={run['agent_token']}" in output_lines
     local = play_in_process(load_scenario("smoke"), 4, tmp_path / "local")

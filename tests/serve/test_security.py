@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from merchantbench.cli import app
 from merchantbench.serve.host import RunHost
+from timeouts import REQUEST_SECONDS
 
 ACT = {"messages": [assistant(tool_call("c", "write_memory_doc", {"content": "x"}))]}
 
@@ -92,7 +93,7 @@ def test_a_token_of_non_ascii_bytes_is_refused_not_a_crash(live: LiveServer, two
     before = fingerprint(host_a)
     for token in ("é", f"{a['agent_token']}\xff", "\x80" * 40):
         headers = {"Authorization": f"Bearer {token}".encode("latin-1")}
-        with httpx.Client(base_url=live.base_url, headers=headers, timeout=30) as odd:
+        with httpx.Client(base_url=live.base_url, headers=headers, timeout=REQUEST_SECONDS) as odd:
             for method, path, body in agent_routes(a["run_id"]) + admin_routes(a["run_id"]):
                 assert odd.request(method, path, json=body).status_code == 403, (token, path)
     assert fingerprint(host_a) == before

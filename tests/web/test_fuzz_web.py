@@ -1,9 +1,11 @@
 """API fuzzing of the web app (playground and dashboard, as `merchantbench play` and
 `merchantbench dashboard` serve it) from the OpenAPI document it builds (schemathesis, bounded
-examples): no route answers 5xx, and every answer conforms to the document."""
+examples): no route answers 5xx, and every answer conforms to the document. The folders are
+given relative to the working directory, as the commands' defaults are."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,11 +39,17 @@ CHECKS = [
 
 @pytest.fixture(scope="module")
 def target(tmp_path_factory) -> Iterator[tuple[LiveServer, str, str]]:
-    room_dir = tmp_path_factory.mktemp("web-fuzz") / "study"
-    [seat] = PlayRoom(room_dir).create(load_scenario("smoke"), [SEED])
-    app = body_limited(create_web_app(play_dir=room_dir, runs_root=room_dir))
-    with LiveServer(app) as server:
-        yield server, seat.token, seat.run
+    home = Path.cwd()
+    os.chdir(tmp_path_factory.mktemp("web-fuzz"))
+    try:
+        room_dir = Path("study")  # relative, as `play --dir` and `dashboard --runs` take it
+        [seat] = PlayRoom(room_dir).create(load_scenario("smoke"), [SEED])
+        PlayRoom(room_dir).operator_token()  # the study view exists, as `study create` makes it
+        app = body_limited(create_web_app(play_dir=room_dir, runs_root=room_dir))
+        with LiveServer(app) as server:
+            yield server, seat.token, seat.run
+    finally:
+        os.chdir(home)
 
 
 def aim(case: Any, token: str, run: str) -> None:

@@ -19,6 +19,7 @@ from merchantbench.record.schema import TRACE_FILE, TRANSCRIPT_FILE
 from merchantbench.scenario import load_scenario
 from merchantbench.web.room import PlayRoom
 from merchantbench.web.store import PlayStore
+from timeouts import REQUEST_SECONDS, START_SECONDS
 
 SCENARIO = load_scenario("smoke", overrides=["clock.days=6"])  # 12 windows
 SEED = 7
@@ -60,8 +61,8 @@ def test_a_killed_playground_resumes_to_the_same_bytes(tmp_path: Path) -> None:
                               stderr=subprocess.DEVNULL)  # fmt: skip
     base = f"http://127.0.0.1:{port}/play/{seat.token}"
     try:
-        with httpx.Client(timeout=60) as client:
-            deadline = time.monotonic() + 120
+        with httpx.Client(timeout=REQUEST_SECONDS) as client:
+            deadline = time.monotonic() + START_SECONDS
             while True:
                 try:
                     client.get(f"{base}/state").raise_for_status()

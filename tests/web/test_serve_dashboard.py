@@ -14,6 +14,7 @@ from merchantbench.serve import ServeConfig, create_app
 from merchantbench.serve.dashboard_mount import dashboard_extension, dashboard_link
 from merchantbench.serve.mcp_mount import mcp_extension
 from merchantbench.web.app import web_extension
+from timeouts import REQUEST_SECONDS
 
 ADMIN = "operator-token-for-the-browser"
 SEED = 2_718_281_828
@@ -22,7 +23,10 @@ SEED = 2_718_281_828
 def test_the_operator_watches_a_served_run_in_the_browser(tmp_path: Path, browser) -> None:
     config = ServeConfig(tmp_path / "runs", ADMIN)
     app = create_app(config, extensions=[mcp_extension(), dashboard_extension(web_extension)])
-    with LiveServer(app) as server, httpx.Client(base_url=server.url, timeout=30) as http:
+    with (
+        LiveServer(app) as server,
+        httpx.Client(base_url=server.url, timeout=REQUEST_SECONDS) as http,
+    ):
         admin = {"Authorization": f"Bearer {ADMIN}"}
         body = {"scenario": "smoke", "seed": SEED, "days": 3, "label": "watched"}
         run = http.post("/api/runs", headers=admin, json=body).json()

@@ -8,7 +8,14 @@ importable module (the current directory is searched too, after `sys.path`, as `
 does), or `path/to/file.py:Class`, a file loaded as a module of its own. Everything that takes a
 built-in agent's name takes a target: `run`, `--resume`, sweeps, `calibrate`. Every failure is
 an `AgentConfigError` of one line: malformed target, module or file not found, no such
-attribute, not a `BaseAgent` subclass, an import that raised.
+attribute, not a `BaseAgent` subclass, an import that raised or called `sys.exit`.
+
+The first time a process loads an agent module of your own, it is loaded in a child process
+first (`probe_import`), bounded by `MERCHANTBENCH_AGENT_IMPORT_SECONDS` (60 s by default): a
+module that loops or waits at import, or ends the process there (`os._exit`), is refused in one
+line instead of hanging or exiting silently. Then it is loaded here as before, under the same
+module name, so checkpoints unpickle and runs stay deterministic (the child touches no run).
+What this does not cover: a module that behaves differently on its second import.
 """
 
 from __future__ import annotations
@@ -16,7 +23,10 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import json
 import os
+import signal
+import subprocess
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -31,6 +41,13 @@ from merchantbench.record.agent_code import (
 )
 
 _FILE_MODULE_PREFIX = "_merchantbench_agent_"  # file agents' modules, in sys.modules
+IMPORT_SECONDS_ENV = "MERCHANTBENCH_AGENT_IMPORT_SECONDS"
+IMPORT_SECONDS = 60.0  # an agent module's import in the child, at most (the env var overrides)
+_LOADED_MARK = "merchantbench-agent-module-loaded"
+_CHILD = (
+    "import json, os, sys; args = json.loads(sys.argv[1]); sys.path[:] = args['path'];"
+    "from merchantbench.agents.load import probe_child; probe_child(args['target'], args['name'])"
+)
 
 
 class AgentConfigError(ValueError):
@@ -41,7 +58,71 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
 
 
-def _file_module(target: AgentTarget, name: str) -> ModuleType:
+def _exited(exc: SystemExit) -> str:
+    return f"it called sys.exit({exc.code!r}) at import"
+
+
+def import_seconds() -> float:
+    """How long an agent module's import may take in the child (`IMPORT_SECONDS_ENV`)."""
+    try:
+        seconds = float(os.environ.get(IMPORT_SECONDS_ENV, IMPORT_SECONDS))
+    except ValueError:
+        raise AgentConfigError(f"{IMPORT_SECONDS_ENV} must be a number of seconds") from None
+    return seconds if seconds > 0 else IMPORT_SECONDS
+
+
+def probe_import(target: AgentTarget, name: str) -> None:
+    """Load the target's module in a child process, bounded in time (the module docstring).
+
+    Raises:
+        AgentConfigError: One line: the import did not finish in time, ended the process, or
+            failed (the child's own one-line reason).
+    """
+    seconds = import_seconds()
+    where = target.source if target.is_file else f"module {target.source}"
+    argv = json.dumps({"target": str(target), "name": name, "path": sys.path})
+    command = [sys.executable, "-c", _CHILD, argv]
+    with subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, errors="replace",
+                          start_new_session=True) as child:  # fmt: skip
+        try:
+            out, err = child.communicate(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.communicate()
+            raise AgentConfigError(
+                f"agent {name!r}: importing {where} did not finish in {seconds:g} s (a loop or "
+                f"a wait at import?); {IMPORT_SECONDS_ENV} sets the limit"
+            ) from None
+    lines = out.splitlines()
+    last = lines[-1] if lines else ""
+    if last == _LOADED_MARK:
+        return
+    if last.startswith(_LOADED_MARK + " "):
+        raise AgentConfigError(last[len(_LOADED_MARK) + 1 :])
+    said = " ".join(err.strip().splitlines()[-1:])[:200]
+    raise AgentConfigError(
+        f"agent {name!r}: importing {where} ended the process (exit code {child.returncode}) "
+        f"before it finished loading{f': {said}' if said else ''}"
+    )
+
+
+def probe_child(target: str, name: str) -> None:
+    """The child of `probe_import`: load the module, say so on the last line, exit at once."""
+    try:
+        parsed = parse_target(target)
+        if parsed.is_file:
+            _file_module(parsed, name, probe=False)
+        else:
+            _imported_module(parsed, name, probe=False)
+        said = _LOADED_MARK
+    except (AgentConfigError, TargetError) as exc:
+        said = f"{_LOADED_MARK} {exc}"
+    print(f"\n{said}", flush=True)
+    os._exit(0)  # no atexit hook of the module runs
+
+
+def _file_module(target: AgentTarget, name: str, *, probe: bool = True) -> ModuleType:
     """The module of a file target, loaded once under a name fixed by its path (so a
     checkpointed agent unpickles in any process that loaded the file), again if it changed."""
     path = Path(target.source)
@@ -59,11 +140,16 @@ def _file_module(target: AgentTarget, name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
         raise AgentConfigError(f"agent {name!r}: {path} cannot be loaded as Python")
+    if probe:
+        probe_import(target, name)
     module = importlib.util.module_from_spec(spec)
     module.__merchantbench_sha256__ = digest  # type: ignore[attr-defined]
     sys.modules[module_name] = module  # before running it: dataclasses and pickle look it up
     try:
         spec.loader.exec_module(module)
+    except SystemExit as exc:
+        del sys.modules[module_name]
+        raise AgentConfigError(f"agent {name!r}: loading {path} failed: {_exited(exc)}") from None
     except Exception as exc:
         del sys.modules[module_name]
         raise AgentConfigError(f"agent {name!r}: loading {path} failed: {_one_line(exc)}") from None
@@ -76,8 +162,10 @@ def _missing(exc: ModuleNotFoundError, module: str) -> bool:
     return exc.name is not None and (module == exc.name or module.startswith(exc.name + "."))
 
 
-def _imported_module(target: AgentTarget, name: str) -> ModuleType:
+def _imported_module(target: AgentTarget, name: str, *, probe: bool = True) -> ModuleType:
     module = target.source
+    if probe and module not in sys.modules and target.top_module != "merchantbench":
+        probe_import(target, name)
     for attempt in range(2):
         try:
             return importlib.import_module(module)
@@ -94,6 +182,10 @@ def _imported_module(target: AgentTarget, name: str) -> ModuleType:
                 ) from None
             sys.path.append(here)  # as `python -m` finds modules of the current directory
             importlib.invalidate_caches()
+        except SystemExit as exc:
+            raise AgentConfigError(
+                f"agent {name!r}: importing {module} failed: {_exited(exc)}"
+            ) from None
         except Exception as exc:
             raise AgentConfigError(
                 f"agent {name!r}: importing {module} failed: {_one_line(exc)}"

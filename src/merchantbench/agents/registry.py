@@ -11,6 +11,7 @@ an agent of your own by its target, `package.module:Class` or `path/to/file.py:C
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -106,6 +107,11 @@ def agent_entry(name: str) -> AgentEntry:
     if is_target(name):
         doc = (load_own_agent(name).__doc__ or "").strip()
         return AgentEntry(name, doc.splitlines()[0] if doc else "an agent of your own")
+    if name.endswith(".py") or "/" in name or os.sep in name:
+        raise AgentConfigError(
+            f"unknown agent {name!r}: a file agent is named FILE.py:CLASS, the class after a "
+            f"colon (e.g. {name}:MyAgent)"
+        )
     raise AgentConfigError(
         f"unknown agent {name!r}; choose from {', '.join(agent_names())}, "
         "or give your own as MODULE:CLASS or FILE.py:CLASS"

@@ -126,14 +126,19 @@ def _fill_risks(
 
 
 def _fill_types(
-    products: Table, categories: tuple[str, ...], category: np.ndarray
+    products: Table, categories: tuple[str, ...], category: np.ndarray, types: Table | None
 ) -> dict[str, np.ndarray]:
-    """Product type names: given, else the category name; ids index the sorted names."""
+    """Product type names: given, else the category name. Ids number the names `types.parquet`
+    lists, in its order (a type without products included), then any other name, sorted."""
     names = np.array(categories, dtype=str)[category]
     if products.has("type"):
         names = np.where(products.given("type"), products.texts("type"), names)
-    type_names, type_id = np.unique(names, return_inverse=True)
-    return {"type_names": type_names, "type_id": type_id.astype(np.int32)}
+    listed = [] if types is None else types.ids("type").to_pylist()
+    others = sorted(set(names.tolist()) - set(listed))
+    type_names = np.array(listed + others, dtype=str)
+    number = {name: i for i, name in enumerate(type_names.tolist())}
+    type_id = np.array([number[name] for name in names.tolist()], dtype=np.int32)
+    return {"type_names": type_names, "type_id": type_id}
 
 
 def _cumulative(daily: np.ndarray) -> np.ndarray:
@@ -179,6 +184,7 @@ def load_catalog(path: Path, scenario: Scenario, seed: int) -> Market:
         delisted = delisted_hours_by_day(events["delisting"], len(product_ids), days)
         scale = scenario.market.market_sales_scale
         daily_sales = realised_sales(demand, seed, scale, history, delisted)
+    types = read_table(path, "types") if (path / "types.parquet").is_file() else None
     price_fen = np.rint(products.numbers("price") * 100).astype(np.int64)
     shop_rating = suppliers.numbers("shop_rating").astype(np.float32)
     return_buyer_rate = suppliers.numbers("return_buyer_rate").astype(np.float32)
@@ -186,7 +192,7 @@ def load_catalog(path: Path, scenario: Scenario, seed: int) -> Market:
         **_fill_prices(products, scenario, price_fen, category),
         **_fill_stock(products, scenario, seed),
         **_fill_risks(products, shop_rating[supplier], return_buyer_rate[supplier]),
-        **_fill_types(products, categories, category),
+        **_fill_types(products, categories, category, types),
     }
     return Market(
         n_products=len(product_ids),
@@ -235,9 +241,10 @@ def _long_table(market: Market, matrix: np.ndarray, column: str) -> pa.Table:
 def write_catalog(market: Market, path: Path) -> None:
     """Write a market as a real-catalog directory that `load_catalog` reads back.
 
-    Every product and supplier column is written, optional ones included, so writing a market
-    and loading it with the same scenario and seed reproduces its arrays. Supplier events and
-    the calendars are not written: loading regenerates them from (scenario, seed).
+    Every product and supplier column is written, optional ones included, and the product types
+    in id order (`types.parquet`), so writing a market and loading it with the same scenario and
+    seed reproduces every array of it. Supplier events and the calendars are not written:
+    loading regenerates them from (scenario, seed).
     """
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
@@ -260,6 +267,7 @@ def write_catalog(market: Market, path: Path) -> None:
         "is_trap": market.is_trap,
     }
     pq.write_table(pa.table(products), path / "products.parquet")
+    pq.write_table(pa.table({"type": market.type_names.tolist()}), path / "types.parquet")
     suppliers = {
         "supplier_id": market.supplier_ids.tolist(),
         "supplier_name": market.supplier_names.tolist(),

@@ -62,7 +62,9 @@ SUPPLIERS = (
 )
 DEMAND = (Column("product_id", "id"), Column("day", "int"), Column("demand", "float", lo=0.0))
 SALES = (Column("product_id", "id"), Column("day", "int"), Column("orders", "int", lo=0))
-TABLES = {"products": PRODUCTS, "suppliers": SUPPLIERS, "demand": DEMAND, "sales": SALES}
+TYPES = (Column("type", "id"),)  # the product types in id order (optional table)
+TABLES = {"products": PRODUCTS, "suppliers": SUPPLIERS, "demand": DEMAND, "sales": SALES,
+          "types": TYPES}  # fmt: skip
 # Other names accepted for a column: products.parquet may say stock_capacity for quantity.
 ALIASES = {"products": {"stock_capacity": "quantity"}}
 

@@ -214,21 +214,12 @@ def arena(
 def _run_with_progress(
     spec: ArenaSpec, arena_dir: Path, resume: bool, show: bool, console: Any, policy: Any
 ) -> dict[str, dict[str, Any]]:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+    from merchantbench.cli.progress import progress_display
     from merchantbench.runs.arena import run_arena
 
     total = spec.scenario.clock.windows
-    with Progress(
-        TextColumn("[bold]sealed" if spec.sealed is not None else f"[bold]seed {spec.seed}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        console=console,
-        disable=not show,
-        transient=False,
-    ) as bar:
+    label = "sealed" if spec.sealed is not None else f"seed {spec.seed}"
+    with progress_display(console, label, show=show) as bar:
         task = bar.add_task("starting", total=total)
 
         def on_window(market: MarketSession) -> None:

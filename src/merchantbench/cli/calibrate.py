@@ -94,14 +94,10 @@ def calibrate(
 def _run_with_progress(
     sc: Scenario, runs: list[GridRun], root: Path, jobs: int, fresh: bool, console: Console
 ) -> dict[GridRun, dict[str, Any]]:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+    from merchantbench.cli.progress import progress_display
     from merchantbench.runs.calibrate import run_grid
 
-    with Progress(
-        TextColumn("[bold]calibrate"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
-    ) as bar:  # fmt: skip
+    with progress_display(console, "calibrate") as bar:
         task = bar.add_task("starting", total=len(runs))
 
         def done(run: GridRun, reused: bool) -> None:

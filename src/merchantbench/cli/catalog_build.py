@@ -64,23 +64,17 @@ def build(
     """Build the scenario's synthetic market, or load a real catalog (--catalog), into the cache
     (or load it from there) and print statistics."""
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from merchantbench.catalog.cache import get_market, market_path
     from merchantbench.catalog.real_format import CatalogError
     from merchantbench.catalog.stats import market_stats
+    from merchantbench.cli.progress import progress_display
 
     sc = scenario_from_options(scenario, file, set_)
     path = market_path(sc, seed, catalog)
     cached = (path / "meta.json").exists()
     started = time.perf_counter()
-    with Progress(
-        TextColumn("{task.description:<10}"),
-        BarColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
+    with progress_display(Console(stderr=True), "market", count=False, transient=True) as bar:
         task = bar.add_task("loading" if cached else "building", total=1.0)
 
         def progress(stage: str, done: float) -> None:

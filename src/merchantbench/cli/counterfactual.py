@@ -72,9 +72,9 @@ def fork(
     """Restore a run record at a window and continue it with an agent under the same seed: a
     new run record naming its parent and fork window."""
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from merchantbench.agents.registry import AgentConfigError
+    from merchantbench.cli.progress import progress_display
     from merchantbench.counterfactual.fork import fork_run, fork_spec
     from merchantbench.counterfactual.parent import ForkError, Parent
     from merchantbench.runs.spec import RunError
@@ -92,10 +92,8 @@ def fork(
     writable_dir(target, "--out")
     console = Console(stderr=True)
     total = parent.scenario.clock.windows
-    with Progress(
-        TextColumn(f"[bold]fork w{at} · {spec.agent}"), BarColumn(), MofNCompleteColumn(),
-        console=console, disable=not progress, transient=False,
-    ) as bar:  # fmt: skip
+    with progress_display(console, f"fork w{at} · {spec.agent}", show=progress,
+                          elapsed=False) as bar:  # fmt: skip
         task = bar.add_task("fork", total=total, completed=at)
         try:
             metrics = fork_run(
@@ -158,9 +156,9 @@ def counterfactual(
     Written beside the run (counterfactual.json, counterfactual.svg, the report's section) or,
     for a sweep, aggregated by configuration (counterfactual_sweep.*)."""
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from merchantbench.agents.registry import AgentConfigError
+    from merchantbench.cli.progress import progress_display
     from merchantbench.counterfactual.analysis import analyse
     from merchantbench.counterfactual.execute import executor_of
     from merchantbench.counterfactual.output import write_run, write_sweep
@@ -193,11 +191,7 @@ def counterfactual(
     except ForkError as exc:
         fail(str(exc))
     writable_dir(out or target, "--out")
-    with Progress(
-        TextColumn("[bold]counterfactual"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.description}"), console=console, disable=not progress,
-        transient=False,
-    ) as bar:  # fmt: skip
+    with progress_display(console, "counterfactual", show=progress, elapsed=False) as bar:
         task = bar.add_task("replaying", total=None)
 
         def advance(done: int, total: int, last: Any) -> None:

@@ -23,7 +23,7 @@ def report(
         "report as Human (n=K) rows (repeatable)",
     ),
 ) -> None:
-    """Write report.md, metrics.json and PNG figures of a run, and print its Table-1 line; for
+    """Write report.md, metrics.json and SVG figures of a run, and print its Table-1 line; for
     a sweep directory, the sweep's report (HTML, Markdown, CSV: docs/sweeps.md)."""
     if (run_dir / "sweep.json").is_file():
         from merchantbench.cli.sweep import sweep_report

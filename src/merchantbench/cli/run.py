@@ -309,22 +309,12 @@ def _run_with_progress(
     checkpoints: CheckpointPolicy | None = None,
     report: bool = False,
 ) -> dict:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+    from merchantbench.cli.progress import progress_display
     from merchantbench.runs.runner import run_agent
 
     total = spec.scenario.clock.windows
-    with Progress(
-        TextColumn("[bold]{task.fields[agent]}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        console=console,
-        disable=not show,
-        transient=False,
-    ) as bar:
-        task = bar.add_task("starting", total=total, agent=spec.agent)
+    with progress_display(console, spec.agent, show=show) as bar:
+        task = bar.add_task("starting", total=total)
 
         last = [0.0]
 

@@ -1,26 +1,92 @@
 """Checkpoints: the session (engine + session memory) and the agent (or, for a run played from
 outside, its driver's protocol state as JSON text), saved from time to time
 (runs/lifecycle.py) so that a killed run resumes where it stood and ends exactly as an
-uninterrupted one would."""
+uninterrupted one would.
+
+A checkpoint is a pickle, and unpickling runs whatever code it names, so a resume loads only a
+checkpoint this machine's user wrote: its header holds an HMAC-SHA256 of the content keyed by a
+per-user secret (`checkpoint_key`: 32 random bytes in `checkpoint.key` of the user's config
+directory, created with mode 0600 on first use; `MERCHANTBENCH_CHECKPOINT_KEY` names another
+key file, e.g. for CI or one's own other machine). A checkpoint from elsewhere, or an older
+one with only a plain hash, is refused before anything is unpickled. What this does not cover:
+anyone who can read the key file (this user, root) can forge a checkpoint this machine accepts.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
+import os
 import pickle
+import secrets
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import platformdirs
+
 from merchantbench.record.files import atomic_write_bytes
 
 CHECKPOINT = Path("checkpoint") / "state.pkl"
-FORMAT = 3  # 2: a header line with the payload's SHA-256; 3: and a line pinning the run
+FORMAT = 4  # 2: a header line with the payload's SHA-256; 3: and a line pinning the run;
+# 4: and the HMAC-SHA256 of the content under this user's checkpoint key
 _MAGIC = b"merchantbench-checkpoint"
+KEY_ENV = "MERCHANTBENCH_CHECKPOINT_KEY"  # the key file to use instead of the user's own
+KEY_FILE = "checkpoint.key"
+_KEY_BYTES = 32
 
 
 class CheckpointError(ValueError):
-    """A checkpoint that cannot be trusted (damaged, truncated, another format)."""
+    """A checkpoint that cannot be trusted (damaged, truncated, another format, written
+    elsewhere)."""
+
+
+def key_path() -> Path:
+    """The checkpoint key file: `$MERCHANTBENCH_CHECKPOINT_KEY`, or `checkpoint.key` in the
+    user's config directory."""
+    configured = os.environ.get(KEY_ENV)
+    if configured:
+        return Path(configured).expanduser()
+    return Path(platformdirs.user_config_dir("merchantbench")) / KEY_FILE
+
+
+def checkpoint_key() -> bytes:
+    """This user's checkpoint key, made (mode 0600, in a 0700 directory) the first time.
+
+    Raises:
+        CheckpointError: The key file cannot be made or read, or holds no key.
+    """
+    path = key_path()
+    try:
+        if not path.exists():
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileExistsError:
+                pass  # another process made it first: read theirs
+            else:
+                with os.fdopen(fd, "w") as out:
+                    out.write(secrets.token_hex(_KEY_BYTES) + "\n")
+                    out.flush()
+                    os.fsync(out.fileno())
+        text = path.read_text().strip()
+    except OSError as exc:
+        raise CheckpointError(
+            f"cannot use the checkpoint key {path} ({exc.strerror or exc}); set {KEY_ENV} to a "
+            "key file this user can write"
+        ) from None
+    try:
+        key = bytes.fromhex(text)
+    except ValueError:
+        key = b""
+    if len(key) < 16:
+        raise CheckpointError(f"the checkpoint key {path} holds no key (64 hex digits expected)")
+    return key
+
+
+def _mac(body: bytes) -> bytes:
+    return hmac.new(checkpoint_key(), body, hashlib.sha256).hexdigest().encode()
 
 
 def save_checkpoint(
@@ -30,9 +96,10 @@ def save_checkpoint(
     pins: Mapping[str, Any] | None = None,
     driver_state: str | None = None,
 ) -> None:
-    """Write the checkpoint: a header line (magic, format, SHA-256 of the rest), one JSON line
-    with the run's pins (record/pins.py), then the pickled session, agent (None for a run
-    played from outside) and the driver's state (JSON text, or None).
+    """Write the checkpoint: a header line (magic, format, SHA-256 of the rest, its HMAC under
+    this user's checkpoint key), one JSON line with the run's pins (record/pins.py), then the
+    pickled session, agent (None for a run played from outside) and the driver's state (JSON
+    text, or None).
 
     The pins sit outside the pickle so that `read_checkpoint_pins` can compare them before
     anything is unpickled (code that changed may no longer unpickle an old agent).
@@ -42,18 +109,31 @@ def save_checkpoint(
         pickle.HIGHEST_PROTOCOL,
     )
     body = json.dumps(pins, sort_keys=True, separators=(",", ":")).encode() + b"\n" + payload
-    header = b"%s %d %s\n" % (_MAGIC, FORMAT, hashlib.sha256(body).hexdigest().encode())
+    digest = hashlib.sha256(body).hexdigest().encode()
+    header = b"%s %d %s %s\n" % (_MAGIC, FORMAT, digest, _mac(body))
     atomic_write_bytes(run_dir / CHECKPOINT, header + body)
 
 
 def _verified_body(path: Path) -> tuple[Any, bytes]:
-    """The pins and the pickled payload of a checkpoint file whose hash matches."""
+    """The pins and the pickled payload of a checkpoint file whose hash matches and whose MAC
+    says this user wrote it."""
     header, _, body = path.read_bytes().partition(b"\n")
     parts = header.split(b" ")
-    if len(parts) != 3 or parts[0] != _MAGIC or parts[1] != str(FORMAT).encode():
+    if len(parts) < 3 or parts[0] != _MAGIC:
         raise CheckpointError(f"{path} is not a checkpoint of format {FORMAT}")
+    if parts[1] != str(FORMAT).encode() or len(parts) != 4:
+        raise CheckpointError(
+            f"{path} is a checkpoint of format {parts[1].decode(errors='replace')}, without the "
+            f"key of the machine that wrote it; this code resumes format {FORMAT} only"
+        )
     if hashlib.sha256(body).hexdigest().encode() != parts[2]:
         raise CheckpointError(f"{path} is damaged: its content does not match its hash")
+    if not hmac.compare_digest(_mac(body), parts[3]):
+        raise CheckpointError(
+            f"{path} was not written by this user on this machine (its MAC does not match the "
+            f"key {key_path()}); a checkpoint is a pickle that would run its writer's code, so "
+            f"a record from elsewhere is never resumed (see docs/run-record.md, Resume)"
+        )
     pins_line, _, payload = body.partition(b"\n")
     return json.loads(pins_line), payload
 

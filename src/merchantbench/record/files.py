@@ -27,8 +27,18 @@ def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode())
 
 
+def json_value(text: str | bytes) -> Any:
+    """`json.loads` for what a record file holds: a value nested too deeply for the parser
+    raises a ValueError, as any other unreadable JSON does (the parser's own RecursionError is
+    not one, and would pass every reader that skips or refuses damaged lines)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to read") from None
+
+
 def read_json(path: Path) -> Any:
-    return json.loads(path.read_text())
+    return json_value(path.read_text())
 
 
 def write_cut(path: Path, kept: bytes) -> None:

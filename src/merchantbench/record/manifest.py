@@ -9,7 +9,6 @@ starts (`RunManifest.start`) and changes it only through its methods (`progress`
 from __future__ import annotations
 
 import asyncio
-import json
 import platform
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,7 +27,7 @@ from pydantic import (
 import merchantbench
 from merchantbench.money import rmb
 from merchantbench.record.code_version import CodeVersion, current_code
-from merchantbench.record.files import atomic_write_json
+from merchantbench.record.files import atomic_write_json, json_value
 from merchantbench.record.schema import RUN_FILE
 from merchantbench.scenario import Scenario
 from merchantbench.seeds import COMMITMENT_SCHEME
@@ -386,9 +385,9 @@ def read_manifest(run_dir: Path | str) -> RunManifest:
     """
     path = Path(run_dir) / RUN_FILE
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json_value(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ManifestError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except ValueError as exc:  # not JSON, not UTF-8, nested too deeply
         raise ManifestError(f"{path}: not valid JSON") from exc
     return parse_manifest(data, str(path))

@@ -116,6 +116,8 @@ class TraceEntry:
             value = json.loads(text)
         except ValueError:
             raise TraceEntryError("not JSON") from None
+        except RecursionError:  # the parser's own error, not a ValueError
+            raise TraceEntryError("not JSON (nested too deeply to read)") from None
         return cls.from_json_dict(value)
 
 

@@ -4,12 +4,12 @@ transcript read line by line (`RecordSource`). Anything that keeps a record from
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from merchantbench.record.files import json_value
 from merchantbench.record.manifest import ManifestError, RunManifest, read_manifest
 from merchantbench.record.schema import RUN_FILE, TRACE_FILE, TRANSCRIPT_FILE
 from merchantbench.record.sealed import FINISHED, SEED_FILE, SealedError, reveal
@@ -167,7 +167,7 @@ class Transcript:
 def parse_line(text: str) -> Any:
     """A JSONL line's value, or None if it is not JSON (a damaged line is a difference)."""
     try:
-        return json.loads(text)
+        return json_value(text)
     except ValueError:
         return None
 

@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from merchantbench.record.files import json_value
 from merchantbench.record.manifest import ManifestError, RunManifest, read_manifest
 from merchantbench.record.schema import METRICS_FILE
 from merchantbench.web.records import find_runs
+from merchantbench.web.windows import damaged_trace
 
 # Agent settings that say where or how a model was reached, not what was run: left out of the
 # configuration a run is ranked under (a scripted server's port differs from run to run).
@@ -110,7 +112,7 @@ class Skipped:
 
 def _read_metrics(run_dir: Path) -> dict[str, Any]:
     try:
-        value = json.loads((run_dir / METRICS_FILE).read_text(encoding="utf-8"))
+        value = json_value((run_dir / METRICS_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}
@@ -153,6 +155,10 @@ def collect_runs(inputs: list[Path]) -> tuple[list[SiteRun], list[Skipped]]:
                 manifest = read_manifest(run_dir)
             except ManifestError as exc:
                 skipped.append(Skipped(label, str(exc).split(": ", 1)[-1]))
+                continue
+            damaged = damaged_trace(run_dir)
+            if damaged is not None:
+                skipped.append(Skipped(label, damaged))
                 continue
             runs.append(SiteRun(_slug(label, taken), run_dir, label, manifest,
                                 _read_metrics(run_dir)))  # fmt: skip

@@ -34,7 +34,7 @@ from merchantbench.web.records import (
     window_series,
 )
 from merchantbench.web.takeovers import takeover_view
-from merchantbench.web.windows import window_view, windows_recorded
+from merchantbench.web.windows import damaged_trace, window_view, windows_recorded
 
 router = APIRouter(responses={404: {"description": "no run records here, or none at that path"}})
 LABELS = {
@@ -97,6 +97,7 @@ def run_page(request: Request, path: str = Query(max_length=1000)) -> HTMLRespon
         "windows": max(windows_recorded(run_dir), 1),
         "diagnosis": _diagnosis(run_dir),
         "takeovers": takeover_view(run_dir),
+        "damaged": damaged_trace(run_dir),
     }
     return templates.TemplateResponse(request, "run.html", context)
 

@@ -11,7 +11,6 @@ never pooled).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from merchantbench.record.comparable import (
     provenance_lines,
     spend_efficiency,
 )
+from merchantbench.record.files import json_value
 from merchantbench.record.schema import METRICS_FILE, ORDERS_FILE, RUN_FILE, TIMESERIES_FILE
 
 MAX_DEPTH = 5  # how deep under the root run directories are looked for
@@ -57,7 +57,7 @@ class RunRow:
 
 def read_json_or_empty(path: Path) -> dict[str, Any]:
     try:
-        value = json.loads(path.read_text())
+        value = json_value(path.read_text())
     except (OSError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}
@@ -69,6 +69,15 @@ def find_runs(root: Path) -> list[Path]:
     return find_run_dirs(root, MAX_DEPTH, MAX_RUNS)
 
 
+def relative_path(root: Path, run_dir: Path) -> str:
+    """`run_dir` relative to `root`, with '/': as given, or resolved when one of them is relative
+    and the other absolute (`--runs-dir runs` and a resolved run directory)."""
+    try:
+        return run_dir.relative_to(root).as_posix()
+    except ValueError:
+        return run_dir.resolve().relative_to(root.resolve()).as_posix()
+
+
 def run_row(root: Path, run_dir: Path) -> RunRow:
     """The summary of one run directory."""
     meta = read_json_or_empty(run_dir / RUN_FILE)
@@ -76,7 +85,7 @@ def run_row(root: Path, run_dir: Path) -> RunRow:
     scenario = meta.get("scenario_config", {})
     clock = scenario.get("clock", {}) if isinstance(scenario, dict) else {}
     total = int(clock.get("days", 0)) * 24 // max(int(clock.get("hours_per_window", 12)), 1)
-    rel = run_dir.relative_to(root).as_posix()
+    rel = relative_path(root, run_dir)
     return RunRow(
         path="." if rel == "." else rel,
         agent=str((meta.get("agent") or {}).get("name", "?")),

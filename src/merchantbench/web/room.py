@@ -133,7 +133,9 @@ class PlayRoom:
 
     def is_operator(self, token: str) -> bool:
         path = self.root / OPERATOR_FILE
-        return path.is_file() and secrets.compare_digest(token, self.operator_token())
+        return path.is_file() and secrets.compare_digest(
+            token.encode(), self.operator_token().encode()
+        )  # bytes: compare_digest refuses non-ASCII strings
 
     def overview(self) -> list[dict[str, Any]]:
         """One row per participant for the study view (`web.study`), by participant name."""

@@ -18,6 +18,7 @@ back to the checkpoint on resume, so the same actions played again give the same
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 import time
@@ -45,8 +46,8 @@ from merchantbench.web.human import HUMAN_ORIGIN, HumanDriver
 HISTORY_FILE = "web-history.json"  # what the pages drew so far (public numbers only)
 
 # Active time (the study view): the page reports the seconds it was visible and the person had
-# acted within its idle cap; the store takes at most this many seconds per report, and never more
-# than the wall time since the previous report.
+# acted within its idle cap; a report stands for the wall-clock span of that many seconds up to
+# its arrival (at most this long), and only the part of it no earlier report covered counts.
 ACTIVITY_REPORT_MAX = 60.0
 # Fast-forward: at most this many windows per request (the page asks again to go on), and a
 # checkpoint at least this often while it runs (wall time, as the CLI's CheckpointPolicy).
@@ -156,7 +157,7 @@ class PlayStore:
         self.paused: bool = bool(saved.get("paused", False))
         self.active_seconds = float(saved.get("active_seconds", 0.0))
         self.last_activity: float | None = saved.get("last_activity")
-        self._last_report = 0.0
+        self._counted_until = float(self.last_activity or 0.0)  # wall time counted up to here
         self.metrics: dict[str, Any] | None = None
         if not resume:
             self.life.checkpoint()
@@ -255,12 +256,16 @@ class PlayStore:
         }
 
     def note_activity(self, seconds: float) -> None:
-        """The page was visible and in use for `seconds` since its last report (capped)."""
+        """The page was visible and in use for the last `seconds` (at most ACTIVITY_REPORT_MAX).
+        Only the part of that span that no earlier report covered counts: however many reports
+        arrive, from however many tabs, active time grows by no more than the wall time that
+        passed (after a restart, than the time since the last recorded activity)."""
+        claimed = float(seconds) if math.isfinite(seconds) else 0.0
         with self.lock:
             now = time.time()
-            since = now - self._last_report if self._last_report else ACTIVITY_REPORT_MAX
-            self._last_report = now
-            taken = max(0.0, min(float(seconds), ACTIVITY_REPORT_MAX, since + 1.0))
+            start = max(now - min(max(claimed, 0.0), ACTIVITY_REPORT_MAX), self._counted_until)
+            taken = max(0.0, now - start)
+            self._counted_until = max(self._counted_until, now)
             if taken > 0:
                 self.active_seconds += taken
                 self.last_activity = now

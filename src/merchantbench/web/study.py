@@ -5,10 +5,11 @@
 
 Each row: participant, window and day, net assets, rating and stars, last activity, active time
 (seconds the page was visible and in use, each report capped: `web.store.ACTIVITY_REPORT_MAX`,
-idle beyond the page's two minutes not counted), paused, finished. A store nobody has opened is
-read from its files without opening it (`not opened`). The operator token lives in the
-directory's `operator.json` (mode 0600), apart from the participants' tokens; a wrong one answers
-404.
+idle beyond the page's two minutes not counted, never more than the wall time that passed: a
+report counts only the span no earlier report covered), paused, finished. A store nobody has
+opened is read from its files without opening it (`not opened`). The operator token lives in the
+directory's `operator.json` (mode 0600), apart from the participants' tokens; a wrong one
+answers 404.
 """
 
 from __future__ import annotations

@@ -8,12 +8,12 @@ grows), so paging through a year-long record reads one window's lines, not the w
 
 from __future__ import annotations
 
-import json
 import re
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from merchantbench.record.files import json_value
 from merchantbench.record.schema import (
     MODEL_CALLS_FILE,
     MODEL_WORDS_FILE,
@@ -25,16 +25,19 @@ from merchantbench.record.words import read_words
 MAX_CALLS = 500  # a window's calls the viewer shows (the cap per window is far lower)
 _HEAD = re.compile(rb'^\{"seq":-?\d+,"window":(-?\d+)')  # how the writers start every line
 _CACHED = 16  # files whose window index is kept
+# A line this short cannot nest deeper than half its length, far below the parser's limit; a
+# longer one is parsed whole, so a value nested too deeply counts as damaged.
+_SHORT_LINE = 1024
 
 
 def _window_of(line: bytes) -> int | None:
     """The window a JSONL line belongs to (None for a damaged line)."""
     head = _HEAD.match(line)
-    if head is not None:
+    if head is not None and len(line) <= _SHORT_LINE:
         return int(head.group(1))
     try:
-        window = json.loads(line).get("window")
-    except (ValueError, AttributeError):
+        window = json_value(line).get("window")
+    except (ValueError, AttributeError):  # not JSON, nested too deeply, not an object
         return None
     return window if isinstance(window, int) else None
 
@@ -44,13 +47,16 @@ class WindowIndex:
 
     def __init__(self, path: Path) -> None:
         self.spans: dict[int, tuple[int, int]] = {}
+        self.damaged: list[int] = []  # numbers (from 1) of whole lines whose window is unread
         offset = 0
         with open(path, "rb") as lines:
-            for line in lines:
+            for number, line in enumerate(lines, start=1):
                 window = _window_of(line) if line.endswith(b"\n") else None  # torn: unread
                 if window is not None:
                     start, _ = self.spans.get(window, (offset, offset))
                     self.spans[window] = (start, offset + len(line))
+                elif line.endswith(b"\n"):
+                    self.damaged.append(number)
                 offset += len(line)
 
     def records(self, path: Path, window: int, limit: int) -> list[dict[str, Any]]:
@@ -64,7 +70,7 @@ class WindowIndex:
         found = []
         for line in chunk.splitlines():
             try:
-                record = json.loads(line)
+                record = json_value(line)
             except ValueError:
                 continue
             if isinstance(record, dict) and record.get("window") == window:
@@ -126,6 +132,17 @@ def model_words(run_dir: Path, window: int, limit: int = MAX_CALLS) -> list[dict
 def _records(run_dir: Path, name: str, window: int, limit: int) -> list[dict[str, Any]]:
     index = index_of(run_dir / name)
     return [] if index is None else index.records(run_dir / name, window, limit)
+
+
+def damaged_trace(run_dir: Path) -> str | None:
+    """What is wrong with a trace whose whole lines are not all readable entries (None when
+    they are): its first damaged line, for the dashboard's run page and the site."""
+    index = index_of(run_dir / TRACE_FILE)
+    if index is None or not index.damaged:
+        return None
+    more = len(index.damaged) - 1
+    return (f"{TRACE_FILE} line {index.damaged[0]} cannot be read (not JSON, or nested too "
+            f"deeply)" + (f", and {more} more" if more else ""))  # fmt: skip
 
 
 def windows_recorded(run_dir: Path) -> int:

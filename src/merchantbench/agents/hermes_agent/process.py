@@ -4,7 +4,9 @@ The process runs `worker.py` with the interpreter of Hermes' own environment, in
 (`HERMES_HOME` and `HOME`, holding config.yaml, memory, skills and Hermes' session store) and
 with an environment made from nothing: no variable of ours, no provider key (it talks to the
 driver's server with a token, sent over stdin). Under bubblewrap its file system is only the
-system's `/usr`, the two interpreter trees read-only, its home writable (but for the files
+system's `/usr`, Hermes' environment and what its interpreter needs of the host Python (the
+executable, libpython, the standard library: `interpreter_binds`; never the host Python's
+site-packages, programs or headers) read-only, its home writable (but for the files
 Hermes reads its settings from at start: the driver's config.yaml and the empty environment
 files, all read-only) and a private `/tmp`, so neither Hermes nor any of its tools (terminal
 and code execution included: they are its child processes) can see the run directory, the
@@ -25,6 +27,7 @@ import json
 import os
 import shutil
 import sys
+import sysconfig
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -166,8 +169,9 @@ def command(
     argv += ["--die-with-parent", "--new-session", "--tmpfs", "/tmp", "--ro-bind", "/usr", "/usr"]
     for top in ("bin", "lib", "lib64", "sbin"):
         argv += _system_dir(Path("/") / top)
-    for tree in {Path(sys.base_prefix).resolve(), env.root, files.scripts}:
+    for tree in (env.root, files.scripts):
         argv += ["--ro-bind", str(tree), str(tree)]
+    argv += interpreter_binds(env)
     home = str(files.home)
     argv += ["--bind", home, home, "--ro-bind", str(socket_dir), SANDBOX_SOCKET_DIR]
     # The driver's settings (MCP server, tool time limits, approvals) stay as written: Hermes'
@@ -180,6 +184,29 @@ def command(
     socket_path = f"{SANDBOX_SOCKET_DIR}/{SOCKET_NAME}"
     forwarder = [*files.forwarder(env), socket_path, str(SANDBOX_PORT)]
     return [*argv, *forwarder, "--", *files.worker(env)]
+
+
+def interpreter_binds(env: HermesEnv) -> list[str]:
+    """bubblewrap arguments for what Hermes' interpreter needs of the host Python, read-only:
+    the executable its environment links to, the shared libpython beside it and the standard
+    library (`lib-dynload` included). Every site-packages of the host Python (under its prefix,
+    or Debian's under `/usr`, which is bound whole) is covered by an empty tmpfs; the rest of
+    the prefix (its other programs, headers, docs) is not bound at all. As `execute_code`'s
+    sandbox (agents/llm/sandbox_runtime.py), the code the model runs sees no host package."""
+    executable = Path(os.path.realpath(env.python))
+    stdlib = Path(os.path.realpath(sysconfig.get_paths()["stdlib"]))
+    libraries = sorted(Path(os.path.realpath(sys.base_prefix), "lib").glob("libpython*.so*"))
+    argv: list[str] = []
+    for path in (executable, *libraries, stdlib):
+        argv += ["--ro-bind", str(path), str(path)]
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    packages = {stdlib / "site-packages", stdlib / "dist-packages",
+                Path("/usr/lib/python3/dist-packages"),
+                Path("/usr/local/lib", version, "dist-packages"),
+                Path("/usr/local/lib", version, "site-packages")}  # fmt: skip
+    for path in sorted(p for p in packages if p.is_dir()):
+        argv += ["--tmpfs", str(path)]
+    return argv
 
 
 def _system_dir(path: Path) -> list[str]:
