@@ -186,9 +186,22 @@ class ConsoleDriver:
                 return
             (kind, pid), what = todo
             handled.add((kind, pid))
-            ui.click(f"#digest li[data-kind='{kind}'][data-product='{pid}'] .act-{what}")
+            button = f"#digest li[data-kind='{kind}'][data-product='{pid}'] .act-{what}"
+            if what == "reprice" and not ui.read(f"() => !!document.querySelector({button!r})"):
+                self.reprice_in_listings(pid)  # the digest offers no lower price: My listings
+                continue
+            ui.click(button)
             if what == "delist":
                 self.person.dropped.add(pid)
+
+    def reprice_in_listings(self, pid: str) -> None:
+        """Reprice one listing to 2 × cost from My listings: tick its row, R."""
+        ui = self.ui
+        ui.press("3")
+        ui.page.locator("#results-listings h3:text('review my listings')").wait_for()
+        ui.click(f"#results-listings input.delist-pick[data-product='{pid}']")
+        ui.press("r")
+        ui.press("1")
 
     def daily(self) -> None:
         ui = self.ui
