@@ -158,8 +158,13 @@ def test_fast_forward_stops_at_a_trigger_and_records_every_window(tmp_path: Path
         items = [{"product_id": r[0], "sale_price": round(r[3] * 1.3, 2)} for r in found["rows"]]
         assert store.call("list_product", {"items": items})["ok"]
         page.reload()
-        for box in ("#ff-supplier", "#ff-supplier-late", "#ff-supplier-cost", "#ff-cash-on",
-                    "#ff-rating-on"):
+        for box in (
+            "#ff-supplier",
+            "#ff-supplier-late",
+            "#ff-supplier-cost",
+            "#ff-cash-on",
+            "#ff-rating-on",
+        ):
             page.uncheck(box)  # stop only at an adverse outcome
         page.locator("body").click(position={"x": 5, "y": 5})
         page.keyboard.press("f")

@@ -109,7 +109,10 @@ class WindowPoint:
 # reached the server from a paused page, or from another tab, changes nothing.
 PAUSED_ANSWER: dict[str, Any] = {
     "ok": False,
-    "error": {"code": "paused", "message": "the store is paused: press Continue first (nothing was done)"},
+    "error": {
+        "code": "paused",
+        "message": "the store is paused: press Continue first (nothing was done)",
+    },
 }
 
 

@@ -608,7 +608,7 @@ function showPanel(key, noLoad) {
   if (key === "rules" && loadedIn.has(key)) return;  // the rules never change
   loadedIn.set(key, shownWindow);
   const args = formArgs(form);
-  if (fromCache(key, form.dataset.tool, args)) return;  // this window's answer, kept across a reload
+  if (fromCache(key, form.dataset.tool)) return;  // this window's answer, kept across a reload
   act(`form:${form.dataset.tool}`, form.dataset.tool, args, key, false);
 }
 
@@ -652,9 +652,9 @@ function remember(panel, tool, args, result) {
   if (tool === "get_daily_report") reportDay = store.day;
   saveLocal();
 }
-function fromCache(panel, tool, args) {
+function fromCache(panel, tool) {
   const c = local.results[panel];
-  if (!c || c.tool !== tool || c.window !== shownWindow || c.args !== JSON.stringify(args)) return false;
+  if (!c || c.tool !== tool || c.window !== shownWindow) return false;  // the answer on screen before
   render(c.result, $(`#results-${panel}`), tool);
   return true;
 }
