@@ -43,6 +43,13 @@ def listed_store(room: PlayRoom, seed: int, n: int) -> tuple[str, PlayStore]:
     return seat.token, store
 
 
+def wait_window(page: Any, n: int) -> None:
+    """Until the header's clock shows window `n` (1-based)."""
+    page.wait_for_function(
+        f"document.querySelector('#clock').textContent.includes('window {n} of')"
+    )
+
+
 def trace_tools(run_dir: Path, store: PlayStore) -> list[str]:
     """The tools of the store's trace so far (handed to the file first)."""
     store.life.flush()
@@ -75,9 +82,7 @@ def test_the_pause_screen_stops_every_click_and_the_server_refuses(tmp_path: Pat
         page.click("#resume")
         page.wait_for_selector("#paused", state="hidden")
         page.click("#end-window")
-        page.wait_for_function(
-            "document.querySelector('#clock').textContent.includes('window 2 of')"
-        )
+        wait_window(page, 2)
         assert not page.errors
         page.close()
 
@@ -132,9 +137,7 @@ def test_the_digest_after_a_fast_forward_lists_every_event_of_every_window(
         assert page.locator("#digest li.line").count() == len(on_screen)
         page.locator("body").click(position={"x": 5, "y": 5})
         page.keyboard.press("e")
-        page.wait_for_function(
-            "document.querySelector('#clock').textContent.includes('window 7 of')"
-        )
+        wait_window(page, 7)
         assert {line["window"] for line in live.state()["digest"]["lines"]} <= {6}
         assert not page.errors
         page.close()
@@ -242,9 +245,7 @@ def test_a_write_from_a_stale_tab_is_refused(tmp_path: Path, browser) -> None:
         price = {str(ids[p]): li.price for p, li in live.session.engine.state.listings.items()}[pid]
         new = open_page(browser, server, token)
         new.keyboard.press("e")  # the other tab moves the store on
-        new.wait_for_function(
-            "document.querySelector('#clock').textContent.includes('window 2 of')"
-        )
+        wait_window(new, 2)
         cell.fill(f"{price / 100 * 1.5:.2f}")
         cell.locator("xpath=following-sibling::button").click()
         old.wait_for_selector("#status:text('this tab was behind')")
@@ -275,9 +276,7 @@ def test_keys_act_after_a_mouse_tick_on_a_checkbox(tmp_path: Path, browser) -> N
         page.keyboard.press("1")
         page.click("#ff-day")  # a fast-forward option ticked with the mouse
         page.keyboard.press("e")  # E ends the window
-        page.wait_for_function(
-            "document.querySelector('#clock').textContent.includes('window 2 of')"
-        )
+        wait_window(page, 2)
         page.click("#ff-day")
         page.keyboard.press("f")  # F fast-forwards
         page.wait_for_selector("#status:text('fast-forward: ended')")
