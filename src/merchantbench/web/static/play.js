@@ -140,11 +140,15 @@ function turnPage(which) {
 const MY_LISTING_TOOLS = new Set(["review_my_listings", "query_my_listings"]);
 const SEARCH_TOOLS = new Set(["search_products", "list_supplier_products"]);
 
+const PAGER_KEYS = new Set(["page", "pages", "total", "page_size", "query"]);
 function renderAnswer(result, tool) {
   if (tool === "query_platform_rules" && typeof result.rules === "string") return rulesSections(result.rules);
   if (tool === "get_daily_report") keywordChips(result);
   const wrap = el("div", {class: "answer"});
-  const scalars = Object.entries(result).filter(([k, v]) => k !== "ok" && k !== "columns" && k !== "rows" && isScalar(v));
+  // A paged table's page, size and total are in its pager; its query is in the form above.
+  const paged = isTable(result) && typeof result.page === "number";
+  const shown = (k) => !(paged && PAGER_KEYS.has(k));
+  const scalars = Object.entries(result).filter(([k, v]) => k !== "ok" && k !== "columns" && k !== "rows" && isScalar(v) && shown(k));
   if (scalars.length) wrap.appendChild(factsTable(scalars));
   if (isTable(result)) {
     if (SEARCH_TOOLS.has(tool) && !result.rows.length) wrap.appendChild(emptySearch(result));
