@@ -137,8 +137,8 @@ def run(
             ui = Ui(page)
             per_window: list[int] = []
             stops = 0
-            if workload == "competent":
-                driver = CompetentDriver(ui)
+            if workload.startswith("competent"):
+                driver = CompetentDriver(ui, batches=workload == "competent")
                 driver.setup()
                 first = ui.actions
                 per_window.append(first)
@@ -150,8 +150,10 @@ def run(
                         break
                 played = window_index(ui)
                 digest_words = driver.digest_words_all
+                net_assets = ui.read("() => document.querySelector('#net-assets').textContent")
+                listings = ui.read("() => store.active_listings")
             else:
-                digest_words = None
+                digest_words = net_assets = listings = None
                 play = ConsoleDriver(ui) if ui_kind == "console" else FormsDriver(ui)
                 for _ in range(windows):
                     actions = ui.actions
@@ -180,15 +182,17 @@ def run(
         "actions": actions,
         "actions_per_window": round(actions / played, 2),
         "actions_per_window_after_setup": round((actions - per_window[0]) / max(played - 1, 1), 2)
-        if workload == "competent"
+        if workload.startswith("competent")
         else round(statistics.mean(per_window[1:]), 2),
         "actions_per_stop": round((actions - per_window[0]) / max(stops, 1), 2)
-        if workload == "competent"
+        if workload.startswith("competent")
         else None,
         "scrolls": ui.labels.count("scroll"),
         "words_read": ui.read_words,
         "words_read_by": ui.words_by,
         "digest_words_shown": digest_words,
+        "net_assets_at_the_end": net_assets,
+        "listings_at_the_end": listings,
         "seconds_by_operator": {k: round(v, 1) for k, v in klm.items()},
         "reading_seconds": round(reading, 1),
         "page_seconds": round(page_seconds, 1),
@@ -246,7 +250,9 @@ def breakdown(gestures: list[dict]) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--workload", choices=("competent", "rule-based"), default="competent")
+    parser.add_argument(
+        "--workload", choices=("competent", "competent-lines", "rule-based"), default="competent"
+    )
     parser.add_argument("--windows", type=int, default=120, help="windows to play (at least)")
     parser.add_argument("--ui", choices=("console", "forms"), default="console")
     parser.add_argument("--src", default=None, help="another version's src/ (its server)")

@@ -290,6 +290,19 @@ DIGEST_READ = """() => {
   return [...d.querySelectorAll('.since, .group strong, .kind-head')].map(n => n.textContent)
     .concat([...d.querySelectorAll('li.line')].filter(li => !headed.has(li.dataset.kind))
       .map(li => li.querySelector('.what').textContent)); }"""
+LINES_READ = "() => [...document.querySelectorAll('#digest .since, #digest li.line .what')]\
+.map(n => n.textContent)"
+# The next line to act on, line by line: [kind, product, delist|reprice] or null.
+LINE_TODO = """(done) => { for (const li of document.querySelectorAll('#digest li.line')) {
+  const pid = li.dataset.product;
+  if (!pid || done.includes(pid) || !li.querySelector('.act-delist')) continue;
+  const k = li.dataset.kind;
+  if (k === 'supplier_delisted' || k === 'stockout' || (k === 'shipment_delayed'
+      && Number(li.dataset.ship) > 48)) return [k, pid, 'delist'];
+  if (li.querySelector('.act-reprice')) return [k, pid, 'reprice']; } return null; }"""
+FREE_ROWS = """() => [...document.querySelectorAll('#results-find tr[data-product]')]
+  .map((tr, i) => tr.classList.contains('listed') || tr.querySelector('input:disabled') ? -1 : i)
+  .filter(i => i >= 0)"""
 DIGEST_ALL = "() => document.querySelector('#digest').innerText"
 PREVIEW = "() => document.querySelector('#preview').innerText"
 STATUS = "() => document.querySelector('#status').textContent"
@@ -311,6 +324,7 @@ class CompetentDriver:
     (passed over) at stop `w`."""
 
     ui: Ui
+    batches: bool = True  # False: line by line, as the console before issue 33 offered
     pruned_at: int = 0
     digest_words_all: int = 0  # every word the digest showed at each stop (an upper bound)
 
@@ -325,8 +339,10 @@ class CompetentDriver:
         self.refill()
         ui.press("1")
         # Stop for what needs me (a lost supplier, late shipping: fines), not for each fine or
-        # cost change (the next stop's digest has them all: one batch reprice then).
-        for box in ("#ff-adverse", "#ff-supplier-cost", "#ff-rating-on"):
+        # cost change (the next stop's digest has them all: one batch reprice then). Line by
+        # line (the console before): one box stood for every supplier event.
+        boxes = ("#ff-adverse", "#ff-supplier-cost", "#ff-rating-on")
+        for box in boxes if self.batches else ("#ff-adverse", "#ff-rating-on"):
             ui.click(box)
         ui.click("#ff-rating-on")  # ... but a star change does: ticked again, rating 0.3
         ui.type_into("#ff-rating", "0.3")
@@ -375,6 +391,50 @@ class CompetentDriver:
         """Everything the person does at a window the fast-forward stopped at."""
         ui = self.ui
         self.digest_words_all += len(str(ui.read(DIGEST_ALL)).split())
+        if not self.batches:
+            self.line_by_line()
+        else:
+            self.batch()
+        if window - self.pruned_at >= PRUNE_EVERY:
+            self.pruned_at = window
+            self.prune()
+        self.refill()
+        ui.press("1")
+
+    def line_by_line(self) -> None:
+        """The console before issue 33: every line read; each listing that lost its supplier
+        or ships late: Delist, Find similar, tick the first product not listed, L; each cost
+        rise: its Reprice button."""
+        ui = self.ui
+        ui.words(LINES_READ, "digest")
+        done: set[str] = set()
+        while True:
+            todo = ui.read(LINE_TODO, sorted(done))
+            if not todo:
+                return
+            kind, pid, what = todo
+            done.add(pid)
+            line = f"#digest li[data-kind='{kind}'][data-product='{pid}']"
+            if what == "reprice":
+                ui.click(f"{line} .act-reprice")
+                ui.words(STATUS, "status")
+                continue
+            # The console before issue 33: Replace was one click, delist then find similar
+            # (here: Delist, and the same search sent by the driver as part of that click).
+            title = ui.read(f'() => document.querySelector("{line}").dataset.title')
+            ui.click(f"{line} .act-delist")
+            ui.read("(t) => findSimilar(t)", title)
+            ui.page.wait_for_function(IDLE)
+            rows = ui.read(FREE_ROWS)
+            ui.words(f"() => ({ROW_READ})({rows[0] + 1 if rows else 20})", "results")
+            if rows:
+                ui.click(f"#results-find tr[data-product]:nth-child({rows[0] + 1}) input")
+                ui.press("l")
+                ui.words(STATUS, "status")
+            ui.press("1")
+
+    def batch(self) -> None:
+        ui = self.ui
         ui.words(DIGEST_READ, "digest")
         for _ in range(6):  # each batch: B previews it, Enter does it
             if not ui.read("() => !!document.querySelector('#digest .group-act')"):
@@ -385,11 +445,6 @@ class CompetentDriver:
             ui.press("Enter")
             ui.page.wait_for_function(IDLE)
             ui.words(STATUS, "status")
-        if window - self.pruned_at >= PRUNE_EVERY:
-            self.pruned_at = window
-            self.prune()
-        self.refill()
-        ui.press("1")
 
     def forward(self) -> int:
         """F; returns how many windows it ended."""

@@ -60,7 +60,7 @@ function groupBar(groups) {
 
 function digestLine(line) {
   const li = el("li", {class: `line sev-${line.severity}`, tabindex: "-1", "data-kind": line.kind});
-  if (line.product_id) li.dataset.product = line.product_id;
+  if (line.product_id) { li.dataset.product = line.product_id; li.dataset.title = line.title; }
   if (line.window !== null && line.window !== undefined) li.dataset.window = line.window;
   if (line.detail && line.detail.ship_hours !== undefined) li.dataset.ship = line.detail.ship_hours;
   const head = el("p", {class: "what"});
