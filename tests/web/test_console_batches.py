@@ -319,3 +319,38 @@ def test_a_price_below_cost_asks_first(tmp_path: Path, browser) -> None:
         page.wait_for_function("!document.body.classList.contains('busy')")
         assert len(asked) == 2 and live.session.engine.state.listings[index].price < cost
         page.close()
+
+
+def test_today_shows_the_current_report_and_find_has_its_keywords(tmp_path: Path, browser) -> None:
+    [seat] = PlayRoom(tmp_path / "play").create(load_scenario("smoke"), [7])
+    app = create_web_app(play_dir=tmp_path / "play")
+    with LiveServer(app) as server:
+        page = open_page(browser, server, seat.token)
+        page.keyboard.press("2")  # Find first: the day's keywords come without visiting Today
+        page.locator("#find-keywords button.link").first.wait_for()
+        assert page.locator("#find-keywords").inner_text().startswith("Day 1 keywords")
+        page.keyboard.press("1")
+        assert "Day 1" in page.locator("#results-today").inner_text()
+        for n in (2, 3):  # window 3 is Day 2
+            page.keyboard.press("e")
+            wait_window(page, n)
+        assert page.locator("#results-today").inner_text() == ""  # no report of an old day
+        page.keyboard.press("2")
+        page.wait_for_function(
+            "document.querySelector('#find-keywords').textContent.startsWith('Day 2 keywords')"
+        )
+        page.fill("#f-search_products-query", "storage box")  # smoke has none: suggestions
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#results-find .empty")
+        empty = page.locator("#results-find .empty")
+        assert "browse everything" in empty.inner_text() and "hot keywords:" in empty.inner_text()
+        assert not page.errors
+        page.close()
+
+
+def test_digest_wording() -> None:
+    from merchantbench.web.digest import ORDER_EVENTS
+
+    assert "customer" in ORDER_EVENTS["cancelled"][1]
+    script = (Path(__file__).parents[2] / "src/merchantbench/web/static/format.js").read_text()
+    assert '"±"' not in script  # a zero is "0.00", never "±0.00"

@@ -100,7 +100,8 @@ const errorText = (error) => `${words(error.code)}: ${error.message || ""}${erro
 // --- results ---------------------------------------------------------------------------------
 function render(result, box, tool) {
   box.replaceChildren();
-  box.appendChild(el("h3", {}, words(tool)));
+  const day = tool === "get_daily_report" && typeof result.day === "number" ? ` of Day ${result.day}` : "";
+  box.appendChild(el("h3", {}, words(tool) + day));
   if (result.ok === false) {
     box.appendChild(el("p", {class: "error"}, errorText(result.error)));
   } else {
@@ -199,7 +200,12 @@ function emptySearch(result) {
   const words_ = query.split(/\s+/).filter(Boolean);
   if (words_.length > 1) for (const w of words_) { tries.appendChild(link(w, () => searchFor(w))); tries.appendChild(document.createTextNode(" · ")); }
   tries.appendChild(link("browse everything (empty query)", () => searchFor("")));
-  tries.appendChild(document.createTextNode(" · or the daily report's hot keywords (Today, Daily report)."));
+  const report = local.results.today;  // today's keywords, when the report of today is known
+  const hot = report && report.day === store.day ? (report.result.hot_keywords || []).map((k) => k.keyword).slice(0, 6) : [];
+  if (hot.length) {
+    tries.appendChild(document.createTextNode(" · today's hot keywords: "));
+    hot.forEach((w, i) => { if (i) tries.appendChild(document.createTextNode(", ")); tries.appendChild(link(w, () => searchFor(w))); });
+  } else tries.appendChild(document.createTextNode(" · or the daily report's hot keywords (Today, Daily report)."));
   box.appendChild(tries);
   return box;
 }
