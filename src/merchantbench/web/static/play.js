@@ -83,7 +83,7 @@ async function sendNow(action, panel) {
     showState(body.state);
     const result = body.result;
     if (panel) { render(result, $(`#results-${panel}`), tool); remember(panel, tool, action.args, result); }
-    if (result.ok === false && STALE_CODES.has(result.error.code)) say(`this tab was behind: the store is at window ${shownWindow + 1} now, nothing was done; look again and redo it`);
+    if (result.ok === false && STALE_CODES.has(result.error.code) && tool !== CONFIG.window_closer) say(`this tab was behind: the store is at window ${shownWindow + 1} now, nothing was done; look again and redo it`);
     else if (result.ok === false) say(`${words(tool)}: ${errorText(result.error)}`);
     else say(`${words(tool)}: done`);
     return result;
@@ -420,7 +420,7 @@ async function listItems(all, control, again, report) {
     const args = {items: items.map((it) => ({product_id: it.product_id, sale_price: Number(Number(it.price).toFixed(2))}))};
     const r = await act(control, "list_product", args, null, again);
     again = false;
-    if (!r) return done;  // not reached: the basket stays for a retry
+    if (!r) return done || null;  // not reached: the basket stays for a retry
     if (r.ok) {
       const c = (name) => r.listed.columns.indexOf(name);
       for (const row of r.listed.rows) note({product_id: String(row[c("product_id")]), title: basket.get(String(row[c("product_id")]))?.title || items.find((it) => it.product_id === String(row[c("product_id")]))?.title}, `listed at ${rmb(row[c("sale_price")])} RMB (margin ${rmb(row[c("unit_margin")])})`, true);
