@@ -142,7 +142,7 @@ def run(
                 driver.setup()
                 first = ui.actions
                 per_window.append(first)
-                while window_index(ui) < windows:
+                while window_index(ui) < windows and not ui.read("() => over"):
                     driver.stop(window_index(ui))
                     ended = driver.forward()
                     stops += 1

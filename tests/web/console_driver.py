@@ -147,7 +147,10 @@ class Person:
 
 
 def window_index(ui: Ui) -> int:
+    """The open window (0-based) as the header's clock says it; the run's windows once over."""
     text = ui.read("() => document.querySelector('#clock').textContent")
+    if "run over" in text:
+        return int(ui.read("() => store.window"))
     return int(text.split("window ")[1].split(" ")[0]) - 1
 
 
