@@ -254,7 +254,7 @@ class PlayStore:
         """Fines charged so far per customer order placed (what query_product_sales_stats sums
         per product), the page's "expected fines" of one more order."""
         orders = self.session.engine.state.orders
-        return rmb(sum(o.fines for o in orders) / len(orders)) if orders else 0.0
+        return round(rmb(sum(o.fines for o in orders)) / len(orders), 2) if orders else 0.0
 
     def _digest(
         self, status: StoreStatus, passed: list[dict[str, Any]] | None = None
