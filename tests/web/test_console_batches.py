@@ -143,7 +143,9 @@ def test_the_digest_after_a_fast_forward_lists_every_event_of_every_window(
         page.close()
 
 
-def test_one_key_replaces_every_listing_its_supplier_delisted(tmp_path: Path, browser) -> None:
+def test_one_key_replaces_every_listing_its_supplier_delisted(
+    tmp_path: Path, browser, shots
+) -> None:
     room = PlayRoom(tmp_path / "play")
     token, store = listed_store(room, 19, 50)
     for _ in range(26):  # window 27 opens with two supplier delistings (and a stockout)
@@ -167,6 +169,8 @@ def test_one_key_replaces_every_listing_its_supplier_delisted(tmp_path: Path, br
         page.locator("#preview-go").wait_for()
         rows = page.locator("#preview tbody tr")
         assert rows.count() == len(gone)
+        page.evaluate("window.scrollTo(0, 0)")
+        page.screenshot(path=str(shots / "playground-batch.png"))
         picks = [rows.nth(i).locator("td").nth(1).inner_text() for i in range(len(gone))]
         listed_now = {
             str(live.session.market.product_ids[p]) for p in live.session.engine.state.listings
@@ -267,10 +271,15 @@ def test_keys_act_after_a_mouse_tick_on_a_checkbox(tmp_path: Path, browser) -> N
         rows.first.wait_for()
         pid = rows.first.get_attribute("data-product")
         page.click(f"#results-find input[data-product='{pid}']")  # the checkbox has the focus
+        price = round(float(page.input_value(f"input[data-basket='{pid}']")) * 1.5, 2)
+        page.keyboard.press("=")  # = : the basket's first price, selected
+        page.keyboard.type(f"{price:.2f}")
+        page.keyboard.press("Escape")
         page.keyboard.press("l")  # L lists the basket
         page.wait_for_selector("#basket-report li.ok")
         ids = store.session.market.product_ids
-        assert {str(ids[p]) for p in store.session.engine.state.listings} == {pid}
+        listed = {str(ids[p]): li.price for p, li in store.session.engine.state.listings.items()}
+        assert listed == {pid: round(price * 100)}
         page.keyboard.press("3")  # a section key
         page.locator("#panel-listings:not([hidden])").wait_for()
         page.keyboard.press("1")

@@ -9,8 +9,8 @@ const SEVERITY_WORDS = {critical: "Urgent", warning: "Warning", notice: "Notice"
 // How a group of lines of one kind reads (n: how many).
 const KIND_GROUP = {
   supplier_delisted: (n) => `${n} listing${n === 1 ? "" : "s"} lost their supplier (new orders are stockouts)`,
-  shipment_delayed: (n) => `${n} listing${n === 1 ? "" : "s"} now ship late`,
-  price_changed: (n) => `${n} listing${n === 1 ? "" : "s"} changed cost`,
+  shipment_delayed: (n) => `${n} listing${n === 1 ? " now ships" : "s now ship"} late`,
+  price_changed: (n) => `${n} supplier cost${n === 1 ? "" : "s"} changed`,
   price_restored: (n) => `${n} listing cost${n === 1 ? "" : "s"} back to normal`,
 };
 
@@ -40,7 +40,7 @@ function digestGroups(lines) {
   const reprice = pick((l) => (l.kind === "price_changed" || l.kind === "price_restored") && raises(l) && !goneIds.has(l.product_id));
   const groups = [];
   if (gone.length) groups.push({kind: "replace", lines: gone, text: `${gone.length} listing${gone.length === 1 ? "" : "s"} lost their supplier or ran out: replace all with the best similar product`});
-  if (late.length) groups.push({kind: "replace-late", lines: late, text: `${late.length} listing${late.length === 1 ? "" : "s"} now ship in more than ${CONFIG.late_after_hours} h (late orders are fined): replace all`});
+  if (late.length) groups.push({kind: "replace-late", lines: late, text: `${late.length} listing${late.length === 1 ? " now ships" : "s now ship"} in more than ${CONFIG.late_after_hours} h (late orders are fined): replace all`});
   if (reprice.length) groups.push({kind: "reprice", lines: reprice, text: `${reprice.length} listing${reprice.length === 1 ? "" : "s"} cost more now: reprice all to ${bulkMarkup()} × cost`});
   return groups;
 }
@@ -50,7 +50,7 @@ function groupBar(groups) {
   groups.forEach((g, i) => {
     const row = el("p", {class: "group", "data-group": g.kind});
     row.appendChild(el("strong", {}, `${g.text}. `));
-    const b = el("button", {type: "button", class: "group-act primary", "data-group": g.kind, title: `Preview, then Enter to do it (key ${i === 0 ? "B" : "—"})`}, `Preview (${g.lines.length})`);
+    const b = el("button", {type: "button", class: "group-act primary", "data-group": g.kind, title: i === 0 ? "Preview, then Enter does it (key B)" : "Preview, then Enter does it"}, `Preview (${g.lines.length})`);
     b.addEventListener("click", () => previewGroup(g));
     row.appendChild(b);
     box.appendChild(row);
@@ -183,16 +183,19 @@ async function replacementsFor(lines) {
   const answers = new Map();
   const taken = new Set([...listed, ...lines.map((l) => l.product_id), ...basket.keys()]);
   const plan = [];
-  for (const line of lines) {
-    const query = similarQuery(line.title);
+  const best = async (query) => {  // the first product of the search not taken
     if (!answers.has(query)) answers.set(query, await call("search_products", {...base, query, page: 1}, null));
     const r = answers.get(query);
-    let pick = null;
-    if (r && r.ok !== false && r.rows) {
-      const c = (name) => r.columns.indexOf(name);
-      const row = r.rows.find((row) => !taken.has(String(row[c("product_id")])));
-      if (row) pick = {product_id: String(row[c("product_id")]), title: row[c("title")], cost: Number(row[c("price")])};
-    }
+    if (!r || r.ok === false || !r.rows) return null;
+    const c = (name) => r.columns.indexOf(name);
+    const row = r.rows.find((row) => !taken.has(String(row[c("product_id")])));
+    return row ? {product_id: String(row[c("product_id")]), title: row[c("title")], cost: Number(row[c("price")])} : null;
+  };
+  for (const line of lines) {
+    let query = similarQuery(line.title);
+    let pick = await best(query);
+    const last = query.split(" ").pop();
+    if (!pick && last && last !== query) { query = last; pick = await best(query); }  // its last word alone
     if (pick) taken.add(pick.product_id);
     plan.push({line, pick, query});
   }
@@ -234,7 +237,7 @@ async function previewGroup(group) {
   box.append(ok, document.createTextNode(" "), no);
   preview = {group, go};
   showPanel("today", true);
-  box.scrollIntoView({block: "nearest"});
+  window.scrollTo(0, 0);  // the preview opens Today's top
   say(`preview: ${group.lines.length} listing${group.lines.length === 1 ? "" : "s"}; Enter does it, Esc leaves it`);
 }
 

@@ -789,6 +789,7 @@ function onKey(ev) {
   else if (key === "k" || key === "arrowup") { ev.preventDefault(); moveRow(-1); }
   else if (key === "a") tickAll();
   else if (key === "l") $("#list-basket").click();
+  else if (key === "=") { const price = $("#basket-rows input"); if (price) { ev.preventDefault(); showPanel("find", true); price.focus(); price.select(); } }
   else if ((key === "enter" || key === " ") && (onButton || document.activeElement.type === "checkbox")) return;  // the focused control's own key
   else if (["x", " ", "enter", "s", "d", "r"].includes(key) && !ev.repeat) { ev.preventDefault(); keyOnRow(key === " " ? "x" : key); }
 }
