@@ -33,8 +33,8 @@ FILTERS = {  # the rule-based agent's search (set once, in the first window)
 SELECTS = {"min_stock": "in_stock", "sort": "sales_30d"}
 IDLE = "() => !document.body.classList.contains('busy')"
 # Whether a click's target lies outside the viewport (the person scrolls to it first).
-OFF_SCREEN = """(sel) => { const n = document.querySelector(sel); if (!n) return false;
-  const r = n.getBoundingClientRect(); return r.bottom > innerHeight || r.top < 0; }"""
+OFF_SCREEN = """(n) => { const r = n.getBoundingClientRect();
+  return r.bottom > innerHeight || r.top < 0; }"""
 # Added to the page before its own scripts (`page.add_init_script`): each key press or click
 # starts a clock that stops at the first frame after the page is idle again (no request in
 # flight, as both pages mark with `body.busy`). The browser's own time per gesture, without the
@@ -98,7 +98,7 @@ class Ui:
         self.labels.extend([label] * count)
 
     def click(self, selector: str) -> None:
-        if self.page.evaluate(OFF_SCREEN, selector):
+        if self.page.locator(selector).first.evaluate(OFF_SCREEN):
             self.labels.append("scroll")  # the person scrolls to it first (not an action)
         self._timed(lambda: self.page.click(selector), label=f"click {selector}")
 
