@@ -363,3 +363,27 @@ def test_digest_wording() -> None:
     assert "customer" in ORDER_EVENTS["cancelled"][1]
     script = (Path(__file__).parents[2] / "src/merchantbench/web/static/format.js").read_text()
     assert '"±"' not in script  # a zero is "0.00", never "±0.00"
+
+
+def test_line_actions_fit_their_kind_and_sections_open_at_their_top(
+    tmp_path: Path, browser
+) -> None:
+    [seat] = PlayRoom(tmp_path / "play").create(load_scenario("smoke"), [7])
+    app = create_web_app(play_dir=tmp_path / "play")
+    with LiveServer(app) as server:
+        page = open_page(browser, server, seat.token)
+        buttons = """(line) => [...lineActions({product_id: 'p1', title: 'Steel Storage Box',
+          listed: true, detail: {}, ...line}).querySelectorAll('button')].map(b => b.className)"""
+        restored = {"kind": "price_restored", "cost_now": 5.0, "sale_price_now": 20.0}
+        assert "act-reprice" not in page.evaluate(buttons, restored)  # never a lower price
+        risen = {"kind": "price_changed", "cost_now": 15.0, "sale_price_now": 20.0}
+        assert "act-reprice" in page.evaluate(buttons, risen)  # 2 × 15 raises it
+        gone = {"kind": "supplier_delisted", "cost_now": 5.0, "sale_price_now": 20.0}
+        assert page.evaluate(buttons, gone) == ["act-delist", "act-similar", "act-replace"]
+        page.keyboard.press("3")
+        page.locator("#results-listings h3").wait_for()
+        page.keyboard.press("1")
+        page.evaluate("window.scrollTo(0, 600)")
+        page.keyboard.press("8")
+        assert page.evaluate("window.scrollY") == 0  # a section opens at its top
+        page.close()
