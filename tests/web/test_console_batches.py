@@ -134,6 +134,7 @@ def test_the_digest_after_a_fast_forward_lists_every_event_of_every_window(
         assert "(5 windows, fast-forwarded)" in page.locator("#digest .since").inner_text()
         # A reload shows the same digest; the next End window shows the next window only.
         page.reload()
+        page.locator("#digest li.line").first.wait_for()
         assert page.locator("#digest li.line").count() == len(on_screen)
         page.locator("body").click(position={"x": 5, "y": 5})
         page.keyboard.press("e")
