@@ -51,13 +51,18 @@ def _store(request: Request, token: str) -> PlayStore:
     return store
 
 
+FINE_WORDS = {"insufficient_balance_fen": "not procured (balance too low)",
+              "return_refund_fen": "return and refund", "late_fen": "late shipment"}  # fmt: skip
+
+
 def rules_config(scenario: Scenario) -> dict[str, Any]:
     """The rules the tour states (the brief states them too): each fine, the late rule, the
     starting deposit, in RMB."""
     fines = scenario.orders.fines
     return {
         "fines": {
-            name.removesuffix("_fen").replace("_", " "): getattr(fines, name) / 100
+            FINE_WORDS.get(name, name.removesuffix("_fen").replace("_", " ")): getattr(fines, name)
+            / 100
             for name in type(fines).model_fields
             if getattr(fines, name)
         },
