@@ -1,21 +1,32 @@
-"""The playground's cost to a person: UI actions (clicks, keys, typed characters) and browser time
-per window for the rule-based agent's workload (tests/web/console_driver.py), and the projected
-active time of a paper year.
+"""The playground's cost to a person, projected to a paper year with a published model of
+human performance, reading included (docs/web.md, "What a year costs a person").
 
-The server runs in its own process (`merchantbench study create` then `merchantbench play`), from
-this checkout or, with `--src`, from another version's `src/` (the forms page before issue 22:
-`git archive 7dcdb94 src | tar -x -C /tmp/base`, then `--src /tmp/base/src --ui forms`).
-Chromium is driven by Playwright; each gesture's browser time runs from the gesture to the first
-frame after the page is idle again, measured in the page (console_driver.INSTRUMENT).
+Two workloads, played in Chromium with keys and clicks only against a server in its own process
+(`merchantbench study create`, then `merchantbench play`; `--src` runs another version's src/):
 
-Projected active time (docs/web.md, "What a year costs a person"): every action costs the
-Keystroke-Level Model's operator times (Card, Moran and Newell): a click is point + press
-(1.10 + 0.20 s), a key press 0.28 s (an average typist), a typed character 0.28 s, plus one
-mental preparation (1.35 s) per click or command key (not per typed character); then the page's
-own time. Mean per window (the first window, which sets the search filters, included) × the
-paper's 730 windows. Reading time is not modelled.
+- `competent` (the default; tests/web/console_driver.CompetentDriver) on `paper`: the search
+  set once, ~20 listings kept, fast-forward until a supplier event on a listing, the balance
+  under 500 RMB or a star change; at each stop every digest line is read (its summary, batches
+  and headings), each batch previewed, read and done with one key, the listings refilled to 20
+  from the search, listings without a sale in 7 days pruned once a week.
+- `rule-based` (ConsoleDriver / FormsDriver): the rule-based agent's routine, window by window
+  (the figures of issue 22's console; `--ui forms` for the forms page it replaced).
 
-    uv run python benchmarks/bench_console.py [--windows 32] [--ui console|forms] [--src DIR]
+The model: the Keystroke-Level Model (Card, Moran and Newell, "The Keystroke-Level Model for
+User Performance Time with Interactive Systems", CACM 23(7), 1980): K 0.28 s a key or typed
+character (an average 40 wpm typist), P 1.10 s to point, B 0.10 s a button press or release
+(a click is P + 2B), H 0.40 s to move a hand between keyboard and mouse, M 1.35 s of mental
+preparation before each click or command key (one per run of the same key: J J J is one
+chunk), the page's own time as the system's response (measured in the browser); plus reading,
+0.252 s a word (238 words a minute, the mean silent reading rate of English non-fiction in
+Brysbaert, "How many words do we read per minute? A review and meta-analysis of reading rate",
+Journal of Memory and Language 109, 2019), counted on the words the person reads on the page
+(tests/web/console_driver: DIGEST_READ, PREVIEW, STATUS, ROW_READ); a scroll to an off-screen
+target costs P + M (our assumption: KLM has no scroll operator). Per window = the run's total /
+windows played (those the fast-forward passed over included) × the paper's 730 windows.
+
+    uv run python benchmarks/bench_console.py [--workload competent] [--windows 120]
+    uv run python benchmarks/bench_console.py --workload rule-based --scenario small --windows 32
 
 Results are recorded in docs/web.md and docs/performance.md ("## Playground console").
 """
@@ -36,10 +47,42 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests" / "web"))
 
-from console_driver import INSTRUMENT, ConsoleDriver, FormsDriver, Ui  # noqa: E402
+from console_driver import (  # noqa: E402
+    INSTRUMENT,
+    CompetentDriver,
+    ConsoleDriver,
+    FormsDriver,
+    Ui,
+    window_index,
+)
 
 PAPER_WINDOWS = 730
-CLICK, KEY, MENTAL = 1.30, 0.28, 1.35  # seconds (KLM: P + B, K, M)
+K, P, B, H, M = 0.28, 1.10, 0.10, 0.40, 1.35  # seconds (KLM, Card, Moran and Newell 1980)
+CLICK = P + 2 * B
+SCROLL = P + M  # our assumption (KLM has no scroll operator)
+WORD = 60 / 238  # seconds a word (Brysbaert 2019: 238 words a minute, non-fiction)
+
+
+def klm_seconds(labels: list[str]) -> dict[str, float]:
+    """The KLM time of a sequence of gestures (Ui.labels), by operator."""
+    out = {"K": 0.0, "P+B": 0.0, "H": 0.0, "M": 0.0, "scroll": 0.0}
+    hand, previous = None, None
+    for label in labels:
+        if label == "scroll":
+            out["scroll"] += SCROLL
+            continue
+        mouse = label.startswith("click") or label == "choose"
+        if hand is not None and mouse != hand:
+            out["H"] += H
+        hand = mouse
+        if mouse:
+            out["P+B"] += CLICK
+        else:
+            out["K"] += K
+        if label != "typed" and label != previous:
+            out["M"] += M
+        previous = label
+    return out
 
 
 def free_port() -> int:
@@ -61,7 +104,9 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def run(windows: int, ui_kind: str, src: str | None, scenario: str, seed: int) -> dict:
+def run(
+    windows: int, ui_kind: str, src: str | None, scenario: str, seed: int, workload: str
+) -> dict:
     from playwright.sync_api import sync_playwright
 
     from merchantbench.optional_parts import chromium_path
@@ -90,40 +135,74 @@ def run(windows: int, ui_kind: str, src: str | None, scenario: str, seed: int) -
                     time.sleep(0.3)
             page.click("#help-close")
             ui = Ui(page)
-            driver = ConsoleDriver(ui) if ui_kind == "console" else FormsDriver(ui)
-            per_window, person = [], []
-            for _ in range(windows):
-                actions, marks = ui.actions, len(ui.labels)
-                driver.play_window()
-                per_window.append(ui.actions - actions)
-                labels = ui.labels[marks:]
-                typed = sum(1 for lab in labels if lab == "typed")
-                clicks = sum(1 for lab in labels if lab.startswith("click") or lab == "choose")
-                keys = len(labels) - typed - clicks
-                person.append(clicks * (CLICK + MENTAL) + keys * (KEY + MENTAL) + typed * KEY)
+            per_window: list[int] = []
+            stops = 0
+            if workload.startswith("competent"):
+                driver = CompetentDriver(ui, batches=workload == "competent")
+                driver.setup()
+                first = ui.actions
+                per_window.append(first)
+                while window_index(ui) < windows and not ui.read("() => over"):
+                    driver.stop(window_index(ui))
+                    ended = driver.forward()
+                    stops += 1
+                    if ended == 0:
+                        break
+                played = window_index(ui)
+                digest_words = driver.digest_words_all
+                net_assets = ui.read("() => document.querySelector('#net-assets').textContent")
+                listings = ui.read("() => store.active_listings")
+            else:
+                digest_words = net_assets = listings = None
+                play = ConsoleDriver(ui) if ui_kind == "console" else FormsDriver(ui)
+                for _ in range(windows):
+                    actions = ui.actions
+                    play.play_window()
+                    per_window.append(ui.actions - actions)
+                played = windows
             browser_times = ui.browser_times()
             gestures = ui.gestures()
             browser.close()
     finally:
         server.terminate()
         server.wait(timeout=30)
-    page_seconds = sum(browser_times) / windows
-    per_window_seconds = statistics.mean(person) + page_seconds
+    klm = klm_seconds(ui.labels)
+    reading = ui.read_words * WORD
+    page_seconds = sum(browser_times)
+    person = sum(klm.values()) + reading
+    per_window_seconds = (person + page_seconds) / played
+    actions = ui.actions
     return {
+        "workload": workload,
         "ui": ui_kind,
         "scenario": scenario,
         "seed": seed,
-        "windows": windows,
-        "actions_per_window": round(statistics.mean(per_window), 2),
-        "actions_per_window_after_first": round(statistics.mean(per_window[1:]), 2),
-        "actions_by_window": per_window,
-        "gestures_timed": len(browser_times),
+        "windows_played": played,
+        "stops": stops,
+        "actions": actions,
+        "actions_per_window": round(actions / played, 2),
+        "actions_per_window_after_setup": round((actions - per_window[0]) / max(played - 1, 1), 2)
+        if workload.startswith("competent")
+        else round(statistics.mean(per_window[1:]), 2),
+        "actions_per_stop": round((actions - per_window[0]) / max(stops, 1), 2)
+        if workload.startswith("competent")
+        else None,
+        "scrolls": ui.labels.count("scroll"),
+        "words_read": ui.read_words,
+        "words_read_by": ui.words_by,
+        "digest_words_shown": digest_words,
+        "net_assets_at_the_end": net_assets,
+        "listings_at_the_end": listings,
+        "seconds_by_operator": {k: round(v, 1) for k, v in klm.items()},
+        "reading_seconds": round(reading, 1),
+        "page_seconds": round(page_seconds, 1),
+        "seconds_per_window": round(per_window_seconds, 2),
+        "paper_year_hours": round(per_window_seconds * PAPER_WINDOWS / 3600, 2),
+        "paper_year_hours_without_reading": round(
+            (per_window_seconds - reading / played) * PAPER_WINDOWS / 3600, 2
+        ),
         "browser_ms_p50": round(1000 * percentile(browser_times, 0.50), 1),
         "browser_ms_p95": round(1000 * percentile(browser_times, 0.95), 1),
-        "browser_ms_max": round(1000 * max(browser_times), 1),
-        "person_seconds_per_window": round(statistics.mean(person), 2),
-        "page_seconds_per_window": round(page_seconds, 3),
-        "paper_year_hours": round(per_window_seconds * PAPER_WINDOWS / 3600, 2),
         "load_average": os.getloadavg()[0],
         **breakdown(gestures),
     }
@@ -171,13 +250,17 @@ def breakdown(gestures: list[dict]) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--windows", type=int, default=32)
+    parser.add_argument(
+        "--workload", choices=("competent", "competent-lines", "rule-based"), default="competent"
+    )
+    parser.add_argument("--windows", type=int, default=120, help="windows to play (at least)")
     parser.add_argument("--ui", choices=("console", "forms"), default="console")
     parser.add_argument("--src", default=None, help="another version's src/ (its server)")
-    parser.add_argument("--scenario", default="small")
+    parser.add_argument("--scenario", default="paper")
     parser.add_argument("--seed", type=int, default=3)
     args = parser.parse_args()
-    print(json.dumps(run(args.windows, args.ui, args.src, args.scenario, args.seed), indent=1))
+    found = run(args.windows, args.ui, args.src, args.scenario, args.seed, args.workload)
+    print(json.dumps(found, indent=1))
 
 
 if __name__ == "__main__":

@@ -69,6 +69,10 @@ class Refusal(StrEnum):
         "after `end_of_step` in one batch",
     )  # fmt: skip
     RUN_OVER = ("run_over", "window", "the run has ended; nothing more runs")
+    PAUSED = (
+        "paused", "window",
+        "the playground's store is paused: nothing runs until the person presses Continue",
+    )  # fmt: skip
     # --- the store -------------------------------------------------------------------------------
     UNKNOWN_PRODUCT = (
         "unknown_product", "store",

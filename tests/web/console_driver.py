@@ -32,6 +32,9 @@ FILTERS = {  # the rule-based agent's search (set once, in the first window)
 }
 SELECTS = {"min_stock": "in_stock", "sort": "sales_30d"}
 IDLE = "() => !document.body.classList.contains('busy')"
+# Whether a click's target lies outside the viewport (the person scrolls to it first).
+OFF_SCREEN = """(n) => { const r = n.getBoundingClientRect();
+  return r.bottom > innerHeight || r.top < 0; }"""
 # Added to the page before its own scripts (`page.add_init_script`): each key press or click
 # starts a clock that stops at the first frame after the page is idle again (no request in
 # flight, as both pages mark with `body.busy`). The browser's own time per gesture, without the
@@ -82,7 +85,9 @@ class Ui:
     page: Any
     actions: int = 0
     times: list[float] = field(default_factory=list)  # seconds per gesture, until idle
-    labels: list[str] = field(default_factory=list)  # what each gesture was
+    labels: list[str] = field(default_factory=list)  # what each gesture was (and "scroll")
+    read_words: int = 0  # words the person read so far (`words`)
+    words_by: dict[str, int] = field(default_factory=dict)  # ... by what was read
 
     def _timed(self, gesture: Any, count: int = 1, label: str = "") -> None:
         start = time.perf_counter()
@@ -93,7 +98,19 @@ class Ui:
         self.labels.extend([label] * count)
 
     def click(self, selector: str) -> None:
+        if self.page.locator(selector).first.evaluate(OFF_SCREEN):
+            self.labels.append("scroll")  # the person scrolls to it first (not an action)
         self._timed(lambda: self.page.click(selector), label=f"click {selector}")
+
+    def words(self, script: str, what: str = "other") -> int:
+        """Read what `script` returns (text or a list of texts): its words are counted in
+        `read_words` and `words_by` under `what` (for the reading operator); nothing is done."""
+        found = self.page.evaluate(script)
+        texts = found if isinstance(found, list) else [found or ""]
+        n = sum(len(str(t).split()) for t in texts)
+        self.read_words += n
+        self.words_by[what] = self.words_by.get(what, 0) + n
+        return n
 
     def press(self, key: str) -> None:
         self._timed(lambda: self.page.keyboard.press(key), label=f"key {key}")
@@ -117,7 +134,7 @@ class Ui:
         return list(self.page.evaluate("() => window.mbGestures || []"))
 
     def read(self, script: str, arg: Any = None) -> Any:
-        """What the screen shows (not an action)."""
+        """What the screen shows (not an action, and not counted as reading: see `words`)."""
         return self.page.evaluate(script, arg)
 
 
@@ -130,7 +147,10 @@ class Person:
 
 
 def window_index(ui: Ui) -> int:
+    """The open window (0-based) as the header's clock says it; the run's windows once over."""
     text = ui.read("() => document.querySelector('#clock').textContent")
+    if "run over" in text:
+        return int(ui.read("() => store.window"))
     return int(text.split("window ")[1].split(" ")[0]) - 1
 
 
@@ -186,9 +206,22 @@ class ConsoleDriver:
                 return
             (kind, pid), what = todo
             handled.add((kind, pid))
-            ui.click(f"#digest li[data-kind='{kind}'][data-product='{pid}'] .act-{what}")
+            button = f"#digest li[data-kind='{kind}'][data-product='{pid}'] .act-{what}"
+            if what == "reprice" and not ui.read(f"() => !!document.querySelector({button!r})"):
+                self.reprice_in_listings(pid)  # the digest offers no lower price: My listings
+                continue
+            ui.click(button)
             if what == "delist":
                 self.person.dropped.add(pid)
+
+    def reprice_in_listings(self, pid: str) -> None:
+        """Reprice one listing to 2 × cost from My listings: tick its row, R."""
+        ui = self.ui
+        ui.press("3")
+        ui.page.locator("#results-listings h3:text('review my listings')").wait_for()
+        ui.click(f"#results-listings input.delist-pick[data-product='{pid}']")
+        ui.press("r")
+        ui.press("1")
 
     def daily(self) -> None:
         ui = self.ui
@@ -248,6 +281,181 @@ class ConsoleDriver:
                     ui.click(f"#results-find input[data-product='{pid}']")
         if ui.read("() => basket.size"):
             ui.press("l")
+
+
+# --- a competent participant on the console (issue 33) -------------------------------------------
+# What the person reads, as texts: the digest's summary, its batches and kind headings, the
+# headline of each line not under a heading (a heading stands for its lines); a preview whole;
+# the status line after an action.
+DIGEST_READ = """() => {
+  const d = document.querySelector('#digest');
+  const headed = new Set([...d.querySelectorAll('.kind-head')].map(h => h.dataset.kind));
+  return [...d.querySelectorAll('.since, .group strong, .kind-head')].map(n => n.textContent)
+    .concat([...d.querySelectorAll('li.line')].filter(li => !headed.has(li.dataset.kind))
+      .map(li => li.querySelector('.what').textContent)); }"""
+LINES_READ = "() => [...document.querySelectorAll('#digest .since, #digest li.line .what')]\
+.map(n => n.textContent)"
+# The next line to act on, line by line: [kind, product, delist|reprice] or null.
+LINE_TODO = """(done) => { for (const li of document.querySelectorAll('#digest li.line')) {
+  const pid = li.dataset.product;
+  if (!pid || done.includes(pid) || !li.querySelector('.act-delist')) continue;
+  const k = li.dataset.kind;
+  if (k === 'supplier_delisted' || k === 'stockout' || (k === 'shipment_delayed'
+      && Number(li.dataset.ship) > 48)) return [k, pid, 'delist'];
+  if (li.querySelector('.act-reprice')) return [k, pid, 'reprice']; } return null; }"""
+FREE_ROWS = """() => [...document.querySelectorAll('#results-find tr[data-product]')]
+  .map((tr, i) => tr.classList.contains('listed') || tr.querySelector('input:disabled') ? -1 : i)
+  .filter(i => i >= 0)"""
+DIGEST_ALL = "() => document.querySelector('#digest').innerText"
+PREVIEW = "() => document.querySelector('#preview').innerText"
+STATUS = "() => document.querySelector('#status').textContent"
+# The result columns a person reads to choose a product (per row).
+ROW_READ = """(n) => [...document.querySelectorAll('#results-find tr[data-product]')].slice(0, n)
+  .map(tr => [...tr.children].slice(2, 6).map(td => td.textContent).join(' '))"""
+TARGET = 20  # listings kept
+COMPETENT_FILTERS = {"max_price": "20", "min_product_rating": "4.5", "max_ship_hours": "48"}
+PRUNE_EVERY = 14  # windows (a week) between prunings of listings without a sale in 7 days
+
+
+@dataclass
+class CompetentDriver:
+    """A competent participant (issue 33): sets the search once and lists ~20 products; then
+    fast-forwards until a supplier event on a listing, the balance under 500 RMB or a star
+    change, reads the digest (every window it passed over), acts on each batch (preview, read
+    it, Enter), refills to 20 listings from the search, prunes listings without a sale in 7
+    days once a week, and fast-forwards again. `skipped[w]`: windows the fast-forward ended
+    (passed over) at stop `w`."""
+
+    ui: Ui
+    batches: bool = True  # False: line by line, as the console before issue 33 offered
+    pruned_at: int = 0
+    digest_words_all: int = 0  # every word the digest showed at each stop (an upper bound)
+
+    def setup(self) -> None:
+        ui = self.ui
+        ui.press("/")
+        for name, value in COMPETENT_FILTERS.items():
+            ui.type_into(f"#f-search_products-{name}", value)
+        ui.choose("#f-search_products-sort", "sales_30d")
+        ui.click("form[data-tool=search_products] button[type=submit]")
+        ui.page.locator("#results-find tr[data-product]").first.wait_for()
+        self.refill()
+        ui.press("1")
+        # Stop for what needs me (a lost supplier, late shipping: fines), not for each fine or
+        # cost change (the next stop's digest has them all: one batch reprice then). Line by
+        # line (the console before): one box stood for every supplier event.
+        boxes = ("#ff-adverse", "#ff-supplier-cost", "#ff-rating-on")
+        for box in boxes if self.batches else ("#ff-adverse", "#ff-rating-on"):
+            ui.click(box)
+        ui.click("#ff-rating-on")  # ... but a star change does: ticked again, rating 0.3
+        ui.type_into("#ff-rating", "0.3")
+        ui.press("Escape")
+
+    def refill(self) -> None:
+        """Tick the first rows not listed (J to move, X to tick) up to TARGET listings, read
+        them, list them (L)."""
+        ui = self.ui
+        want = TARGET - int(ui.read("() => store.active_listings"))
+        if want <= 0:
+            return
+        if not ui.read("() => !document.querySelector('#panel-find').hidden"):
+            ui.press("2")
+        ui.page.wait_for_function(IDLE)
+        rows = ui.read(
+            "() => [...document.querySelectorAll('#results-find tr[data-product]')]"
+            ".map(tr => !tr.classList.contains('listed') && !tr.querySelector('input:checked'))"
+        )
+        picks = [i for i, free in enumerate(rows) if free][:want]
+        ui.words(f"() => ({ROW_READ})({picks[-1] + 1 if picks else len(rows)})", "results")
+        if not picks:
+            return
+        position = -1
+        for i in picks:
+            for _ in range(i - position):
+                ui.press("j")
+            position = i
+            ui.press("x")
+        ui.press("l")
+        ui.page.wait_for_function(IDLE)
+        ui.words(STATUS, "status")
+
+    def prune(self) -> None:
+        ui = self.ui
+        ui.press("3")
+        ui.page.locator("#results-listings h3:text('review my listings')").wait_for()
+        alert = ".tick-alert[data-alert='no_sales_7d']"
+        ui.words("() => document.querySelector('#tick-alerts').innerText", "listings")
+        if ui.read(f'() => !!document.querySelector("{alert}")'):
+            ui.click(alert)
+            ui.press("d")
+            ui.words(STATUS, "status")
+
+    def stop(self, window: int) -> None:
+        """Everything the person does at a window the fast-forward stopped at."""
+        ui = self.ui
+        self.digest_words_all += len(str(ui.read(DIGEST_ALL)).split())
+        if not self.batches:
+            self.line_by_line()
+        else:
+            self.batch()
+        if window - self.pruned_at >= PRUNE_EVERY:
+            self.pruned_at = window
+            self.prune()
+        self.refill()
+        ui.press("1")
+
+    def line_by_line(self) -> None:
+        """The console before issue 33: every line read; each listing that lost its supplier
+        or ships late: Delist, Find similar, tick the first product not listed, L; each cost
+        rise: its Reprice button."""
+        ui = self.ui
+        ui.words(LINES_READ, "digest")
+        done: set[str] = set()
+        while True:
+            todo = ui.read(LINE_TODO, sorted(done))
+            if not todo:
+                return
+            kind, pid, what = todo
+            done.add(pid)
+            line = f"#digest li[data-kind='{kind}'][data-product='{pid}']"
+            if what == "reprice":
+                ui.click(f"{line} .act-reprice")
+                ui.words(STATUS, "status")
+                continue
+            # The console before issue 33: Replace was one click, delist then find similar
+            # (here: Delist, and the same search sent by the driver as part of that click).
+            title = ui.read(f'() => document.querySelector("{line}").dataset.title')
+            ui.click(f"{line} .act-delist")
+            ui.read("(t) => findSimilar(t)", title)
+            ui.page.wait_for_function(IDLE)
+            rows = ui.read(FREE_ROWS)
+            ui.words(f"() => ({ROW_READ})({rows[0] + 1 if rows else 20})", "results")
+            if rows:
+                ui.click(f"#results-find tr[data-product]:nth-child({rows[0] + 1}) input")
+                ui.press("l")
+                ui.words(STATUS, "status")
+            ui.press("1")
+
+    def batch(self) -> None:
+        ui = self.ui
+        ui.words(DIGEST_READ, "digest")
+        for _ in range(6):  # each batch: B previews it, Enter does it
+            if not ui.read("() => !!document.querySelector('#digest .group-act')"):
+                break
+            ui.press("b")
+            ui.page.locator("#preview-go").wait_for()
+            ui.words(PREVIEW, "preview")
+            ui.press("Enter")
+            ui.page.wait_for_function(IDLE)
+            ui.words(STATUS, "status")
+
+    def forward(self) -> int:
+        """F; returns how many windows it ended."""
+        ui = self.ui
+        before = window_index(ui)
+        ui.press("f")  # waits until the page is idle: the fast-forward's answer is drawn
+        ui.words(STATUS, "status")
+        return window_index(ui) - before
 
 
 # --- the forms page (main before issue 22) -----------------------------------------------------

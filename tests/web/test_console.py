@@ -124,27 +124,26 @@ def test_the_digest_shows_each_event_and_its_actions_work(tmp_path: Path, browse
         page.click(f"#digest li[data-kind=supplier_delisted][data-product='{gone}'] .act-delist")
         page.wait_for_selector(f"#status:text('delisted {gone}')")
         assert gone not in listings(session)
-        # Reprice, from the bad review's line: 2 × today's cost.
-        line = page.locator("#digest li[data-kind=bad_review]").first
-        pid = line.get_attribute("data-product")
-        assert pid in listings(session)
-        line.locator(".act-reprice").click()
-        page.wait_for_selector("#status:text('price')")
-        product = session.engine.product_index(pid)
-        cost = session.engine.suppliers.state(product, session.engine.t).price_fen
-        assert listings(session)[pid] == round(cost * 2)
+        # Each line's actions fit its kind: no reprice on an order outcome or a delisted product.
+        for kind in ("bad_review", "return_refund", "supplier_delisted", "stockout"):
+            assert page.locator(f"#digest li[data-kind={kind}] .act-reprice").count() == 0
         # Find similar: the search runs with the product's type words, results beside it.
         page.locator("#digest li[data-kind=return_refund] .act-similar").first.click()
         page.locator("#results-find h3:text('search products')").wait_for()
         assert page.locator("#panel-find").is_visible()
-        # Replace: delist and find similar, in one click.
+        # Replace (the other delisted product): a preview, then Enter delists it and lists the
+        # best similar product instead.
         page.keyboard.press("1")
-        replace_pid = page.locator("#digest li[data-kind=return_refund]").first.get_attribute(
-            "data-product"
-        )
-        page.locator("#digest li[data-kind=return_refund] .act-replace").first.click()
-        page.locator("#results-find h3:text('search products')").wait_for()
+        other = page.locator("#digest li[data-kind=supplier_delisted] .act-replace").first
+        replace_pid = other.locator("xpath=ancestor::li").get_attribute("data-product")
+        other.click()
+        page.locator("#preview-go").wait_for()
+        instead = page.locator("#preview tbody td").nth(1).inner_text()
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#status:text('replaced')")
         assert replace_pid not in listings(session)
+        if "nothing found" not in instead:
+            assert instead.rsplit("(", 1)[1].rstrip(")") in listings(session)
         assert not page.errors
         page.close()
 
@@ -159,7 +158,13 @@ def test_fast_forward_stops_at_a_trigger_and_records_every_window(tmp_path: Path
         items = [{"product_id": r[0], "sale_price": round(r[3] * 1.3, 2)} for r in found["rows"]]
         assert store.call("list_product", {"items": items})["ok"]
         page.reload()
-        for box in ("#ff-supplier", "#ff-cash-on", "#ff-rating-on"):
+        for box in (
+            "#ff-supplier",
+            "#ff-supplier-late",
+            "#ff-supplier-cost",
+            "#ff-cash-on",
+            "#ff-rating-on",
+        ):
             page.uncheck(box)  # stop only at an adverse outcome
         page.locator("body").click(position={"x": 5, "y": 5})
         page.keyboard.press("f")

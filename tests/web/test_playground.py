@@ -52,7 +52,7 @@ def search_and_list(page, store: PlayStore, shots: Path) -> list[str]:
     table.wait_for()
     ids = [table.locator("tbody tr").nth(i).locator("td").nth(1).inner_text() for i in range(2)]
     for pid in ids:
-        page.get_by_label(f"add to the list basket {pid}").check()
+        page.locator("#results-find").get_by_label(f"add to the list basket {pid}").check()
     assert page.locator("#basket-count").inner_text() == "2"
     costs = {}
     for pid in ids:

@@ -39,7 +39,7 @@ ORDER_EVENTS: dict[str, tuple[str, str]] = {
     "bad_review": (WARNING, "bad review"),
     "return_refund": (WARNING, "returned and refunded"),
     "returnless_refund": (WARNING, "refunded without return (cost lost)"),
-    "cancelled": (WARNING, "cancelled by the supplier"),
+    "cancelled": (WARNING, "cancelled by the customer before shipment (no fine)"),
     "late": (NOTICE, "late: not shipped in time"),
 }
 # Supplier events on listings (query_supply_chain_anomalies' names).
@@ -173,13 +173,16 @@ def _status_lines(status: StoreStatus, before: Before | None, counts: Counter[st
     change = round(status.net_assets - before.net_assets, 2)
     if change or any(moves.values()):
         severity = WARNING if status.deposit < before.deposit else (GOOD if change > 0 else INFO)
-        lines.append(Line(severity, "cash", "net assets " + ("up" if change >= 0 else "down"),
+        moved = "up" if change > 0 else "down" if change < 0 else "unchanged"
+        lines.append(Line(severity, "cash", f"net assets {moved}",
                           amount=change, detail=moves))  # fmt: skip
     return lines
 
 
-def window_digest(ctx: StoreContext, status: StoreStatus, before: Before | None) -> dict[str, Any]:
-    """The digest of the open window (see the module docstring)."""
+def window_digest(
+    ctx: StoreContext, status: StoreStatus, before: Before | None, window: int | None = None
+) -> dict[str, Any]:
+    """The digest of the open window (see the module docstring); each line says its `window`."""
     since = ctx.previous_window_t
     orders, counts = _order_lines(ctx, since)
     lines = orders + _supplier_lines(ctx) + _status_lines(status, before, counts)
@@ -188,7 +191,35 @@ def window_digest(ctx: StoreContext, status: StoreStatus, before: Before | None)
     fines = sum(-(line.amount or 0) for line in orders)
     return {
         "since": clock_text(since) if since >= 0 else None,
+        "window": window,
+        "windows": 1,
         "counts": dict(sorted(counts.items())),
         "fines": round(fines, 2),
-        "lines": [asdict(line) for line in lines],
+        "lines": [{**asdict(line), "window": window} for line in lines],
+    }
+
+
+# Lines comparing a window with the one before: of the windows a fast-forward passed over only
+# star changes are kept (the open window's lines compare with the window before it).
+COMPARISONS = frozenset(("rating", "orders", "cash"))
+
+
+def merge_digests(digests: list[dict[str, Any]]) -> dict[str, Any]:
+    """One digest of several windows in a row (a fast-forward's): every order and supplier event
+    of each, its star changes, the last window's comparisons; worst first, in time order within
+    a severity; counts and fines summed."""
+    last = digests[-1]
+    lines = [line for d in digests[:-1] for line in d["lines"] if line["kind"] not in COMPARISONS]
+    lines += last["lines"]
+    rank = {s: i for i, s in enumerate(SEVERITY_ORDER)}
+    counts: Counter[str] = Counter()
+    for d in digests:
+        counts.update(d["counts"])
+    return {
+        "since": digests[0]["since"],
+        "window": last["window"],
+        "windows": sum(d.get("windows", 1) for d in digests),
+        "counts": dict(sorted(counts.items())),
+        "fines": round(sum(d["fines"] for d in digests), 2),
+        "lines": sorted(lines, key=lambda line: rank[line["severity"]]),
     }

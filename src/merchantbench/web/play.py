@@ -28,6 +28,7 @@ from fastapi import APIRouter, Body, Header, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.background import BackgroundTask
 
+from merchantbench.scenario import Scenario
 from merchantbench.web.forms import page_config, panel_forms
 from merchantbench.web.pages import templates
 from merchantbench.web.room import PlayRoom
@@ -50,6 +51,26 @@ def _store(request: Request, token: str) -> PlayStore:
     return store
 
 
+FINE_WORDS = {"insufficient_balance_fen": "not procured (balance too low)",
+              "return_refund_fen": "return and refund", "late_fen": "late shipment"}  # fmt: skip
+
+
+def rules_config(scenario: Scenario) -> dict[str, Any]:
+    """The rules the tour states (the brief states them too): each fine, the late rule, the
+    starting deposit, in RMB."""
+    fines = scenario.orders.fines
+    return {
+        "fines": {
+            FINE_WORDS.get(name, name.removesuffix("_fen").replace("_", " ")): getattr(fines, name)
+            / 100
+            for name in type(fines).model_fields
+            if getattr(fines, name)
+        },
+        "late_after_hours": scenario.orders.late_after_hours,
+        "deposit": scenario.money.initial_deposit_fen / 100,
+    }
+
+
 def _answer(body: Any, started: float, after: BackgroundTask | None = None) -> JSONResponse:
     """A JSON answer with the server's time on it (`Server-Timing`), then `after`."""
     ms = 1000 * (time.perf_counter() - started)
@@ -66,6 +87,7 @@ def page(request: Request, token: str) -> HTMLResponse:
         "window": state["store"]["window"],
         "forward_max": FORWARD_MAX,
         **page_config(store.session.registry, store.session.scenario),
+        **rules_config(store.session.scenario),
     }
     context = {
         "panels": panel_forms(store.tool_schemas()),

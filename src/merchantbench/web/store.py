@@ -40,7 +40,7 @@ from merchantbench.session import Session
 from merchantbench.surface import StoreStatus
 from merchantbench.tools.errors import failure
 from merchantbench.tools.toolset import END_OF_STEP
-from merchantbench.web.digest import SUPPLIER_EVENTS, Before, window_digest
+from merchantbench.web.digest import SUPPLIER_EVENTS, Before, merge_digests, window_digest
 from merchantbench.web.human import HUMAN_ORIGIN, HumanDriver
 
 HISTORY_FILE = "web-history.json"  # what the pages drew so far (public numbers only)
@@ -108,6 +108,13 @@ class WindowPoint:
         )
 
 
+# A paused store acts on nothing until the person presses Continue (`resume`): a click or key that
+# reached the server from a paused page, or from another tab, changes nothing.
+PAUSED_ANSWER: dict[str, Any] = failure(
+    Refusal.PAUSED, "the store is paused: press Continue first (nothing was done)"
+)
+
+
 def stale_window(window: int, open_window: int) -> dict[str, Any]:
     """The answer to closing a window that is not the open one."""
     message = (f"that action was for window {window + 1}, which is not open: window "
@@ -156,6 +163,11 @@ class PlayStore:
         self.history = [p for p in self.history if p.window <= window]
         self.paused: bool = bool(saved.get("paused", False))
         self.active_seconds = float(saved.get("active_seconds", 0.0))
+        # The digest lines of the windows a fast-forward ended before the open one (each line
+        # with its `window`): the digest shows them until the person ends a window again.
+        self.passed: list[dict[str, Any]] = [
+            d for d in saved.get("passed", []) if d.get("window", window) < window
+        ]
         self.last_activity: float | None = saved.get("last_activity")
         self._counted_until = float(self.last_activity or 0.0)  # wall time counted up to here
         self.metrics: dict[str, Any] | None = None
@@ -214,7 +226,8 @@ class PlayStore:
                 "store": status.to_json(),
                 "net_assets": net_assets,
                 "observation": observation,
-                "digest": None if self.over else self._digest(status),
+                "digest": None if self.over else self._digest(status, self.passed),
+                "fines_per_order": self._fines_per_order(),
                 "listed": self._listed(),
                 "history": [asdict(p) for p in self.history] if history else None,
                 "paused": self.paused,
@@ -236,10 +249,23 @@ class PlayStore:
                 return point.before()
         return None
 
-    def _digest(self, status: StoreStatus) -> dict[str, Any]:
-        digest = window_digest(self.session, status, self._before())
+    def _fines_per_order(self) -> float:
+        """Fines charged so far per customer order placed (what query_product_sales_stats sums
+        per product), the page's "expected fines" of one more order."""
+        orders = self.session.engine.state.orders
+        return round(rmb(sum(o.fines for o in orders)) / len(orders), 2) if orders else 0.0
+
+    def _digest(
+        self, status: StoreStatus, passed: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        """The open window's digest; with `passed` (digests of windows a fast-forward ended
+        before it), all their events first (web.digest.merge_digests)."""
+        digest = window_digest(self.session, status, self._before(), status.window)
+        if passed:
+            digest = merge_digests([*passed, digest])
         market, engine = self.session.market, self.session.engine
         listings = {str(market.product_ids[p]): p for p in engine.state.listings}
+        digest["lines"] = [dict(line) for line in digest["lines"]]  # `passed` stays as it was
         for line in digest["lines"]:
             product = listings.get(line["product_id"]) if line["product_id"] else None
             line["listed"] = product is not None if line["product_id"] else None
@@ -294,6 +320,8 @@ class PlayStore:
         with self.lock:
             if self.over:
                 return failure(Refusal.RUN_OVER, "the run has ended")
+            if self.paused:
+                return PAUSED_ANSWER
             if tool == END_OF_STEP and window is not None and window != self.surface.window:
                 return stale_window(window, self.surface.window)
             result = self.call_locked(tool, args, key)
@@ -332,9 +360,12 @@ class PlayStore:
         """
         ended, reasons = 0, list[str]()
         with self.lock:
+            if self.paused:
+                return {**PAUSED_ANSWER, "ended": 0}
             if window is not None and window != self.surface.window:
                 return {**stale_window(window, self.surface.window), "ended": 0}
         saved_at = time.monotonic()
+        seen: list[dict[str, Any]] = []  # the digest of each window it opened
         try:
             while not reasons and ended < min(most, FORWARD_MAX) and not self.over:
                 with self.lock:
@@ -350,10 +381,12 @@ class PlayStore:
                         self._settle_locked()
                         saved_at = time.monotonic()
                     status = self.surface.status()
-                    reasons = forward_reasons(
-                        triggers, self._digest(status), status, self._before()
-                    )
+                    seen.append(window_digest(self.session, status, self._before(), status.window))
+                    reasons = forward_reasons(triggers, seen[-1], status, self._before())
         finally:
+            with self.lock:  # the windows it passed over: their events stay in the digest
+                self.passed = seen[:-1]
+                self._save_history()
             if settle:
                 self.settle()
         return {"ok": True, "ended": ended, "stopped_by": reasons, "over": self.over}
@@ -362,6 +395,8 @@ class PlayStore:
         """`call` for a caller that holds the lock."""
         self.paused = False
         self.last_activity = time.time()
+        if tool == END_OF_STEP:
+            self.passed = []  # the person saw them: the next digest is the next window's
         window = self.surface.window
         result = self.surface.call(tool, args, key)
         if self.surface.over or self.surface.window != window:
@@ -410,6 +445,7 @@ class PlayStore:
             "paused": self.paused,
             "active_seconds": round(self.active_seconds, 1),
             "last_activity": self.last_activity,
+            "passed": self.passed,
         }
         path = self.run_dir / HISTORY_FILE
         temporary = path.with_name(f".{path.name}.tmp")
@@ -442,8 +478,10 @@ def forward_reasons(
         adverse = sorted({k for k in kinds if k in ADVERSE_KINDS})
         if adverse:
             reasons.append("adverse outcome: " + ", ".join(k.replace("_", " ") for k in adverse))
-    if triggers.get("supplier"):
-        events = sorted({k for k in kinds if k in SUPPLIER_STARTS})
+    chosen = triggers.get("supplier")  # True: any supplier event; a list: those events only
+    if chosen:
+        wanted = SUPPLIER_STARTS if chosen is True else frozenset(chosen) & SUPPLIER_STARTS
+        events = sorted({k for k in kinds if k in wanted})
         if events:
             reasons.append("supplier event: " + ", ".join(k.replace("_", " ") for k in events))
     floor = triggers.get("cash_below")

@@ -13,7 +13,7 @@ const CODE_KEYS = new Set(["status", "event", "anomaly", "stock", "alerts", "sto
 
 const rmb = (v) => Number(v).toLocaleString("en-US", {minimumFractionDigits: 2, maximumFractionDigits: 2});
 const rmbText = (v) => `${rmb(v)} RMB`;
-const signed = (v, digits) => (v > 0 ? "+" : v < 0 ? "−" : "±") + Math.abs(v).toLocaleString("en-US", {minimumFractionDigits: digits, maximumFractionDigits: digits});
+const signed = (v, digits) => (v > 0 ? "+" : v < 0 ? "−" : "") + Math.abs(v).toLocaleString("en-US", {minimumFractionDigits: digits, maximumFractionDigits: digits});
 // "Day 3 12:00" (the tools' form) -> "Day 3, 12:00"
 const dayTime = (text) => String(text).replace(/^Day (\d+) (\d\d:\d\d)$/, "Day $1, $2");
 const words = (code) => String(code).replaceAll("_", " ");
@@ -35,7 +35,9 @@ function cellText(key, value) {
   return String(value);
 }
 
-const headText = (key) => words(key) + (MONEY_KEYS.has(key) ? " (RMB)" : "");
+// Column names whose words alone would mislead (the tools' descriptions say what they are).
+const HEAD_WORDS = {return_buyer_rate_pct: "repeat buyers (% of the supplier's buyers who order again)"};
+const headText = (key) => HEAD_WORDS[key] || words(key) + (MONEY_KEYS.has(key) ? " (RMB)" : "");
 
 // The raw answer, one click away.
 function rawBlock(value) {

@@ -13,6 +13,7 @@ let shownWindow = CONFIG.window;  // the window on screen (0-based, as the serve
 let listed = new Set();  // product ids of my listings (state.listed)
 let paused = false, over = false;
 let store = {active_listings: 0, listing_cap: 0};  // the last store status
+let finesPerOrder = 0;  // fines charged so far per order (the state's `fines_per_order`)
 const loadedIn = new Map();  // section -> the window its data was last loaded in
 
 const newKey = () => `web-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
@@ -55,6 +56,7 @@ async function post(path, headers, body) {
 // instead: it is the second click of a double click (the first one acts).
 function send(action, panel) {
   const read = !WRITE_TOOLS.has(action.tool) && action.tool !== CONFIG.window_closer;
+  if (paused) { say("the store is paused: press Continue first (nothing was done)"); return Promise.resolve(null); }
   if (busy && !read) return Promise.resolve(null);
   return inTurn(() => sendNow(action, panel));
 }
@@ -80,8 +82,9 @@ async function sendNow(action, panel) {
     const body = await post(`/call/${encodeURIComponent(tool)}`, headers, action.args);
     showState(body.state);
     const result = body.result;
-    if (panel) render(result, $(`#results-${panel}`), tool);
-    if (result.ok === false) say(`${words(tool)}: ${errorText(result.error)}`);
+    if (panel) { render(result, $(`#results-${panel}`), tool); remember(panel, tool, action.args, result); }
+    if (result.ok === false && STALE_CODES.has(result.error.code) && tool !== CONFIG.window_closer) say(`this tab was behind: the store is at window ${shownWindow + 1} now, nothing was done; look again and redo it`);
+    else if (result.ok === false) say(`${words(tool)}: ${errorText(result.error)}`);
     else say(`${words(tool)}: done`);
     return result;
   } catch (err) {
@@ -90,12 +93,15 @@ async function sendNow(action, panel) {
   }
 }
 
+// Refusals of a write made for a window that is no longer open (another tab moved on).
+const STALE_CODES = new Set(["window_ended", "window_closed"]);
 const errorText = (error) => `${words(error.code)}: ${error.message || ""}${error.path ? ` (${error.path})` : ""}`;
 
 // --- results ---------------------------------------------------------------------------------
 function render(result, box, tool) {
   box.replaceChildren();
-  box.appendChild(el("h3", {}, words(tool)));
+  const day = tool === "get_daily_report" && typeof result.day === "number" ? ` of Day ${result.day}` : "";
+  box.appendChild(el("h3", {}, words(tool) + day));
   if (result.ok === false) {
     box.appendChild(el("p", {class: "error"}, errorText(result.error)));
   } else {
@@ -135,11 +141,15 @@ function turnPage(which) {
 const MY_LISTING_TOOLS = new Set(["review_my_listings", "query_my_listings"]);
 const SEARCH_TOOLS = new Set(["search_products", "list_supplier_products"]);
 
+const PAGER_KEYS = new Set(["page", "pages", "total", "page_size", "query"]);
 function renderAnswer(result, tool) {
   if (tool === "query_platform_rules" && typeof result.rules === "string") return rulesSections(result.rules);
   if (tool === "get_daily_report") keywordChips(result);
   const wrap = el("div", {class: "answer"});
-  const scalars = Object.entries(result).filter(([k, v]) => k !== "ok" && k !== "columns" && k !== "rows" && isScalar(v));
+  // A paged table's page, size and total are in its pager; its query is in the form above.
+  const paged = isTable(result) && typeof result.page === "number";
+  const shown = (k) => !(paged && PAGER_KEYS.has(k));
+  const scalars = Object.entries(result).filter(([k, v]) => k !== "ok" && k !== "columns" && k !== "rows" && isScalar(v) && shown(k));
   if (scalars.length) wrap.appendChild(factsTable(scalars));
   if (isTable(result)) {
     if (SEARCH_TOOLS.has(tool) && !result.rows.length) wrap.appendChild(emptySearch(result));
@@ -190,7 +200,12 @@ function emptySearch(result) {
   const words_ = query.split(/\s+/).filter(Boolean);
   if (words_.length > 1) for (const w of words_) { tries.appendChild(link(w, () => searchFor(w))); tries.appendChild(document.createTextNode(" · ")); }
   tries.appendChild(link("browse everything (empty query)", () => searchFor("")));
-  tries.appendChild(document.createTextNode(" · or the daily report's hot keywords (Today, Daily report)."));
+  const report = local.results.today;  // today's keywords, when the report of today is known
+  const hot = report && report.day === store.day ? (report.result.hot_keywords || []).map((k) => k.keyword).slice(0, 6) : [];
+  if (hot.length) {
+    tries.appendChild(document.createTextNode(" · today's hot keywords: "));
+    hot.forEach((w, i) => { if (i) tries.appendChild(document.createTextNode(", ")); tries.appendChild(link(w, () => searchFor(w))); });
+  } else tries.appendChild(document.createTextNode(" · or the daily report's hot keywords (Today, Daily report)."));
   box.appendChild(tries);
   return box;
 }
@@ -272,6 +287,8 @@ function repriceCell(pid, price) {
   const go = el("button", {type: "button"}, "Set");
   go.addEventListener("click", async (ev) => {
     const args = {product_id: pid, sale_price: Number(input.value)};
+    const cost = Number(input.closest("tr").dataset.cost);
+    if (!pricesOk([{product_id: pid, cost, price: args.sale_price}])) { say("nothing done"); return; }
     const r = await act(`reprice:${pid}`, "adjust_price", args, "listings", ev.detail > 1);
     if (r && r.ok) refreshListings();
   });
@@ -360,6 +377,7 @@ function drawBasket() {
     rows.appendChild(tr);
   }
   $("#basket-count").textContent = basket.size;
+  saveLocal();
 }
 
 function syncTicks() {
@@ -371,35 +389,55 @@ function syncTicks() {
 // list_product itself stays all-or-nothing (its answers are part of the record).
 async function listBasket(ev) {
   if (!basket.size) { say("tick products in a search result first"); return; }
-  const report = $("#basket-report");
+  const items = [...basket].map(([pid, item]) => ({product_id: pid, ...item}));
+  const done = await listItems(items, "basket", ev.detail > 1, $("#basket-report"));
+  drawBasket();
+  if (done !== null) say(`list: ${done} listed, ${items.length - done} not`);
+}
+
+// Below cost, or below cost plus the fines an order costs so far (fines per order): ask first.
+function pricesOk(items) {
+  const low = items.filter((it) => it.cost !== undefined && it.price < it.cost + finesPerOrder);
+  if (!low.length) return true;
+  const lines = low.map((it) => `${it.title || it.product_id}: ${rmb(it.price)} RMB, cost ${rmb(it.cost)}` +
+    (it.price < it.cost ? " (below cost: every sale loses money)" : ` (below cost + ${rmb(finesPerOrder)} RMB of fines per order so far)`));
+  return window.confirm(`Sell below cost${finesPerOrder ? " plus expected fines" : ""}?\n${lines.join("\n")}\nOK lists anyway, Cancel changes nothing.`);
+}
+
+// List `items` ({product_id, title, cost, price}); removes each listed or refused one from the
+// basket; the report names each. Returns how many were listed (null: nothing was sent).
+async function listItems(all, control, again, report) {
   report.replaceChildren();
-  const note = (pid, text, ok) => report.appendChild(el("li", {class: ok ? "ok" : "bad"}, `${basket.get(pid)?.title || pid} (${pid}): ${text}`));
-  for (const pid of [...basket.keys()]) if (listed.has(pid)) { note(pid, "already listed, skipped", false); basket.delete(pid); }
-  let items = [...basket].map(([pid, item]) => ({product_id: pid, sale_price: Number(item.price.toFixed(2))}));
+  const note = (it, text, ok) => report.appendChild(el("li", {class: ok ? "ok" : "bad"}, `${it.title || it.product_id} (${it.product_id}): ${text}`));
+  let items = [];
+  for (const it of all) if (listed.has(it.product_id)) { note(it, "already listed, skipped", false); basket.delete(it.product_id); } else items.push(it);
   const free = Math.max(0, store.listing_cap - store.active_listings);
-  for (const it of items.slice(free)) note(it.product_id, `no free slot (${store.active_listings} of ${store.listing_cap} used): kept in the basket`, false);
+  for (const it of items.slice(free)) note(it, `no free slot (${store.active_listings} of ${store.listing_cap} used): kept in the basket`, false);
   items = items.slice(0, free);
-  let again = ev.detail > 1;
+  if (!items.length || !pricesOk(items)) return items.length ? null : 0;
+  let done = 0;
   while (items.length) {
-    const r = await act("basket", "list_product", {items}, null, again);
+    const args = {items: items.map((it) => ({product_id: it.product_id, sale_price: Number(Number(it.price).toFixed(2))}))};
+    const r = await act(control, "list_product", args, null, again);
     again = false;
-    if (!r) return;  // not reached: the basket stays for a retry
+    if (!r) return done || null;  // not reached: the basket stays for a retry
     if (r.ok) {
       const c = (name) => r.listed.columns.indexOf(name);
-      for (const row of r.listed.rows) note(String(row[c("product_id")]), `listed at ${rmb(row[c("sale_price")])} RMB (margin ${rmb(row[c("unit_margin")])})`, true);
+      for (const row of r.listed.rows) note({product_id: String(row[c("product_id")]), title: basket.get(String(row[c("product_id")]))?.title || items.find((it) => it.product_id === String(row[c("product_id")]))?.title}, `listed at ${rmb(row[c("sale_price")])} RMB (margin ${rmb(row[c("unit_margin")])})`, true);
       for (const it of items) basket.delete(it.product_id);
+      done += items.length;
       break;
     }
     const at = /^\$\.items\[(\d+)\]/.exec(r.error.path || "");
-    if (!at) { for (const it of items) note(it.product_id, errorText(r.error), false); break; }
+    if (!at) { for (const it of items) note(it, errorText(r.error), false); break; }
     const bad = items[Number(at[1])];
-    note(bad.product_id, errorText(r.error), false);
+    note(bad, errorText(r.error), false);
     basket.delete(bad.product_id);
     items = items.filter((_, i) => i !== Number(at[1]));
   }
-  drawBasket();
-  say(`list: ${report.querySelectorAll(".ok").length} listed, ${report.querySelectorAll(".bad").length} not`);
+  saveLocal();
   for (const tr of document.querySelectorAll("tr[data-product]")) markRow(tr, tr.querySelector(".delist-pick") !== null);
+  return done;
 }
 
 // --- my listings: delist, reprice, one or ticked ---------------------------------------------------
@@ -412,7 +450,8 @@ async function delistOne(pid, again) {
   return false;
 }
 
-async function repriceOne(pid, price, again) {
+async function repriceOne(pid, price, again, cost, checked) {
+  if (!checked && cost !== undefined && !pricesOk([{product_id: pid, cost, price}])) { say("nothing done"); return null; }
   const r = await act(`reprice:${pid}`, "adjust_price", {product_id: pid, sale_price: price}, null, again);
   if (r && r.ok) say(`${pid}: price ${rmb(r.previous_price)} → ${rmb(r.sale_price)} RMB`);
   return r;
@@ -433,10 +472,13 @@ async function repriceTicked() {
   const mode = $("#bulk-mode").value, value = Number($("#bulk-value").value);
   const report = $("#bulk-report");
   report.replaceChildren();
-  for (const tr of rows) {
+  const plan = rows.map((tr) => {
     const base = mode === "markup" ? Number(tr.dataset.cost) * value : Number(tr.dataset.price) * (1 + value / 100);
-    const price = Math.round(base * 100) / 100;
-    const r = await repriceOne(tr.dataset.product, price, false);
+    return {tr, product_id: tr.dataset.product, title: tr.dataset.title, cost: Number(tr.dataset.cost), price: Math.round(base * 100) / 100};
+  });
+  if (!pricesOk(plan)) { say("nothing done"); return; }
+  for (const {tr, price} of plan) {
+    const r = await repriceOne(tr.dataset.product, price, false, undefined, true);
     const text = r && r.ok ? `${rmb(r.previous_price)} → ${rmb(r.sale_price)} RMB` : r ? errorText(r.error) : "not sent";
     report.appendChild(el("li", {class: r && r.ok ? "ok" : "bad"}, `${tr.dataset.product}: ${text}`));
   }
@@ -507,7 +549,13 @@ function showState(state) {
   paused = state.paused && !state.over;
   over = state.over;
   const s = state.store;
+  if (s.day !== store.day && store.day !== undefined) {  // a new day: yesterday's report is gone
+    reportDay = null;
+    $("#results-today").replaceChildren();
+    $("#find-keywords").replaceChildren();
+  }
   store = s;
+  finesPerOrder = state.fines_per_order || 0;
   setText("#clock", state.clock.text);
   if (state.net_assets !== null) setText("#net-assets", rmb(state.net_assets));
   setText("#figures", over ? "" : `Balance ${rmb(s.balance)} · rating ${s.rating.toFixed(2)} (${s.stars}★, orders ×${s.rating_multiplier.toFixed(2)}) · listings ${s.active_listings}/${s.listing_cap} · calls left ${s.calls_left_in_window}`);
@@ -551,19 +599,74 @@ async function refresh() {
 // Showing a section loads its first form's answer once per window (Today's digest comes with the
 // state; Notes loads the pad; a section whose first form needs an input waits for it).
 function showPanel(key, noLoad) {
+  if (paused) return;
+  const was = visiblePanel();
   for (const tab of document.querySelectorAll('[role="tab"]')) {
     const on = tab.dataset.panel === key;
     tab.setAttribute("aria-selected", on ? "true" : "false");
     document.getElementById(`panel-${tab.dataset.panel}`).hidden = !on;
   }
+  if (!was || was.id !== `panel-${key}`) window.scrollTo(0, 0);  // a section opens at its top
+  local.section = key;
+  saveLocal();
   if (key === "notes") { notesShown(); return; }
+  if (key === "find") keywordsForToday();
   if (noLoad || key === "today" || loadedIn.get(key) === shownWindow) return;
   const panel = $(`#panel-${key}`);
   const form = panel.querySelector(`form[data-tool="${panel.dataset.first}"]`);
   if (!form || [...form.querySelectorAll("[required]")].some((f) => !f.value.trim())) return;
   if (key === "rules" && loadedIn.has(key)) return;  // the rules never change
   loadedIn.set(key, shownWindow);
-  act(`form:${form.dataset.tool}`, form.dataset.tool, formArgs(form), key, false);
+  const args = formArgs(form);
+  if (fromCache(key, form.dataset.tool)) return;  // this window's answer, kept across a reload
+  act(`form:${form.dataset.tool}`, form.dataset.tool, args, key, false);
+}
+
+// The daily report of today, fetched once per day when Find opens (its keywords above the search)
+// or when the report's button is pressed; a new day clears the old one.
+let reportDay = null;
+function keywordsForToday() {
+  if (reportDay === store.day || over || paused) return;
+  const cached = local.results.today;
+  if (cached && cached.tool === "get_daily_report" && cached.day === store.day) { reportDay = store.day; keywordChips(cached.result); render(cached.result, $("#results-today"), cached.tool); return; }
+  reportDay = store.day;
+  call("get_daily_report", {}, "today");
+}
+
+// --- what the page keeps across a reload (this browser, this store) -------------------------------
+// The basket, the forms' fields, an unsaved note, the section, and each section's last answer
+// with the window it was made in: reopening a section in the same window shows it again without
+// a tool call. Nothing of it goes to the server; a new window makes the answers stale.
+const LOCAL_KEY = `merchantbench-page-${CONFIG.token}`;
+let local = {basket: [], forms: {}, notes: null, section: "today", results: {}};
+function loadLocal() {
+  try { local = {...local, ...JSON.parse(localStorage.getItem(LOCAL_KEY) || "{}")}; } catch (err) { /* damaged: start afresh */ }
+  for (const [pid, item] of local.basket || []) if (item && typeof item.cost === "number") basket.set(pid, {title: item.title, cost: item.cost, price: Number(item.price) || item.cost});
+  for (const [tool, values] of Object.entries(local.forms || {})) {
+    const form = document.querySelector(`form[data-tool="${tool}"]`);
+    if (!form) continue;
+    for (const [name, value] of Object.entries(values)) { const input = form.querySelector(`[name="${name}"]`); if (input) input.value = value; }
+  }
+}
+function saveLocal() {
+  local.basket = [...basket];
+  local.forms = {};
+  for (const form of document.querySelectorAll("form.tool")) {
+    local.forms[form.dataset.tool] = Object.fromEntries([...form.querySelectorAll("input, select")].map((i) => [i.name, i.value]));
+  }
+  try { localStorage.setItem(LOCAL_KEY, JSON.stringify(local)); } catch (err) { /* full: keep going */ }
+}
+function remember(panel, tool, args, result) {
+  if (result.ok === false) return;
+  local.results[panel] = {tool, args: JSON.stringify(args), window: shownWindow, day: store.day, result};
+  if (tool === "get_daily_report") reportDay = store.day;
+  saveLocal();
+}
+function fromCache(panel, tool) {
+  const c = local.results[panel];
+  if (!c || c.tool !== tool || c.window !== shownWindow) return false;  // the answer on screen before
+  render(c.result, $(`#results-${panel}`), tool);
+  return true;
 }
 
 function openHelp(show) {
@@ -573,20 +676,22 @@ function openHelp(show) {
 }
 
 async function endWindow(again) {
+  if (paused) return;
   const r = await act("end", CONFIG.window_closer, {}, null, again);
   if (r && r.ok !== false) { loadedIn.clear(); showPanel("today"); say("a new window is open: see what changed"); }
 }
 
 // --- fast-forward: end windows until something needs me -----------------------------------------
 function triggers() {
-  const t = {adverse: $("#ff-adverse").checked, supplier: $("#ff-supplier").checked, day: $("#ff-day").checked};
+  const supplier = [...document.querySelectorAll(".ff-supplier:checked")].map((b) => b.value);
+  const t = {adverse: $("#ff-adverse").checked, supplier, day: $("#ff-day").checked};
   if ($("#ff-cash-on").checked) t.cash_below = Number($("#ff-cash").value);
   if ($("#ff-rating-on").checked) t.rating = Number($("#ff-rating").value);
   return t;
 }
 
 function fastForward() {
-  if (busy || over) return null;
+  if (busy || over || paused) return null;
   return inTurn(forwardNow);
 }
 
@@ -645,10 +750,20 @@ function keyOnRow(key) {
   if (key === "r") { if (line) { const b = row.querySelector(".act-reprice"); if (b) b.click(); } else if (visiblePanel().id === "panel-listings") repriceTicked(); }
 }
 
+// A control that takes typed text (keys go to it): text and number fields, text areas, selects.
+// A checkbox, a radio or a button never swallows the page's keys.
+const NOT_TYPED = new Set(["checkbox", "radio", "button", "submit", "reset", "range", "color", "file"]);
+function takesText(node) {
+  if (!node) return false;
+  if (node.tagName === "TEXTAREA" || node.tagName === "SELECT") return true;
+  return node.tagName === "INPUT" && !NOT_TYPED.has((node.type || "text").toLowerCase());
+}
+
 function onKey(ev) {
-  const typing = ["INPUT", "TEXTAREA", "SELECT"].includes(document.activeElement.tagName);
-  if (ev.key === "Escape") {  // closes the help, else the detail, else leaves a field (keys work again)
+  const typing = takesText(document.activeElement);
+  if (ev.key === "Escape") {  // closes the help, else a preview, else the detail, else leaves a field
     if (!$("#help").hidden) openHelp(false);
+    else if (preview) { closePreview(); say("nothing done"); }
     else if (typing) document.activeElement.blur();
     else closeDetail();
     return;
@@ -657,6 +772,8 @@ function onKey(ev) {
   if (paused) { if (ev.key === "?") openHelp(true); return; }  // the pause screen: no action keys
   if (!$("#help").hidden) return;
   const key = ev.key.length === 1 ? ev.key.toLowerCase() : ev.key.toLowerCase();
+  if (preview && key === "enter" && !ev.repeat) { ev.preventDefault(); confirmPreview(); return; }
+  if (key === "b" && !ev.repeat) { const g = document.querySelector("#digest .group-act"); if (g) { showPanel("today", true); g.click(); } return; }
   const onButton = ["BUTTON", "A", "SUMMARY"].includes(document.activeElement.tagName);
   const tabs = [...document.querySelectorAll('[role="tab"]')];
   if (/^[1-9]$/.test(key) && tabs[Number(key) - 1]) { showPanel(tabs[Number(key) - 1].dataset.panel); return; }
@@ -672,7 +789,8 @@ function onKey(ev) {
   else if (key === "k" || key === "arrowup") { ev.preventDefault(); moveRow(-1); }
   else if (key === "a") tickAll();
   else if (key === "l") $("#list-basket").click();
-  else if ((key === "enter" || key === " ") && onButton) return;  // the focused button's own key
+  else if (key === "=") { const price = $("#basket-rows input"); if (price) { ev.preventDefault(); showPanel("find", true); price.focus(); price.select(); } }
+  else if ((key === "enter" || key === " ") && (onButton || document.activeElement.type === "checkbox")) return;  // the focused control's own key
   else if (["x", " ", "enter", "s", "d", "r"].includes(key) && !ev.repeat) { ev.preventDefault(); keyOnRow(key === " " ? "x" : key); }
 }
 
@@ -693,8 +811,12 @@ function notesShown() {
 
 async function loadNotes() {
   const r = await call("read_memory_doc", {}, null);
-  if (r && r.ok) $("#notes-text").value = r.content || "";
+  if (!r || !r.ok) return;
+  savedNotes = r.content || "";
+  if (local.notes !== null && local.notes !== savedNotes) { $("#notes-text").value = local.notes; say("your unsaved notes are back: Save notes keeps them"); }
+  else $("#notes-text").value = savedNotes;
 }
+let savedNotes = null;  // the pad as the store has it
 
 // --- active time (the operator's study view) ------------------------------------------------------
 // A second counts when the page is visible and the person pressed a key, clicked or scrolled in
@@ -717,8 +839,24 @@ function trackActivity() {
   document.addEventListener("visibilitychange", () => { if (document.visibilityState === "hidden") report(true); });
 }
 
+// On the pause screen a click acts only on Continue, the help and its close button: every other
+// click (the header's End window and Fast-forward, a tab, a digest button) is stopped before it
+// reaches its control. The server refuses a paused store's calls as well (code `paused`).
+function blockWhilePaused(ev) {
+  if (!paused || !ev.isTrusted) return;
+  if (ev.target.closest && ev.target.closest("#paused, #help, #help-open")) return;
+  ev.preventDefault();
+  ev.stopPropagation();
+  say("the store is paused: press Continue first (nothing was done)");
+}
+
 function wire() {
+  document.addEventListener("click", blockWhilePaused, true);
+  document.addEventListener("pointerdown", blockWhilePaused, true);
+  loadLocal();
+  drawBasket();
   wireForms();
+  for (const form of document.querySelectorAll("form.tool")) form.addEventListener("change", saveLocal);
   for (const tab of document.querySelectorAll('[role="tab"]')) tab.addEventListener("click", () => showPanel(tab.dataset.panel));
   $("#end-window").addEventListener("click", (ev) => endWindow(ev.detail > 1));
   $("#forward").addEventListener("click", fastForward);
@@ -731,13 +869,17 @@ function wire() {
   $("#list-basket").addEventListener("click", listBasket);
   $("#delist").addEventListener("click", delistTicked);
   $("#reprice-ticked").addEventListener("click", repriceTicked);
-  $("#notes-save").addEventListener("click", (ev) => {
-    act("notes", "write_memory_doc", {content: $("#notes-text").value, mode: "replace"}, null, ev.detail > 1);
+  $("#notes-save").addEventListener("click", async (ev) => {
+    const content = $("#notes-text").value;
+    const r = await act("notes", "write_memory_doc", {content, mode: "replace"}, null, ev.detail > 1);
+    if (r && r.ok) { savedNotes = content; local.notes = null; saveLocal(); }
   });
+  $("#notes-text").addEventListener("input", () => { local.notes = $("#notes-text").value; saveLocal(); });
+  window.addEventListener("beforeunload", saveLocal);
   $("#notes-load").addEventListener("click", loadNotes);
   document.addEventListener("keydown", onKey);
   trackActivity();
   if (!localStorage.getItem("merchantbench-tour-seen")) openHelp(true);
-  refresh();
+  refresh().then(() => { if (local.section && local.section !== "today" && $(`#panel-${local.section}`)) showPanel(local.section); });
 }
 wire();
