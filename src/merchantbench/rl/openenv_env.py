@@ -13,7 +13,8 @@ WebSocket session gets an environment of its own.
   `MerchantBenchToolObservation`: the tool's result, the reward of the call (the change in net
   assets when a window closed), `done`, and the next window's observation when the call closed
   one. Bad arguments are the tool's structured error, never an exception.
-- `state`: episode id, steps, split, index, window, net-assets change (fen).
+- `state`: episode id, steps, split, index, window (numbered as the observation text numbers
+  it: the market's windows), the episode's first window, net-assets change (fen).
 
 Serve: `MERCHANTBENCH_RL_SCENARIO=smoke uvicorn --factory merchantbench.rl.openenv_env:make_app`;
 drive with `MerchantBenchClient` (OpenEnv's `MCPToolClient` that also reads this env's
@@ -213,6 +214,7 @@ class MerchantBenchOpenEnv(MCPEnvironment):
         if episode is not None:
             extra |= {
                 "window": episode.window,
+                "first_window": episode.first_window,
                 "over": episode.over,
                 "net_assets_change_fen": episode.change_fen,
             }
