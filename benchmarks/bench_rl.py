@@ -10,6 +10,15 @@ Episodes are train-split episodes 0, 1, … starting on day 0. Run with:
 
     uv run python benchmarks/bench_rl.py [--scenario smoke] [--episodes 16] [--workers 2]
 
+`--classic` measures the classic store env instead (`rl.classic.StoreEnv`, 30-day episodes
+of the `small` market, 32 slots): windows per second of one env, and of Gymnasium's
+`SyncVectorEnv` of 4 and of 64, under a fixed action (the first 16 slots at markup 3.0) with
+resets included (markets built and the stores' opening days prepared before the clock starts).
+A fixed Python loop (`reference_loop`) is timed beside it so a loaded machine's figures can be
+compared as ratios:
+
+    uv run python benchmarks/bench_rl.py --classic [--seconds 20]
+
 and record the printed figures, with the machine, in docs/performance.md.
 """
 
@@ -45,6 +54,43 @@ def line(label: str, batch: Batch) -> str:
     )
 
 
+def reference_loop(seconds: float) -> float:
+    """Iterations per second of a fixed pure-Python loop: the machine's speed right now."""
+    count, started = 0, time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        total = 0
+        for i in range(1000):
+            total += i * i
+        count += 1
+    return count / (time.perf_counter() - started)
+
+
+def classic(seconds: float) -> None:
+    """Windows per second of the classic store env: 1 env, vectors of 4 and 64."""
+    import gymnasium as gym
+    import numpy as np
+
+    from merchantbench.rl.classic import StoreEnv
+
+    action = np.zeros(32, dtype=np.int64)
+    action[:16] = 4
+    print(f"reference loop: {reference_loop(2.0):,.0f} iterations/s")
+    for n in (1, 4, 64):
+        envs = gym.vector.SyncVectorEnv([StoreEnv for _ in range(n)])
+        envs.reset(seed=0)
+        actions = np.tile(action, (n, 1))
+        for _ in range(120):  # two episodes each: markets and opening days are ready
+            envs.step(actions)
+        windows, started = 0, time.perf_counter()
+        while time.perf_counter() - started < seconds:
+            envs.step(actions)
+            windows += n
+        rate = windows / (time.perf_counter() - started)
+        print(f"classic env, {n} at once: {rate:,.0f} windows/s")
+        envs.close()
+    print(f"reference loop: {reference_loop(2.0):,.0f} iterations/s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenario", default="smoke")
@@ -52,8 +98,14 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--workers", type=int, default=0, help="Ray processes (0: no Ray run)")
     parser.add_argument("--address", default=None, help="a Ray cluster (default: a local one)")
+    parser.add_argument("--classic", action="store_true", help="the classic store env instead")
+    parser.add_argument("--seconds", type=float, default=20.0, help="per classic measurement")
     args = parser.parse_args()
     print(f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+    if args.classic:
+        print(f"load average: {os.getloadavg()[0]:.1f}")
+        classic(args.seconds)
+        return
     config = _config(args.scenario)
     started = time.perf_counter()
     warm(args.scenario, args.episodes)

@@ -104,7 +104,7 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         self.split, self.pool, self.fixed_start = split, pool, start_day
         self.reward_scale = reward_scale
         year = _scenario(scenario, 1, 0).market.days
-        if not 1 <= self.days <= year or not 0 < pool:
+        if not 1 <= self.days <= year or pool < 1:
             raise ValueError(f"length is 1 to {year} days and pool ≥ 1")
         self.last_start = year - self.days
         self.action_space = spaces.MultiDiscrete([1 + len(self.markups)] * slots, seed=0)

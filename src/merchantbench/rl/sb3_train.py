@@ -44,6 +44,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tune", type=int, default=8, help="train episodes to pick the constant")
     parser.add_argument("--eval-every", type=float, default=300.0, help="seconds")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--policy", choices=("slots", "mlp"), default="slots")
+    parser.add_argument(
+        "--prior",
+        type=float,
+        default=1.0,
+        help="initial logit added to the best constant's markup (slots policy)",
+    )
+    parser.add_argument("--ent-coef", type=float, default=0.005)
     parser.add_argument("--out", type=Path, default=Path("rl-out"))
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -52,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
+
+    from merchantbench.rl.sb3_slots import SlotPolicy
 
     torch.set_num_threads(1)
     kwargs = {"scenario": args.scenario, "length": args.length, "pool": args.pool}
@@ -63,6 +73,11 @@ def main(argv: list[str] | None = None) -> int:
         probe.reset(options={"split": spec.split, "index": spec.index, "start_day": 0})
     for index in range(args.pool):
         probe.reset(options={"index": index, "start_day": 0})
+    tuning = time.perf_counter()
+    (count, level), means = best_constant(probe, tune)  # on training episodes
+    constant = constant_action(probe, count, level)
+    tune_seconds = time.perf_counter() - tuning
+    print(json.dumps({"best_constant": [count, level], "tune_seconds": round(tune_seconds)}))
     started = time.perf_counter()
 
     def held_out(model: Any) -> list[float]:
@@ -102,10 +117,15 @@ def main(argv: list[str] | None = None) -> int:
             (args.out / "curve.json").write_text(json.dumps(curve, indent=1))
 
     venv = make_vec_env(StoreEnv, n_envs=args.envs, seed=args.seed, env_kwargs=kwargs)
+    if args.policy == "slots":
+        policy: Any = SlotPolicy
+        policy_kwargs: dict[str, Any] = {"width": 64, "prior": (level, args.prior)}
+    else:
+        policy, policy_kwargs = "MlpPolicy", {"net_arch": [128, 128]}
     model = PPO(
-        "MlpPolicy", venv, n_steps=240, batch_size=240, n_epochs=5, learning_rate=3e-4,
-        gamma=0.99, ent_coef=0.01, seed=args.seed, device="cpu", verbose=0,
-        policy_kwargs={"net_arch": [128, 128]},
+        policy, venv, n_steps=240, batch_size=240, n_epochs=5, learning_rate=3e-4,
+        gamma=0.99, ent_coef=args.ent_coef, seed=args.seed, device="cpu", verbose=0,
+        policy_kwargs=policy_kwargs,
     )  # fmt: skip
     budget = Budget()
     model.learn(total_timesteps=10**9, callback=budget)
@@ -114,8 +134,6 @@ def main(argv: list[str] | None = None) -> int:
     ppo = held_out(model)
     budget._log(train_seconds, ppo)
 
-    (count, level), means = best_constant(probe, tune)
-    constant = constant_action(probe, count, level)
     rows = {
         "ppo": ppo,
         "random": [play(probe, random_policy(probe, i), s) for i, s in enumerate(test)],
@@ -126,6 +144,10 @@ def main(argv: list[str] | None = None) -> int:
         "scenario": args.scenario,
         "length": args.length,
         "train_seconds": round(train_seconds, 1),
+        "tune_seconds": round(tune_seconds, 1),
+        "policy": args.policy,
+        "prior": args.prior if args.policy == "slots" else None,
+        "ent_coef": args.ent_coef,
         "train_steps": int(model.num_timesteps),
         "test": [vars(s) for s in test],
         "best_constant": {"count": count, "level": level, "markup": probe.markups[level - 1]},
