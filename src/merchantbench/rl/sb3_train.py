@@ -51,7 +51,10 @@ def main(argv: list[str] | None = None) -> int:
         default=1.0,
         help="initial logit added to the best constant's markup (slots policy)",
     )
-    parser.add_argument("--ent-coef", type=float, default=0.005)
+    parser.add_argument("--ent-coef", type=float, default=0.0)
+    parser.add_argument("--lr", type=float, default=1e-4)
+    parser.add_argument("--n-steps", type=int, default=480, help="per env and update")
+    parser.add_argument("--gamma", type=float, default=0.95)
     parser.add_argument("--out", type=Path, default=Path("rl-out"))
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -123,8 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     else:
         policy, policy_kwargs = "MlpPolicy", {"net_arch": [128, 128]}
     model = PPO(
-        policy, venv, n_steps=240, batch_size=240, n_epochs=5, learning_rate=3e-4,
-        gamma=0.99, ent_coef=args.ent_coef, seed=args.seed, device="cpu", verbose=0,
+        policy, venv, n_steps=args.n_steps, batch_size=args.n_steps, n_epochs=4,
+        learning_rate=args.lr, gamma=args.gamma, gae_lambda=0.9, ent_coef=args.ent_coef,
+        seed=args.seed, device="cpu", verbose=0,
         policy_kwargs=policy_kwargs,
     )  # fmt: skip
     budget = Budget()
@@ -148,6 +152,9 @@ def main(argv: list[str] | None = None) -> int:
         "policy": args.policy,
         "prior": args.prior if args.policy == "slots" else None,
         "ent_coef": args.ent_coef,
+        "lr": args.lr,
+        "n_steps": args.n_steps,
+        "gamma": args.gamma,
         "train_steps": int(model.num_timesteps),
         "test": [vars(s) for s in test],
         "best_constant": {"count": count, "level": level, "markup": probe.markups[level - 1]},
