@@ -15,7 +15,8 @@ of the `small` market, 32 slots): windows per second of one env, and of Gymnasiu
 `SyncVectorEnv` of 4 and of 64, under a fixed action (the first 16 slots at markup 3.0) with
 resets included (markets built and the stores' opening days prepared before the clock starts).
 A fixed Python loop (`reference_loop`) is timed beside it so a loaded machine's figures can be
-compared as ratios:
+compared as ratios, and each figure is given per CPU second of this process too (what the
+process got of a shared machine):
 
     uv run python benchmarks/bench_rl.py --classic [--seconds 20]
 
@@ -81,12 +82,13 @@ def classic(seconds: float) -> None:
         actions = np.tile(action, (n, 1))
         for _ in range(120):  # two episodes each: markets and opening days are ready
             envs.step(actions)
-        windows, started = 0, time.perf_counter()
+        windows, started, cpu = 0, time.perf_counter(), time.process_time()
         while time.perf_counter() - started < seconds:
             envs.step(actions)
             windows += n
         rate = windows / (time.perf_counter() - started)
-        print(f"classic env, {n} at once: {rate:,.0f} windows/s")
+        per_cpu = windows / (time.process_time() - cpu)
+        print(f"classic env, {n} at once: {rate:,.0f} windows/s, {per_cpu:,.0f} per CPU second")
         envs.close()
     print(f"reference loop: {reference_loop(2.0):,.0f} iterations/s")
 
