@@ -41,6 +41,7 @@ import numpy as np
 from gymnasium import spaces
 
 from merchantbench.catalog.cache import get_market
+from merchantbench.catalog.market import Market
 from merchantbench.catalog.stock_band import STOCK_BANDS, stock_band
 from merchantbench.rl.episode import EpisodeConfig, episode_scenario
 from merchantbench.rl.splits import episode_seed
@@ -111,6 +112,7 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         size = GLOBAL + SLOT * slots
         self.observation_space = spaces.Box(-10.0, 10.0, shape=(size,), dtype=np.float32)
         self.engine: Engine | None = None
+        self._markets: dict[int, Market] = {}
         self.index = self.start_day = 0
 
     # --- episodes --------------------------------------------------------------------------------
@@ -129,7 +131,11 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
             raise ValueError(f"start_day is 0 to {self.last_start} for {self.days}-day episodes")
         self.start_day, run_seed = start, episode_seed(split, self.index)
         scenario = _scenario(self.scenario_name, self.days, start)
-        engine = Engine(scenario, get_market(scenario, run_seed), run_seed)
+        market = self._markets.pop(run_seed, None) or get_market(scenario, run_seed)
+        self._markets[run_seed] = market  # held (the cache keeps a market while one holds it)
+        while len(self._markets) > self.pool + 32:
+            del self._markets[next(iter(self._markets))]  # the least recently used
+        engine = Engine(scenario, market, run_seed)
         engine.restore(_opened(self.scenario_name, self.days, start, run_seed))
         self.engine = engine
         self._candidates()
@@ -145,10 +151,10 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         self.products = [int(p) for p in top]
         self.sales_index = np.asarray(top, dtype=np.int64)
         book, t = engine.suppliers, engine.t
-        self.cost0 = [max(1, book.state(p, t).price_fen) for p in self.products]
-        self.rating = (market.historical_avg_rating[top] / 5.0).tolist()
-        self.shop = (market.shop_rating[market.supplier[top]] / 5.0).tolist()
-        self.orders_seen = [0] * self.slots
+        self.cost0 = np.array([max(1, book.state(p, t).price_fen) for p in self.products], float)
+        self.rating = market.historical_avg_rating[top] / 5.0
+        self.shop = market.shop_rating[market.supplier[top]] / 5.0
+        self.orders_seen = np.zeros(self.slots, dtype=np.int64)
 
     # --- steps -----------------------------------------------------------------------------------
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
@@ -207,31 +213,30 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         ]
         cum, h = market.market_sales_cum, market.history_days + hour // 24
         sales = cum[h, self.sales_index] - cum[max(0, h - 30), self.sales_index]
-        book, listings, log1p = engine.suppliers, state.listings, math.log1p
-        self._suppliers = [book.state(product, hour) for product in self.products]
-        rows = []
-        for slot, product in enumerate(self.products):
-            supplier, listing = self._suppliers[slot], listings.get(product)
-            cost = max(1, supplier.price_fen)
-            orders = 0 if listing is None else listing.orders
-            new, self.orders_seen[slot] = orders - self.orders_seen[slot], orders
-            rows.append(
-                (
-                    0.0 if listing is None else 1.0,
-                    0.0 if listing is None else listing.price / cost / 3.0,
-                    log1p(cost / 100) / 5.0,
-                    cost / self.cost0[slot],
-                    self.rating[slot],
-                    self.shop[slot],
-                    supplier.ship_hours / 96.0,
-                    float(supplier.available),
-                    log1p(max(0, new)) / 3.0,
-                    log1p(max(0, int(sales[slot]))) / 8.0,
-                    STOCK_BANDS.index(stock_band(stock_now(market, product, state.stock, hour)))
-                    / 2,
-                )
-            )
-        obs = np.concatenate([np.array(store), np.array(rows).ravel()]).astype(np.float32)
+        book, listings, stock = engine.suppliers, state.listings, state.stock
+        self._suppliers = suppliers = [book.state(product, hour) for product in self.products]
+        held = [listings.get(product) for product in self.products]
+        costs = np.array([max(1, s.price_fen) for s in suppliers], dtype=np.float64)
+        prices = np.array([0 if item is None else item.price for item in held], dtype=np.float64)
+        orders = np.array([0 if item is None else item.orders for item in held], dtype=np.int64)
+        new, self.orders_seen = orders - self.orders_seen, orders
+        bands = [
+            STOCK_BANDS.index(stock_band(stock_now(market, product, stock, hour)))
+            for product in self.products
+        ]
+        per = np.empty((self.slots, SLOT), dtype=np.float64)
+        per[:, 0] = prices > 0
+        per[:, 1] = prices / costs / 3.0
+        per[:, 2] = np.log1p(costs / 100) / 5.0
+        per[:, 3] = costs / self.cost0
+        per[:, 4] = self.rating
+        per[:, 5] = self.shop
+        per[:, 6] = np.array([s.ship_hours for s in suppliers], dtype=np.float64) / 96.0
+        per[:, 7] = np.array([s.available for s in suppliers], dtype=np.float64)
+        per[:, 8] = np.log1p(np.maximum(new, 0)) / 3.0
+        per[:, 9] = np.log1p(np.maximum(sales, 0)) / 8.0
+        per[:, 10] = np.array(bands, dtype=np.float64) / 2
+        obs = np.concatenate([np.array(store), per.ravel()]).astype(np.float32)
         return np.clip(obs, -10.0, 10.0, out=obs)
 
     def _info(self, reward_fen: int) -> dict[str, Any]:
