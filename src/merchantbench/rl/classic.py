@@ -32,7 +32,6 @@ docs/rl.md ("Classic RL") has the training script and its held-out results.
 
 from __future__ import annotations
 
-import math
 from functools import cache, lru_cache
 from typing import Any
 
