@@ -30,6 +30,7 @@ import asyncio
 import os
 import platform
 import time
+from pathlib import Path
 
 from merchantbench.rl.episode import Episode, EpisodeConfig
 from merchantbench.rl.rollouts import Batch, ScriptedPolicy, play_many, play_on_ray
@@ -93,6 +94,47 @@ def classic(seconds: float) -> None:
     print(f"reference loop: {reference_loop(2.0):,.0f} iterations/s")
 
 
+def figure(run: Path, svg: Path) -> None:
+    """The training curve of an `sb3_train` run (`curve.json`) as an SVG, with the held-out
+    means of its `results.json` as reference lines; prints the held-out table (Markdown)."""
+    import json
+
+    import numpy as np
+
+    from merchantbench.report.svg import Figure, HLine, Line, Panel
+
+    curve = json.loads((run / "curve.json").read_text())
+    results = json.loads((run / "results.json").read_text())
+    minutes = np.array([point["seconds"] / 60 for point in curve])
+    held = np.array([point["held_out_mean_rmb"] for point in curve], dtype=float)
+    train = np.array([point["train_return_rmb"] or np.nan for point in curve], dtype=float)
+    means = results["means"]
+    marks = [
+        Line(minutes, held, "#1f77b4", 2.0, "PPO, held-out mean", markers=True),
+        Line(minutes, train, "#9467bd", 1.2, "PPO, last training episodes", "dashed", markers=True),
+        HLine(means["best_constant"], "#d62728", "dashed", 1.2, "best constant"),
+        HLine(means["rule_based"], "#2ca02c", "dotted", 1.5, "rule-based"),
+        HLine(means["random"], "#7f7f7f", "dotted", 1.2, "random"),
+    ]
+    Figure(
+        f"Classic store env ({results['scenario']}, {results['length']}): PPO (SlotPolicy)",
+        [Panel("change in net assets (RMB)", marks)],
+        xlim=(0.0, float(max(minutes.max(), 1.0))),
+        xlabel="training wall-clock minutes (2 shared cores)",
+    ).save(svg)
+    print(
+        "| policy | held-out mean (RMB) | PPO − policy (mean ± s.e.) | PPO wins / ties / losses |"
+    )
+    print("|---|---:|---:|---:|")
+    print(f"| PPO (SlotPolicy) | {means['ppo']:.1f} | | |")
+    for name in ("best_constant", "rule_based", "random"):
+        p = results["ppo_vs"][name]
+        print(
+            f"| {name.replace('_', ' ')} | {means[name]:.1f} | {p['mean_diff']:+.1f} ± "
+            f"{p['se']:.1f} | {p['wins']} / {p['ties']} / {p['losses']} |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenario", default="smoke")
@@ -102,7 +144,16 @@ def main() -> None:
     parser.add_argument("--address", default=None, help="a Ray cluster (default: a local one)")
     parser.add_argument("--classic", action="store_true", help="the classic store env instead")
     parser.add_argument("--seconds", type=float, default=20.0, help="per classic measurement")
+    parser.add_argument(
+        "--figure",
+        type=Path,
+        default=None,
+        help="an sb3_train output folder: its curve as docs/img/rl-classic.svg",
+    )
     args = parser.parse_args()
+    if args.figure is not None:
+        figure(args.figure, Path("docs/img/rl-classic.svg"))
+        return
     print(f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
     if args.classic:
         print(f"load average: {os.getloadavg()[0]:.1f}")

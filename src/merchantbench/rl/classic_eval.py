@@ -28,6 +28,7 @@ __all__ = [
     "Policy",
     "best_constant",
     "constant_action",
+    "constant_policy",
     "episodes",
     "paired",
     "play",
@@ -54,7 +55,7 @@ def play(env: StoreEnv, policy: Policy, spec: EpisodeSpec) -> float:
     """One episode's change in net assets (RMB); the rewards' sum is checked against it."""
     options = {"split": spec.split, "index": spec.index, "start_day": spec.start_day}
     obs, _ = env.reset(options=options)
-    total, done, info = 0, False, {}
+    total, done, info = 0, False, dict[str, Any]()
     while not done:
         obs, _, done, _, info = env.step(policy(obs))
         total += info["reward_fen"]
@@ -68,6 +69,10 @@ def constant_action(env: StoreEnv, count: int, level: int) -> np.ndarray:
     action = np.zeros(env.slots, dtype=np.int64)
     action[:count] = level
     return action
+
+
+def constant_policy(action: np.ndarray) -> Policy:
+    return lambda _obs: action
 
 
 def random_policy(env: StoreEnv, seed: int = 0) -> Policy:
@@ -84,8 +89,8 @@ def best_constant(
     means: dict[tuple[int, int], float] = {}
     for count in counts:
         for level in range(1, len(env.markups) + 1):
-            action = constant_action(env, min(count, env.slots), level)
-            scores = [play(env, lambda _obs, a=action: a, spec) for spec in specs]
+            policy = constant_policy(constant_action(env, min(count, env.slots), level))
+            scores = [play(env, policy, spec) for spec in specs]
             means[(count, level)] = float(np.mean(scores))
     return max(means, key=lambda key: means[key]), means
 
