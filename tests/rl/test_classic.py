@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -95,3 +96,22 @@ def test_bad_input_and_the_rule_based_comparison() -> None:
     score = play_rule_based(env, EpisodeSpec("validation", 1, 100))
     assert isinstance(score, float)
     assert paired([3.0, 1.0, 2.0], [1.0, 1.0, 3.0])["wins"] == 1
+
+
+def test_the_sb3_training_script_runs_and_reports(tmp_path: Path) -> None:
+    """`rl.sb3_train` end to end on a tiny budget: PPO trains, and every policy is scored on
+    the same held-out episodes, paired."""
+    need("sb3")
+    found = find_env(RECIPES["sb3"])
+    assert found is not None
+    command = [str(found.python), "-m", "merchantbench.rl.sb3_train", "--scenario", "smoke",
+               "--length", "3", "--minutes", "0.05", "--envs", "2", "--pool", "2", "--test", "2",
+               "--tune", "1", "--n-steps", "16", "--out", str(tmp_path)]  # fmt: skip
+    done = subprocess.run(command, env=environ(), capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert set(results["scores"]) == {"ppo", "random", "best_constant", "rule_based"}
+    assert all(len(scores) == 2 for scores in results["scores"].values())
+    assert results["train_steps"] > 0 and results["ppo_vs"]["random"]["n"] == 2
+    curve = json.loads((tmp_path / "curve.json").read_text())
+    assert curve[-1]["held_out_mean_rmb"] == results["means"]["ppo"]
