@@ -16,7 +16,7 @@ Each lives under `$MERCHANTBENCH_<NAME>_DIR` (default: the user data directory o
 `<name>/`), in a folder named by a hash of its recipe, so a change of pins remakes it. A file
 lock makes concurrent first uses build it once; a marker written last says the build finished.
 
-    python -m merchantbench.training_envs verifiers trl     # make them (CI does, ahead)
+    python -m merchantbench.training_envs verifiers trl sb3   # make them (CI does, ahead)
 """
 
 from __future__ import annotations
