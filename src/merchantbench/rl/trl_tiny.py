@@ -16,7 +16,8 @@ What it does:
    close every window with `end_of_step`. A random model never writes a valid tool call; this
    one does, so TRL's tool loop is exercised for real.
 3. `GRPOTrainer(environment_factory=...)` with that model and a dataset row naming the episode,
-   greedy decoding, one tool round: TRL makes the environments, calls `reset(**row)`, parses
+   greedy decoding by default (`--temperature T --generations G` samples groups of G), one tool
+   round: TRL makes the environments, calls `reset(**row)`, parses
    the model's tool calls, calls our methods, reads `get_reward`, and takes optimiser steps.
 
 OUT.json holds the figures (seconds, tool calls and failures as TRL logged them, rewards) and
