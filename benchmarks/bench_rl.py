@@ -109,8 +109,17 @@ def figure(run: Path, svg: Path) -> None:
     held = np.array([point["held_out_mean_rmb"] for point in curve], dtype=float)
     train = np.array([point["train_return_rmb"] or np.nan for point in curve], dtype=float)
     means = results["means"]
+    others = []  # other runs' held-out curves beside it (folders run-<label>/curve.json)
+    for colour, label in (("#ff7f0e", "mlp"), ("#17becf", "noprior")):
+        other = run.parent / f"{run.name}-{label}" / "curve.json"
+        if other.exists():
+            points = json.loads(other.read_text())
+            x = np.array([point["seconds"] / 60 for point in points])
+            y = np.array([point["held_out_mean_rmb"] for point in points], dtype=float)
+            others.append(Line(x, y, colour, 1.5, f"held-out, {label} run", markers=True))
     marks = [
         Line(minutes, held, "#1f77b4", 2.0, "PPO, held-out mean", markers=True),
+        *others,
         Line(minutes, train, "#9467bd", 1.2, "PPO, last training episodes", "dashed", markers=True),
         HLine(means["best_constant"], "#d62728", "dashed", 1.2, "best constant"),
         HLine(means["rule_based"], "#2ca02c", "dotted", 1.5, "rule-based"),
@@ -118,9 +127,10 @@ def figure(run: Path, svg: Path) -> None:
     ]
     Figure(
         f"Classic store env ({results['scenario']}, {results['length']}): PPO (SlotPolicy)",
-        [Panel("change in net assets (RMB)", marks)],
+        [Panel("change in net assets (RMB)", marks, ylim=(0.0, 500.0))],
         xlim=(0.0, float(max(minutes.max(), 1.0))),
-        xlabel="training wall-clock minutes (2 shared cores)",
+        xticks=[(m, f"{m:g}") for m in range(0, int(minutes.max()) + 1, 5)],
+        xlabel="training wall-clock minutes (2 cores shared with other jobs)",
     ).save(svg)
     print(
         "| policy | held-out mean (RMB) | PPO − policy (mean ± s.e.) | PPO wins / ties / losses |"
