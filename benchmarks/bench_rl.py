@@ -10,6 +10,16 @@ Episodes are train-split episodes 0, 1, … starting on day 0. Run with:
 
     uv run python benchmarks/bench_rl.py [--scenario smoke] [--episodes 16] [--workers 2]
 
+`--classic` measures the classic store env instead (`rl.classic.StoreEnv`, 30-day episodes
+of the `small` market, 32 slots): windows per second of one env, and of Gymnasium's
+`SyncVectorEnv` of 4 and of 64, under a fixed action (the first 16 slots at markup 3.0) with
+resets included (markets built and the stores' opening days prepared before the clock starts).
+A fixed Python loop (`reference_loop`) is timed beside it so a loaded machine's figures can be
+compared as ratios, and each figure is given per CPU second of this process too (what the
+process got of a shared machine):
+
+    uv run python benchmarks/bench_rl.py --classic [--seconds 20]
+
 and record the printed figures, with the machine, in docs/performance.md.
 """
 
@@ -20,6 +30,7 @@ import asyncio
 import os
 import platform
 import time
+from pathlib import Path
 
 from merchantbench.rl.episode import Episode, EpisodeConfig
 from merchantbench.rl.rollouts import Batch, ScriptedPolicy, play_many, play_on_ray
@@ -45,6 +56,95 @@ def line(label: str, batch: Batch) -> str:
     )
 
 
+def reference_loop(seconds: float) -> float:
+    """Iterations per second of a fixed pure-Python loop: the machine's speed right now."""
+    count, started = 0, time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        total = 0
+        for i in range(1000):
+            total += i * i
+        count += 1
+    return count / (time.perf_counter() - started)
+
+
+def classic(seconds: float) -> None:
+    """Windows per second of the classic store env: 1 env, vectors of 4 and 64."""
+    import gymnasium as gym
+    import numpy as np
+
+    from merchantbench.rl.classic import StoreEnv
+
+    action = np.zeros(32, dtype=np.int64)
+    action[:16] = 4
+    print(f"reference loop: {reference_loop(2.0):,.0f} iterations/s")
+    for n in (1, 4, 64):
+        envs = gym.vector.SyncVectorEnv([StoreEnv for _ in range(n)])
+        envs.reset(seed=0)
+        actions = np.tile(action, (n, 1))
+        for _ in range(120):  # two episodes each: markets and opening days are ready
+            envs.step(actions)
+        windows, started, cpu = 0, time.perf_counter(), time.process_time()
+        while time.perf_counter() - started < seconds:
+            envs.step(actions)
+            windows += n
+        rate = windows / (time.perf_counter() - started)
+        per_cpu = windows / (time.process_time() - cpu)
+        print(f"classic env, {n} at once: {rate:,.0f} windows/s, {per_cpu:,.0f} per CPU second")
+        envs.close()
+    print(f"reference loop: {reference_loop(2.0):,.0f} iterations/s")
+
+
+def figure(run: Path, svg: Path) -> None:
+    """The training curve of an `sb3_train` run (`curve.json`) as an SVG, with the held-out
+    means of its `results.json` as reference lines; prints the held-out table (Markdown)."""
+    import json
+
+    import numpy as np
+
+    from merchantbench.report.svg import Figure, HLine, Line, Panel
+
+    curve = json.loads((run / "curve.json").read_text())
+    results = json.loads((run / "results.json").read_text())
+    minutes = np.array([point["seconds"] / 60 for point in curve])
+    held = np.array([point["held_out_mean_rmb"] for point in curve], dtype=float)
+    train = np.array([point["train_return_rmb"] or np.nan for point in curve], dtype=float)
+    means = results["means"]
+    others = []  # other runs' held-out curves beside it (folders run-<label>/curve.json)
+    for colour, label in (("#ff7f0e", "mlp"), ("#17becf", "noprior")):
+        other = run.parent / f"{run.name}-{label}" / "curve.json"
+        if other.exists():
+            points = json.loads(other.read_text())
+            x = np.array([point["seconds"] / 60 for point in points])
+            y = np.array([point["held_out_mean_rmb"] for point in points], dtype=float)
+            others.append(Line(x, y, colour, 1.5, f"held-out, {label} run", markers=True))
+    marks = [
+        Line(minutes, held, "#1f77b4", 2.0, "PPO, held-out mean", markers=True),
+        *others,
+        Line(minutes, train, "#9467bd", 1.2, "PPO, last training episodes", "dashed", markers=True),
+        HLine(means["best_constant"], "#d62728", "dashed", 1.2, "best constant"),
+        HLine(means["rule_based"], "#2ca02c", "dotted", 1.5, "rule-based"),
+        HLine(means["random"], "#7f7f7f", "dotted", 1.2, "random"),
+    ]
+    Figure(
+        f"Classic store env ({results['scenario']}, {results['length']}): PPO (SlotPolicy)",
+        [Panel("change in net assets (RMB)", marks, ylim=(0.0, 500.0))],
+        xlim=(0.0, float(max(minutes.max(), 1.0))),
+        xticks=[(m, f"{m:g}") for m in range(0, int(minutes.max()) + 1, 5)],
+        xlabel="training wall-clock minutes (2 cores shared with other jobs)",
+    ).save(svg)
+    print(
+        "| policy | held-out mean (RMB) | PPO − policy (mean ± s.e.) | PPO wins / ties / losses |"
+    )
+    print("|---|---:|---:|---:|")
+    print(f"| PPO (SlotPolicy) | {means['ppo']:.1f} | | |")
+    for name in ("best_constant", "rule_based", "random"):
+        p = results["ppo_vs"][name]
+        print(
+            f"| {name.replace('_', ' ')} | {means[name]:.1f} | {p['mean_diff']:+.1f} ± "
+            f"{p['se']:.1f} | {p['wins']} / {p['ties']} / {p['losses']} |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenario", default="smoke")
@@ -52,8 +152,23 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--workers", type=int, default=0, help="Ray processes (0: no Ray run)")
     parser.add_argument("--address", default=None, help="a Ray cluster (default: a local one)")
+    parser.add_argument("--classic", action="store_true", help="the classic store env instead")
+    parser.add_argument("--seconds", type=float, default=20.0, help="per classic measurement")
+    parser.add_argument(
+        "--figure",
+        type=Path,
+        default=None,
+        help="an sb3_train output folder: its curve as docs/img/rl-classic.svg",
+    )
     args = parser.parse_args()
+    if args.figure is not None:
+        figure(args.figure, Path("docs/img/rl-classic.svg"))
+        return
     print(f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+    if args.classic:
+        print(f"load average: {os.getloadavg()[0]:.1f}")
+        classic(args.seconds)
+        return
     config = _config(args.scenario)
     started = time.perf_counter()
     warm(args.scenario, args.episodes)

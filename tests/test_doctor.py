@@ -22,6 +22,7 @@ ALL = (
     "pettingzoo",
     "verifiers",
     "trl",
+    "sb3",
 )
 
 

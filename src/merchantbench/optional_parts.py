@@ -181,5 +181,13 @@ PARTS: dict[str, Part] = {
             "uv run python -m merchantbench.training_envs trl",
             _training_env("trl"),
         ),
+        Part(
+            "sb3",
+            "the stable-baselines3 environment",
+            "PPO on the classic store env (merchantbench.rl.classic), with stable-baselines3 and "
+            f"PyTorch (CPU) in its own pinned environment (docs/rl.md; {_making('sb3')})",
+            "uv run python -m merchantbench.training_envs sb3",
+            _training_env("sb3"),
+        ),
     )
 }

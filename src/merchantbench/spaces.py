@@ -11,11 +11,12 @@ Gymnasium env (`merchantbench.gym`) and the multi-merchant PettingZoo env
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
+from gymnasium.vector.utils.shared_memory import read_from_shared_memory
 
 from merchantbench.scenario import Scenario
 from merchantbench.surface import AgentSurface
@@ -24,6 +25,7 @@ from merchantbench.tools.status import ACCOUNTS, StoreStatus
 __all__ = [
     "OBSERVATION_MAX_CHARS",
     "TEXT_CHARSET",
+    "StoreText",
     "action_space",
     "call_action",
     "observation_space",
@@ -39,6 +41,73 @@ OBSERVATION_MAX_CHARS = 65_536
 TEXT_CHARSET = "\t\n" + "".join(
     chr(c) for c in range(0x20, 0x10000) if not (0x7F <= c < 0xA0 or 0xD800 <= c < 0xE000)
 )
+
+
+class StoreText(spaces.Text):
+    """Gymnasium's `Text` with a fast default `sample()` and text that `AsyncVectorEnv` with
+    shared memory reads correctly.
+
+    - `sample()` without a mask draws the same thing as `Text.sample()` (a length uniform in
+      [min_length, max_length], then characters uniform over the charset), from a character
+      array made once: `Text.sample()` turns the 63,000-character charset into an array on
+      every call (1.8 samples a second at the default memory-document size).
+    - Gymnasium reads a `Text` out of shared memory once, when the vector env is made, as fixed
+      strings (all padding: `max_length` tab characters), while arrays are live views. Here the
+      read gives `SharedTexts`, which decodes the buffer when read (a live view, as arrays
+      are) and copies to a tuple of strings (`copy=True`, the default, deep-copies it).
+    """
+
+    def __init__(self, max_length: int, *, min_length: int = 0, charset: str = "") -> None:
+        super().__init__(max_length, min_length=min_length, charset=charset)
+        self.codepoints = np.array([ord(c) for c in self.character_list], dtype="<u4")
+
+    def sample(self, mask: Any = None, probability: Any = None) -> str:
+        if mask is not None or probability is not None:
+            return super().sample(mask=mask, probability=probability)
+        length = int(self.np_random.integers(self.min_length, self.max_length + 1))
+        picks = self.np_random.integers(len(self.codepoints), size=length)
+        return self._text(picks)
+
+    def decode(self, codes: np.ndarray) -> str:
+        """The string of a flattened text (character indexes; padding is out of range)."""
+        return self._text(codes[codes < len(self.codepoints)])
+
+    def _text(self, indexes: np.ndarray) -> str:
+        return self.codepoints[indexes].tobytes().decode("utf-32-le")
+
+
+class SharedTexts(Sequence[str]):
+    """The texts of a vector env's shared memory, decoded when read (see `StoreText`)."""
+
+    def __init__(self, space: StoreText, codes: np.ndarray) -> None:
+        self.space, self.codes = space, codes
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return tuple(self)[index]
+        return self.space.decode(self.codes[index])
+
+    def __iter__(self) -> Iterator[str]:
+        return (self.space.decode(row) for row in self.codes)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> tuple[str, ...]:
+        return tuple(self)
+
+    def __eq__(self, other: object) -> bool:
+        return tuple(self) == (tuple(other) if isinstance(other, Sequence) else other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+@read_from_shared_memory.register(StoreText)
+def _read_store_text(space: StoreText, shared_memory: Any, n: int = 1) -> SharedTexts:
+    codes = np.frombuffer(shared_memory.get_obj(), dtype=np.int32).reshape((n, space.max_length))
+    return SharedTexts(space, codes)
+
+
 COUNT_BOUND = 2**31 - 1
 _RMB_BOUND = 1e12  # far beyond any store's money, so the bounds never bind
 
@@ -93,7 +162,7 @@ def action_space(scenario: Scenario, tool_names: Sequence[str]) -> spaces.Dict:
     return spaces.Dict(
         {
             "tool": spaces.Discrete(len(tool_names)),
-            "args": spaces.Text(args_chars, min_length=0, charset=TEXT_CHARSET),
+            "args": StoreText(args_chars, min_length=0, charset=TEXT_CHARSET),
         }
     )
 
@@ -103,7 +172,7 @@ def observation_space(scenario: Scenario, windows: int | None = None) -> spaces.
     windows, the scenario's by default)."""
     return spaces.Dict(
         {
-            "text": spaces.Text(OBSERVATION_MAX_CHARS, min_length=0, charset=TEXT_CHARSET),
+            "text": StoreText(OBSERVATION_MAX_CHARS, min_length=0, charset=TEXT_CHARSET),
             "store": store_state_space(scenario, windows),
         }
     )

@@ -4,6 +4,8 @@ once and reused.
 - **verifiers** (Prime Intellect's) pins `mcp==2.0.0` and `openai<3`, which our environment
   cannot hold: a virtual environment made with uv, holding `verifiers` and our taskset package
   (`rl/verifiers_taskset/`, which never imports MerchantBench).
+- **stable-baselines3** (the classic-RL route, `merchantbench.rl.classic`) needs PyTorch too:
+  made like TRL's, with pip, torch 2.13.0 from the disk, then stable-baselines3.
 - **TRL** pulls in PyTorch, which our environment does not carry: a virtual environment made
   with pip (pip takes the CPU build of torch 2.13.0 this machine keeps on disk; other
   installers download a CUDA build of several GB), then TRL and our own dependencies at the
@@ -14,7 +16,7 @@ Each lives under `$MERCHANTBENCH_<NAME>_DIR` (default: the user data directory o
 `<name>/`), in a folder named by a hash of its recipe, so a change of pins remakes it. A file
 lock makes concurrent first uses build it once; a marker written last says the build finished.
 
-    python -m merchantbench.training_envs verifiers trl     # make them (CI does, ahead)
+    python -m merchantbench.training_envs verifiers trl sb3   # make them (CI does, ahead)
 """
 
 from __future__ import annotations
@@ -136,6 +138,14 @@ def our_pins() -> tuple[str, ...]:
     return tuple(sorted(pins))
 
 
+SB3_PINS = ("stable-baselines3==2.9.2",)
+
+
+def _sb3_steps() -> tuple[tuple[str, ...], ...]:
+    # torch from the disk first, as for TRL; stable-baselines3 then installs no other torch.
+    return ((f"torch=={TORCH_VERSION}",), (*SB3_PINS, *our_pins()))
+
+
 def _trl_steps() -> tuple[tuple[str, ...], ...]:
     # torch alone first: pip takes the file on disk; with torch in place, TRL's dependencies
     # (accelerate asks for torch>=2) install nothing more of it.
@@ -158,6 +168,13 @@ RECIPES: dict[str, Recipe] = {
             _trl_steps,
             about=f"pip (torch {TORCH_VERSION}, CPU build) and the package index; "
             "5 to 25 minutes, 1.8 GB",
+        ),
+        Recipe(
+            "sb3",
+            "pip",
+            _sb3_steps,
+            about=f"pip (torch {TORCH_VERSION}, CPU build) and the package index; "
+            "5 to 20 minutes, 1.5 GB",
         ),
     )
 }

@@ -25,7 +25,7 @@ def _list_best_sellers(episode: Episode, markup: float = 1.6) -> None:
 def _play(episode: Episode) -> None:
     _list_best_sellers(episode)
     while not episode.over:
-        if episode.window % 6 == 3:
+        if episode.windows_played % 6 == 3:
             episode.call("adjust_price", "{not json")  # bad input: an error, no reward
         episode.call("end_of_step")
 
@@ -51,14 +51,14 @@ def test_rewards_sum_to_the_change_in_net_assets(reward: str, normalise: bool) -
         assert sum(rewards) == pytest.approx(change / start)
     else:
         assert sum(fen(r) for r in rewards) == change
-    assert episode.window == 12  # six days of two windows
+    assert episode.windows_played == 12  # six days of two windows
 
 
 def test_an_episode_starting_on_day_120_sees_that_days_market() -> None:
     episode = Episode(EpisodeConfig("smoke", length=30, start_day=120), SEED)
     status = episode.status()
     assert status.date == (dt.date(2025, 6, 1) + dt.timedelta(days=120)).isoformat()
-    assert status.day == 121 and episode.window == 0 and status.net_assets == 3000.0
+    assert status.day == 121 and episode.windows_played == 0 and status.net_assets == 3000.0
     assert "Day 121 (2025-09-29)" in episode.brief()
     # The run of the same seed over the whole year (`merchantbench run --seed 5`), idle to day
     # 120, shows the same market: the same best sellers, prices, report and events.
@@ -76,7 +76,34 @@ def test_an_episode_starting_on_day_120_sees_that_days_market() -> None:
     assert day0.call(*queries[1]).result != episode.call(*queries[1]).result
     # Played to its end, the episode lasts 30 days and stops on day 150.
     _play(episode)
-    assert episode.window == 60 and episode.summary()["windows"] == 60
+    # Windows are numbered as the observation text numbers them: the market's windows.
+    assert episode.first_window == 240 and episode.window == 300
+    assert episode.windows_played == 60 and episode.summary()["windows"] == 60
+
+
+def test_window_numbers_agree_with_the_observation_text() -> None:
+    """Once "window 241 of 300" in the text while the episode said window 60 at its end."""
+    episode = Episode(EpisodeConfig("smoke", length=2, start_day=120), SEED)
+    assert f"window {episode.window + 1} of 244." in episode.observation()
+    outcome = episode.call("end_of_step")
+    assert outcome.window == episode.window == 241
+    assert f"window {outcome.window + 1} of 244." in episode.observation()
+
+
+def test_a_start_day_past_the_year_says_so() -> None:
+    """Once refused as "an episode lasts at least one day" (the rest of the year was < 0)."""
+    for config in (
+        EpisodeConfig("smoke", length="30d", start_day=400),
+        EpisodeConfig("smoke", length=365 - 400, start_day=400),  # gym's "rest of the year"
+    ):
+        with pytest.raises(EpisodeError, match="start_day 400 is past the market's year"):
+            config.check()
+    import gymnasium
+
+    import merchantbench.gym  # noqa: F401  (registers the env)
+
+    with pytest.raises(ValueError, match="start_day 400 is past"):
+        gymnasium.make("MerchantBench-v0", scenario="smoke", start_day=400)
 
 
 def test_the_observation_keeps_its_budget() -> None:

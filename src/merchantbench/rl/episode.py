@@ -117,10 +117,15 @@ def episode_scenario(config: EpisodeConfig) -> Scenario:
             raise EpisodeError("overrides apply to a scenario preset's name, not a Scenario")
     except ScenarioError as exc:
         raise EpisodeError(str(exc)) from None
-    if days < 1:
-        raise EpisodeError("an episode lasts at least one day")
     if isinstance(start, bool) or not isinstance(start, int) or start < 0:
         raise EpisodeError(f"start_day is a market day ≥ 0, not {start!r}")
+    if start >= base.market.days:
+        raise EpisodeError(
+            f"start_day {start} is past the market's year: a store opens on day 0 to "
+            f"{base.market.days - 1}"
+        )
+    if days < 1:
+        raise EpisodeError("an episode lasts at least one day")
     if start + days > base.market.days:
         raise EpisodeError(
             f"day {start} + {days} days passes the market's year ({base.market.days} days): "
@@ -264,7 +269,14 @@ class Episode:
 
     @property
     def window(self) -> int:
-        """Windows played in this episode (0 in its first)."""
+        """The open window, 0-based, numbered as the observation text numbers it (the market's
+        windows: "window 241 of 300" is window 240 of an episode whose store opened on day 120
+        and which ends with the market's window 300); `windows_total` once over."""
+        return self.surface.window
+
+    @property
+    def windows_played(self) -> int:
+        """Windows closed in this episode (0 in its first)."""
         return self.surface.window - self.first_window
 
     @property
@@ -278,7 +290,8 @@ class Episode:
             "days": self.config.days,
             "start_day": self.config.start_day,
             "over": self.over,
-            "windows": self.window,
+            "windows": self.windows_played,
+            "first_window": self.first_window,
             "calls": self.calls,
             "reward_total_fen": sum(self.rewards_fen),
             "net_assets_change_fen": self.change_fen,

@@ -13,11 +13,14 @@ WebSocket session gets an environment of its own.
   `MerchantBenchToolObservation`: the tool's result, the reward of the call (the change in net
   assets when a window closed), `done`, and the next window's observation when the call closed
   one. Bad arguments are the tool's structured error, never an exception.
-- `state`: episode id, steps, split, index, window, net-assets change (fen).
+- `state`: episode id, steps, split, index, window (numbered as the observation text numbers
+  it: the market's windows), the episode's first window, net-assets change (fen).
 
 Serve: `MERCHANTBENCH_RL_SCENARIO=smoke uvicorn --factory merchantbench.rl.openenv_env:make_app`;
 drive with `MerchantBenchClient` (OpenEnv's `MCPToolClient` that also reads this env's
-observations). docs/rl.md.
+observations), or with OpenEnv's stock clients: `MCPToolClient` (its reset observation keeps only
+`done`; the window's text is the `get_observation` tool) and `GenericEnvClient` (every field, as
+a dict). docs/rl.md.
 """
 
 from __future__ import annotations
@@ -59,12 +62,17 @@ POOL_ENV = "MERCHANTBENCH_RL_POOL"
 
 
 class MerchantBenchObservation(Observation):
-    """What `reset` returns: the brief, the window's bounded observation, the store status."""
+    """What `reset` returns: the brief, the window's bounded observation, the store status and
+    the tools' names.
+
+    No field is called `tools`: OpenEnv's own `MCPToolClient` reads any observation with a
+    `tools` key as a `ListToolsObservation` (a list of tool schemas), and would fail on names.
+    """
 
     brief: str = ""
     text: str = ""
     store: dict[str, Any] = {}
-    tools: list[str] = []
+    tool_names: list[str] = []
 
 
 class MerchantBenchToolObservation(CallToolObservation):
@@ -155,7 +163,7 @@ class MerchantBenchOpenEnv(MCPEnvironment):
             brief=episode.brief(),
             text=episode.observation(),
             store=episode.status().model_dump(mode="json"),
-            tools=[s["function"]["name"] for s in episode.tool_schemas()],
+            tool_names=[s["function"]["name"] for s in episode.tool_schemas()],
         )
 
     def call(self, tool: str, arguments: dict[str, Any]) -> StepOutcome:
@@ -206,6 +214,7 @@ class MerchantBenchOpenEnv(MCPEnvironment):
         if episode is not None:
             extra |= {
                 "window": episode.window,
+                "first_window": episode.first_window,
                 "over": episode.over,
                 "net_assets_change_fen": episode.change_fen,
             }

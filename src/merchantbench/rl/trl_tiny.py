@@ -16,7 +16,8 @@ What it does:
    close every window with `end_of_step`. A random model never writes a valid tool call; this
    one does, so TRL's tool loop is exercised for real.
 3. `GRPOTrainer(environment_factory=...)` with that model and a dataset row naming the episode,
-   greedy decoding, one tool round: TRL makes the environments, calls `reset(**row)`, parses
+   greedy decoding by default (`--temperature T --generations G` samples groups of G), one tool
+   round: TRL makes the environments, calls `reset(**row)`, parses
    the model's tool calls, calls our methods, reads `get_reward`, and takes optimiser steps.
 
 OUT.json holds the figures (seconds, tool calls and failures as TRL logged them, rewards) and
@@ -30,6 +31,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -52,6 +54,22 @@ class TinyEnv(MerchantBenchTRLEnv):
         reward = super().get_reward()
         TinyEnv.scored.append({"reward": reward, "episode": self._open().summary()})
         return reward
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How GRPO samples its group: `temperature` 0 is greedy decoding (the rollouts of a group
+    are then the same, so the advantages and the gradient are 0: the contract test's setting);
+    above 0 each rollout samples, and `generations` rollouts make a group."""
+
+    temperature: float = 0.0
+    generations: int = 2
+    learning_rate: float = 1e-5
+
+    def generation_kwargs(self) -> dict[str, Any]:
+        if self.temperature <= 0:
+            return {"do_sample": False}
+        return {"do_sample": True, "temperature": self.temperature, "top_k": 0, "top_p": 1.0}
 
 
 def tokenizer(corpus: list[str], vocab: int = 1024) -> Any:
@@ -147,7 +165,15 @@ def teach(net: Any, tok: Any, prompt_ids: list[int], turn: str, max_steps: int) 
             "turn_tokens": len(target)}  # fmt: skip
 
 
-def run(out: Path, steps: int, index: int, start_day: int, days: int) -> dict[str, Any]:
+def run(
+    out: Path,
+    steps: int,
+    index: int,
+    start_day: int,
+    days: int,
+    sampling: Sampling | None = None,
+    teach_steps: int = 600,
+) -> dict[str, Any]:
     import torch
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
@@ -163,20 +189,21 @@ def run(out: Path, steps: int, index: int, start_day: int, days: int) -> dict[st
                                          tokenize=True, return_dict=True)["input_ids"]  # fmt: skip
     net = model(len(tok))
     _say(f"prompt {len(prompt_ids)} tokens; teaching the model its turn")
-    taught = teach(net, tok, list(prompt_ids), turn, max_steps=600)
+    taught = teach(net, tok, list(prompt_ids), turn, max_steps=teach_steps)
     _say(f"taught in {taught['steps']} steps ({taught['cpu_seconds']:.1f} s CPU); GRPO")
 
+    sampling = sampling or Sampling()
     data = Dataset.from_list([{"prompt": [{"role": "user", "content": PROMPT}], **row}])
     args = GRPOConfig(
         output_dir=str(out.parent / "grpo"),
         use_cpu=True,
-        per_device_train_batch_size=2,
-        num_generations=2,
+        per_device_train_batch_size=sampling.generations,
+        num_generations=sampling.generations,
         max_steps=steps,
         max_completion_length=4096,
         max_tool_calling_iterations=1,
-        generation_kwargs={"do_sample": False},
-        learning_rate=1e-5,
+        generation_kwargs=sampling.generation_kwargs(),
+        learning_rate=sampling.learning_rate,
         logging_steps=1,
         save_strategy="no",
         report_to="none",
@@ -213,6 +240,8 @@ def run(out: Path, steps: int, index: int, start_day: int, days: int) -> dict[st
         "train_cpu_seconds": time.process_time() - cpu,
         "global_step": trainer.state.global_step,
         "row": row,
+        "sampling": asdict(sampling),
+        "mean_reward_by_step": [float(log["reward"]) for log in logs],
         "steps": steps_out,
     }
     out.write_text(json.dumps(result, indent=1, default=str))
@@ -259,9 +288,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--index", type=int, default=3)
     parser.add_argument("--start-day", type=int, default=200)
     parser.add_argument("--days", type=int, default=3)
+    parser.add_argument("--temperature", type=float, default=0.0, help="0: greedy")
+    parser.add_argument("--generations", type=int, default=2, help="rollouts per group")
+    parser.add_argument("--lr", type=float, default=1e-5)
+    parser.add_argument("--teach-steps", type=int, default=600)
     args = parser.parse_args(argv)
-    result = run(args.out, args.steps, args.index, args.start_day, args.days)
-    print(json.dumps({k: result[k] for k in ("global_step", "train_seconds", "taught")}))
+    sampling = Sampling(args.temperature, args.generations, args.lr)
+    result = run(args.out, args.steps, args.index, args.start_day, args.days, sampling,
+                 args.teach_steps)  # fmt: skip
+    keys = ("global_step", "train_seconds", "taught", "mean_reward_by_step")
+    print(json.dumps({k: result[k] for k in keys}))
     return 0
 
 

@@ -113,16 +113,24 @@ class Engine(StoreActions, Lifecycle):
         t0 = self.state.t
         products = sorted(self.state.listings)
         arrivals = self._arrivals_by_hour(t0, products)
+        pending = self.state.pending
+        unsampled = t0  # the first hour whose sample is not written yet
         for k in range(self.window_hours):
             t = t0 + k
-            for j, count in arrivals.get(k, ()):
+            hour = arrivals.get(k)
+            if hour is None and t % 24 != 23 and not (pending and pending[0][0] <= t):
+                continue  # nothing happens this hour: its sample is the state as it stands
+            self._sample(unsampled, t)  # the quiet hours before this one
+            for j, count in hour or ():
                 if self.state.closed:
                     break
                 self._arrivals(products[j], t, count)
             self._transitions_due(t)
             if t % 24 == 23:
                 self._end_of_day(t)
-            self._sample(t)
+            self._sample(t, t + 1)
+            unsampled = t + 1
+        self._sample(unsampled, t0 + self.window_hours)
         self.state.t = t0 + self.window_hours
 
     def finish(self) -> None:
@@ -135,7 +143,7 @@ class Engine(StoreActions, Lifecycle):
             self._transitions_due(t)
             if t % 24 == 23:
                 self._end_of_day(t)
-            self._sample(t)
+            self._sample(t, t + 1)
             self.state.t += 1
         while self.state.pending:
             self._transitions_due(self.state.pending[0][0])
@@ -178,15 +186,19 @@ class Engine(StoreActions, Lifecycle):
             samples.daily_rating[day] = rating.published
             samples.daily_stars[day] = rating.stars
 
-    def _sample(self, t: int) -> None:
+    def _sample(self, start: int, end: int) -> None:
+        """The hourly samples of hours start … end − 1: the state as it stands (the hours of a
+        window in which nothing happens are written at once, with the same values)."""
+        if start >= end:
+            return
         s, a = self.state.samples, self.state.ledger.accounts
-        s.balance[t] = a.balance
-        s.deposit[t] = a.deposit
-        s.in_transit[t] = a.in_transit
-        s.receivable[t] = a.receivable
-        s.rating[t] = self.state.rating.published
-        s.stars[t] = self.state.rating.stars
-        s.active_listings[t] = len(self.state.listings)
+        s.balance[start:end] = a.balance
+        s.deposit[start:end] = a.deposit
+        s.in_transit[start:end] = a.in_transit
+        s.receivable[start:end] = a.receivable
+        s.rating[start:end] = self.state.rating.published
+        s.stars[start:end] = self.state.rating.stars
+        s.active_listings[start:end] = len(self.state.listings)
 
     # --- persistence ---------------------------------------------------------------------------
     def snapshot(self) -> bytes:

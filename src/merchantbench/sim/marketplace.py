@@ -166,7 +166,7 @@ class Marketplace:
                 engine._transitions_due(t)
                 if t % 24 == 23:
                     engine._end_of_day(t)
-                engine._sample(t)
+                engine._sample(t, t + 1)
         for engine in engines:
             engine.state.t = t0 + self.window_hours
         self._post_offers()

@@ -1,0 +1,117 @@
+"""The classic store env (`merchantbench.rl.classic`): Gymnasium's and stable-baselines3's own
+checkers, rewards fen-exact, the one engine (the store an episode opens is the `rl.episode`
+store), determinism, bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from merchantbench.rl.classic import GLOBAL, SLOT, StoreEnv
+from merchantbench.rl.classic_eval import (
+    EpisodeSpec,
+    constant_action,
+    paired,
+    play,
+    play_rule_based,
+)
+from merchantbench.rl.episode import Episode, EpisodeConfig
+from merchantbench.rl.splits import episode_seed
+from merchantbench.rl.trl_tiny import environ
+from merchantbench.training_envs import RECIPES, find_env
+from requires import need
+
+
+def _env(**kwargs: object) -> StoreEnv:
+    return StoreEnv(scenario="smoke", length=3, slots=8, pool=2, **kwargs)  # type: ignore[arg-type]
+
+
+def test_gymnasium_check_env() -> None:
+    env = _env()
+    check_env(env, skip_render_check=True)
+    assert env.observation_space.shape == (GLOBAL + SLOT * 8,)
+    assert list(env.action_space.nvec) == [8] * 8
+
+
+def test_stable_baselines3_check_env() -> None:
+    """SB3's own checker, in the sb3 environment (torch lives there, not here)."""
+    need("sb3")
+    found = find_env(RECIPES["sb3"])
+    assert found is not None
+    code = (
+        "from stable_baselines3.common.env_checker import check_env\n"
+        "from merchantbench.rl.classic import StoreEnv\n"
+        "import warnings\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    check_env(StoreEnv(scenario='smoke', length=3, slots=8, pool=2), warn=True)\n"
+        "print([str(w.message) for w in caught])\n"
+    )
+    done = subprocess.run(
+        [str(found.python), "-c", code], env=environ(), capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    warnings = json.loads(done.stdout.strip().splitlines()[-1].replace("'", '"'))
+    assert not [w for w in warnings if "StoreEnv" in w or "space" in w.lower()], warnings
+
+
+def test_rewards_sum_to_the_change_and_the_store_is_the_episodes() -> None:
+    env = _env()
+    spec = EpisodeSpec("validation", 4, 150)
+    options = {"split": "validation", "index": 4, "start_day": 150}
+    env.reset(options=options)
+    # The store the env opens is the one the training episode opens (one engine, one market).
+    episode = Episode(
+        EpisodeConfig("smoke", length=3, start_day=150), episode_seed("validation", 4)
+    )
+    assert env.engine is not None and env.engine.state_hash() == episode.session.state_hash()
+    action = constant_action(env, 8, 2)
+    change = play(env, lambda _obs: action, spec)  # checks the sum of fen rewards itself
+    assert change != 0.0
+    assert env.engine.done and env.engine.state.drained
+    # Deterministic: the same episode and actions give the same result and observations.
+    first, _ = env.reset(options=options)
+    again, _ = _env().reset(options=options)
+    assert np.array_equal(first, again)
+    assert play(env, lambda _obs: action, spec) == change
+
+
+def test_bad_input_and_the_rule_based_comparison() -> None:
+    env = _env()
+    with pytest.raises(RuntimeError):
+        env.step(np.zeros(8, dtype=np.int64))  # before reset
+    env.reset(seed=3)
+    assert 0 <= env.start_day <= env.last_start and 0 <= env.index < 2
+    with pytest.raises(ValueError):
+        env.step(np.zeros(5, dtype=np.int64))
+    _, _, _, _, info = env.step(np.full(8, 99))  # out of range: clipped to the top markup
+    assert info["window"] == 1
+    with pytest.raises(ValueError, match="start_day"):
+        env.reset(options={"start_day": 400})
+    score = play_rule_based(env, EpisodeSpec("validation", 1, 100))
+    assert isinstance(score, float)
+    assert paired([3.0, 1.0, 2.0], [1.0, 1.0, 3.0])["wins"] == 1
+
+
+def test_the_sb3_training_script_runs_and_reports(tmp_path: Path) -> None:
+    """`rl.sb3_train` end to end on a tiny budget: PPO trains, and every policy is scored on
+    the same held-out episodes, paired."""
+    need("sb3")
+    found = find_env(RECIPES["sb3"])
+    assert found is not None
+    command = [str(found.python), "-m", "merchantbench.rl.sb3_train", "--scenario", "smoke",
+               "--length", "3", "--minutes", "0.05", "--envs", "2", "--pool", "2", "--test", "2",
+               "--tune", "1", "--n-steps", "16", "--out", str(tmp_path)]  # fmt: skip
+    done = subprocess.run(command, env=environ(), capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert set(results["scores"]) == {"ppo", "random", "best_constant", "rule_based"}
+    assert all(len(scores) == 2 for scores in results["scores"].values())
+    assert results["train_steps"] > 0 and results["ppo_vs"]["random"]["n"] == 2
+    curve = json.loads((tmp_path / "curve.json").read_text())
+    assert curve[-1]["held_out_mean_rmb"] == results["means"]["ppo"]
