@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 from scipy.stats import kendalltau
 from typer.testing import CliRunner
 
@@ -57,3 +58,49 @@ def test_kendall_tau_and_ranks():
     assert np.isclose(kendall_tau(tied, b), kendalltau(tied, b).statistic)
     assert _ranks([5.0, 9.0, 5.0]) == [2.5, 1.0, 2.5]
     assert kendall_tau([1.0, 1.0], [2.0, 2.0]) is None
+
+
+SMALL = [*ARGS[:7], "--scenario", "smoke", "--set", "market.seller_substitution=4",
+         "--set", "clock.days=4", "--no-progress"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def finished_arena(tmp_path_factory):
+    out = tmp_path_factory.mktemp("finished") / "arena"
+    result = CliRunner().invoke(app, [*SMALL, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert not (out / "report.md").exists()
+    return out
+
+
+def _record_bytes(arena):
+    return {p: p.read_bytes() for p in sorted(arena.rglob("*")) if p.is_file()}
+
+
+def test_report_of_an_arena_directory_writes_the_markets_report(finished_arena, tmp_path):
+    before = _record_bytes(finished_arena)
+    out = tmp_path / "report"
+    result = CliRunner().invoke(app, ["report", str(finished_arena), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    text = (out / "report.md").read_text()
+    assert text.startswith(f"# Arena report: {finished_arena.name}")
+    assert "## Table 1, per merchant" in text and "## Shares of the market" in text
+    for merchant in ("expert", "rule-based", "random"):
+        assert f"## Merchant {merchant}" in text
+    assert json.loads((out / "market_metrics.json").read_text())["ranking"]
+    assert _record_bytes(finished_arena) == before  # the record itself is left as it was
+
+
+def test_arena_resume_report_on_a_finished_arena_writes_the_report(finished_arena):
+    before = _record_bytes(finished_arena)
+    result = CliRunner().invoke(app, [*SMALL, "--out", str(finished_arena), "--resume", "--report"])
+    assert result.exit_code == 0, result.output
+    assert "already finished" not in result.output
+    assert (finished_arena / "report.md").read_text().startswith("# Arena report")
+    after = _record_bytes(finished_arena)
+    assert {p: b for p, b in after.items() if p in before} == before
+
+
+def test_arena_resume_without_report_on_a_finished_arena_still_says_so(finished_arena):
+    result = CliRunner().invoke(app, [*SMALL, "--out", str(finished_arena), "--resume"])
+    assert result.exit_code == 2 and "already finished" in result.output
