@@ -87,6 +87,8 @@ def test_report_of_an_arena_directory_writes_the_markets_report(finished_arena, 
     assert "## Table 1, per merchant" in text and "## Shares of the market" in text
     for merchant in ("expert", "rule-based", "random"):
         assert f"## Merchant {merchant}" in text
+        assert f"](figures/{merchant}/net_assets.svg)" in text
+        assert (out / "figures" / merchant / "net_assets.svg").stat().st_size > 1000
     assert json.loads((out / "market_metrics.json").read_text())["ranking"]
     assert _record_bytes(finished_arena) == before  # the record itself is left as it was
 
@@ -104,3 +106,20 @@ def test_arena_resume_report_on_a_finished_arena_writes_the_report(finished_aren
 def test_arena_resume_without_report_on_a_finished_arena_still_says_so(finished_arena):
     result = CliRunner().invoke(app, [*SMALL, "--out", str(finished_arena), "--resume"])
     assert result.exit_code == 2 and "already finished" in result.output
+
+
+def test_the_report_of_a_market_of_one_merchant_is_its_run_report(tmp_path):
+    arena = tmp_path / "alone"
+    args = ["arena", "--agent", "rule-based", "--scenario", "smoke", "--set", "clock.days=4"]
+    result = CliRunner().invoke(app, [*args, "--no-progress", "--out", str(arena)])
+    assert result.exit_code == 0, result.output
+    runner = CliRunner()
+    market = runner.invoke(app, ["report", str(arena), "--out", str(tmp_path / "market")])
+    merchant = arena / "merchants" / "rule-based"
+    run = runner.invoke(app, ["report", str(merchant), "--out", str(tmp_path / "run")])
+    assert market.exit_code == 0 and run.exit_code == 0, market.output + run.output
+    text = (tmp_path / "market" / "report.md").read_text()
+    assert text.startswith("# MerchantBench run: rule-based")
+    assert text == (tmp_path / "run" / "report.md").read_text()
+    for name in ("net_assets.svg", "metrics.json"):
+        assert (tmp_path / "market" / name).read_bytes() == (tmp_path / "run" / name).read_bytes()

@@ -39,6 +39,7 @@ from merchantbench.report.paper import (
 from merchantbench.report.table import markdown_table as markdown_table
 
 REPORT_FILE = "report.md"
+FIGURES_DIR = "figures"  # a market report: each merchant's figures in FIGURES_DIR/<id>/
 QUARTER_HEADERS = ("quarter", "months", "new products", "mean", "median")
 METADATA_LEFT_OUT = frozenset({"scenario_config", "final_accounts"})  # shown elsewhere
 
@@ -335,9 +336,10 @@ def render_report(
     market: Mapping[str, Any] | None = None,
     market_figures: Sequence[Path] = (),
 ) -> str:
-    """The report of a market as Markdown. One merchant and no market analysis: the run's
-    report. Several: the market's sections (`market`, from `report.arena.arena_analysis`, and
-    its figures), then each merchant's sections under its own heading."""
+    """The report of a market as Markdown. One merchant (no market analysis: its shares are
+    whole and nothing is contested): the run's report. Several: the market's sections (`market`,
+    from `report.arena.arena_analysis`, and its figures), then each merchant's sections under
+    its own heading."""
     paper_like = all(paper_setting(m.record.run.scenario_config) for m in merchants)
     if market is None:
         (one,) = merchants
@@ -369,7 +371,7 @@ def _write(
     out_dir.mkdir(parents=True, exist_ok=True)
     reported = []
     for merchant, record, metrics in merchants:
-        folder = out_dir if market is None else out_dir / merchant
+        folder = out_dir if market is None else out_dir / FIGURES_DIR / merchant
         figures = write_plots(record, metrics, folder)
         takeovers = read_counterfactual(record.path)
         if takeovers is not None:
@@ -400,9 +402,10 @@ def write_run_report(record: RunRecord, metrics: Mapping[str, Any], out_dir: Pat
 
 def write_report(path: Path | str, out_dir: Path | str | None = None) -> Path:
     """Read a run directory or an arena directory and write its report (into that directory
-    unless `out_dir`). A run's: `report.md`, `metrics.json` and its figures. An arena's:
+    unless `out_dir`). A run's, or an arena's of one merchant (the same report): `report.md`,
+    `metrics.json` and its figures. An arena's of several merchants:
     `report.md`, `market_metrics.json`, the market's figures and each merchant's (in a folder
-    named after the merchant); the records themselves are only read.
+    `figures/<merchant>/`); the records themselves are only read.
 
     Raises:
         RunRecordError: The directory is not a readable run record (nor an arena).
@@ -420,7 +423,7 @@ def write_report(path: Path | str, out_dir: Path | str | None = None) -> Path:
     for entry in manifest.merchants:
         record = load_run_record(manifest.merchant_dir(path, entry.id))
         merchants.append((entry.id, record, metrics_of(record)))
-    return _write(merchants, target, arena_analysis(path))
+    return _write(merchants, target, arena_analysis(path) if len(merchants) > 1 else None)
 
 
 def _summary_rows(runs: Sequence[RunResult]) -> list[list[Any]]:
