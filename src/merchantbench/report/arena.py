@@ -24,7 +24,7 @@ import numpy as np
 from merchantbench.metrics.record import RunRecord, load_run_record
 from merchantbench.money import rmb
 from merchantbench.record.arena import ArenaManifest, read_arena
-from merchantbench.report.markdown import REPORT_FILE, markdown_table, percent
+from merchantbench.report.table import REPORT_FILE, markdown_table, percent
 
 __all__ = [
     "arena_analysis",

@@ -36,9 +36,10 @@ from merchantbench.report.paper import (
     load_paper_table,
     table1_cells,
 )
+from merchantbench.report.table import REPORT_FILE as REPORT_FILE
 from merchantbench.report.table import markdown_table as markdown_table
+from merchantbench.report.table import percent as percent
 
-REPORT_FILE = "report.md"
 FIGURES_DIR = "figures"  # a market report: each merchant's figures in FIGURES_DIR/<id>/
 QUARTER_HEADERS = ("quarter", "months", "new products", "mean", "median")
 METADATA_LEFT_OUT = frozenset({"scenario_config", "final_accounts"})  # shown elsewhere
@@ -46,11 +47,6 @@ METADATA_LEFT_OUT = frozenset({"scenario_config", "final_accounts"})  # shown el
 
 def _money(value: float | None) -> str | None:
     return None if value is None else f"{value:.2f}"
-
-
-def percent(value: float | None) -> str | None:
-    """A rate in [0, 1] as a percentage with one decimal."""
-    return None if value is None else f"{100 * value:.1f} %"
 
 
 def run_metadata(run: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
