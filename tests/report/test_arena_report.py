@@ -44,7 +44,7 @@ def test_the_arena_report_across_seeds(tmp_path):
         contested = _contested_by_brute_force(out / f"seed-{seed}", per, 14 * 24)
         assert market["contested_products"] == len(contested)
         for picture in ("arena_net_assets", "arena_rating_race", "arena_markups"):
-            assert (out / f"seed-{seed}" / f"{picture}.png").stat().st_size > 1000
+            assert (out / f"seed-{seed}" / f"{picture}.svg").stat().st_size > 1000
         assert "## Table 1, per merchant" in (out / f"seed-{seed}" / "report.md").read_text()
     ranks = [m["mean_rank"] for m in seeds["merchants"].values()]
     assert np.isclose(sum(ranks), 1 + 2 + 3)

@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 
 from merchantbench.metrics.record import RunRecord, load_run_record
-from merchantbench.money import rmb
 from merchantbench.record.arena import ArenaManifest, read_arena
 from merchantbench.report.table import REPORT_FILE, markdown_table, percent
 
@@ -31,7 +30,6 @@ __all__ = [
     "contested_products",
     "listing_spells",
     "markets_analysis",
-    "market_figures",
     "render_markets_sections",
     "seeds_analysis",
     "write_seeds_report",
@@ -317,61 +315,6 @@ def markets_analysis(arena_dirs: Sequence[Path], seeds: Sequence[int | None]) ->
 # --- the reports ---------------------------------------------------------------------------------
 def _fmt(value: float | None, digits: int = 2) -> str | None:
     return None if value is None else f"{value:.{digits}f}"
-
-
-def market_figures(
-    out_dir: Path, merchants: Sequence[tuple[str, RunRecord]], analysis: Mapping[str, Any]
-) -> list[Path]:
-    """The market's figures in `out_dir`: each merchant's net assets, the rating race, the
-    markups on contested and uncontested products."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    paths = []
-    fig, ax = plt.subplots(figsize=(11, 4.5))
-    for merchant, record in merchants:
-        series = record.timeseries
-        ax.plot(series["t"] / HOURS_PER_DAY, rmb(series["net_assets"]), label=merchant)
-    ax.set_title("Net assets of each merchant")
-    ax.set_xlabel("day")
-    ax.set_ylabel("RMB")
-    ax.grid(True, alpha=0.3)
-    ax.legend()
-    paths.append(_save(fig, out_dir / "arena_net_assets.png"))
-    fig, ax = plt.subplots(figsize=(11, 4.5))
-    for merchant, record in merchants:
-        ax.plot(record.daily["day"] + 0.5, record.daily["rating"], label=merchant)
-    ax.set_title("Rating race: each merchant's published rating")
-    ax.set_xlabel("day")
-    ax.set_ylabel("rating (1–5)")
-    ax.grid(True, alpha=0.3)
-    ax.legend()
-    paths.append(_save(fig, out_dir / "arena_rating_race.png"))
-    fig, ax = plt.subplots(figsize=(11, 4.5))
-    for n, (k, v) in enumerate(analysis["merchants"].items()):
-        colour = f"C{n}"
-        for kind, style in (("contested", "-"), ("uncontested", ":")):
-            values = [np.nan if x is None else 100 * x for x in v["markups"][kind]]
-            ax.plot(range(1, len(values) + 1), values, style, color=colour, marker="o",
-                    label=f"{k} {kind}")  # fmt: skip
-    ax.set_title("Markups: contested (solid) and uncontested (dotted) products")
-    ax.set_xlabel("30-day period")
-    ax.set_ylabel("mean markup (%)")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small")
-    paths.append(_save(fig, out_dir / "arena_markups.png"))
-    return paths
-
-
-def _save(fig: Any, path: Path) -> Path:
-    import matplotlib.pyplot as plt
-
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
 
 
 def render_markets_sections(data: Mapping[str, Any], heading: str = "##") -> list[str]:

@@ -381,7 +381,7 @@ def _write(
         write_metrics(dict(merchants[0][2]), out_dir)
     else:
         from merchantbench.report.arena import ANALYSIS_FILE
-        from merchantbench.report.arena import market_figures as draw
+        from merchantbench.report.plots import market_figures as draw
 
         (out_dir / ANALYSIS_FILE).write_text(json.dumps(market, indent=2) + "\n")
         records = [(m, r) for m, r, _ in merchants]
