@@ -4,6 +4,7 @@ the report across seeds; its numbers agree with the records they come from."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -123,3 +124,17 @@ def test_the_report_of_a_market_of_one_merchant_is_its_run_report(tmp_path):
     assert text == (tmp_path / "run" / "report.md").read_text()
     for name in ("net_assets.svg", "metrics.json"):
         assert (tmp_path / "market" / name).read_bytes() == (tmp_path / "run" / name).read_bytes()
+
+
+def test_report_of_an_unfinished_or_damaged_arena_is_one_line(finished_arena, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(finished_arena, copy)
+    manifest = json.loads((copy / "arena.json").read_text())
+    (copy / "arena.json").write_text(json.dumps({**manifest, "ended": "interrupted"}))
+    result = CliRunner().invoke(app, ["report", str(copy)])
+    assert result.exit_code == 2 and "has not finished (ended: interrupted)" in result.output
+    (copy / "arena.json").write_text(json.dumps(manifest))
+    (copy / "merchants" / "random" / "metrics.json").unlink()
+    result = CliRunner().invoke(app, ["report", str(copy)])
+    assert result.exit_code == 2 and "cannot be read" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)

@@ -47,6 +47,8 @@ def report(
             path = write_report(run_dir, target)
         except (ArenaError, RunRecordError) as exc:
             fail(str(exc))
+        except (OSError, ValueError, KeyError) as exc:  # a damaged merchant's record
+            fail(f"{run_dir}: a merchant's record cannot be read: {type(exc).__name__}: {exc}")
         manifest = read_arena(run_dir)
         for entry in manifest.merchants:
             metrics_file = manifest.merchant_dir(run_dir, entry.id) / "metrics.json"

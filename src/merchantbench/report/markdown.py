@@ -21,7 +21,7 @@ from merchantbench.metrics.aggregate import (
 )
 from merchantbench.metrics.record import RunRecord, load_run_record
 from merchantbench.metrics.run_metrics import metrics_of, write_metrics
-from merchantbench.record.arena import ARENA_FILE, read_arena
+from merchantbench.record.arena import ARENA_FILE, ArenaError, read_arena
 from merchantbench.record.comparable import paper_setting
 from merchantbench.report.counterfactual import (
     COUNTERFACTUAL_FIGURE,
@@ -405,7 +405,7 @@ def write_report(path: Path | str, out_dir: Path | str | None = None) -> Path:
 
     Raises:
         RunRecordError: The directory is not a readable run record (nor an arena).
-        ArenaError: An arena directory whose manifest cannot be read.
+        ArenaError: An arena directory whose manifest cannot be read, or that has not finished.
     """
     path = Path(path)
     target = Path(out_dir) if out_dir is not None else path
@@ -415,6 +415,11 @@ def write_report(path: Path | str, out_dir: Path | str | None = None) -> Path:
     from merchantbench.report.arena import arena_analysis
 
     manifest = read_arena(path)
+    if manifest.ended != "completed":
+        raise ArenaError(
+            f"{path} has not finished (ended: {manifest.ended or 'still running'}); "
+            "finish it with merchantbench arena --resume, then report"
+        )
     merchants = []
     for entry in manifest.merchants:
         record = load_run_record(manifest.merchant_dir(path, entry.id))
