@@ -101,8 +101,8 @@ ADAPTERS: dict[str, str | AdapterFactory] = {
     "mcp": "merchantbench.check.served:McpAdapter",
     "gym": "merchantbench.check.gym_adapter:GymAdapter",
     "market": "merchantbench.check.market_adapter:MarketAdapter",
-    "http-market": "merchantbench.check.served_market:HttpMarketAdapter",
-    "mcp-market": "merchantbench.check.served_market:McpMarketAdapter",
+    "http-market": "merchantbench.check.served:HttpMarketAdapter",
+    "mcp-market": "merchantbench.check.served:McpMarketAdapter",
 }
 
 

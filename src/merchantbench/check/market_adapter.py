@@ -18,7 +18,7 @@ from merchantbench.agents.base import BaseAgent
 from merchantbench.agents.registry import make_agent
 from merchantbench.check.adapter import LedgerReport
 from merchantbench.check.checks import OTHER_MERCHANT_MARK
-from merchantbench.check.python_adapter import PythonRun
+from merchantbench.check.python_adapter import PythonRun, session_ledger
 from merchantbench.market_session import MarketSession, MerchantSession
 from merchantbench.scenario import Scenario
 
@@ -29,7 +29,9 @@ __all__ = [
     "RIVAL_AGENT",
     "MarketAdapter",
     "MarketRun",
+    "Rival",
     "competing",
+    "merchant_ledger",
     "rival_turn",
 ]
 
@@ -61,44 +63,60 @@ def rival_turn(session: MerchantSession, rival: BaseAgent, last: int) -> int:
     return window
 
 
+class Rival:
+    """The rival merchant (its agent and the window it last played), kept beside the market:
+    a snapshot of the market packs both, so a restore rewinds the rival too."""
+
+    def __init__(self) -> None:
+        self.agent = make_agent(RIVAL_AGENT, {})
+        self.window = -1
+
+    def turn(self, session: MerchantSession) -> None:
+        """Play the rival's window if it has not played it yet (see `rival_turn`)."""
+        self.window = rival_turn(session, self.agent, self.window)
+
+    def pack(self, market: bytes) -> bytes:
+        """A snapshot of the market (its own blob) with the rival's state."""
+        return pickle.dumps((market, self.agent, self.window), protocol=pickle.HIGHEST_PROTOCOL)
+
+    def unpack(self, blob: bytes) -> bytes:
+        """Take back the rival's state of a `pack`ed snapshot; returns the market's blob."""
+        market, self.agent, self.window = pickle.loads(blob)
+        return bytes(market)
+
+
+def merchant_ledger(session: MerchantSession, market_over: bool) -> LedgerReport:
+    """The checked merchant's ledger; its run ends (drains) only when the market's does."""
+    return session_ledger(session, session.over and market_over)
+
+
 class MarketRun(PythonRun):
     """The checked merchant's session of a two-merchant market; the host plays the rival."""
 
     def __init__(self, market: MarketSession) -> None:
         super().__init__(market.session(CHECKED))
         self.market = market
-        self.rival = make_agent(RIVAL_AGENT, {})
-        self._rival_window = -1
-        self._rival_turn()
-
-    def _rival_turn(self) -> None:
-        self._rival_window = rival_turn(self.market.session(RIVAL), self.rival, self._rival_window)
+        self.rival = Rival()
+        self.rival.turn(market.session(RIVAL))
 
     def call(
         self, tool: str, args: dict[str, Any] | None, idempotency_key: str | None
     ) -> dict[str, Any]:
         result = super().call(tool, args, idempotency_key)
-        self._rival_turn()
+        self.rival.turn(self.market.session(RIVAL))
         return result
 
     def state_hash(self) -> str:
         return self.market.state_hash()
 
     def snapshot(self) -> bytes:
-        state = (self.market.snapshot(), self.rival, self._rival_window)
-        return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+        return self.rival.pack(self.market.snapshot())
 
     def restore(self, blob: bytes) -> None:
-        market, self.rival, self._rival_window = pickle.loads(blob)
-        self.market.restore(market)
+        self.market.restore(self.rival.unpack(blob))
 
     def ledger(self) -> LedgerReport:
-        report = super().ledger()
-        if not self.market.over:  # the merchant's own run ends only when the market drains
-            return LedgerReport(
-                report.initial, report.accounts, report.movements, report.net_assets, False
-            )
-        return report
+        return merchant_ledger(self.session, self.market.over)  # type: ignore[arg-type]
 
 
 class MarketAdapter:

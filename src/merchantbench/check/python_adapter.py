@@ -8,7 +8,26 @@ from merchantbench.check.adapter import LedgerReport
 from merchantbench.scenario import Scenario
 from merchantbench.session import Session
 
-__all__ = ["PythonAdapter", "PythonRun"]
+__all__ = ["PythonAdapter", "PythonRun", "session_ledger"]
+
+
+def session_ledger(session: Session, drained: bool) -> LedgerReport:
+    """A merchant's accounts and the sums of its ledger's movements (`drained`: its run has
+    ended and every order has run to its end)."""
+    ledger = session.engine.state.ledger
+    sums = [0, 0, 0, 0]
+    for entry in ledger.entries:
+        sums[0] += entry.d_balance
+        sums[1] += entry.d_deposit
+        sums[2] += entry.d_in_transit
+        sums[3] += entry.d_receivable
+    return LedgerReport(
+        initial=(ledger.initial_balance, ledger.initial_deposit),
+        accounts=ledger.accounts.as_tuple(),
+        movements=(sums[0], sums[1], sums[2], sums[3]),
+        net_assets=ledger.accounts.net_assets,
+        drained=drained,
+    )
 
 
 class PythonRun:
@@ -56,20 +75,7 @@ class PythonRun:
         self.session.restore(blob)
 
     def ledger(self) -> LedgerReport:
-        ledger = self.session.engine.state.ledger
-        sums = [0, 0, 0, 0]
-        for entry in ledger.entries:
-            sums[0] += entry.d_balance
-            sums[1] += entry.d_deposit
-            sums[2] += entry.d_in_transit
-            sums[3] += entry.d_receivable
-        return LedgerReport(
-            initial=(ledger.initial_balance, ledger.initial_deposit),
-            accounts=ledger.accounts.as_tuple(),
-            movements=(sums[0], sums[1], sums[2], sums[3]),
-            net_assets=ledger.accounts.net_assets,
-            drained=self.session.over,
-        )
+        return session_ledger(self.session, self.session.over)
 
     def close(self) -> None:
         """Nothing to release in process."""

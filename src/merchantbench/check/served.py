@@ -1,15 +1,27 @@
-"""The adapters of the served front ends: `http` (the JSON API and the artifact protocol's
-routes) and `mcp` (the official `mcp` client over streamable HTTP at `/runs/{run}/mcp`).
+"""The adapters of the served front ends, one family: a transport (how the checked merchant's
+agent talks: `HttpRun`, the JSON API and the artifact protocol's routes; `McpRun`, the official
+`mcp` client over streamable HTTP) over a stage (what is served: `ServedStore`, a run of
+`merchantbench serve`, the one merchant of its market; `ServedMarket`, the merchant `check` of a
+served market of two beside a rule-based rival). The four adapters are the four pairs: `http`,
+`mcp` (the store) and `http-market`, `mcp-market` (the market).
 
 Each adapter starts a real `merchantbench serve` app (`create_app` with the MCP extension) with
-uvicorn on a free 127.0.0.1 port, in a thread of this process, with an admin token. A run is
-created by the operator (`RunRegistry.create_now`, so any scenario, overrides included, can be
-checked), and its agent plays through the network with the run's agent bearer token only.
+uvicorn on a free 127.0.0.1 port, in a thread of this process, with an admin token. A run or
+market is created by the operator (`RunRegistry.create_now` / `create_market_now`, so any
+scenario, overrides included, can be checked), and the checked merchant plays through the
+network with its own agent bearer token only: in a market, the `hidden` check's leak scan then
+covers everything the merchant is sent over the wire (the rival's private note, like any hidden
+field, must show nowhere).
 
-The host side reads the run's `RunHost` in process: `state_hash`, `snapshot` and `ledger` from
-its session, `restore` through `RunHost.restore` (under the run's lock, reopening a finished
-record). None of this is a route: a snapshot is a pickle, and a server that unpickled what a
-client sent would run the client's code (docs/check.md).
+The rival plays host side, in process (`MarketHost.host_turn`, under the market's lock), once
+per window as the window opens, before the checked merchant's first call: so the checked
+merchant's `end_of_step` is the window's last close, and over MCP (where `end_of_step` answers
+with the next window) it never waits. A store has no rival: its turn is empty.
+
+The host side reads the stage's host in process: `state_hash`, `snapshot` and `ledger` from its
+session (or market), `restore` through `RunHost.restore` / `MarketHost.rewind` (under the lock,
+reopening a finished record). None of this is a route: a snapshot is a pickle, and a server
+that unpickled what a client sent would run the client's code (docs/check.md).
 """
 
 from __future__ import annotations
@@ -21,16 +33,29 @@ import tempfile
 import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import httpx
 
 from merchantbench.check.adapter import LedgerReport
-from merchantbench.check.python_adapter import PythonRun
+from merchantbench.check.market_adapter import CHECKED, RIVAL, Rival, competing, merchant_ledger
+from merchantbench.check.python_adapter import session_ledger
 from merchantbench.scenario import Scenario
 from merchantbench.tools.toolset import END_OF_STEP
 
-__all__ = ["HttpAdapter", "HttpRun", "LiveServe", "McpAdapter", "McpRun"]
+__all__ = [
+    "HttpAdapter",
+    "HttpMarketAdapter",
+    "HttpRun",
+    "LiveServe",
+    "McpAdapter",
+    "McpMarketAdapter",
+    "McpRun",
+    "ServedAdapter",
+    "ServedMarket",
+    "ServedStore",
+    "Stage",
+]
 
 T = TypeVar("T")
 TIMEOUT = 120.0  # seconds for one request (closing a window simulates 12 hours)
@@ -108,34 +133,47 @@ class LiveServe:
         self._dir.cleanup()
 
 
-class _ServedRun:
-    """The host side of a served run: its `RunHost`, in process. Where the agent's routes are
-    (`agent_id`, `agent_api`, `mcp_path`) and its `surface` are overridden by a market's."""
+class Stage(Protocol):
+    """What is served, seen by the check: the checked merchant's token and routes, its
+    surface (the clock MCP lacks), the host side, and the turn the host plays around each of
+    the merchant's calls (a store: none)."""
+
+    token: str
+    run_id: str
+    agent_id: str
+    agent_api: str  # the JSON API of the merchant: observation, tools, end-window
+    mcp_path: str
+
+    @property
+    def surface(self) -> Any: ...
+    def over_in(self, summary: dict[str, Any]) -> bool: ...
+    def turn(self) -> None: ...
+    def state_hash(self) -> str: ...
+    def snapshot(self) -> bytes: ...
+    def restore(self, blob: bytes) -> None: ...
+    def ledger(self) -> LedgerReport: ...
+
+
+class ServedStore:
+    """A served run (`RunHost`): the store is the one merchant of its market."""
 
     def __init__(self, serve: LiveServe, scenario: Scenario, seed: int) -> None:
         self.serve = serve
         self.host, self.token = serve.create(scenario, seed)
-
-    @property
-    def agent_id(self) -> str:
-        return str(self.host.settings.agent_id)
-
-    @property
-    def agent_api(self) -> str:
-        """The JSON API of the agent: observation, tools, end-window."""
-        return f"/api/runs/{self.host.run_id}"
-
-    @property
-    def mcp_path(self) -> str:
-        return f"/runs/{self.host.run_id}/mcp"
+        run = self.run_id = str(self.host.run_id)
+        self.agent_id = str(self.host.settings.agent_id)
+        self.agent_api, self.mcp_path = f"/api/runs/{run}", f"/runs/{run}/mcp"
 
     @property
     def surface(self) -> Any:
         return self.host.surface
 
     def over_in(self, summary: dict[str, Any]) -> bool:
-        """Whether the agent's run is over, from the run's summary as the agent reads it."""
+        """Whether the merchant's run is over, from the run's summary as its agent reads it."""
         return bool(summary["over"])
+
+    def turn(self) -> None:
+        """Nobody else plays in a store."""
 
     def state_hash(self) -> str:
         return str(self.host.session.state_hash())
@@ -148,24 +186,92 @@ class _ServedRun:
         self.serve.on_loop(self.host.restore(blob))
 
     def ledger(self) -> LedgerReport:
-        return PythonRun(self.host.session).ledger()
+        return session_ledger(self.host.session, self.host.session.over)
 
 
-class HttpRun(_ServedRun):
+class ServedMarket:
+    """A served market of two (`MarketHost`): the checked merchant and the rival."""
+
+    def __init__(self, serve: LiveServe, scenario: Scenario, seed: int) -> None:
+        self.serve = serve
+        self.host, tokens = serve.create_market(competing(scenario), seed, [CHECKED, RIVAL])
+        self.token, self.agent_id = tokens[CHECKED], CHECKED
+        self.run_id = str(self.host.run_id)
+        merchant = f"/runs/{self.run_id}/agents/{CHECKED}"
+        self.agent_api, self.mcp_path = f"/api{merchant}", f"{merchant}/mcp"
+        self.rival = Rival()
+        self.turn()
+
+    @property
+    def surface(self) -> Any:
+        return self.host.channels[CHECKED].session.surface
+
+    def over_in(self, summary: dict[str, Any]) -> bool:
+        return bool(summary["over"] or summary["agents"][CHECKED]["closed"])
+
+    def turn(self) -> None:
+        """The rival plays its window if it has not yet (host side, under the market's lock)."""
+        self.serve.on_loop(self.host.host_turn(RIVAL, self.rival.turn))
+
+    def state_hash(self) -> str:
+        return str(self.host.life.market.state_hash())
+
+    def snapshot(self) -> bytes:
+        return self.rival.pack(self.host.life.market.snapshot())
+
+    def restore(self, blob: bytes) -> None:
+        self.serve.on_loop(self.host.rewind(self.rival.unpack(blob)))
+
+    def ledger(self) -> LedgerReport:
+        session = self.host.channels[CHECKED].session
+        return merchant_ledger(session, self.host.life.market.over)
+
+
+class _Transport:
+    """A checked merchant's agent side over a stage: each call goes between the host's turns;
+    the host side is the stage's."""
+
+    def __init__(self, stage: Stage) -> None:
+        self.stage = stage
+
+    def send(self, tool: str, args: dict[str, Any] | None, key: str | None) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def call(
+        self, tool: str, args: dict[str, Any] | None, idempotency_key: str | None
+    ) -> dict[str, Any]:
+        self.stage.turn()
+        result = self.send(tool, args, idempotency_key)
+        self.stage.turn()
+        return result
+
+    def state_hash(self) -> str:
+        return self.stage.state_hash()
+
+    def snapshot(self) -> bytes:
+        return self.stage.snapshot()
+
+    def restore(self, blob: bytes) -> None:
+        self.stage.restore(blob)
+
+    def ledger(self) -> LedgerReport:
+        return self.stage.ledger()
+
+
+class HttpRun(_Transport):
     """Agent side over HTTP: the artifact protocol's tool schema and first observation packet
     (the brief), and the JSON API's observation, tool calls and run summary (the clock)."""
 
-    def __init__(self, serve: LiveServe, scenario: Scenario, seed: int) -> None:
-        super().__init__(serve, scenario, seed)
+    def __init__(self, stage: Stage, serve: LiveServe) -> None:
+        super().__init__(stage)
         self.http = httpx.Client(
             base_url=serve.base_url,
-            headers={"Authorization": f"Bearer {self.token}"},
+            headers={"Authorization": f"Bearer {stage.token}"},
             timeout=TIMEOUT,
         )
-        run, agent = self.host.run_id, self.agent_id
-        self._api = self.agent_api
+        run = stage.run_id
         self._summary_path = f"/api/runs/{run}"
-        packet = self._get(f"/runs/{run}/agents/{agent}/observation", {"timeout": 10})
+        packet = self._get(f"/runs/{run}/agents/{stage.agent_id}/observation", {"timeout": 10})
         self._brief: str = packet["brief"]["system_prompt"]
         self._schemas = [t["openai"] for t in self._get(f"/runs/{run}/tools/schema")["tools"]]
         self._clock: dict[str, Any] | None = None  # the run's summary, until a window closes
@@ -182,13 +288,13 @@ class HttpRun(_ServedRun):
         return self._schemas
 
     def observation(self) -> str:
-        return str(self._get(f"{self._api}/observation")["text"])
+        return str(self._get(f"{self.stage.agent_api}/observation")["text"])
 
-    def call(
-        self, tool: str, args: dict[str, Any] | None, idempotency_key: str | None
-    ) -> dict[str, Any]:
-        headers = {"Idempotency-Key": idempotency_key} if idempotency_key is not None else {}
-        response = self.http.post(f"{self._api}/tools/{tool}", json=args, headers=headers)
+    def send(self, tool: str, args: dict[str, Any] | None, key: str | None) -> dict[str, Any]:
+        headers = {"Idempotency-Key": key} if key is not None else {}
+        response = self.http.post(
+            f"{self.stage.agent_api}/tools/{tool}", json=args, headers=headers
+        )
         response.raise_for_status()
         result: dict[str, Any] = response.json()
         if tool == END_OF_STEP:
@@ -214,31 +320,10 @@ class HttpRun(_ServedRun):
 
     @property
     def over(self) -> bool:
-        return self.over_in(self._summary())
+        return self.stage.over_in(self._summary())
 
     def close(self) -> None:
         self.http.close()
-
-
-class _ServedAdapter:
-    """Starts one server for all the runs it opens."""
-
-    name = ""
-    _serve: LiveServe | None = None
-
-    def server(self) -> LiveServe:
-        if self._serve is None:
-            self._serve = LiveServe()
-        return self._serve
-
-
-class HttpAdapter(_ServedAdapter):
-    """`merchantbench check --adapter http`."""
-
-    name = "http"
-
-    def open(self, scenario: Scenario, seed: int) -> HttpRun:
-        return HttpRun(self.server(), scenario, seed)
 
 
 class _ClientThread:
@@ -296,17 +381,16 @@ async def _apply(call: Callable[[Any], Awaitable[T]], client: Any) -> T:
     return await call(client)
 
 
-class McpRun(_ServedRun):
+class McpRun(_Transport):
     """Agent side over MCP: the rules and observation resources (the brief is the rules
     resource), the tools as listed (turned back into OpenAI function schemas), and tool
     calls with the idempotency key in `_meta`. What `end_of_step` adds over MCP (`run_over`,
     the next observation or the summary) is set aside, so results compare with the surface's.
     The clock (`window`, `hour`, `over`) is read on the host side: MCP has none of its own."""
 
-    def __init__(self, serve: LiveServe, scenario: Scenario, seed: int) -> None:
-        super().__init__(serve, scenario, seed)
-        url = f"{serve.base_url}{self.mcp_path}"
-        self.session = _ClientThread(url, self.token)
+    def __init__(self, stage: Stage, serve: LiveServe) -> None:
+        super().__init__(stage)
+        self.session = _ClientThread(f"{serve.base_url}{stage.mcp_path}", stage.token)
 
     def _resource(self, uri: str) -> str:
         result = self.session.run(lambda c: c.read_resource(uri))
@@ -336,12 +420,10 @@ class McpRun(_ServedRun):
             for t in listed.tools
         ]
 
-    def call(
-        self, tool: str, args: dict[str, Any] | None, idempotency_key: str | None
-    ) -> dict[str, Any]:
+    def send(self, tool: str, args: dict[str, Any] | None, key: str | None) -> dict[str, Any]:
         from merchantbench.mcp_surface import IDEMPOTENCY_META_KEY
 
-        meta = {IDEMPOTENCY_META_KEY: idempotency_key} if idempotency_key is not None else None
+        meta = {IDEMPOTENCY_META_KEY: key} if key is not None else None
         result = self.session.run(lambda c: c.call_tool(tool, args, meta=meta))
         content: dict[str, Any] = dict(result.structured_content or {})
         if tool == END_OF_STEP:
@@ -351,24 +433,57 @@ class McpRun(_ServedRun):
 
     @property
     def window(self) -> int:
-        return int(self.surface.window)
+        return int(self.stage.surface.window)
 
     @property
     def hour(self) -> int:
-        return int(self.surface.hour)
+        return int(self.stage.surface.hour)
 
     @property
     def over(self) -> bool:
-        return bool(self.surface.over)
+        return bool(self.stage.surface.over)
 
     def close(self) -> None:
         self.session.close()
 
 
-class McpAdapter(_ServedAdapter):
+class ServedAdapter:
+    """A transport over a stage; starts one server for all the runs it opens."""
+
+    name: ClassVar[str] = ""
+    transport: ClassVar[type[HttpRun] | type[McpRun]]
+    stage: ClassVar[type[ServedStore] | type[ServedMarket]]
+    _serve: LiveServe | None = None
+
+    def server(self) -> LiveServe:
+        if self._serve is None:
+            self._serve = LiveServe()
+        return self._serve
+
+    def open(self, scenario: Scenario, seed: int) -> HttpRun | McpRun:
+        serve = self.server()
+        return self.transport(self.stage(serve, scenario, seed), serve)
+
+
+class HttpAdapter(ServedAdapter):
+    """`merchantbench check --adapter http`."""
+
+    name, transport, stage = "http", HttpRun, ServedStore
+
+
+class McpAdapter(ServedAdapter):
     """`merchantbench check --adapter mcp`."""
 
-    name = "mcp"
+    name, transport, stage = "mcp", McpRun, ServedStore
 
-    def open(self, scenario: Scenario, seed: int) -> McpRun:
-        return McpRun(self.server(), scenario, seed)
+
+class HttpMarketAdapter(ServedAdapter):
+    """`merchantbench check --adapter http-market`."""
+
+    name, transport, stage = "http-market", HttpRun, ServedMarket
+
+
+class McpMarketAdapter(ServedAdapter):
+    """`merchantbench check --adapter mcp-market`."""
+
+    name, transport, stage = "mcp-market", McpRun, ServedMarket

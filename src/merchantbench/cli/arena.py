@@ -130,7 +130,12 @@ def arena(
         ),
     ] = 10.0,
     report: Annotated[
-        bool, typer.Option("--report", help="write the arena report when done")
+        bool,
+        typer.Option(
+            "--report",
+            help="write the arena report when done (with --resume on a finished arena: only "
+            "the report)",
+        ),
     ] = False,
     sealed: Annotated[
         bool,
@@ -190,10 +195,13 @@ def arena(
         except RunError as exc:
             fail(str(exc))
         spec = ArenaSpec(sc, one, tuple(entrants), catalog).with_secret(secret)
-        try:
-            metrics = _run_with_progress(spec, arena_dir, again, progress, console, policy)
-        except (RunError, CatalogError) as exc:
-            fail(str(exc))
+        if again and report and _finished(arena_dir):  # nothing to play: its report only
+            metrics = _recorded_metrics(arena_dir)
+        else:
+            try:
+                metrics = _run_with_progress(spec, arena_dir, again, progress, console, policy)
+            except (RunError, CatalogError) as exc:
+                fail(str(exc))
         console.print(f"arena record: {arena_dir}")
         summaries[one] = {
             m: {"final_net_assets": v["final_net_assets"], "orders": v["orders"]}
@@ -202,13 +210,36 @@ def arena(
         shown = "sealed" if secret is not None else one
         typer.echo(json.dumps({"seed": shown, "merchants": summaries[one]}, ensure_ascii=False))
         if report:
-            from merchantbench.report.arena import write_arena_report
+            from merchantbench.report import write_report
 
-            console.print(f"report: {write_arena_report(arena_dir)}")
+            console.print(f"report: {write_report(arena_dir)}")
     if report and seeds is not None:
         from merchantbench.report.arena import write_seeds_report
 
         console.print(f"report across seeds: {write_seeds_report(root, seed_list)}")
+
+
+def _finished(arena_dir: Path) -> bool:
+    """Whether the arena's record says it completed (a damaged one is for `run_arena` to say)."""
+    from merchantbench.record.arena import ArenaError, read_arena
+
+    try:
+        return read_arena(arena_dir).ended == "completed"
+    except ArenaError:
+        return False
+
+
+def _recorded_metrics(arena_dir: Path) -> dict[str, dict[str, Any]]:
+    """Each merchant's metrics as its finished record holds them."""
+    from merchantbench.record.arena import read_arena
+
+    manifest = read_arena(arena_dir)
+    return {
+        entry.id: json.loads(
+            (manifest.merchant_dir(arena_dir, entry.id) / "metrics.json").read_text()
+        )
+        for entry in manifest.merchants
+    }
 
 
 def _run_with_progress(

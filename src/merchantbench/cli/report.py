@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
@@ -11,7 +12,9 @@ from merchantbench.cli.common import fail, writable_dir
 
 def report(
     run_dir: Path = typer.Argument(
-        ..., help="a run directory written by `merchantbench run`, or a sweep directory"
+        ...,
+        help="a run directory written by `merchantbench run`, an arena directory "
+        "(`merchantbench arena`), or a sweep directory",
     ),
     out: Path | None = typer.Option(
         None, "--out", help="directory for report.md, metrics.json and figures (default: run_dir)"
@@ -23,8 +26,9 @@ def report(
         "report as Human (n=K) rows (repeatable)",
     ),
 ) -> None:
-    """Write report.md, metrics.json and SVG figures of a run, and print its Table-1 line; for
-    a sweep directory, the sweep's report (HTML, Markdown, CSV: docs/sweeps.md)."""
+    """Write report.md, metrics.json and SVG figures of a run, and print its Table-1 line; of an
+    arena, the market's report (and each merchant's Table-1 line); for a sweep directory, the
+    sweep's report (HTML, Markdown, CSV: docs/sweeps.md)."""
     if (run_dir / "sweep.json").is_file():
         from merchantbench.cli.sweep import sweep_report
 
@@ -33,15 +37,33 @@ def report(
     if humans:
         fail("--humans is for a sweep's report: give a sweep directory")
     from merchantbench.metrics import RunRecordError, load_run_record, metrics_of
-    from merchantbench.report import table1_line, write_run_report
+    from merchantbench.record.arena import ARENA_FILE, ArenaError, read_arena
+    from merchantbench.report import table1_line, write_report
 
+    target = out if out is not None else run_dir
+    if (run_dir / ARENA_FILE).is_file():
+        writable_dir(target, "--out")
+        try:
+            path = write_report(run_dir, target)
+        except (ArenaError, RunRecordError) as exc:
+            fail(str(exc))
+        except (OSError, ValueError, KeyError) as exc:  # a damaged merchant's record
+            fail(f"{run_dir}: a merchant's record cannot be read: {type(exc).__name__}: {exc}")
+        manifest = read_arena(run_dir)
+        for entry in manifest.merchants:
+            metrics_file = manifest.merchant_dir(run_dir, entry.id) / "metrics.json"
+            typer.echo(f"{entry.id}: {table1_line(json.loads(metrics_file.read_text()))}")
+        typer.echo(f"report: {path}")
+        return
     try:
         record = load_run_record(run_dir)
     except RunRecordError as exc:
         fail(str(exc))
-    writable_dir(out if out is not None else run_dir, "--out")
+    writable_dir(target, "--out")
+    from merchantbench.report import write_run_report
+
     metrics = metrics_of(record)
-    path = write_run_report(record, metrics, out if out is not None else run_dir)
+    path = write_run_report(record, metrics, target)
     typer.echo(table1_line(metrics))
     typer.echo(f"report: {path}")
 

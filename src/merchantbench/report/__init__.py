@@ -1,6 +1,6 @@
-"""Reports of runs: Markdown with Table 1 beside the paper's figures, and PNG figures.
-
-The figures module imports matplotlib; it is loaded only when a report is written.
+"""Reports: one report of a market (a run is the market of one merchant), Markdown with Table 1
+beside the paper's rows and SVG figures (a market's own figures are drawn with matplotlib,
+loaded only when an arena's report is written).
 """
 
 from merchantbench.report.markdown import (

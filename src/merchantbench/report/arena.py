@@ -1,4 +1,5 @@
-"""The report of an arena (SPEC §11): per merchant Table 1; per market the shares of orders and
+"""The numbers of an arena's report (docs/design.md §11; the report itself is `report.markdown`'s,
+as for a run): per merchant Table 1; per market the shares of orders and
 GMV, the contested products (listed by two or more merchants at once), markups on contested
 against uncontested products month by month (a price war shows as contested markups falling
 below the same merchant's uncontested ones; collusion as the opposite), and the rating race;
@@ -21,10 +22,8 @@ from typing import Any
 import numpy as np
 
 from merchantbench.metrics.record import RunRecord, load_run_record
-from merchantbench.money import rmb
 from merchantbench.record.arena import ArenaManifest, read_arena
-from merchantbench.report.markdown import markdown_table, percent
-from merchantbench.report.paper import TABLE1_COLUMNS, in_paper_units, table1_cells
+from merchantbench.report.table import REPORT_FILE, markdown_table, percent
 
 __all__ = [
     "arena_analysis",
@@ -33,11 +32,9 @@ __all__ = [
     "markets_analysis",
     "render_markets_sections",
     "seeds_analysis",
-    "write_arena_report",
     "write_seeds_report",
 ]
 
-REPORT_FILE = "report.md"
 ANALYSIS_FILE = "market_metrics.json"
 SEEDS_FILE = "seeds_metrics.json"
 DAYS_PER_MONTH = 30  # markup periods: 30-day blocks from the first day
@@ -318,129 +315,6 @@ def markets_analysis(arena_dirs: Sequence[Path], seeds: Sequence[int | None]) ->
 # --- the reports ---------------------------------------------------------------------------------
 def _fmt(value: float | None, digits: int = 2) -> str | None:
     return None if value is None else f"{value:.{digits}f}"
-
-
-def render_arena_report(
-    analysis: Mapping[str, Any], merchants: Sequence[Any], figures: Sequence[Path]
-) -> str:
-    per = analysis["merchants"]
-    headers = ["Merchant", "Agent", *(c.header for c in TABLE1_COLUMNS)]
-    table1 = [[m.merchant, m.agent, *table1_cells(in_paper_units(m.metrics))] for m in merchants]
-    shares = [
-        [k, v["orders"], percent(v["order_share"]), f"{v['gmv']:.2f}", percent(v["gmv_share"]),
-         v["products_listed"], v["contested_products"], percent(v["contested_listing_share"])]
-        for k, v in per.items()
-    ]  # fmt: skip
-    months = len(next(iter(per.values()))["markups"]["contested"])
-    markup_rows = []
-    for k, v in per.items():
-        for kind in ("contested", "uncontested"):
-            cells = [percent(x) for x in v["markups"][kind]]
-            markup_rows.append([k, kind, *cells])
-    rating_rows = [
-        [k, _fmt(v["avg_store_rating"]), _fmt(v["final_rating"]), "yes" if v["closed"] else "no"]
-        for k, v in per.items()
-    ]
-    seed = "sealed" if analysis["seed"] is None else analysis["seed"]
-    parts = [
-        f"# Arena report: {analysis['arena']}",
-        f"Scenario `{analysis['scenario']}`, seed {seed}, seller substitution "
-        f"β = {analysis['seller_substitution']}; ranking by final net assets: "
-        + ", ".join(f"{n + 1}. {k}" for n, k in enumerate(analysis["ranking"]))
-        + f". Market state hash `{analysis['state_hash']}`.",
-        "## Table 1, per merchant",
-        markdown_table(headers, table1),
-        "## Shares of the market",
-        f"{analysis['products_listed']} products were listed, {analysis['contested_products']} "
-        "of them by two or more merchants at once (contested).",
-        markdown_table(
-            [
-                "merchant",
-                "orders",
-                "order share",
-                "GMV (RMB)",
-                "GMV share",
-                "products listed",
-                "contested",
-                "listing hours contested",
-            ],
-            shares,
-        ),  # fmt: skip
-        "## Markups on contested and uncontested products",
-        "Mean markup (sale price / procurement cost − 1) of procured orders, by 30-day period; "
-        "an order is contested when another merchant listed its product at that hour.",
-        markdown_table(
-            ["merchant", "products", *(f"m{n + 1}" for n in range(months))], markup_rows
-        ),
-        "## Rating race",
-        markdown_table(["merchant", "mean rating", "final rating", "closed"], rating_rows),
-    ]
-    parts += [f"![{path.stem}]({path.name})" for path in figures]
-    return "\n\n".join(parts) + "\n"
-
-
-def _figures(
-    arena_dir: Path, merchants: Sequence[_Merchant], analysis: Mapping[str, Any]
-) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    paths = []
-    fig, ax = plt.subplots(figsize=(11, 4.5))
-    for m in merchants:
-        series = m.record.timeseries
-        ax.plot(series["t"] / HOURS_PER_DAY, rmb(series["net_assets"]), label=m.merchant)
-    ax.set_title("Net assets of each merchant")
-    ax.set_xlabel("day")
-    ax.set_ylabel("RMB")
-    ax.grid(True, alpha=0.3)
-    ax.legend()
-    paths.append(_save(fig, arena_dir / "arena_net_assets.png"))
-    fig, ax = plt.subplots(figsize=(11, 4.5))
-    for m in merchants:
-        ax.plot(m.record.daily["day"] + 0.5, m.record.daily["rating"], label=m.merchant)
-    ax.set_title("Rating race: each merchant's published rating")
-    ax.set_xlabel("day")
-    ax.set_ylabel("rating (1–5)")
-    ax.grid(True, alpha=0.3)
-    ax.legend()
-    paths.append(_save(fig, arena_dir / "arena_rating_race.png"))
-    fig, ax = plt.subplots(figsize=(11, 4.5))
-    for n, (k, v) in enumerate(analysis["merchants"].items()):
-        colour = f"C{n}"
-        for kind, style in (("contested", "-"), ("uncontested", ":")):
-            values = [np.nan if x is None else 100 * x for x in v["markups"][kind]]
-            ax.plot(range(1, len(values) + 1), values, style, color=colour, marker="o",
-                    label=f"{k} {kind}")  # fmt: skip
-    ax.set_title("Markups: contested (solid) and uncontested (dotted) products")
-    ax.set_xlabel("30-day period")
-    ax.set_ylabel("mean markup (%)")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small")
-    paths.append(_save(fig, arena_dir / "arena_markups.png"))
-    return paths
-
-
-def _save(fig: Any, path: Path) -> Path:
-    import matplotlib.pyplot as plt
-
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
-
-def write_arena_report(arena_dir: Path) -> Path:
-    """report.md, market_metrics.json and the pictures of one finished arena."""
-    analysis = arena_analysis(arena_dir)
-    merchants = _merchants(arena_dir, read_arena(arena_dir))
-    figures = _figures(arena_dir, merchants, analysis)
-    (arena_dir / ANALYSIS_FILE).write_text(json.dumps(analysis, indent=2) + "\n")
-    path = arena_dir / REPORT_FILE
-    path.write_text(render_arena_report(analysis, merchants, figures))
-    return path
 
 
 def render_markets_sections(data: Mapping[str, Any], heading: str = "##") -> list[str]:

@@ -1,8 +1,15 @@
-"""The Markdown report of one run: metadata, Table 1 beside the paper, coherence, figures."""
+"""The report of a market: one report for a run and for an arena, since a run is the market of
+one merchant. Every merchant gets its Table-1 row beside the paper's rows, its money, decision
+windows, coherence, failure modes, takeovers and figures; a market of several merchants adds,
+above them, the market's own sections (shares, contested products, markups, rating race:
+`report.arena` computes them). With one merchant the report is the run's report.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +21,7 @@ from merchantbench.metrics.aggregate import (
 )
 from merchantbench.metrics.record import RunRecord, load_run_record
 from merchantbench.metrics.run_metrics import metrics_of, write_metrics
+from merchantbench.record.arena import ARENA_FILE, ArenaError, read_arena
 from merchantbench.record.comparable import paper_setting
 from merchantbench.report.counterfactual import (
     COUNTERFACTUAL_FIGURE,
@@ -28,20 +36,17 @@ from merchantbench.report.paper import (
     load_paper_table,
     table1_cells,
 )
+from merchantbench.report.table import REPORT_FILE as REPORT_FILE
 from merchantbench.report.table import markdown_table as markdown_table
+from merchantbench.report.table import percent as percent
 
-REPORT_FILE = "report.md"
+FIGURES_DIR = "figures"  # a market report: each merchant's figures in FIGURES_DIR/<id>/
 QUARTER_HEADERS = ("quarter", "months", "new products", "mean", "median")
 METADATA_LEFT_OUT = frozenset({"scenario_config", "final_accounts"})  # shown elsewhere
 
 
 def _money(value: float | None) -> str | None:
     return None if value is None else f"{value:.2f}"
-
-
-def percent(value: float | None) -> str | None:
-    """A rate in [0, 1] as a percentage with one decimal."""
-    return None if value is None else f"{100 * value:.1f} %"
 
 
 def run_metadata(run: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
@@ -61,12 +66,20 @@ def run_metadata(run: Mapping[str, Any], prefix: str = "") -> list[tuple[str, st
 
 
 def table1_section(
-    metrics: Mapping[str, Any], label: str = "this run", paper_like: bool = True
+    rows: Sequence[tuple[str, Mapping[str, Any]]],
+    paper_like: bool = True,
+    heading: str = "## Table 1",
+    first: str = "Framework",
 ) -> str:
-    """This run's Table-1 row above the paper's rows, with the paper's units; outside the
-    paper's setting (`record.comparable.paper_setting`) with a caveat that they do not compare."""
-    headers = ["Framework", "Model", *(c.header for c in TABLE1_COLUMNS)]
-    ours = [label, str(metrics.get("agent", "")), *table1_cells(in_paper_units(metrics))]
+    """The Table-1 row of each merchant (label, metrics) above the paper's rows, with the
+    paper's units; outside the paper's setting (`record.comparable.paper_setting`) with a caveat
+    that they do not compare."""
+    headers = [
+        first,
+        "Model" if first == "Framework" else "Agent",
+        *(c.header for c in TABLE1_COLUMNS),
+    ]
+    ours = [[label, str(m.get("agent", "")), *table1_cells(in_paper_units(m))] for label, m in rows]
     paper = [[r.framework, r.model, *table1_cells(r.values)] for r in load_paper_table()]
     caveat = "" if paper_like else (
         "⚠ Not comparable: this run is not in the paper's setting (365 days, RMB 2,000 balance "
@@ -74,8 +87,8 @@ def table1_section(
         "rows, shown for their shape only. "
     )  # fmt: skip
     return "\n\n".join([
-        "## Table 1",
-        markdown_table(headers, [ours]),
+        heading,
+        markdown_table(headers, ours),
         caveat + f"Below: the {PAPER_LABEL}, not to the digit (paper's Table 1, means of three "
         "runs).",
         markdown_table(headers, paper),
@@ -224,17 +237,82 @@ def diagnosis_section(metrics: Mapping[str, Any]) -> str:
     ])  # fmt: skip
 
 
-def render_report(record: RunRecord, metrics: Mapping[str, Any], figures: Sequence[Path]) -> str:
-    """The whole report as Markdown; `figures` are linked relative to the report."""
-    seed = metrics["seed"] if metrics["seed"] is not None else "sealed"
-    title = f"# MerchantBench run: {metrics['agent']}, seed {seed}"
-    images = [f"![{f.stem.replace('_', ' ')}]({f.name})" for f in figures]
-    takeovers = read_counterfactual(record.path)
-    return "\n\n".join([
-        title,
-        "## Run",
-        markdown_table(["field", "value"], run_metadata(record.run.model_dump(mode="json"))),
-        table1_section(metrics, paper_like=paper_setting(record.run.scenario_config)),
+def market_head(market: Mapping[str, Any]) -> list[str]:
+    """The title of a market's report and its one-line summary (scenario, seed, β, ranking)."""
+    seed = "sealed" if market["seed"] is None else market["seed"]
+    ranking = ", ".join(f"{n + 1}. {k}" for n, k in enumerate(market["ranking"]))
+    return [
+        f"# Arena report: {market['arena']}",
+        f"Scenario `{market['scenario']}`, seed {seed}, seller substitution "
+        f"β = {market['seller_substitution']}; ranking by final net assets: {ranking}. "
+        f"Market state hash `{market['state_hash']}`.",
+    ]
+
+
+def market_sections(market: Mapping[str, Any], figures: Sequence[Path]) -> list[str]:
+    """Shares of the market, markups on contested and uncontested products, the rating race
+    (from `report.arena.arena_analysis`), and the market's figures."""
+    per = market["merchants"]
+    shares = [
+        [k, v["orders"], percent(v["order_share"]), f"{v['gmv']:.2f}", percent(v["gmv_share"]),
+         v["products_listed"], v["contested_products"], percent(v["contested_listing_share"])]
+        for k, v in per.items()
+    ]  # fmt: skip
+    months = len(next(iter(per.values()))["markups"]["contested"])
+    markup_rows = [
+        [k, kind, *(percent(x) for x in v["markups"][kind])]
+        for k, v in per.items()
+        for kind in ("contested", "uncontested")
+    ]
+    rating_rows = [
+        [
+            k,
+            _money(v["avg_store_rating"]),
+            _money(v["final_rating"]),
+            "yes" if v["closed"] else "no",
+        ]
+        for k, v in per.items()
+    ]
+    share_headers = ["merchant", "orders", "order share", "GMV (RMB)", "GMV share",
+                     "products listed", "contested", "listing hours contested"]  # fmt: skip
+    return [
+        "## Shares of the market",
+        f"{market['products_listed']} products were listed, {market['contested_products']} "
+        "of them by two or more merchants at once (contested).",
+        markdown_table(share_headers, shares),
+        "## Markups on contested and uncontested products",
+        "Mean markup (sale price / procurement cost − 1) of procured orders, by 30-day period; "
+        "an order is contested when another merchant listed its product at that hour.",
+        markdown_table(
+            ["merchant", "products", *(f"m{n + 1}" for n in range(months))], markup_rows
+        ),
+        "## Rating race",
+        markdown_table(["merchant", "mean rating", "final rating", "closed"], rating_rows),
+        *(f"![{path.stem}]({path.as_posix()})" for path in figures),
+    ]
+
+
+@dataclass(frozen=True)
+class Merchant:
+    """One merchant of the reported market: its id, its run record and metrics, and its
+    figures (paths relative to the report)."""
+
+    merchant: str
+    record: RunRecord
+    metrics: Mapping[str, Any]
+    figures: Sequence[Path]
+
+
+def _demoted(block: str) -> str:
+    """A section one heading level down (a merchant's sections inside a market's report)."""
+    return "\n".join(f"#{line}" if line.startswith("#") else line for line in block.split("\n"))
+
+
+def merchant_sections(merchant: Merchant) -> list[str]:
+    """What the report shows of each merchant below Table 1."""
+    metrics, takeovers = merchant.metrics, read_counterfactual(merchant.record.path)
+    images = [f"![{f.stem.replace('_', ' ')}]({f.as_posix()})" for f in merchant.figures]
+    return [
         money_section(metrics),
         windows_section(metrics),
         coherence_section(metrics),
@@ -242,35 +320,111 @@ def render_report(record: RunRecord, metrics: Mapping[str, Any], figures: Sequen
         *([] if takeovers is None else [counterfactual_section(takeovers)]),
         "## Figures",
         *images,
-    ]) + "\n"  # fmt: skip
+    ]
 
 
-def write_run_report(record: RunRecord, metrics: Mapping[str, Any], out_dir: Path) -> Path:
-    """Write `report.md`, `metrics.json` and the figures into `out_dir`; return the report."""
+def _run_table(record: RunRecord) -> str:
+    return markdown_table(["field", "value"], run_metadata(record.run.model_dump(mode="json")))
+
+
+def render_report(
+    merchants: Sequence[Merchant],
+    market: Mapping[str, Any] | None = None,
+    market_figures: Sequence[Path] = (),
+) -> str:
+    """The report of a market as Markdown. One merchant (no market analysis: its shares are
+    whole and nothing is contested): the run's report. Several: the market's sections (`market`,
+    from `report.arena.arena_analysis`, and its figures), then each merchant's sections under
+    its own heading."""
+    paper_like = all(paper_setting(m.record.run.scenario_config) for m in merchants)
+    if market is None:
+        (one,) = merchants
+        seed = one.metrics["seed"] if one.metrics["seed"] is not None else "sealed"
+        return "\n\n".join([
+            f"# MerchantBench run: {one.metrics['agent']}, seed {seed}",
+            "## Run",
+            _run_table(one.record),
+            table1_section([("this run", one.metrics)], paper_like),
+            *merchant_sections(one),
+        ]) + "\n"  # fmt: skip
+    rows = [(m.merchant, m.metrics) for m in merchants]
+    table1 = table1_section(rows, paper_like, "## Table 1, per merchant", "Merchant")
+    parts = [*market_head(market), table1, *market_sections(market, market_figures)]
+    for m in merchants:
+        heading = f"## Merchant {m.merchant}"
+        parts += [heading, _demoted("## Run"), _run_table(m.record)]
+        parts += [_demoted(block) for block in merchant_sections(m)]
+    return "\n\n".join(parts) + "\n"
+
+
+def _write(
+    merchants: Sequence[tuple[str, RunRecord, Mapping[str, Any]]],
+    out_dir: Path,
+    market: Mapping[str, Any] | None,
+) -> Path:
     from merchantbench.report.plots import write_plots
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    figures = write_plots(record, metrics, out_dir)
-    takeovers = read_counterfactual(record.path)
-    if takeovers is not None:
-        from merchantbench.report.counterfactual import plot_counterfactual
+    reported = []
+    for merchant, record, metrics in merchants:
+        folder = out_dir if market is None else out_dir / FIGURES_DIR / merchant
+        figures = write_plots(record, metrics, folder)
+        takeovers = read_counterfactual(record.path)
+        if takeovers is not None:
+            from merchantbench.report.counterfactual import plot_counterfactual
 
-        figures.append(plot_counterfactual(takeovers, out_dir / COUNTERFACTUAL_FIGURE))
-    write_metrics(dict(metrics), out_dir)
+            figures.append(plot_counterfactual(takeovers, folder / COUNTERFACTUAL_FIGURE))
+        shown = [f.relative_to(out_dir) for f in figures]
+        reported.append(Merchant(merchant, record, metrics, shown))
+    market_figures: list[Path] = []
+    if market is None:
+        write_metrics(dict(merchants[0][2]), out_dir)
+    else:
+        from merchantbench.report.arena import ANALYSIS_FILE
+        from merchantbench.report.plots import market_figures as draw
+
+        (out_dir / ANALYSIS_FILE).write_text(json.dumps(market, indent=2) + "\n")
+        records = [(m, r) for m, r, _ in merchants]
+        market_figures = [f.relative_to(out_dir) for f in draw(out_dir, records, market)]
     path = out_dir / REPORT_FILE
-    path.write_text(render_report(record, metrics, figures), encoding="utf-8")
+    path.write_text(render_report(reported, market, market_figures), encoding="utf-8")
     return path
 
 
-def write_report(run_dir: Path | str, out_dir: Path | str | None = None) -> Path:
-    """Read a run directory and write its report (into the run directory unless `out_dir`).
+def write_run_report(record: RunRecord, metrics: Mapping[str, Any], out_dir: Path) -> Path:
+    """Write a run's `report.md`, `metrics.json` and figures into `out_dir`; return the report."""
+    return _write([("run", record, metrics)], out_dir, None)
+
+
+def write_report(path: Path | str, out_dir: Path | str | None = None) -> Path:
+    """Read a run directory or an arena directory and write its report (into that directory
+    unless `out_dir`). A run's, or an arena's of one merchant (the same report): `report.md`,
+    `metrics.json` and its figures. An arena's of several merchants:
+    `report.md`, `market_metrics.json`, the market's figures and each merchant's (in a folder
+    `figures/<merchant>/`); the records themselves are only read.
 
     Raises:
-        RunRecordError: The directory is not a readable run record.
+        RunRecordError: The directory is not a readable run record (nor an arena).
+        ArenaError: An arena directory whose manifest cannot be read, or that has not finished.
     """
-    record = load_run_record(run_dir)
-    target = Path(out_dir) if out_dir is not None else record.path
-    return write_run_report(record, metrics_of(record), target)
+    path = Path(path)
+    target = Path(out_dir) if out_dir is not None else path
+    if not (path / ARENA_FILE).is_file():
+        record = load_run_record(path)
+        return write_run_report(record, metrics_of(record), target)
+    from merchantbench.report.arena import arena_analysis
+
+    manifest = read_arena(path)
+    if manifest.ended != "completed":
+        raise ArenaError(
+            f"{path} has not finished (ended: {manifest.ended or 'still running'}); "
+            "finish it with merchantbench arena --resume, then report"
+        )
+    merchants = []
+    for entry in manifest.merchants:
+        record = load_run_record(manifest.merchant_dir(path, entry.id))
+        merchants.append((entry.id, record, metrics_of(record)))
+    return _write(merchants, target, arena_analysis(path) if len(merchants) > 1 else None)
 
 
 def _summary_rows(runs: Sequence[RunResult]) -> list[list[Any]]:

@@ -1,4 +1,5 @@
-"""SVG figures of one run: accounts, rating, listings, weekly orders, monthly window rates.
+"""SVG figures of a report: of each merchant, accounts, rating, listings, weekly orders, monthly
+window rates; of a market of several, each merchant's net assets, the rating race, markups.
 
 Every time axis is the run's day index with a tick on the first day of each calendar month.
 Drawn by `report.svg` (plain SVG text, no plotting library).
@@ -7,8 +8,9 @@ Drawn by `report.svg` (plain SVG text, no plotting library).
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -24,6 +26,7 @@ FIGURE_NAMES = (
 )  # fmt: skip
 FIGURE_SUFFIX = ".svg"
 DAYS_PER_WEEK = 7
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
 ACCOUNT_STYLES = {
     "net_assets": ("net assets", "black", 2.2),
     "balance": ("balance B", "#1f77b4", 1.2),
@@ -176,10 +179,9 @@ def takeover_figure(
 ) -> Figure:
     """Takeover curves (docs/counterfactual.md): final net assets by fork day, one line per
     label; the run's own end (`continuing`) and the initial net assets as horizontal lines."""
-    palette = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
     marks: list = [
         Line(np.asarray(days, dtype=float), np.asarray(values, dtype=float),
-             palette[k % len(palette)], 1.6, label, markers=True)
+             PALETTE[k % len(PALETTE)], 1.6, label, markers=True)
         for k, (label, (days, values)) in enumerate(lines.items())
     ]  # fmt: skip
     if continuing is not None:
@@ -191,3 +193,42 @@ def takeover_figure(
         xticks=[(float(d), str(d)) for d in sorted({d for ds, _ in lines.values() for d in ds})],
         xlabel="fork day (the policy runs the store from this day on)",
     )  # fmt: skip
+
+
+def market_figures(
+    out_dir: Path, merchants: Sequence[tuple[str, RunRecord]], analysis: Mapping[str, Any]
+) -> list[Path]:
+    """The market's figures in `out_dir` (a colour per merchant): each merchant's net assets,
+    the rating race, and the markups on contested (solid) and uncontested (dotted) products by
+    30-day period (`analysis` from `report.arena.arena_analysis`)."""
+    info = run_info(merchants[0][1])
+    axis = _day_axis(info.calendar, info.last_day)
+    assets: list = [
+        Line(np.asarray(r.timeseries["t"]) / HOURS_PER_DAY,
+             np.asarray(rmb(r.timeseries["net_assets"])), PALETTE[n % len(PALETTE)], label=m)
+        for n, (m, r) in enumerate(merchants)
+    ]  # fmt: skip
+    ratings: list = [
+        Line(np.asarray(r.daily["day"], dtype=float) + 0.5,
+             np.asarray(r.daily["rating"], dtype=float), PALETTE[n % len(PALETTE)], label=m)
+        for n, (m, r) in enumerate(merchants)
+    ]  # fmt: skip
+    markups: list = []
+    for n, (merchant, shown) in enumerate(analysis["merchants"].items()):
+        for kind, style in (("contested", "solid"), ("uncontested", "dotted")):
+            values = [np.nan if x is None else 100 * x for x in shown["markups"][kind]]
+            markups.append(Line(np.arange(1.0, len(values) + 1), np.asarray(values),
+                                PALETTE[n % len(PALETTE)], label=f"{merchant} {kind}",
+                                style=style, markers=True))  # fmt: skip
+    periods = len(next(iter(analysis["merchants"].values()))["markups"]["contested"])
+    return [
+        Figure("Net assets of each merchant", [Panel("RMB", assets)], **axis).save(
+            out_dir / "arena_net_assets.svg"
+        ),
+        Figure("Rating race: each merchant's published rating",
+               [Panel("rating (1–5)", ratings)], **axis).save(out_dir / "arena_rating_race.svg"),
+        Figure("Markups: contested (solid) and uncontested (dotted) products",
+               [Panel("mean markup (%)", markups)], xlim=(0.5, periods + 0.5),
+               xticks=[(float(k), str(k)) for k in range(1, periods + 1)],
+               xlabel="30-day period").save(out_dir / "arena_markups.svg"),
+    ]  # fmt: skip
