@@ -20,7 +20,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from merchantbench.metrics.diagnosis import DETECTORS
 from merchantbench.metrics.record import load_run_record
@@ -28,18 +28,42 @@ from merchantbench.metrics.run_metrics import metrics_of
 from merchantbench.record.code_version import source_sha256
 from merchantbench.sweeps.index import read_index
 
-HEALTHY = ("expert", "rule-based")
-# Each validation agent, the detector of its failure, and its true onset day (None: the failure
-# runs from the start, and the detector gives no day).
-VALIDATION: dict[str, tuple[str, int | None]] = {
-    "fail-decay": ("activity_decay", 92),
-    "fail-abandon": ("premature_abandonment", 100),
-    "fail-narrow": ("control_loop_narrowing", 61),
-    "fail-stop-sourcing": ("early_sourcing_stop", 285),
-    "fail-flat-prices": ("flat_procurement_prices", None),
-    "fail-no-risk-response": ("adverse_response", None),
-    "fail-no-rating-repricing": ("rating_adaptation", None),
-}
+HEALTHY = ("expert", "rule-based", "random")
+
+
+class Case(NamedTuple):
+    """A validation agent of the grid: its agent and settings, the detector of its failure and
+    the true onset day (None: the failure runs from day 0 and the detector gives no day)."""
+
+    agent: str
+    settings: dict[str, Any]
+    detector: str
+    onset: int | None
+
+
+# Labels name the base (`rb-`: the rule-based operator; else the expert), the failure, its shape
+# and its true onset day; the onsets are off the 30-day fork grid (docs/diagnosis.md).
+VALIDATION: dict[str, Case] = {
+    "decay-straight-97": Case("fail-decay", {"onset_day": 97}, "activity_decay", 97),
+    "decay-halving-143": Case("fail-decay", {"onset_day": 143, "shape": "halving"},
+                              "activity_decay", 143),
+    "decay-step-211": Case("fail-decay", {"onset_day": 211, "shape": "step"},
+                           "activity_decay", 211),
+    "abandon-143": Case("fail-abandon", {"onset_day": 143}, "premature_abandonment", 143),
+    "narrow-97": Case("fail-narrow", {"onset_day": 97}, "control_loop_narrowing", 97),
+    "stop-sourcing-285": Case("fail-stop-sourcing", {}, "early_sourcing_stop", 285),
+    "flat-prices": Case("fail-flat-prices", {}, "flat_procurement_prices", None),
+    "no-risk-response-97": Case("fail-no-risk-response", {"onset_day": 97}, "adverse_response",
+                                97),
+    "no-rating-repricing": Case("fail-no-rating-repricing", {}, "rating_adaptation", None),
+    "rb-decay-straight-143": Case("fail-decay-rb", {"onset_day": 143}, "activity_decay", 143),
+    "rb-decay-halving-211": Case("fail-decay-rb", {"onset_day": 211, "shape": "halving"},
+                                 "activity_decay", 211),
+    "rb-decay-step-97": Case("fail-decay-rb", {"onset_day": 97, "shape": "step"},
+                             "activity_decay", 97),
+    "rb-abandon-211": Case("fail-abandon-rb", {"onset_day": 211}, "premature_abandonment", 211),
+    "rb-stop-sourcing-285": Case("fail-stop-sourcing-rb", {}, "early_sourcing_stop", 285),
+}  # fmt: skip
 TOLERANCE_DAYS = {
     "activity_decay": 31,
     "premature_abandonment": 1,
@@ -54,11 +78,13 @@ SHORT = {
 
 
 def sweep_file(seeds: list[int], scenario: str) -> dict[str, Any]:
+    cases = [{"agent": c.agent, "label": label, "settings": c.settings}
+             for label, c in VALIDATION.items()]  # fmt: skip
     return {
         "name": "diagnosis",
         "scenarios": [{"name": scenario}],
         "seeds": seeds,
-        "agents": [*HEALTHY, *VALIDATION],
+        "agents": [*HEALTHY, *cases],
         "transcript": False,
     }
 
