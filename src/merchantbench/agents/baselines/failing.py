@@ -14,7 +14,8 @@ day 0 is the first day); before it the agent plays exactly as the expert.
 - `fail-abandon` (and `-rb`): abandons the store; every window is closed at once, nothing else;
 - `fail-narrow`: control-loop narrowing; sources (report, browsing, new listings) only every
   `source_every_days` days, supplier handling unchanged;
-- `fail-stop-sourcing` (and `-rb`): early sourcing stop; never lists a product it has not listed before;
+- `fail-stop-sourcing` (and `-rb`): early sourcing stop; never lists a product it has not
+  listed before;
 - `fail-flat-prices`: never moves its procurement band; lists nothing dearer than `band_max`;
 - `fail-no-risk-response`: ignores adverse outcomes; no replacement of risky listings, no
   delisting on a supplier's delisting, no repricing on delays;
