@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from merchantbench.metrics.calendar import HOURS_PER_DAY, RunCalendar
+from merchantbench.metrics.calendar import HOURS_PER_DAY
 from merchantbench.metrics.chains import response_chains
 from merchantbench.metrics.coherence import REPRICE_WINDOW_DAYS, rating_drop_days
 from merchantbench.metrics.reaction import agent_actions
@@ -30,9 +30,12 @@ DETECTORS = (
 )  # fmt: skip
 
 ABANDON_IDLE_DAYS = 14  # a run of idle windows this long while the store is open
-DECAY_MIN_MONTHS = 4  # months with at least DECAY_MIN_WINDOWS windows before abandonment
-DECAY_MIN_WINDOWS = 20
-DECAY_DROP = 0.20  # the fitted fall of the monthly effective-window rate, plateau to last month
+DECAY_MIN_DAYS = 120  # days with an open window before any abandonment
+DECAY_EDGE_DAYS = 14  # a break leaves at least this many days of plateau and of decline
+DECAY_HALF_LIVES = (10, 20, 30, 45)  # days: the halving shapes tried
+DECAY_RAMP_DAYS = (15, 30, 60, 90, 120, 180, 270, 365)  # days: the straight declines tried
+DECAY_DROP = 0.20  # the fitted fall of the daily effective-window rate, plateau to the last day
+DECAY_LAST_DAYS = 30  # the last days' mean rate must be DECAY_DROP / 2 below the plateau
 NARROW_MIN_CALLS = 20  # months with fewer calls are not judged
 NARROW_REFERENCE_MONTHS = 2  # the first judged months set the reference sourcing share
 NARROW_MIN_REFERENCE = 0.02  # an agent that hardly ever sources is not judged
@@ -91,53 +94,82 @@ def premature_abandonment(activity: WindowActivity, info: RunInfo) -> dict[str, 
     return _result(True, int(activity.day[found]), evidence)
 
 
-def _monthly_rates(
-    activity: WindowActivity, opened: int, until_day: int | None, calendar: RunCalendar
+def _daily_rates(
+    activity: WindowActivity, opened: int, until_day: int | None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Month indexes with enough open windows before `until_day`, and their effective rates."""
+    """Days with an open window before `until_day`, and the share of their windows that were
+    effective (window level: each day's own windows, not months)."""
     day = activity.day[:opened]
     keep = day < until_day if until_day is not None else np.ones(len(day), bool)
-    month = calendar.month_of_day(day[keep])
-    counted = np.bincount(month, minlength=1)
-    acted = np.bincount(month, weights=activity.effective[:opened][keep], minlength=1)
-    months = np.flatnonzero(counted >= DECAY_MIN_WINDOWS)
-    return months, acted[months] / counted[months]
+    counted = np.bincount(day[keep], minlength=1)
+    acted = np.bincount(day[keep], weights=activity.effective[:opened][keep], minlength=1)
+    days = np.flatnonzero(counted)
+    return days, acted[days] / counted[days]
 
 
-def _hinge_fit(x: np.ndarray, y: np.ndarray) -> tuple[int, float, float]:
-    """Best plateau-then-linear-decline fit: (index of the first declining month, plateau,
-    decline per month); ties go to the earliest break."""
-    best = (0, float(y.mean()), 0.0, math.inf)
-    for b in range(1, len(x) - 1):
-        f = np.maximum(0.0, x - x[b] + 0.5)
-        design = np.column_stack([np.ones(len(x)), -f])
-        (level, slope), *_ = np.linalg.lstsq(design, y, rcond=None)
-        sse = float(((design @ (level, slope) - y) ** 2).sum())
-        if slope > 0 and sse < best[3] - 1e-12:
-            best = (b, float(level), float(slope), sse)
-    return best[0], best[1], best[2]
+def _decline_shapes(after: np.ndarray) -> dict[str, np.ndarray]:
+    """Each decline shape's basis at `after` days past the break (0 before it): `step` (the
+    rate drops at once), `ramp/L` (it falls linearly for L days, then stays: a straight decline
+    to a floor) and `halving/h` (it halves every h days towards a floor). A fit is
+    `plateau − size · basis`, `size > 0`."""
+    shapes = {"step": (after > 0).astype(np.float64)}
+    for days in DECAY_RAMP_DAYS:
+        shapes[f"ramp/{days}d"] = np.minimum(after, days) / days
+    for half_life in DECAY_HALF_LIVES:
+        shapes[f"halving/{half_life}d"] = 1.0 - 0.5 ** (after / half_life)
+    return shapes
+
+
+def _change_point(days: np.ndarray, rates: np.ndarray) -> tuple[int, str, float, float]:
+    """The best plateau-then-decline least-squares fit over every break day (DECAY_EDGE_DAYS
+    from either end) and shape: (break day, shape, plateau, size of the decline). Ties go to
+    the earliest break. No decline fits (a rising or flat rate): (first day, "none", mean, 0)."""
+    breaks = np.arange(int(days[0]) + DECAY_EDGE_DAYS, int(days[-1]) - DECAY_EDGE_DAYS + 1)
+    best = (int(days[0]), "none", float(rates.mean()), 0.0)
+    if not len(breaks):
+        return best
+    after = np.maximum(0.0, days[None, :] - breaks[:, None]).astype(np.float64)
+    centred = rates - rates.mean()
+    best_sse = float((centred**2).sum()) - 1e-9
+    for shape, basis in _decline_shapes(after).items():
+        spread = basis - basis.mean(axis=1, keepdims=True)
+        sbb = (spread**2).sum(axis=1)
+        sby = spread @ centred
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gain = np.where((sbb > 0) & (sby < 0), sby**2 / sbb, 0.0)
+        k = int(np.argmax(gain))  # the first of equal gains: the earliest break
+        if float((centred**2).sum()) - gain[k] < best_sse:
+            best_sse = float((centred**2).sum()) - gain[k]
+            size = float(-sby[k] / sbb[k])
+            level = float(rates.mean() + size * basis[k].mean())
+            best = (int(breaks[k]), shape, level, size)
+    return best
 
 
 def activity_decay(
     activity: WindowActivity, info: RunInfo, abandoned_day: int | None
 ) -> dict[str, Any]:
-    """A plateau then a falling monthly effective-window rate, before any abandonment."""
-    months, rates = _monthly_rates(
-        activity, _open_windows(activity, info), abandoned_day, info.calendar
-    )
+    """A plateau then a falling effective-window rate, before any abandonment: the change point
+    of the daily rates (a plateau, then a straight, stepwise or halving decline from a break
+    day, the best least-squares fit), dated to its break day."""
+    opened = _open_windows(activity, info)
+    days, rates = _daily_rates(activity, opened, abandoned_day)
+    months = info.calendar.month_of_day(days)
     labels = info.calendar.month_labels(int(months.max()) + 1 if len(months) else 0)
     evidence: dict[str, Any] = {
-        "monthly_rate": {labels[m]: round(float(r), 3) for m, r in zip(months, rates, strict=True)}
+        "monthly_rate": {labels[m]: round(float(rates[months == m].mean()), 3)
+                         for m in np.unique(months)}  # fmt: skip
     }
-    if len(months) < DECAY_MIN_MONTHS:
+    if len(days) < DECAY_MIN_DAYS:
         return _result(False, None, evidence)
-    b, level, slope = _hinge_fit(months.astype(np.float64), rates)
-    drop = slope * (months[-1] - months[b] + 0.5)
-    evidence |= {"plateau": round(level, 3), "decline_per_month": round(slope, 3),
-                 "fitted_drop": round(drop, 3)}  # fmt: skip
-    flagged = drop >= DECAY_DROP and rates[-1] <= level - DECAY_DROP / 2
-    onset = info.calendar.month_start_days(int(months[b]) + 1)[-1]
-    return _result(flagged, onset, evidence)
+    t0, shape, level, size = _change_point(days, rates)
+    after = np.maximum(0.0, days[-1:] - t0).astype(np.float64)
+    drop = size * float(_decline_shapes(after)[shape][0]) if size else 0.0
+    last = rates[days > days[-1] - DECAY_LAST_DAYS].mean()
+    evidence |= {"plateau": round(level, 3), "shape": shape, "break_day": t0,
+                 "fitted_drop": round(drop, 3), "last_days_rate": round(float(last), 3)}  # fmt: skip
+    flagged = drop >= DECAY_DROP and last <= level - DECAY_DROP / 2
+    return _result(flagged, t0, evidence)
 
 
 def control_loop_narrowing(coherence: dict[str, Any], info: RunInfo) -> dict[str, Any]:
