@@ -17,7 +17,11 @@ import numpy as np
 
 from merchantbench.metrics.calendar import HOURS_PER_DAY
 from merchantbench.metrics.chains import response_chains
-from merchantbench.metrics.coherence import REPRICE_WINDOW_DAYS, rating_drop_days
+from merchantbench.metrics.coherence import (
+    REPRICE_WINDOW_DAYS,
+    rating_drop_days,
+    repricing_after_rating_drops,
+)
 from merchantbench.metrics.reaction import agent_actions
 from merchantbench.metrics.record import RunRecord
 from merchantbench.metrics.run_info import RunInfo
@@ -157,8 +161,9 @@ def activity_decay(
     months = info.calendar.month_of_day(days)
     labels = info.calendar.month_labels(int(months.max()) + 1 if len(months) else 0)
     evidence: dict[str, Any] = {
-        "monthly_rate": {labels[m]: round(float(rates[months == m].mean()), 3)
-                         for m in np.unique(months)}  # fmt: skip
+        "monthly_rate": {
+            labels[m]: round(float(rates[months == m].mean()), 3) for m in np.unique(months)
+        }  # fmt: skip
     }
     if len(days) < DECAY_MIN_DAYS:
         return _result(False, None, evidence)
@@ -265,7 +270,11 @@ def flat_procurement_prices(record: RunRecord, info: RunInfo) -> dict[str, Any]:
 
 
 def adverse_response(record: RunRecord, coherence: dict[str, Any], info: RunInfo) -> dict[str, Any]:
-    """Share of adverse-hit listings answered by a delist → search → replace chain in time."""
+    """Share of adverse-hit listings answered by a delist → search → replace chain in time,
+    against the agent's own habit: flagged from the first adverse outcome from which on fewer
+    than RESPONSE_MIN_RATE are answered, only if some outcome before it was answered (an agent
+    that never made a chain, like the rule-based operator, is not judged: it cannot have
+    stopped a habit it never had)."""
     rows = coherence["adverse_reaction_listings"]
     within = RESPONSE_WINDOWS * info.calendar.hours_per_window
     hours = response_chains(rows, record.trace, record.listings, within)
@@ -283,11 +292,13 @@ def adverse_response(record: RunRecord, coherence: dict[str, Any], info: RunInfo
     order = sorted(range(len(rows)), key=lambda i: rows[i]["adverse_t"])
     onset = None
     for k, i in enumerate(order):
+        habit = any(hours[j] is not None for j in order[:k])
         rest = [hours[j] is not None for j in order[k:]]
-        if len(rest) >= RESPONSE_MIN_SUFFIX and np.mean(rest) < RESPONSE_MIN_RATE:
+        if habit and len(rest) >= RESPONSE_MIN_SUFFIX and np.mean(rest) < RESPONSE_MIN_RATE:
             onset = int(rows[i]["adverse_t"]) // HOURS_PER_DAY
             break
-    return _result(True, onset, evidence)
+    evidence["answered_before_onset"] = onset is not None
+    return _result(onset is not None, onset, evidence)
 
 
 def _poisson_cdf(observed: int, expected: float) -> float:
@@ -301,10 +312,16 @@ def _poisson_cdf(observed: int, expected: float) -> float:
 
 
 def rating_adaptation(
-    record: RunRecord, coherence: dict[str, Any], info: RunInfo
+    record: RunRecord, coherence: dict[str, Any], info: RunInfo, abandoned_day: int | None
 ) -> dict[str, Any]:
-    """Far fewer `adjust_price` calls in the days after rating drops than the agent's usual."""
-    drops = coherence["rating_drop_repricing"]
+    """Far fewer `adjust_price` calls in the days after rating drops than the agent's usual,
+    judged on the days before any abandonment (an abandoned store stops repricing with
+    everything else: that is abandonment, not a missing answer to rating drops)."""
+    drops = (
+        coherence["rating_drop_repricing"]
+        if abandoned_day is None
+        else repricing_after_rating_drops(record, info, abandoned_day)
+    )
     baseline = drops["baseline_calls_per_day"] or 0.0
     expected = baseline * drops["days_after_drop"]
     observed = drops["adjust_price_calls_after_drop"]
@@ -314,6 +331,7 @@ def rating_adaptation(
         "calls_after_drops": observed,
         "expected_at_usual_rate": round(expected, 2),
         "p_value": p,
+        "judged_until_day": abandoned_day,
     }
     ratio = observed / expected if expected else None
     flagged = (expected >= RATING_MIN_EXPECTED and p < RATING_P_VALUE
@@ -347,6 +365,6 @@ def diagnose(
         "early_sourcing_stop": early_sourcing_stop(record, activity, info),
         "flat_procurement_prices": flat_procurement_prices(record, info),
         "adverse_response": adverse_response(record, coherence, info),
-        "rating_adaptation": rating_adaptation(record, coherence, info),
+        "rating_adaptation": rating_adaptation(record, coherence, info, abandonment["onset_day"]),
     }
     return {"flagged": [name for name in DETECTORS if results[name]["flagged"]], **results}
