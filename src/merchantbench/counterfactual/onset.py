@@ -19,7 +19,8 @@ seed: the day-0 takeover, forked again). Then:
   `small`), which is not a failure. The excess of a period is its damage less the median daily
   damage of the periods before it times its length.
 - **onset**: the first fork period after the first whose excess exceeds its margin and whose
-  excess summed from it to the end of the run does too (the damage lasts). A period's margin
+  excess summed from it to the end of the run (each later period against the same rate, the
+  one before the candidate) does too: the damage lasts. A period's margin
   is `MARGIN_NOISES` times the larger of the noise and the spread of the earlier periods
   around the run's own rate (a run whose monthly damage scatters needs a larger excess). The
   first period has no earlier run to compare with: a failure from day 0 has no onset here (the
@@ -122,10 +123,11 @@ class OnsetSearch:
         return round(max(self.floor, MARGIN_NOISES * noise), 2)
 
     def onset_period(self) -> tuple[int, int] | None:
-        excess, periods = self.excess(), self.damage()
+        periods = self.damage()
         for k in range(1, len(periods)):
-            margin = self.margin_at(k)
-            if excess[k] > margin and sum(excess[k:]) > margin:
+            rate, margin = self.rate_before(k), self.margin_at(k)
+            excess = [d - rate * (b - a) for a, b, d in periods[k:]]
+            if excess[0] > margin and sum(excess) > margin:
                 return periods[k][0], periods[k][1]
         return None
 
