@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from merchantbench.counterfactual.analysis import Curve, Point, analyse, reanalyse
-from merchantbench.counterfactual.onset import Fork, onset_search
 from merchantbench.counterfactual.execute import InProcess, LocalPool
+from merchantbench.counterfactual.onset import Fork, onset_search
 from merchantbench.counterfactual.parent import ForkError, Parent, fork_days, parse_every
 from merchantbench.counterfactual.takeover import Policy
 from merchantbench.runs.runner import run_agent

@@ -171,8 +171,13 @@ def activity_decay(
     after = np.maximum(0.0, days[-1:] - t0).astype(np.float64)
     drop = size * float(_decline_shapes(after)[shape][0]) if size else 0.0
     last = rates[days > days[-1] - DECAY_LAST_DAYS].mean()
-    evidence |= {"plateau": round(level, 3), "shape": shape, "break_day": t0,
-                 "fitted_drop": round(drop, 3), "last_days_rate": round(float(last), 3)}  # fmt: skip
+    evidence |= {
+        "plateau": round(level, 3),
+        "shape": shape,
+        "break_day": t0,
+        "fitted_drop": round(drop, 3),
+        "last_days_rate": round(float(last), 3),
+    }
     flagged = drop >= DECAY_DROP and last <= level - DECAY_DROP / 2
     return _result(flagged, t0, evidence)
 
