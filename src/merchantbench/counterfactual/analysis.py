@@ -202,11 +202,21 @@ def _tasks(
         later = tuple(w for w in sorted(days) if w > 0)
         for window, blob in _snapshots(parent, sorted(days)):
             for policy in policies:
-                keep = later if window == 0 and not is_own_run(parent, policy) else ()
+                if window == 0 and is_own_run(parent, policy):
+                    continue  # the policy's year from day 0 is this run: no takeover to play
+                keep = later if window == 0 else ()
                 yield TakeoverTask(
                     str(parent.run_dir), window, days[window], policy, parent.scenario,
                     parent.seed, parent.catalog, blob, keep,
                 )  # fmt: skip
+
+
+def _day0_task(parent: Parent, policy: Policy) -> TakeoverTask:
+    """The day-0 takeover of `parent` by `policy`, as a task (its snapshot made again: the
+    bisection starts its own-run forks from it)."""
+    blob = next(b for _, b in _snapshots(parent, [0]))
+    return TakeoverTask(str(parent.run_dir), 0, 0, policy, parent.scenario, parent.seed,
+                        parent.catalog, blob)  # fmt: skip
 
 
 def _snapshots(parent: Parent, windows: list[int]) -> Iterator[tuple[int, bytes]]:
@@ -219,16 +229,26 @@ def _snapshots(parent: Parent, windows: list[int]) -> Iterator[tuple[int, bytes]
 Found = dict[tuple[Any, ...], tuple[TakeoverTask, Takeover]]
 
 
-def _run(
-    executor: TakeoverExecutor, tasks: Iterable[tuple[tuple[Any, ...], TakeoverTask]],
-    found: Found, progress: Progress | None,
-) -> None:  # fmt: skip
-    keyed = list(tasks)
-    by_task = {id(task): key for key, task in keyed}
-    for done, (task, result) in enumerate(executor.run(t for _, t in keyed), start=1):
-        found[by_task[id(task)]] = (task, result)
-        if progress is not None:
-            progress(done, len(keyed), task)
+@dataclass
+class _Rounds:
+    """Takeovers played in rounds (the fork grid, the own runs, each bisection step), their
+    results by key, and the progress counted over every round."""
+
+    executor: TakeoverExecutor
+    progress: Progress | None
+    found: Found = field(default_factory=dict)
+    done: int = 0
+    total: int = 0
+
+    def run(self, tasks: Iterable[tuple[tuple[Any, ...], TakeoverTask]]) -> None:
+        keyed = list(tasks)
+        self.total += len(keyed)
+        by_task = {id(task): key for key, task in keyed}
+        for task, result in self.executor.run(t for _, t in keyed):
+            self.found[by_task[id(task)]] = (task, result)
+            self.done += 1
+            if self.progress is not None:
+                self.progress(self.done, self.total, task)
 
 
 def analyse(
@@ -251,9 +271,15 @@ def analyse(
     """
     if not policies:
         raise ForkError("name at least one takeover policy")
-    found: Found = {}
-    _run(executor, (((t.run, t.policy.label, t.window), t)
-                    for t in _tasks(parents, policies, every_days)), found, progress)  # fmt: skip
+    rounds = _Rounds(executor, progress)
+    found = rounds.found
+    rounds.run(
+        ((t.run, t.policy.label, t.window), t) for t in _tasks(parents, policies, every_days)
+    )
+    for parent in parents:  # a run that is the policy's own run is its takeover at day 0
+        for policy in (p for p in policies if is_own_run(parent, p)):
+            own_year = Takeover(parent.final_net_assets, bool(parent.manifest.closed), 0.0)
+            found[(str(parent.run_dir), policy.label, 0)] = (_day0_task(parent, policy), own_year)
     own_tasks: dict[tuple[Any, ...], TakeoverTask] = {}
     for parent in parents:
         for policy in policies:
@@ -272,13 +298,13 @@ def analyse(
                         day=window // parent.windows_per_day(),
                     ),
                 )
-    _run(executor, own_tasks.items(), found, progress)
+    rounds.run(own_tasks.items())
     analyses = []
     for parent in parents:
         curves = [_curve(parent, policy, every_days, found, margin) for policy in policies]
         analyses.append(RunAnalysis(parent, every_days, default_margin(parent), curves))
     if bisect:
-        _bisect(analyses, executor, found, progress)
+        _bisect(analyses, rounds)
     return analyses
 
 
@@ -302,11 +328,9 @@ def _curve(
                  parent.scenario.clock.start_date, search)  # fmt: skip
 
 
-def _bisect(
-    analyses: list[RunAnalysis], executor: TakeoverExecutor, found: Found,
-    progress: Progress | None,
-) -> None:  # fmt: skip
+def _bisect(analyses: list[RunAnalysis], rounds: _Rounds) -> None:
     """Halve every onset period with forks at its middle day until it is BRACKET_DAYS wide."""
+    found = rounds.found
     while True:
         wanted: dict[tuple[Any, ...], TakeoverTask] = {}
         asks: list[tuple[Parent, Curve, int]] = []
@@ -327,7 +351,7 @@ def _bisect(
                 asks.append((parent, curve, window))
         if not asks:
             return
-        _run(executor, wanted.items(), found, progress)
+        rounds.run(wanted.items())
         for parent, curve, window in asks:
             this = found[(str(parent.run_dir), curve.policy.label, window)][1].final_net_assets
             own = this

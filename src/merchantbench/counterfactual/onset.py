@@ -17,12 +17,13 @@ seed: the day-0 takeover, forked again). Then:
 - **the run's own rate**: an agent worse (or better) than P damages P's store at a steady
   rate all year (the rule-based operator under the expert policy: about 5,000 RMB a month on
   `small`), which is not a failure. The excess of a period is its damage less the median daily
-  damage of the periods before it times its length.
+  damage of the periods before it (when positive) times its length.
 - **onset**: the first fork period after the first whose excess exceeds its margin and whose
   excess summed from it to the end of the run (each later period against the same rate, the
   one before the candidate) does too: the damage lasts. A period's margin
-  is `MARGIN_NOISES` times the larger of the noise and the spread of the earlier periods
-  around the run's own rate (a run whose monthly damage scatters needs a larger excess). The
+  is `MARGIN_NOISES` times the larger of the noise and the run's own spread (how much its
+  damage scatters from one period to the next: a run whose monthly damage scatters needs a
+  larger excess; idle, which has no drift, is judged by this alone). The
   first period has no earlier run to compare with: a failure from day 0 has no onset here (the
   detectors of metrics/diagnosis.py judge those).
 - **bisection**: the onset period `[a, b]` is halved with forks at its middle day m (P(m) and
@@ -101,25 +102,36 @@ class OnsetSearch:
         return round(max(self.floor, MARGIN_NOISES * self.noise), 2)
 
     def rate_before(self, k: int) -> float:
-        """The run's own daily damage before period k: the median over periods 0..k-1."""
+        """The run's own daily damage before period k: the median over periods 0..k-1, or 0
+        when that is negative (a store being built gains value fast at first and then less:
+        that slowing is no damage)."""
         rates = [d / (b - a) for a, b, d in self.damage()[:k] if b > a]
-        return statistics.median(rates) if rates else 0.0
+        return max(0.0, statistics.median(rates)) if rates else 0.0
 
     def excess(self) -> list[float]:
         return [d - self.rate_before(k) * (b - a) for k, (a, b, d) in enumerate(self.damage())]
 
-    def spread_before(self, k: int) -> float:
-        """How far the periods before k stray from the run's own rate (root mean square)."""
-        rate = self.rate_before(k)
-        residuals = [d - rate * (b - a) for a, b, d in self.damage()[:k]]
-        return math.sqrt(sum(r * r for r in residuals) / len(residuals)) if residuals else 0.0
+    @property
+    def spread(self) -> float:
+        """How much the run's damage scatters from period to period, robust to a change of
+        level: the median absolute difference of consecutive periods' daily damage rates,
+        over the normal's 0.954 (the median of |X − Y| for X, Y ~ N(0, σ²) is 0.954 σ), for
+        the grid's period length (its first period)."""
+        periods = self.damage()
+        rates = [d / (b - a) for a, b, d in periods if b > a]
+        steps = [abs(x - y) for x, y in zip(rates, rates[1:], strict=False)]
+        if not steps:
+            return 0.0
+        return statistics.median(steps) / 0.954 * (periods[0][1] - periods[0][0])
 
     def margin_at(self, k: int) -> float:
         """The margin of period k: MARGIN_NOISES times the larger of the drift noise and the
-        spread of the run's own earlier periods (a fixed `margin` replaces it)."""
+        run's own spread (scaled to the period's length), or a fixed `margin`."""
         if self.fixed_margin is not None:
             return self.fixed_margin
-        noise = max(self.noise, self.spread_before(k))
+        a, b, _ = self.damage()[k]
+        grid = self.damage()[0][1] - self.damage()[0][0]
+        noise = max(self.noise, self.spread * (b - a) / grid if grid else 0.0)
         return round(max(self.floor, MARGIN_NOISES * noise), 2)
 
     def onset_period(self) -> tuple[int, int] | None:
@@ -145,7 +157,7 @@ class OnsetSearch:
         k = next(i for i, (a, b, _) in enumerate(self.damage()) if a <= lo < b)
         excess = fork.gap - self._gap_at(lo) - self.rate_before(k) * (fork.day - lo)
         self.bisection.append(fork)
-        threshold = max(self.noise, self.spread_before(k), self.floor)
+        threshold = max(self.noise, self.spread * (fork.day - lo) / (hi - lo), self.floor)
         self.bracket = (lo, fork.day) if excess > threshold else (fork.day, hi)
 
     def _gap_at(self, day: int) -> float:
