@@ -286,6 +286,8 @@ def analyse(
             if is_own_run(parent, policy):
                 continue
             start, result = found[(str(parent.run_dir), policy.label, 0)]
+            # the kept sessions go to their tasks, not into memory for the whole analysis
+            found[(str(parent.run_dir), policy.label, 0)] = (start, replace(result, kept={}))
             for window, blob in result.kept.items():
                 key = _own_key(parent, policy, window)
                 own_tasks.setdefault(
@@ -317,8 +319,10 @@ def _curve(
         points.append(Point(day, window, result.final_net_assets, result.closed, result.seconds))
         if is_own_run(parent, policy) or window == 0:
             own.append(result.final_net_assets)
-        else:
+        elif _own_key(parent, policy, window) in found:
             own.append(found[_own_key(parent, policy, window)][1].final_net_assets)
+        else:  # the policy's own store closed before this window: its end is all there is
+            own.append(own[0])
     search = onset_search(
         [p.day for p in points], [p.final_net_assets for p in points], own,
         parent.scenario.clock.days, parent.final_net_assets, parent.manifest.initial_net_assets,
