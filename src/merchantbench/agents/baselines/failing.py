@@ -50,12 +50,18 @@ def _today(surface: AgentSurface) -> int:
     return surface.hour // HOURS_PER_DAY
 
 
-class _FailingExpert(ExpertAgent):
-    """The expert, plus the day its failure starts."""
+class _Onset:
+    """The day a validation agent's failure starts (its setting `onset_day`)."""
+
+    config: Any
 
     def failing(self, day: int) -> bool:
-        onset: int = self.config.onset_day  # type: ignore[attr-defined]
+        onset: int = self.config.onset_day
         return day >= onset
+
+
+class _FailingExpert(_Onset, ExpertAgent):
+    """The expert, plus the day its failure starts."""
 
 
 # --- activity -------------------------------------------------------------------------------
@@ -73,7 +79,7 @@ class _ActivityFields(AgentSettings):
     skip_seed: int = 0
 
 
-class _Decaying:
+class _Decaying(_Onset):
     """From `onset_day` the agent acts in a falling share of windows (`shape`): `straight`
     falls `decline_per_month` every 30 days, `halving` halves every 30 days, `step` drops to
     `step_share` at once; none below `floor`. A skipped window is closed at once."""
@@ -83,7 +89,7 @@ class _Decaying:
     def acting_share(self, day: int) -> float:
         """Share of windows acted in on `day`: 1 before the onset, then by `shape`."""
         c = self.config
-        if day < c.onset_day:
+        if not self.failing(day):
             return 1.0
         months = (day - c.onset_day) / DAYS_PER_MONTH
         share = {
@@ -105,13 +111,13 @@ class _Decaying:
         super().act(surface)  # type: ignore[misc]
 
 
-class _Abandoning:
+class _Abandoning(_Onset):
     """From `onset_day` every window is closed at once."""
 
     config: Any
 
     def act(self, surface: AgentSurface) -> None:
-        if _today(surface) >= self.config.onset_day:
+        if self.failing(_today(surface)):
             surface.call("end_of_step", {})
             return
         super().act(surface)  # type: ignore[misc]
@@ -169,7 +175,7 @@ class RuleBasedStopSourcingSettings(RuleBasedSettings):
     onset_day: int = 285
 
 
-class RuleBasedStopSourcingAgent(RuleBasedAgent):
+class RuleBasedStopSourcingAgent(_Onset, RuleBasedAgent):
     """`fail-stop-sourcing-rb`: the rule-based operator, from `onset_day` listing nothing new
     (it still delists, and still answers supplier anomalies)."""
 
@@ -178,7 +184,7 @@ class RuleBasedStopSourcingAgent(RuleBasedAgent):
     config: RuleBasedStopSourcingSettings  # type: ignore[assignment]
 
     def _refill(self, surface: AgentSurface, free: int, listed: set[str]) -> None:
-        if _today(surface) < self.config.onset_day:
+        if not self.failing(_today(surface)):
             super()._refill(surface, free, listed)
 
 
