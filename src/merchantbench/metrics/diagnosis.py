@@ -55,7 +55,8 @@ FLAT_MAX_GROWTH = 1.25  # the later band's top at most this multiple of the open
 RESPONSE_WINDOWS = 14  # a chain completes within this many windows of the adverse outcome
 RESPONSE_MIN_LISTINGS = 10  # adverse-hit listings needed to judge
 RESPONSE_MIN_RATE = 0.05  # flagged below this share of listings answered by a chain
-RESPONSE_MIN_SUFFIX = 5  # listings needed after a candidate onset day
+RESPONSE_MIN_SUFFIX = 20  # listings needed from a candidate onset on (a healthy agent
+# answering 1 in 6 leaves 20 in a row unanswered with a chance of about 2 %)
 RATING_MIN_EXPECTED = 5.0  # adjust_price calls expected after drops at the usual rate
 RATING_P_VALUE = 0.001  # Poisson lower tail: so few calls after drops by chance
 RATING_MAX_RATIO = 0.5  # and fewer than half the usual rate
@@ -277,7 +278,8 @@ def flat_procurement_prices(record: RunRecord, info: RunInfo) -> dict[str, Any]:
 def adverse_response(record: RunRecord, coherence: dict[str, Any], info: RunInfo) -> dict[str, Any]:
     """Share of adverse-hit listings answered by a delist → search → replace chain in time,
     against the agent's own habit: flagged from the first adverse outcome from which on fewer
-    than RESPONSE_MIN_RATE are answered, only if some outcome before it was answered (an agent
+    than RESPONSE_MIN_RATE are answered (at least RESPONSE_MIN_SUFFIX of them, to the end of
+    the run), only if some outcome before it was answered (an agent
     that never made a chain, like the rule-based operator, is not judged: it cannot have
     stopped a habit it never had)."""
     rows = coherence["adverse_reaction_listings"]
@@ -292,7 +294,7 @@ def adverse_response(record: RunRecord, coherence: dict[str, Any], info: RunInfo
         "median_hours_to_chain": float(np.median(done)) if done else None,
         "within_windows": RESPONSE_WINDOWS,
     }
-    if rate is None or len(rows) < RESPONSE_MIN_LISTINGS or rate >= RESPONSE_MIN_RATE:
+    if rate is None or len(rows) < RESPONSE_MIN_LISTINGS:
         return _result(False, None, evidence)
     order = sorted(range(len(rows)), key=lambda i: rows[i]["adverse_t"])
     onset = None
