@@ -121,6 +121,19 @@ def test_the_executors_agree_and_day_0_is_the_policys_own_year(parent, tmp_path)
         reanalyse(parent, other)
 
 
+def test_a_run_is_its_policys_own_run_with_the_same_settings_defaults_filled_in(parent):
+    from merchantbench.counterfactual.analysis import _day0_task, is_own_run
+    from merchantbench.counterfactual.takeover import run_takeover
+
+    assert is_own_run(parent, Policy("rule-based"))  # the record keeps every default
+    assert is_own_run(parent, Policy("rule-based", {"markup": 2.0}))
+    assert not is_own_run(parent, Policy("rule-based", {"markup": 3.0}))
+    assert not is_own_run(parent, Policy("expert"))
+    # Its day-0 takeover, not played by the analysis, is the run itself.
+    played = run_takeover(_day0_task(parent, Policy("rule-based")))
+    assert played.final_net_assets == parent.final_net_assets
+
+
 def test_an_unfinished_run_is_refused(parent, tmp_path):
     import shutil
 

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from merchantbench.agents.registry import agent_entry
 from merchantbench.counterfactual.execute import TakeoverExecutor
 from merchantbench.counterfactual.onset import MIN_MARGIN_SHARE, Fork, OnsetSearch, onset_search
 from merchantbench.counterfactual.parent import ForkError, Parent, fork_days
@@ -177,12 +178,20 @@ def plan_windows(parent: Parent, every_days: int) -> list[tuple[int, int]]:
 def is_own_run(parent: Parent, policy: Policy) -> bool:
     """Whether `parent` is the policy's own run (its agent with its settings from day 0, not a
     fork, no model): then its takeovers of its own run are this run's (onset.py)."""
-    return (
-        parent.agent == policy.agent
-        and parent.agent_settings == policy.settings
-        and not parent.plays_a_model
-        and parent.manifest.fork is None
+    if parent.agent != policy.agent or parent.plays_a_model or parent.manifest.fork is not None:
+        return False
+    return _resolved(policy.agent, parent.agent_settings) == _resolved(
+        policy.agent, policy.settings
     )
+
+
+def _resolved(agent: str, settings: dict[str, Any]) -> dict[str, Any] | None:
+    """An agent's settings with its defaults filled in (a record keeps them all), or None when
+    they cannot be read (then no run counts as its own)."""
+    try:
+        return agent_entry(agent).load().Settings(**settings).model_dump()
+    except Exception:  # noqa: BLE001 — any unreadable settings: not the same run
+        return None
 
 
 def _own_key(parent: Parent, policy: Policy, window: int) -> tuple[Any, ...]:
