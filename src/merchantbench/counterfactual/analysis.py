@@ -366,12 +366,12 @@ def _bisect(analyses: list[RunAnalysis], rounds: _Rounds) -> None:
             return
         rounds.run(wanted.items())
         for parent, curve, window in asks:
-            this = found[(str(parent.run_dir), curve.policy.label, window)][1].final_net_assets
-            own = this
+            mine = found[(str(parent.run_dir), curve.policy.label, window)][1].final_net_assets
+            its_own = mine
             if not is_own_run(parent, curve.policy):
-                own = found[_own_key(parent, curve.policy, window)][1].final_net_assets
+                its_own = found[_own_key(parent, curve.policy, window)][1].final_net_assets
             assert curve.search is not None
-            curve.search.add(Fork(window // parent.windows_per_day(), this, own))
+            curve.search.add(Fork(window // parent.windows_per_day(), mine, its_own))
 
 
 def reanalyse(parent: Parent, data: dict[str, Any], margin: float | None = None) -> RunAnalysis:
