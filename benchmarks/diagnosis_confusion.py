@@ -71,10 +71,11 @@ VALIDATION: dict[str, Case] = {
     "rb-stop-sourcing-285": Case("fail-stop-sourcing-rb", {}, "early_sourcing_stop", 285),
 }  # fmt: skip
 TOLERANCE_DAYS = {
-    "activity_decay": 31,
+    "activity_decay": 15,  # the change point (docs/diagnosis.md)
     "premature_abandonment": 1,
-    "control_loop_narrowing": 31,
+    "control_loop_narrowing": 31,  # a monthly detector: the first day of a month
     "early_sourcing_stop": 14,
+    "adverse_response": 30,  # the first unanswered outcome: when outcomes come is the run's
 }
 SHORT = {
     "activity_decay": "decay", "premature_abandonment": "abandon",
