@@ -175,9 +175,15 @@ class OnsetSearch:
             "noise": round(self.noise, 2),
             "margin": self.margin,
             "damage": [
-                {"from_day": a, "to_day": b, "damage": d, "excess": round(e, 2)}
-                for (a, b, d), e in zip(self.damage(), self.excess(), strict=True)
-            ],
+                {
+                    "from_day": a,
+                    "to_day": b,
+                    "damage": d,
+                    "excess": round(e, 2),
+                    "margin": self.margin_at(k),
+                }
+                for k, ((a, b, d), e) in enumerate(zip(self.damage(), self.excess(), strict=True))
+            ],  # fmt: skip
             "own_run": [{"day": f.day, "final_net_assets": f.own} for f in self.forks],
             "bisection_forks": [
                 {"day": f.day, "this": f.this, "own": f.own} for f in self.bisection
