@@ -198,6 +198,12 @@ def counterfactuals(
     return found
 
 
+def _margin(onset: dict[str, Any]) -> float:
+    """A curve's margin in its later periods (noise and the run's own spread, onset.py)."""
+    return float(max((d.get("margin", onset["margin"]) for d in onset["damage"][1:]),
+                     default=onset["margin"]))  # fmt: skip
+
+
 def counterfactual_markdown(found: dict[str, list[dict[str, Any]]]) -> str:
     from merchantbench.report.markdown import markdown_table
 
@@ -223,7 +229,7 @@ def counterfactual_markdown(found: dict[str, list[dict[str, Any]]]) -> str:
                 "–" if truth is None else f"{within}/{len(runs)}",
                 "–" if not errors else ", ".join(f"{e:+d}" for e in errors),
                 "–" if not forks else f"{min(forks)}–{max(forks)}",
-                f"{min(r['margin'] for r in runs):,.0f}–{max(r['margin'] for r in runs):,.0f}",
+                f"{min(_margin(r) for r in runs):,.0f}–{max(_margin(r) for r in runs):,.0f}",
             ])  # fmt: skip
     rate = f"{100 * healthy_flags / healthy_runs:.1f} %" if healthy_runs else "–"
     return "\n\n".join([
