@@ -22,7 +22,8 @@ seed: the day-0 takeover, forked again). Then:
   excess summed from it to the end of the run (each later period against the same rate, the
   one before the candidate) does too: the damage lasts. A period's margin
   is `MARGIN_NOISES` times the larger of the noise and the run's own spread (how much its
-  damage scatters from one period to the next: a run whose monthly damage scatters needs a
+  damage scatters from one period to the next, over the periods before it when there are
+  `SPREAD_PERIODS`, else over the run: a run whose monthly damage scatters needs a
   larger excess; idle, which has no drift, is judged by this alone). The
   first period has no earlier run to compare with: a failure from day 0 has no onset here (the
   detectors of metrics/diagnosis.py judge those).
@@ -43,6 +44,7 @@ from typing import Any
 MARGIN_NOISES = 3.0
 MIN_MARGIN_SHARE = 0.01  # of the initial net assets
 BRACKET_DAYS = 7
+SPREAD_PERIODS = 3  # earlier periods needed to measure the run's own spread before a period
 
 
 @dataclass(frozen=True)
@@ -111,13 +113,16 @@ class OnsetSearch:
     def excess(self) -> list[float]:
         return [d - self.rate_before(k) * (b - a) for k, (a, b, d) in enumerate(self.damage())]
 
-    @property
-    def spread(self) -> float:
+    def spread(self, k: int | None = None) -> float:
         """How much the run's damage scatters from period to period, robust to a change of
         level: the median absolute difference of consecutive periods' daily damage rates,
         over the normal's 0.954 (the median of |X − Y| for X, Y ~ N(0, σ²) is 0.954 σ), for
-        the grid's period length (its first period)."""
+        the grid's period length (its first period). Over the periods before k when there
+        are at least SPREAD_PERIODS of them (a failure's own scatter does not hide its
+        start), else over the whole run."""
         periods = self.damage()
+        if k is not None and k >= SPREAD_PERIODS:
+            periods = periods[:k]
         rates = [d / (b - a) for a, b, d in periods if b > a]
         steps = [abs(x - y) for x, y in zip(rates, rates[1:], strict=False)]
         if not steps:
@@ -131,7 +136,7 @@ class OnsetSearch:
             return self.fixed_margin
         a, b, _ = self.damage()[k]
         grid = self.damage()[0][1] - self.damage()[0][0]
-        noise = max(self.noise, self.spread * (b - a) / grid if grid else 0.0)
+        noise = max(self.noise, self.spread(k) * (b - a) / grid if grid else 0.0)
         return round(max(self.floor, MARGIN_NOISES * noise), 2)
 
     def onset_period(self) -> tuple[int, int] | None:
@@ -157,7 +162,7 @@ class OnsetSearch:
         k = next(i for i, (a, b, _) in enumerate(self.damage()) if a <= lo < b)
         excess = fork.gap - self._gap_at(lo) - self.rate_before(k) * (fork.day - lo)
         self.bisection.append(fork)
-        threshold = max(self.noise, self.spread * (fork.day - lo) / (hi - lo), self.floor)
+        threshold = max(self.noise, self.spread(k) * (fork.day - lo) / (hi - lo), self.floor)
         self.bracket = (lo, fork.day) if excess > threshold else (fork.day, hi)
 
     def _gap_at(self, day: int) -> float:
