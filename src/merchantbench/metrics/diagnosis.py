@@ -55,8 +55,8 @@ FLAT_MAX_GROWTH = 1.25  # the later band's top at most this multiple of the open
 RESPONSE_WINDOWS = 14  # a chain completes within this many windows of the adverse outcome
 RESPONSE_MIN_LISTINGS = 10  # adverse-hit listings needed to judge
 RESPONSE_MIN_RATE = 0.05  # flagged below this share of listings answered by a chain
-RESPONSE_MIN_SUFFIX = 20  # listings needed from a candidate onset on (a healthy agent
-# answering 1 in 6 leaves 20 in a row unanswered with a chance of about 2 %)
+RESPONSE_MIN_SUFFIX = 20  # listings needed from a candidate onset on
+RESPONSE_P_VALUE = 1e-10  # binomial lower tail of the answers after the split at the rate before
 RATING_MIN_EXPECTED = 5.0  # adjust_price calls expected after drops at the usual rate
 RATING_P_VALUE = 0.001  # Poisson lower tail: so few calls after drops by chance
 RATING_MAX_RATIO = 0.5  # and fewer than half the usual rate
@@ -276,36 +276,47 @@ def flat_procurement_prices(record: RunRecord, info: RunInfo) -> dict[str, Any]:
 
 
 def adverse_response(record: RunRecord, coherence: dict[str, Any], info: RunInfo) -> dict[str, Any]:
-    """Share of adverse-hit listings answered by a delist → search → replace chain in time,
-    against the agent's own habit: flagged from the first adverse outcome from which on fewer
-    than RESPONSE_MIN_RATE are answered (at least RESPONSE_MIN_SUFFIX of them, to the end of
-    the run), only if some outcome before it was answered (an agent
-    that never made a chain, like the rule-based operator, is not judged: it cannot have
-    stopped a habit it never had)."""
+    """Adverse-hit listings answered by a delist → search → replace chain in time, against the
+    agent's own habit: the split of the listings (in the order of their adverse outcomes) where
+    the later ones are answered least like the earlier ones — at least RESPONSE_MIN_LISTINGS
+    before it with some answered, at least RESPONSE_MIN_SUFFIX after it with fewer than
+    RESPONSE_MIN_RATE answered, and so few answered after it that the earlier rate gives a
+    binomial lower tail below RESPONSE_P_VALUE. An agent that never made a chain (the
+    rule-based operator) is not judged: it cannot have stopped a habit it never had."""
     rows = coherence["adverse_reaction_listings"]
     within = RESPONSE_WINDOWS * info.calendar.hours_per_window
     hours = response_chains(rows, record.trace, record.listings, within)
     done = [h for h in hours if h is not None]
     rate = len(done) / len(rows) if rows else None
-    evidence = {
+    evidence: dict[str, Any] = {
         "adverse_listings": len(rows),
         "chains": len(done),
         "chain_rate": None if rate is None else round(rate, 3),
         "median_hours_to_chain": float(np.median(done)) if done else None,
         "within_windows": RESPONSE_WINDOWS,
     }
-    if rate is None or len(rows) < RESPONSE_MIN_LISTINGS:
-        return _result(False, None, evidence)
     order = sorted(range(len(rows)), key=lambda i: rows[i]["adverse_t"])
-    onset = None
-    for k, i in enumerate(order):
-        habit = any(hours[j] is not None for j in order[:k])
-        rest = [hours[j] is not None for j in order[k:]]
-        if habit and len(rest) >= RESPONSE_MIN_SUFFIX and np.mean(rest) < RESPONSE_MIN_RATE:
-            onset = int(rows[i]["adverse_t"]) // HOURS_PER_DAY
-            break
-    evidence["answered_before_onset"] = onset is not None
-    return _result(onset is not None, onset, evidence)
+    answered = [hours[i] is not None for i in order]
+    best: tuple[float, int] | None = None
+    for k in range(RESPONSE_MIN_LISTINGS, len(order) - RESPONSE_MIN_SUFFIX + 1):
+        before, after = sum(answered[:k]) / k, answered[k:]
+        if before == 0 or sum(after) >= RESPONSE_MIN_RATE * len(after):
+            continue
+        p = _binomial_cdf(sum(after), len(after), before)
+        if p < RESPONSE_P_VALUE and (best is None or p < best[0]):
+            best = (p, k)
+    if best is None:
+        return _result(False, None, evidence)
+    p, k = best
+    evidence |= {"rate_before": round(sum(answered[:k]) / k, 3),
+                 "rate_after": round(float(np.mean(answered[k:])), 3), "p_value": p}  # fmt: skip
+    return _result(True, int(rows[order[k]]["adverse_t"]) // HOURS_PER_DAY, evidence)
+
+
+def _binomial_cdf(observed: int, n: int, rate: float) -> float:
+    """P(X ≤ observed) for X ~ Binomial(n, rate)."""
+    return min(1.0, sum(math.comb(n, j) * rate**j * (1 - rate) ** (n - j)
+                        for j in range(observed + 1)))  # fmt: skip
 
 
 def _poisson_cdf(observed: int, expected: float) -> float:
