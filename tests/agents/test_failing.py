@@ -28,7 +28,7 @@ CASES: dict[str, tuple[dict[str, Any], str, int | None, int]] = {
     "fail-stop-sourcing": ({"onset_day": 60}, "early_sourcing_stop", 60, 14),
     "fail-flat-prices": ({}, "flat_procurement_prices", None, 0),
     # From day 0 it would have no habit to stop: the detector needs an answer before the onset.
-    "fail-no-risk-response": ({"onset_day": 30}, "adverse_response", 30, 30),
+    "fail-no-risk-response": ({"onset_day": 60}, "adverse_response", 60, 45),
     "fail-no-rating-repricing": ({}, "rating_adaptation", 0, 30),
     # The rule-based base: flagged by its own detector alone (never by the risk-response one,
     # for chains the rule-based operator never makes).
@@ -38,7 +38,9 @@ CASES: dict[str, tuple[dict[str, Any], str, int | None, int]] = {
 
 
 def diagnosis(agent: str, settings: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
-    scenario = SIX_MONTHS if agent == "fail-flat-prices" else FOUR_MONTHS
+    # The flat band and the risk response need more than four months (their evidence).
+    six = agent in ("fail-flat-prices", "fail-no-risk-response")
+    scenario = SIX_MONTHS if six else FOUR_MONTHS
     spec = RunSpec(agent, scenario, SEED, settings)
     return run_agent(spec, tmp_path / agent, transcript=False)["diagnosis"]
 
