@@ -349,8 +349,9 @@ def rating_adaptation(
         "calls_after_drops": observed,
         "expected_at_usual_rate": round(expected, 2),
         "p_value": p,
-        "judged_until_day": abandoned_day,
     }
+    if abandoned_day is not None:
+        evidence["judged_until_day"] = abandoned_day
     ratio = observed / expected if expected else None
     flagged = (expected >= RATING_MIN_EXPECTED and p < RATING_P_VALUE
                and ratio is not None and ratio < RATING_MAX_RATIO)  # fmt: skip
