@@ -28,7 +28,7 @@ CASES: dict[str, tuple[dict[str, Any], str, int | None, int]] = {
     "fail-stop-sourcing": ({"onset_day": 60}, "early_sourcing_stop", 60, 14),
     "fail-flat-prices": ({}, "flat_procurement_prices", None, 0),
     # From day 0 it would have no habit to stop: the detector needs an answer before the onset.
-    "fail-no-risk-response": ({"onset_day": 60}, "adverse_response", 60, 45),
+    "fail-no-risk-response": ({"onset_day": 40}, "adverse_response", 40, 30),
     "fail-no-rating-repricing": ({}, "rating_adaptation", 0, 30),
     # The rule-based base: flagged by its own detector alone (never by the risk-response one,
     # for chains the rule-based operator never makes).
