@@ -236,7 +236,7 @@ def counterfactual_markdown(found: dict[str, list[dict[str, Any]]]) -> str:
         "Counterfactual onset of damage (every 30 days, bisected to 7 days; "
         "docs/counterfactual.md):",
         markdown_table(["configuration", "policy", "true onset day", "onset days found",
-                        "within ±15 d", "errors (days)", "bisection forks", "margin (RMB)"],
+                        "within ±15 d", "errors (days)", "bisection steps", "margin (RMB)"],
                        rows),
         f"Healthy runs × policies with an onset (false positives): {healthy_flags} of "
         f"{healthy_runs} ({rate}).",
