@@ -9,10 +9,14 @@ in-process executor, `--jobs 1`):
 - reaching the fork days: one fast replay pass of the parent's record with a snapshot at each
   fork window (`merchantbench.replay.snapshot_blobs(..., fast=True)`, as the analysis does);
 - the analysis: `analyse` with the policy at every `--every` days (12 fork points at 30 days:
-  day 0, 30, …, 330; the forks' remaining days add up to about 6.5 years).
+  day 0, 30, …, 330; the forks' remaining days add up to about 6.5 years), then, unless the
+  parent is the policy's own run, the policy's takeovers of its own run at the same days,
+  and the bisection of an onset period to 7 days (docs/counterfactual.md). The parent's own
+  year is not played again when it is the policy's own run (its day-0 takeover is the run).
 
-Goal: the analysis costs at most 8× one in-process year of the policy; with the rule-based
-policy at most 15 s on the project's 2-core machine.
+Goal: the analysis, with bisection, costs at most 8× one in-process year of the policy; with
+the rule-based policy at most 15 s on the project's 2-core machine. `--parent-setting
+onset_day=97` with `--parent fail-abandon-rb` times an analysis that finds an onset and bisects.
 
     uv run python benchmarks/bench_counterfactual.py [--policy rule-based] [--parent rule-based]
         [--every 30] [--jobs 1] [--seed 1] [--scenario paper]
@@ -59,6 +63,12 @@ def main() -> None:
     parser.add_argument("--scenario", default="paper")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--parent", default="rule-based", help="the agent of the analysed run")
+    parser.add_argument(
+        "--parent-setting",
+        action="append",
+        default=[],
+        help="KEY=VALUE setting of the parent agent (integers as integers)",
+    )
     parser.add_argument("--policy", default="rule-based", help="the takeover policy")
     parser.add_argument("--every", type=int, default=30, help="days between fork points")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (1: in process)")
@@ -69,7 +79,11 @@ def main() -> None:
     get_search_index(scenario, args.seed, get_market(scenario, args.seed))
     with tempfile.TemporaryDirectory(prefix="bench-counterfactual-") as tmp:
         root = Path(tmp)
-        run_agent(RunSpec(args.parent, scenario, args.seed), root / "parent")
+        settings = {
+            k: int(v) if v.lstrip("-").isdigit() else v
+            for k, v in (item.split("=", 1) for item in args.parent_setting)
+        }
+        run_agent(RunSpec(args.parent, scenario, args.seed, settings), root / "parent")
         parent = Parent.read(root / "parent")
         windows = [w for _, w in plan_windows(parent, args.every)]
 
@@ -111,8 +125,12 @@ def main() -> None:
         + (f", {analysis[1] / bare[1]:.2f}x CPU" if args.jobs == 1 else "")
     )
     takeovers = sum(p.seconds for p in curve.points)
+    onset = curve.search.to_json() if curve.search is not None else {}
     print(f"takeovers' own wall seconds: {takeovers:.2f} s; "
           f"curve: {[round(p.final_net_assets) for p in curve.points]}")  # fmt: skip
+    print(f"onset: {curve.onset_day()} (period {onset.get('period')}, bracket "
+          f"{onset.get('bracket')}); bisection forks at days "
+          f"{[f['day'] for f in onset.get('bisection_forks', [])]}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -7,6 +7,12 @@ the table as Markdown:
 
     uv run python benchmarks/diagnosis_confusion.py --seeds 10 --jobs 2 --out sweeps/diagnosis
 
+With `--counterfactual-seeds N`, each run of seeds 1..N is also analysed by counterfactual
+takeovers (`merchantbench counterfactual`, every 30 days with bisection; a healthy run under
+idle, expert and rule-based, a validation agent under its base's policy and idle; a pool of
+`--jobs` workers) and the onsets are tabled against the true days, with the healthy runs' false
+positives.
+
 Each cell counts the seeds a detector flagged; on an agent's own detector it also counts the
 flags whose onset falls within the stated tolerance of the agent's true onset day. `--markdown
 FILE` also writes the table there (the one in docs/diagnosis.md was made so).
@@ -20,7 +26,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from merchantbench.metrics.diagnosis import DETECTORS
 from merchantbench.metrics.record import load_run_record
@@ -28,23 +34,48 @@ from merchantbench.metrics.run_metrics import metrics_of
 from merchantbench.record.code_version import source_sha256
 from merchantbench.sweeps.index import read_index
 
-HEALTHY = ("expert", "rule-based")
-# Each validation agent, the detector of its failure, and its true onset day (None: the failure
-# runs from the start, and the detector gives no day).
-VALIDATION: dict[str, tuple[str, int | None]] = {
-    "fail-decay": ("activity_decay", 92),
-    "fail-abandon": ("premature_abandonment", 100),
-    "fail-narrow": ("control_loop_narrowing", 61),
-    "fail-stop-sourcing": ("early_sourcing_stop", 285),
-    "fail-flat-prices": ("flat_procurement_prices", None),
-    "fail-no-risk-response": ("adverse_response", None),
-    "fail-no-rating-repricing": ("rating_adaptation", None),
-}
+HEALTHY = ("expert", "rule-based", "random")
+
+
+class Case(NamedTuple):
+    """A validation agent of the grid: its agent and settings, the detector of its failure and
+    the true onset day (None: the failure runs from day 0 and the detector gives no day)."""
+
+    agent: str
+    settings: dict[str, Any]
+    detector: str
+    onset: int | None
+
+
+# Labels name the base (`rb-`: the rule-based operator; else the expert), the failure, its shape
+# and its true onset day; the onsets are off the 30-day fork grid (docs/diagnosis.md).
+VALIDATION: dict[str, Case] = {
+    "decay-straight-97": Case("fail-decay", {"onset_day": 97}, "activity_decay", 97),
+    "decay-halving-143": Case("fail-decay", {"onset_day": 143, "shape": "halving"},
+                              "activity_decay", 143),
+    "decay-step-211": Case("fail-decay", {"onset_day": 211, "shape": "step"},
+                           "activity_decay", 211),
+    "abandon-143": Case("fail-abandon", {"onset_day": 143}, "premature_abandonment", 143),
+    "narrow-97": Case("fail-narrow", {"onset_day": 97}, "control_loop_narrowing", 97),
+    "stop-sourcing-285": Case("fail-stop-sourcing", {}, "early_sourcing_stop", 285),
+    "flat-prices": Case("fail-flat-prices", {}, "flat_procurement_prices", None),
+    "no-risk-response-97": Case("fail-no-risk-response", {"onset_day": 97}, "adverse_response",
+                                97),
+    "no-rating-repricing": Case("fail-no-rating-repricing", {}, "rating_adaptation", None),
+    "rb-decay-straight-143": Case("fail-decay-rb", {"onset_day": 143}, "activity_decay", 143),
+    "rb-decay-halving-211": Case("fail-decay-rb", {"onset_day": 211, "shape": "halving"},
+                                 "activity_decay", 211),
+    "rb-decay-step-97": Case("fail-decay-rb", {"onset_day": 97, "shape": "step"},
+                             "activity_decay", 97),
+    "rb-abandon-211": Case("fail-abandon-rb", {"onset_day": 211}, "premature_abandonment", 211),
+    "rb-stop-sourcing-285": Case("fail-stop-sourcing-rb", {}, "early_sourcing_stop", 285),
+}  # fmt: skip
 TOLERANCE_DAYS = {
-    "activity_decay": 31,
+    "activity_decay": 15,  # the change point (docs/diagnosis.md)
     "premature_abandonment": 1,
-    "control_loop_narrowing": 31,
+    "control_loop_narrowing": 31,  # a monthly detector: the first day of a month
     "early_sourcing_stop": 14,
+    "adverse_response": 30,  # the first unanswered outcome: when outcomes come is the run's
 }
 SHORT = {
     "activity_decay": "decay", "premature_abandonment": "abandon",
@@ -54,11 +85,13 @@ SHORT = {
 
 
 def sweep_file(seeds: list[int], scenario: str) -> dict[str, Any]:
+    cases = [{"agent": c.agent, "label": label, "settings": c.settings}
+             for label, c in VALIDATION.items()]  # fmt: skip
     return {
         "name": "diagnosis",
         "scenarios": [{"name": scenario}],
         "seeds": seeds,
-        "agents": [*HEALTHY, *VALIDATION],
+        "agents": [*HEALTHY, *cases],
         "transcript": False,
     }
 
@@ -97,27 +130,117 @@ def diagnoses(out: Path) -> dict[str, list[dict[str, Any]]]:
     return found
 
 
-def _cell(runs: Sequence[dict[str, Any]], detector: str, agent: str) -> str:
+def _cell(runs: Sequence[dict[str, Any]], detector: str, label: str) -> str:
     flags = [run[detector] for run in runs if run[detector]["flagged"]]
-    own, truth = VALIDATION.get(agent, (None, None))
+    case = VALIDATION.get(label)
     text = f"{len(flags)}/{len(runs)}"
-    if detector == own and truth is not None:
+    if case is not None and detector == case.detector and case.onset is not None:
         tolerance = TOLERANCE_DAYS[detector]
-        close = sum(f["onset_day"] is not None and abs(f["onset_day"] - truth) <= tolerance
+        close = sum(f["onset_day"] is not None and abs(f["onset_day"] - case.onset) <= tolerance
                     for f in flags)  # fmt: skip
         text = f"**{text}** (onset ±{tolerance} d: {close})"
-    elif detector == own:
+    elif case is not None and detector == case.detector:
         text = f"**{text}**"
     return text
 
 
 def onsets(found: dict[str, list[dict[str, Any]]]) -> list[list[Any]]:
     rows = []
-    for agent, (detector, truth) in VALIDATION.items():
-        days = [r[detector]["onset_day"] for r in found.get(agent, []) if r[detector]["flagged"]]
+    for label, case in VALIDATION.items():
+        runs = found.get(label, [])
+        days = [r[case.detector]["onset_day"] for r in runs if r[case.detector]["flagged"]]
         shown = ", ".join("none" if d is None else str(d) for d in days) or "–"
-        rows.append([agent, SHORT[detector], "not set" if truth is None else truth, shown])
+        errors = [d - case.onset for d in days if d is not None and case.onset is not None]
+        worst = max(errors, key=abs) if errors else None
+        rows.append([label, SHORT[case.detector], "not set" if case.onset is None else case.onset,
+                     shown, "–" if worst is None else f"{worst:+d}"])  # fmt: skip
     return rows
+
+
+# --- the counterfactual onset (docs/counterfactual.md) ---------------------------------------
+def policies_of(label: str) -> list[str]:
+    """The takeover policies an analysis of a configuration uses: a healthy run every default
+    policy (idle, expert) and rule-based; a validation agent its base's policy and idle."""
+    if label in HEALTHY:
+        return ["idle", "expert", "rule-based"]
+    return ["rule-based" if VALIDATION[label].agent.endswith("-rb") else "expert", "idle"]
+
+
+def counterfactual_of(out: Path, run_dir: str, label: str, jobs: int) -> dict[str, Any]:
+    """Each policy's onset over a run (`analyse`, every 30 days, bisection), cached in
+    OUT/counterfactual-cache/ under the package's source hash."""
+    from merchantbench.counterfactual.analysis import analyse
+    from merchantbench.counterfactual.execute import executor_of
+    from merchantbench.counterfactual.parent import Parent
+    from merchantbench.counterfactual.takeover import Policy
+
+    cache = (out / "counterfactual-cache" / source_sha256()[:16]
+             / (run_dir.replace("/", "_") + ".json"))  # fmt: skip
+    if cache.is_file():
+        return dict(json.loads(cache.read_text()))
+    policies = [Policy(p) for p in policies_of(label)]
+    [analysis] = analyse([Parent.read(out / run_dir)], policies, 30, executor_of("local", jobs))
+    found = {c.policy.label: c.to_json()["onset"] for c in analysis.curves}
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps(found))
+    return found
+
+
+def counterfactuals(
+    out: Path, jobs: int, labels: Sequence[str], seeds: Sequence[int]
+) -> dict[str, list[dict[str, Any]]]:
+    found: dict[str, list[dict[str, Any]]] = {}
+    for row in sorted(read_index(out), key=lambda r: (r["seed"], r["label"])):
+        if row["status"] == "done" and row["label"] in labels and row["seed"] in seeds:
+            print(f"counterfactual: {row['run_dir']}", file=sys.stderr, flush=True)
+            onset = counterfactual_of(out, row["run_dir"], row["label"], jobs)
+            found.setdefault(row["label"], []).append(onset)
+    return found
+
+
+def _margin(onset: dict[str, Any]) -> float:
+    """A curve's margin in its later periods (noise and the run's own spread, onset.py)."""
+    return float(max((d.get("margin", onset["margin"]) for d in onset["damage"][1:]),
+                     default=onset["margin"]))  # fmt: skip
+
+
+def counterfactual_markdown(found: dict[str, list[dict[str, Any]]]) -> str:
+    from merchantbench.report.markdown import markdown_table
+
+    rows, healthy_runs, healthy_flags = [], 0, 0
+    for label in [*HEALTHY, *VALIDATION]:
+        for policy in policies_of(label):
+            runs = [r[policy] for r in found.get(label, []) if policy in r]
+            if not runs:
+                continue
+            days = [r["onset_day"] for r in runs]
+            truth = VALIDATION[label].onset if label in VALIDATION else None
+            errors = [d - truth for d in days if d is not None and truth is not None]
+            within = sum(abs(e) <= 15 for e in errors)
+            forks = [len(r["bisection_forks"]) for r in runs if r["onset_day"] is not None]
+            if label in HEALTHY:
+                healthy_runs, healthy_flags = (
+                    healthy_runs + len(runs),
+                    healthy_flags + sum(d is not None for d in days),
+                )
+            rows.append([
+                label, policy, "none" if truth is None else truth,
+                ", ".join("none" if d is None else str(d) for d in days),
+                "–" if truth is None else f"{within}/{len(runs)}",
+                "–" if not errors else ", ".join(f"{e:+d}" for e in errors),
+                "–" if not forks else f"{min(forks)}–{max(forks)}",
+                f"{min(_margin(r) for r in runs):,.0f}–{max(_margin(r) for r in runs):,.0f}",
+            ])  # fmt: skip
+    rate = f"{100 * healthy_flags / healthy_runs:.1f} %" if healthy_runs else "–"
+    return "\n\n".join([
+        "Counterfactual onset of damage (every 30 days, bisected to 7 days; "
+        "docs/counterfactual.md):",
+        markdown_table(["configuration", "policy", "true onset day", "onset days found",
+                        "within ±15 d", "errors (days)", "bisection steps", "margin (RMB)"],
+                       rows),
+        f"Healthy runs × policies with an onset (false positives): {healthy_flags} of "
+        f"{healthy_runs} ({rate}).",
+    ]) + "\n"  # fmt: skip
 
 
 # The healthy baselines' figure closest to each threshold: (detector, evidence key, max or min,
@@ -147,6 +270,7 @@ def markdown(found: dict[str, list[dict[str, Any]]], seeds: list[int], scenario:
     from merchantbench.report.markdown import markdown_table
 
     agents = [a for a in (*VALIDATION, *HEALTHY) if a in found]
+    healthy_names = ", ".join(HEALTHY)
     table = markdown_table(
         ["agent \\ detector", *(SHORT[d] for d in DETECTORS)],
         [[a, *(_cell(found[a], d, a) for d in DETECTORS)] for a in agents],
@@ -158,14 +282,14 @@ def markdown(found: dict[str, list[dict[str, Any]]], seeds: list[int], scenario:
         [[SHORT[d], len(healthy), f, f"{100 * f / len(healthy):.1f} %" if healthy else "–"]
          for d, f in zip(DETECTORS, false, strict=True)],
     )  # fmt: skip
-    days = markdown_table(["agent", "detector", "true onset day", "onset days found"],
-                          onsets(found))  # fmt: skip
+    days = markdown_table(["configuration", "detector", "true onset day", "onset days found",
+                           "largest error (days)"], onsets(found))  # fmt: skip
     return "\n\n".join([
         f"Scenario `{scenario}`, seeds {', '.join(map(str, seeds))}; cells: runs flagged / runs. "
         "On each validation "
         "agent's own detector (bold), the runs whose onset day is within the tolerance of the "
         "true day.",
-        table, "False positives on the healthy baselines (expert and rule-based):", fp,
+        table, f"False positives on the healthy baselines ({healthy_names}):", fp,
         "Onset days found on each validation agent's own detector:", days,
         "The healthy baselines' figures closest to each threshold (over their runs):",
         markdown_table(["agent", "detector", "figure", "closest", "threshold"], margins(found)),
@@ -180,11 +304,32 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("sweeps/diagnosis"))
     parser.add_argument("--markdown", type=Path, help="also write the table to this file")
     parser.add_argument("--no-run", action="store_true", help="only read the finished runs")
+    parser.add_argument(
+        "--counterfactual-seeds",
+        type=int,
+        default=0,
+        help="also the counterfactual onset on seeds 1..N (slow: forks)",
+    )
+    parser.add_argument(
+        "--counterfactual-labels",
+        default="",
+        help="comma-separated configurations for the counterfactual (all)",
+    )
     args = parser.parse_args()
     if not args.no_run:
         run_grid(args.out, args.seeds, args.scenario, args.jobs)
     seeds = sorted({int(r["seed"]) for r in read_index(args.out) if r["status"] == "done"})
     text = markdown(diagnoses(args.out), seeds, args.scenario)
+    if args.counterfactual_seeds:
+        labels = (
+            args.counterfactual_labels.split(",")
+            if args.counterfactual_labels
+            else [*HEALTHY, *VALIDATION]
+        )
+        found = counterfactuals(
+            args.out, args.jobs, labels, range(1, args.counterfactual_seeds + 1)
+        )
+        text += "\n" + counterfactual_markdown(found)
     print(text)
     if args.markdown:
         args.markdown.write_text(text)

@@ -22,18 +22,25 @@ SEED = 1
 
 # agent: (settings, its detector, the onset day to find (None: none given), tolerance in days)
 CASES: dict[str, tuple[dict[str, Any], str, int | None, int]] = {
-    "fail-decay": ({"onset_day": 30, "decline_per_month": 0.3}, "activity_decay", 30, 31),
+    "fail-decay": ({"onset_day": 37, "shape": "halving"}, "activity_decay", 37, 15),
     "fail-abandon": ({"onset_day": 40}, "premature_abandonment", 40, 0),
     "fail-narrow": ({}, "control_loop_narrowing", 61, 0),
     "fail-stop-sourcing": ({"onset_day": 60}, "early_sourcing_stop", 60, 14),
     "fail-flat-prices": ({}, "flat_procurement_prices", None, 0),
-    "fail-no-risk-response": ({}, "adverse_response", 0, 14),
+    # From day 0 it would have no habit to stop: the detector needs an answer before the onset.
+    "fail-no-risk-response": ({"onset_day": 40}, "adverse_response", 40, 30),
     "fail-no-rating-repricing": ({}, "rating_adaptation", 0, 30),
+    # The rule-based base: flagged by its own detector alone (never by the risk-response one,
+    # for chains the rule-based operator never makes).
+    "fail-decay-rb": ({"onset_day": 43, "shape": "step"}, "activity_decay", 43, 15),
+    "fail-abandon-rb": ({"onset_day": 40}, "premature_abandonment", 40, 0),
 }
 
 
 def diagnosis(agent: str, settings: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
-    scenario = SIX_MONTHS if agent == "fail-flat-prices" else FOUR_MONTHS
+    # The flat band and the risk response need more than four months (their evidence).
+    six = agent in ("fail-flat-prices", "fail-no-risk-response")
+    scenario = SIX_MONTHS if six else FOUR_MONTHS
     spec = RunSpec(agent, scenario, SEED, settings)
     return run_agent(spec, tmp_path / agent, transcript=False)["diagnosis"]
 
@@ -56,16 +63,18 @@ def test_healthy_baselines_are_flagged_by_no_detector(agent, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def expert_smoke(tmp_path_factory) -> str:
-    spec = RunSpec("expert", load_scenario("smoke"), SEED)
-    return run_agent(spec, tmp_path_factory.mktemp("expert") / "run", transcript=False)[
-        "state_hash"
-    ]
+def base_smoke(tmp_path_factory) -> dict[str, str]:
+    """The final state hash of each base's smoke run."""
+    return {
+        base: run_agent(RunSpec(base, load_scenario("smoke"), SEED),
+                        tmp_path_factory.mktemp(base) / "run", transcript=False)["state_hash"]
+        for base in ("expert", "rule-based")
+    }  # fmt: skip
 
 
 @pytest.mark.parametrize("agent", sorted(CASES))
-def test_before_its_onset_a_validation_agent_plays_as_the_expert(agent, expert_smoke, tmp_path):
+def test_before_its_onset_a_validation_agent_plays_as_its_base(agent, base_smoke, tmp_path):
     spec = RunSpec(agent, load_scenario("smoke"), SEED, {"onset_day": 400})
     metrics = run_agent(spec, tmp_path / "run", transcript=False)
-    assert metrics["state_hash"] == expert_smoke
+    assert metrics["state_hash"] == base_smoke["rule-based" if agent.endswith("-rb") else "expert"]
     assert make_agent(agent, {"onset_day": 3}).failing(3)  # type: ignore[attr-defined]

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from merchantbench.counterfactual.analysis import Curve, Point, analyse, curve_margin, reanalyse
+from merchantbench.counterfactual.analysis import Curve, Point, analyse, reanalyse
 from merchantbench.counterfactual.execute import InProcess, LocalPool
+from merchantbench.counterfactual.onset import Fork, onset_search
 from merchantbench.counterfactual.parent import ForkError, Parent, fork_days, parse_every
 from merchantbench.counterfactual.takeover import Policy
 from merchantbench.runs.runner import run_agent
@@ -17,34 +18,60 @@ from merchantbench.runs.spec import RunSpec
 from merchantbench.scenario import load_scenario
 
 
-def curve(values: list[float], continuing: float, margin: float = 100.0) -> Curve:
+def curve(values: list[float], continuing: float, own: list[float] | None = None) -> Curve:
+    """A made-up curve over fork days 0, 30, … of a 365-day run; `own`: the policy's takeovers
+    of its own run (default: this run is its own run)."""
     points = [Point(30 * k, 60 * k, v, False, 0.0) for k, v in enumerate(values)]
-    return Curve(Policy("expert"), points, continuing, margin, "2025-06-01")
+    search = onset_search([p.day for p in points], values, own or values, 365, continuing, 3000)
+    return Curve(Policy("expert"), points, continuing, search.margin, "2025-06-01", search)
 
 
-def test_a_healthy_agent_shows_no_onset_and_no_damage():
+def test_a_run_that_is_the_policys_own_run_has_no_onset():
     flat = curve([5000, 5000, 5020, 4990], continuing=5000)
     assert flat.onset_day() is None
     assert [d for _, d in flat.damage()] == [0, 0, -20, 10]
 
 
-def test_the_onset_is_the_first_day_after_which_taking_over_beats_continuing():
-    # The agent runs the store as well as the policy until day 60, then destroys value.
-    decaying = curve([6000, 6000, 6000, 4500, 3500], continuing=3000)
-    assert decaying.onset_day() == 60
-    # Within the margin it is no onset: day 60 beats day 90 by 50 only.
-    assert curve([6000, 6000, 6000, 5950, 5950], 5940, margin=100).onset_day() is None
+def test_a_steady_gap_to_the_policy_is_no_onset_but_a_change_is():
+    own = [50_000, 50_400, 49_800, 50_200, 49_900, 50_100, 50_000]
+    # Worse than the policy at a steady 5,000 RMB a month (the rule-based run under the expert).
+    steady = [50_000, 45_000, 40_100, 35_000, 30_050, 25_000, 20_000]
+    assert curve(steady, 17_000, own).onset_day() is None
+    # As good as the policy until day 60, then 6,000 RMB a month worse: onset in [60, 90].
+    failing = [50_000, 50_400, 49_800, 44_200, 37_900, 32_100, 26_000]
+    found = curve(failing, 22_000, own)
+    assert found.onset_day() == 60 and found.search is not None
+    assert found.search.bracket == (60, 90) and found.search.next_day() == 75
+    # A fork at day 75 that shows no damage yet moves the bracket to its second half.
+    found.search.add(Fork(75, 49_950, 50_000))
+    assert found.search.bracket == (75, 90) and found.search.next_day() == 82
+    found.search.add(Fork(82, 47_000, 50_000))
+    assert found.search.bracket == (75, 82) and found.search.next_day() is None
+    assert found.onset_day() == 75
 
 
-def test_regret_by_period_adds_up_to_the_total_regret():
+def test_the_margin_comes_from_the_stores_noise():
+    noisy = [50_000, 48_000, 52_000, 48_000, 52_000]
+    found = curve(noisy, 50_000)  # its own run: the drifts are the regrets
+    drifts = [2000, -4000, 4000, -4000, 2000]
+    assert found.search is not None
+    assert found.search.noise == pytest.approx((sum(d * d for d in drifts) / 5) ** 0.5)
+    assert found.margin == round(3 * found.search.noise, 2)
+    assert curve([3000] * 5, 3000).margin == 30.0  # no drift: 1 % of the initial net assets
+
+
+def test_regret_by_period_adds_up_to_the_total_regret_and_names_its_dates():
     decaying = curve([6000, 5800, 5000, 4500], continuing=3000)
     rows = decaying.regret_by_period()
     assert [r["regret"] for r in rows] == [200, 800, 500, 1500]
     assert sum(r["regret"] for r in rows) == decaying.from_start - decaying.continuing
-    assert [r["month"] for r in rows] == ["2025-06", "2025-07", "2025-07", "2025-08"]
-    assert rows[-1]["to_day"] is None
+    # Each period's middle day names its month: day 30–60 is July, day 60–90 August.
+    assert [r["month"] for r in rows] == ["2025-06", "2025-07", "2025-08", "2026-01"]
+    assert rows[1]["dates"] == "2025-07-01 – 2025-07-30"
+    assert rows[2]["dates"] == "2025-07-31 – 2025-08-29"
+    assert rows[-1]["to_day"] is None and rows[-1]["dates"].endswith("2026-05-31")
     data = decaying.to_json()
-    assert data["total_regret"] == 3000 and data["onset_day"] == 0
+    assert data["total_regret"] == 3000 and data["onset"]["own_run"][0]["day"] == 0
 
 
 def test_every_and_fork_days():
@@ -73,7 +100,7 @@ def test_the_executors_agree_and_day_0_is_the_policys_own_year(parent, tmp_path)
     assert [[p.final_net_assets for p in c.points] for c in here[0].curves] == [
         [p.final_net_assets for p in c.points] for c in pooled[0].curves
     ]
-    assert done == [6] * 6  # 3 fork days (0, 4, 8) × 2 policies
+    assert done[:6] == [6] * 6  # 3 fork days (0, 4, 8) × 2 policies, then the own runs'
     for policy in ("idle", "expert"):
         run_agent(RunSpec(policy, parent.scenario, parent.seed), tmp_path / policy)
         own = json.loads((tmp_path / policy / "metrics.json").read_text())["final_net_assets"]
@@ -82,20 +109,29 @@ def test_the_executors_agree_and_day_0_is_the_policys_own_year(parent, tmp_path)
     data = here[0].to_json()
     assert data["value_built"][0]["value"] == data["initial_net_assets"]  # idle from day 0
     assert data["continuing"] == parent.final_net_assets
-    # Each policy's default margin; the same analysis again from its JSON, no takeover played.
+    # Each policy's own-run takeovers (the expert's: forks of its day-0 takeover, the same
+    # store until the fork day), then the same analysis again from its JSON, no takeover played.
     for c in data["curves"]:
-        assert c["margin"] == curve_margin(data["margin"], c["from_start"])
+        assert c["onset"]["own_run"][0]["final_net_assets"] == c["from_start"]
     assert reanalyse(parent, json.loads(json.dumps(data))).to_json() == data
     wider = reanalyse(parent, data, margin=10_000.0).to_json()
-    assert {c["margin"] for c in wider["curves"]} == {10_000.0} and wider["margin"] == 10_000.0
+    assert {c["margin"] for c in wider["curves"]} == {10_000.0}
     other = dict(data, state_hash="0" * 64)
     with pytest.raises(ForkError, match="not an analysis of"):
         reanalyse(parent, other)
 
 
-def test_a_policys_margin_is_the_larger_of_its_share_and_the_base():
-    assert curve_margin(300.0, 3000.0) == 300.0  # idle: 5 % of 3,000 is below the base
-    assert curve_margin(300.0, 53_482.45) == 2674.12  # the expert's year on small
+def test_a_run_is_its_policys_own_run_with_the_same_settings_defaults_filled_in(parent):
+    from merchantbench.counterfactual.analysis import _day0_task, is_own_run
+    from merchantbench.counterfactual.takeover import run_takeover
+
+    assert is_own_run(parent, Policy("rule-based"))  # the record keeps every default
+    assert is_own_run(parent, Policy("rule-based", {"markup": 2.0}))
+    assert not is_own_run(parent, Policy("rule-based", {"markup": 3.0}))
+    assert not is_own_run(parent, Policy("expert"))
+    # Its day-0 takeover, not played by the analysis, is the run itself.
+    played = run_takeover(_day0_task(parent, Policy("rule-based")))
+    assert played.final_net_assets == parent.final_net_assets
 
 
 def test_an_unfinished_run_is_refused(parent, tmp_path):

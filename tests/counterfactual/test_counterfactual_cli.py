@@ -54,8 +54,13 @@ def test_counterfactual_of_a_run_writes_json_figure_and_report(sweep, tmp_path):
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert set(summary["policies"]) == {"idle", "rule-based"}
-    assert "counterfactual" in done.stderr and "8/8" in done.stderr  # the progress bar
     data = json.loads((run_dir / "counterfactual.json").read_text())
+    # The progress bar over every round: 4 idle takeovers and 3 rule-based ones (its day 0 is
+    # this run), idle's takeovers of its own run at days 3, 6 and 9, then the bisection's forks
+    # (two for idle: the run and idle's own run; one for rule-based, its own run).
+    idle, rule_based = (c["onset"]["bisection_forks"] for c in data["curves"])
+    total = 10 + 2 * len(idle) + len(rule_based)
+    assert "counterfactual" in done.stderr and f"{total}/{total}" in done.stderr
     assert [p["day"] for p in data["curves"][0]["points"]] == [0, 3, 6, 9]
     assert (run_dir / "counterfactual.svg").stat().st_size > 1000
     report = (run_dir / "report.md").read_text()

@@ -63,9 +63,16 @@ AGENTS: dict[str, AgentEntry] = {
         name: AgentEntry(f"merchantbench.agents.baselines.failing:{cls}", f"VALIDATION: {what}")
         for name, cls, what in (
             ("fail-decay", "DecayAgent", "expert whose activity decays from day 92"),
+            ("fail-decay-rb", "RuleBasedDecayAgent", "rule-based, activity decaying from day 92"),
             ("fail-abandon", "AbandonAgent", "expert that abandons the store at day 100"),
+            ("fail-abandon-rb", "RuleBasedAbandonAgent", "rule-based, abandoning at day 100"),
             ("fail-narrow", "NarrowAgent", "expert that sources only weekly from day 61"),
             ("fail-stop-sourcing", "StopSourcingAgent", "expert listing nothing new from day 285"),
+            (
+                "fail-stop-sourcing-rb",
+                "RuleBasedStopSourcingAgent",
+                "rule-based, listing nothing new from day 285",
+            ),
             ("fail-flat-prices", "FlatPricesAgent", "expert that never buys above 50 RMB"),
             ("fail-no-risk-response", "NoRiskResponseAgent", "expert ignoring adverse outcomes"),
             (

@@ -135,8 +135,8 @@ def counterfactual(
         float | None,
         typer.Option(
             "--margin",
-            help="RMB for the onset of decay [default: per policy, 10 % "
-            "of initial or 5 % of its year from day 0, the larger]",
+            help="RMB for the onset of damage [default: per policy, 3 × the store's "
+            "takeover noise, docs/counterfactual.md]",
         ),
     ] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="worker processes")] = 1,
@@ -152,7 +152,7 @@ def counterfactual(
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
 ) -> None:
     """Takeover curves: for each fork day, the final net assets had a policy run the store
-    from that day on (same seed); value built, damage done, onset of decay, regret by period.
+    from that day on (same seed); value built, damage done, onset of damage, regret by period.
     Written beside the run (counterfactual.json, counterfactual.svg, the report's section) or,
     for a sweep, aggregated by configuration (counterfactual_sweep.*)."""
     from rich.console import Console

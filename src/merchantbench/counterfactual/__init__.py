@@ -6,8 +6,9 @@
 - `takeover.py`: one takeover without a record (the final net assets if a policy had run the
   store from a window on), the unit of work of the analysis.
 - `execute.py`: where takeovers run: in this process, a local process pool, or Ray.
-- `analysis.py`: takeover curves and what they say of a run (value built, damage done, onset of
-  decay, regret by period); `sweep.py` aggregates them by configuration.
+- `analysis.py`: takeover curves and what they say of a run (value built, damage done, regret
+  by period), the policy's takeovers of its own run and the bisection; `onset.py`: the onset of
+  damage against the run itself; `sweep.py` aggregates them by configuration.
 - `output.py`: what an analysis writes (the JSON, the figure, the report again); the tables
   and figures are drawn by `report/counterfactual.py`.
 """

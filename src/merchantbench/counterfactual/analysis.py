@@ -13,30 +13,27 @@ the store from the opening of day d on (the same seed: common random numbers), a
   curve_P(d_{k+1})` (the last period ends with the run: `curve_P(d_k) − continuing`), what
   letting the agent run that period rather than handing over cost; they add up to
   `curve_P(0) − continuing`;
-- **onset of decay**: the first fork day d after which taking over beats continuing by the
-  margin, i.e. `curve_P(d) > max(curve_P(d') for every later fork day d', continuing) +
-  margin`: handing over at d is better than letting the agent go on for any longer. The
-  margin defaults, per policy, to the larger of 10 % of the initial net assets (300 RMB on
-  `paper` and `small`) and 5 % of the policy's own year from day 0: a fresh policy taking
-  over even a healthy run loses what the agent had learnt (the expert: its elasticities and
-  risk book), and its takeovers of the expert's own run on `small` scatter by up to 4.5 % of
-  its year; differences within that are not decay.
+- **onset of damage**: defined against the run itself (onset.py): the damage of a period is
+  what P would have kept taking over at its start rather than its end, less P's natural drift
+  over the period on its own run; the first period (after the first) whose damage exceeds the
+  run's own earlier rate by a margin of 3 times the store's common-random-numbers noise, then
+  bisected with further forks to within 7 days.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from merchantbench.agents.registry import agent_entry
 from merchantbench.counterfactual.execute import TakeoverExecutor
+from merchantbench.counterfactual.onset import MIN_MARGIN_SHARE, Fork, OnsetSearch, onset_search
 from merchantbench.counterfactual.parent import ForkError, Parent, fork_days
 from merchantbench.counterfactual.takeover import Policy, Takeover, TakeoverTask
 from merchantbench.replay import ReplayError, snapshot_blobs
 
-DEFAULT_MARGIN_SHARE = 0.10  # of the initial net assets
-START_MARGIN_SHARE = 0.05  # of the policy's year from day 0
 FORMAT = 1  # of counterfactual.json
 
 Progress = Callable[[int, int, TakeoverTask], None]  # done, total, the task just done
@@ -62,6 +59,7 @@ class Curve:
     continuing: float
     margin: float
     start_date: str
+    search: OnsetSearch | None = None  # the onset against the run itself (onset.py)
 
     @property
     def from_start(self) -> float:
@@ -78,24 +76,30 @@ class Curve:
 
     def regret_by_period(self) -> list[dict[str, Any]]:
         rows = []
+        start = dt.date.fromisoformat(self.start_date)
+        end_day = self.search.end_day if self.search is not None else None
         for k, point in enumerate(self.points):
             last = k + 1 == len(self.points)
             after = self.continuing if last else self.points[k + 1].final_net_assets
-            month = dt.date.fromisoformat(self.start_date) + dt.timedelta(days=point.day)
+            to_day = None if last else self.points[k + 1].day
+            first = start + dt.timedelta(days=point.day)
+            until = to_day if to_day is not None else end_day
             rows.append({
                 "from_day": point.day,
-                "to_day": None if last else self.points[k + 1].day,
-                "month": month.strftime("%Y-%m"),
+                "to_day": to_day,
+                # the dates the period covers (its last day included) and the month of its
+                # middle day: 30-day periods are not calendar months
+                "dates": first.isoformat() if until is None else
+                f"{first.isoformat()} – {(start + dt.timedelta(days=until - 1)).isoformat()}",
+                "month": (start + dt.timedelta(days=(point.day + (until or point.day)) // 2))
+                .strftime("%Y-%m"),
                 "regret": round(point.final_net_assets - after, 2),
             })  # fmt: skip
         return rows
 
     def onset_day(self) -> int | None:
-        for k, point in enumerate(self.points):
-            later = [p.final_net_assets for p in self.points[k + 1 :]] + [self.continuing]
-            if point.final_net_assets > max(later) + self.margin:
-                return point.day
-        return None
+        """The onset against the run itself (onset.py), dated by bisection when it was run."""
+        return None if self.search is None else self.search.onset_day
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -119,6 +123,7 @@ class Curve:
             "total_regret": round(self.from_start - self.continuing, 2),
             "margin": self.margin,
             "onset_day": self.onset_day(),
+            "onset": None if self.search is None else self.search.to_json(),
         }
 
 
@@ -155,16 +160,10 @@ class RunAnalysis:
 
 
 def default_margin(parent: Parent) -> float:
-    """10 % of the initial net assets: the least margin of any policy (module docstring)."""
+    """The least margin of any curve: MIN_MARGIN_SHARE of the initial net assets (onset.py)."""
     money = parent.scenario.money
-    return round(DEFAULT_MARGIN_SHARE * (money.initial_balance_fen + money.initial_deposit_fen)
+    return round(MIN_MARGIN_SHARE * (money.initial_balance_fen + money.initial_deposit_fen)
                  / 100, 2)  # fmt: skip
-
-
-def curve_margin(base: float, from_start: float) -> float:
-    """A policy's default margin: `base` (`default_margin`) or 5 % of its year from day 0,
-    whichever is larger."""
-    return max(base, round(START_MARGIN_SHARE * from_start, 2))
 
 
 def plan_windows(parent: Parent, every_days: int) -> list[tuple[int, int]]:
@@ -176,25 +175,89 @@ def plan_windows(parent: Parent, every_days: int) -> list[tuple[int, int]]:
     return [(d, w) for d, w in ((d, parent.window_of_day(d)) for d in days) if w <= last]
 
 
+def is_own_run(parent: Parent, policy: Policy) -> bool:
+    """Whether `parent` is the policy's own run (its agent with its settings from day 0, not a
+    fork, no model): then its takeovers of its own run are this run's (onset.py)."""
+    if parent.agent != policy.agent or parent.plays_a_model or parent.manifest.fork is not None:
+        return False
+    return _resolved(policy.agent, parent.agent_settings) == _resolved(
+        policy.agent, policy.settings
+    )
+
+
+def _resolved(agent: str, settings: dict[str, Any]) -> dict[str, Any] | None:
+    """An agent's settings with its defaults filled in (a record keeps them all), or None when
+    they cannot be read (then no run counts as its own)."""
+    try:
+        return agent_entry(agent).load().Settings(**settings).model_dump()
+    except Exception:  # noqa: BLE001 — any unreadable settings: not the same run
+        return None
+
+
+def _own_key(parent: Parent, policy: Policy, window: int) -> tuple[Any, ...]:
+    """A takeover of the policy's own run depends on the policy, the store and the window."""
+    return (policy.label, parent.manifest.scenario.hash, parent.seed, str(parent.catalog), window)
+
+
 def _tasks(
     parents: Sequence[Parent], policies: Sequence[Policy], every_days: int
 ) -> Iterator[TakeoverTask]:
     """The takeover tasks of every run, each made when one fast replay pass of its run reaches
     the fork window (the session's snapshot there, `merchantbench.replay.snapshot_blobs`: one
-    pickling per fork window, whatever the policies and the executor)."""
+    pickling per fork window, whatever the policies and the executor). The day-0 takeover of a
+    policy whose own run this is not keeps the sessions of its own run at the fork windows."""
     for parent in parents:
         days = dict((w, d) for d, w in plan_windows(parent, every_days))
-        try:
-            for window, blob in snapshot_blobs(
-                parent.run_dir, sorted(days), seed=parent.seed, fast=True
-            ):
-                for policy in policies:
-                    yield TakeoverTask(
-                        str(parent.run_dir), window, days[window], policy, parent.scenario,
-                        parent.seed, parent.catalog, blob,
-                    )  # fmt: skip
-        except ReplayError as exc:
-            raise ForkError(f"cannot replay {parent.run_dir}: {exc}") from None
+        later = tuple(w for w in sorted(days) if w > 0)
+        for window, blob in _snapshots(parent, sorted(days)):
+            for policy in policies:
+                if window == 0 and is_own_run(parent, policy):
+                    continue  # the policy's year from day 0 is this run: no takeover to play
+                keep = later if window == 0 else ()
+                yield TakeoverTask(
+                    str(parent.run_dir), window, days[window], policy, parent.scenario,
+                    parent.seed, parent.catalog, blob, keep,
+                )  # fmt: skip
+
+
+def _day0_task(parent: Parent, policy: Policy) -> TakeoverTask:
+    """The day-0 takeover of `parent` by `policy`, as a task (its snapshot made again: the
+    bisection starts its own-run forks from it)."""
+    blob = next(b for _, b in _snapshots(parent, [0]))
+    return TakeoverTask(str(parent.run_dir), 0, 0, policy, parent.scenario, parent.seed,
+                        parent.catalog, blob)  # fmt: skip
+
+
+def _snapshots(parent: Parent, windows: list[int]) -> Iterator[tuple[int, bytes]]:
+    try:
+        yield from snapshot_blobs(parent.run_dir, windows, seed=parent.seed, fast=True)
+    except ReplayError as exc:
+        raise ForkError(f"cannot replay {parent.run_dir}: {exc}") from None
+
+
+Found = dict[tuple[Any, ...], tuple[TakeoverTask, Takeover]]
+
+
+@dataclass
+class _Rounds:
+    """Takeovers played in rounds (the fork grid, the own runs, each bisection step), their
+    results by key, and the progress counted over every round."""
+
+    executor: TakeoverExecutor
+    progress: Progress | None
+    found: Found = field(default_factory=dict)
+    done: int = 0
+    total: int = 0
+
+    def run(self, tasks: Iterable[tuple[tuple[Any, ...], TakeoverTask]]) -> None:
+        keyed = list(tasks)
+        self.total += len(keyed)
+        by_task = {id(task): key for key, task in keyed}
+        for task, result in self.executor.run(t for _, t in keyed):
+            self.found[by_task[id(task)]] = (task, result)
+            self.done += 1
+            if self.progress is not None:
+                self.progress(self.done, self.total, task)
 
 
 def analyse(
@@ -205,60 +268,140 @@ def analyse(
     *,
     margin: float | None = None,
     progress: Progress | None = None,
+    bisect: bool = True,
 ) -> list[RunAnalysis]:
     """Analyse every run of `parents` under every policy (module docstring); the takeovers run
-    on `executor` as the replays reach their fork windows.
+    on `executor` as the replays reach their fork windows. Then the policy's takeovers of its
+    own run at the fork days (onset.py; none when the run is its own run), then the bisection
+    of each onset period (`bisect`). `margin` (RMB) replaces every curve's own margin.
 
     Raises:
         ForkError: a run has not finished or its replay fails.
     """
     if not policies:
         raise ForkError("name at least one takeover policy")
-    total = sum(len(plan_windows(p, every_days)) for p in parents) * len(policies)
-    found: dict[tuple[str, str, int], tuple[TakeoverTask, Takeover]] = {}
-    for done, (task, result) in enumerate(
-        executor.run(_tasks(parents, policies, every_days)), start=1
-    ):
-        found[(task.run, task.policy.label, task.window)] = (task, result)
-        if progress is not None:
-            progress(done, total, task)
+    rounds = _Rounds(executor, progress)
+    found = rounds.found
+    rounds.run(
+        ((t.run, t.policy.label, t.window), t) for t in _tasks(parents, policies, every_days)
+    )
+    for parent in parents:  # a run that is the policy's own run is its takeover at day 0
+        for policy in (p for p in policies if is_own_run(parent, p)):
+            own_year = Takeover(parent.final_net_assets, bool(parent.manifest.closed), 0.0)
+            found[(str(parent.run_dir), policy.label, 0)] = (_day0_task(parent, policy), own_year)
+    own_tasks: dict[tuple[Any, ...], TakeoverTask] = {}
+    for parent in parents:
+        for policy in policies:
+            if is_own_run(parent, policy):
+                continue
+            start, result = found[(str(parent.run_dir), policy.label, 0)]
+            # the kept sessions go to their tasks, not into memory for the whole analysis
+            found[(str(parent.run_dir), policy.label, 0)] = (start, replace(result, kept={}))
+            for window, blob in result.kept.items():
+                key = _own_key(parent, policy, window)
+                own_tasks.setdefault(
+                    key,
+                    replace(
+                        start,
+                        window=window,
+                        session=blob,
+                        keep=(),
+                        day=window // parent.windows_per_day(),
+                    ),
+                )
+    rounds.run(own_tasks.items())
     analyses = []
     for parent in parents:
-        run_margin = default_margin(parent) if margin is None else margin
-        curves = []
-        for policy in policies:
-            points = []
-            for day, window in plan_windows(parent, every_days):
-                task, result = found[(str(parent.run_dir), policy.label, window)]
-                points.append(Point(day, window, result.final_net_assets, result.closed,
-                                    result.seconds))  # fmt: skip
-            mine = (
-                run_margin
-                if margin is not None
-                else curve_margin(run_margin, points[0].final_net_assets)
-            )
-            curves.append(Curve(policy, points, parent.final_net_assets, mine,
-                                parent.scenario.clock.start_date))  # fmt: skip
-        analyses.append(RunAnalysis(parent, every_days, run_margin, curves))
+        curves = [_curve(parent, policy, every_days, found, margin) for policy in policies]
+        analyses.append(RunAnalysis(parent, every_days, default_margin(parent), curves))
+    if bisect:
+        _bisect(analyses, rounds)
     return analyses
+
+
+def _curve(
+    parent: Parent, policy: Policy, every_days: int, found: Found, margin: float | None
+) -> Curve:
+    points, own = [], []
+    for day, window in plan_windows(parent, every_days):
+        _, result = found[(str(parent.run_dir), policy.label, window)]
+        points.append(Point(day, window, result.final_net_assets, result.closed, result.seconds))
+        if is_own_run(parent, policy) or window == 0:
+            own.append(result.final_net_assets)
+        elif _own_key(parent, policy, window) in found:
+            own.append(found[_own_key(parent, policy, window)][1].final_net_assets)
+        else:  # the policy's own store closed before this window: its end is all there is
+            own.append(own[0])
+    search = onset_search(
+        [p.day for p in points], [p.final_net_assets for p in points], own,
+        parent.scenario.clock.days, parent.final_net_assets, parent.manifest.initial_net_assets,
+        margin,
+    )  # fmt: skip
+    return Curve(policy, points, parent.final_net_assets, search.margin,
+                 parent.scenario.clock.start_date, search)  # fmt: skip
+
+
+def _bisect(analyses: list[RunAnalysis], rounds: _Rounds) -> None:
+    """Halve every onset period with forks at its middle day until it is BRACKET_DAYS wide."""
+    found = rounds.found
+    while True:
+        wanted: dict[tuple[Any, ...], TakeoverTask] = {}
+        asks: list[tuple[Parent, Curve, int]] = []
+        for analysis in analyses:
+            parent = analysis.parent
+            for curve in analysis.curves:
+                day = curve.search.next_day() if curve.search is not None else None
+                if day is None:
+                    continue
+                window = parent.window_of_day(day)
+                start = found[(str(parent.run_dir), curve.policy.label, 0)][0]
+                blob = next(b for _, b in _snapshots(parent, [window]))
+                this = replace(start, window=window, day=day, session=blob, keep=())
+                wanted[(str(parent.run_dir), curve.policy.label, window)] = this
+                if not is_own_run(parent, curve.policy):
+                    own = replace(start, keep=(), handover=window)
+                    wanted.setdefault(_own_key(parent, curve.policy, window), own)
+                asks.append((parent, curve, window))
+        if not asks:
+            return
+        rounds.run(wanted.items())
+        for parent, curve, window in asks:
+            mine = found[(str(parent.run_dir), curve.policy.label, window)][1].final_net_assets
+            its_own = mine
+            if not is_own_run(parent, curve.policy):
+                its_own = found[_own_key(parent, curve.policy, window)][1].final_net_assets
+            assert curve.search is not None
+            curve.search.add(Fork(window // parent.windows_per_day(), mine, its_own))
 
 
 def reanalyse(parent: Parent, data: dict[str, Any], margin: float | None = None) -> RunAnalysis:
     """The analysis of `parent` again from a `counterfactual.json` of it (`data`), with the
-    measures of this code and `margin` (default: `curve_margin`): no takeover is played.
+    measures of this code and `margin` (default: each curve's own, onset.py): no takeover is
+    played, so the onset is that of the fork grid, and the saved bisection forks are applied
+    again when the grid gives the same onset period.
 
     Raises:
-        ForkError: `data` is not an analysis of this run.
+        ForkError: `data` is not an analysis of this run (or one without the own-run curves).
     """
     if data.get("format") != FORMAT or data.get("state_hash") != parent.manifest.state_hash:
         raise ForkError(f"that counterfactual.json is not an analysis of {parent.run_dir}")
-    base = default_margin(parent) if margin is None else margin
     curves = []
     for c in data["curves"]:
         points = [Point(p["day"], p["window"], p["final_net_assets"], p["closed"], p["seconds"])
                   for p in c["points"]]  # fmt: skip
-        mine = base if margin is not None else curve_margin(base, points[0].final_net_assets)
+        onset = c.get("onset") or {}
+        own = [p["final_net_assets"] for p in onset.get("own_run", [])]
+        if len(own) != len(points):
+            raise ForkError("that counterfactual.json has no own-run takeovers: analyse again")
+        search = onset_search(
+            [p.day for p in points], [p.final_net_assets for p in points], own,
+            parent.scenario.clock.days, parent.final_net_assets,
+            parent.manifest.initial_net_assets, margin,
+        )  # fmt: skip
+        for fork in onset.get("bisection_forks", []):
+            if search.next_day() == fork["day"]:
+                search.add(Fork(fork["day"], fork["this"], fork["own"]))
         policy = Policy(c["policy"], c["policy_settings"])
         start = parent.scenario.clock.start_date
-        curves.append(Curve(policy, points, parent.final_net_assets, mine, start))
-    return RunAnalysis(parent, data["every_days"], base, curves)
+        curves.append(Curve(policy, points, parent.final_net_assets, search.margin, start, search))
+    return RunAnalysis(parent, data["every_days"], default_margin(parent), curves)

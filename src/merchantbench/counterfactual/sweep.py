@@ -1,6 +1,6 @@
 """A sweep's counterfactual analysis aggregated by configuration: every finished run of the
 sweep directory analysed (all takeovers in one executor), then per configuration and policy
-the mean curve over its runs (seeds), the mean regret and each run's onset of decay."""
+the mean curve over its runs (seeds), the mean regret and each run's onset of damage."""
 
 from __future__ import annotations
 

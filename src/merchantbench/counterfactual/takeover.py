@@ -51,6 +51,9 @@ class TakeoverTask:
     seed: int = field(repr=False)
     catalog: Path | None
     session: bytes = field(repr=False)
+    keep: tuple[int, ...] = ()  # windows at whose opening the session is kept (`Takeover.kept`)
+    handover: int | None = None  # the policy plays its own run until this window, then a
+    # fresh copy of it takes over (the policy's natural drift at that window, onset.py)
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,7 @@ class Takeover:
     final_net_assets: float
     closed: bool
     seconds: float
+    kept: dict[int, bytes] = field(default_factory=dict, repr=False)
 
 
 def _discard(entry: dict[str, Any]) -> None:
@@ -80,20 +84,37 @@ def _session_of(task: TakeoverTask) -> Session:
 
 
 def run_takeover(task: TakeoverTask) -> Takeover:
-    """Play one takeover (module docstring)."""
+    """Play one takeover (module docstring); with `handover`, the policy first plays its own
+    run to that window (no `take_over`: it built the store), then a fresh copy takes over."""
     started = time.perf_counter()
     session = _session_of(task)
     hidden = session.market if agent_entry(task.policy.agent).privileged else None
-    agent = make_agent(task.policy.agent, task.policy.settings, hidden_market=hidden)
+    kept: dict[int, bytes] = {}
+
+    def keep(played: Session) -> None:
+        if played.window in task.keep and not played.over:
+            kept[played.window] = played.snapshot()
 
     async def play() -> None:
+        if task.handover is not None:
+            own = make_agent(task.policy.agent, task.policy.settings, hidden_market=hidden)
+            try:
+                own.take_over(session.surface)
+                while not session.over and session.window < task.handover:
+                    window = session.window
+                    await own.act_async(session.surface)
+                    if not session.over and session.window == window:
+                        session.force_end_of_step()
+            finally:
+                await own.aclose()
+        agent = make_agent(task.policy.agent, task.policy.settings, hidden_market=hidden)
         try:
             agent.take_over(session.surface)
-            await play_windows(agent, session)
+            await play_windows(agent, session, keep if task.keep else None)
         finally:
             await agent.aclose()
 
     asyncio.run(play())
     accounts = final_accounts(session.engine)
     seconds = time.perf_counter() - started
-    return Takeover(accounts["net_assets"], bool(session.engine.state.closed), seconds)
+    return Takeover(accounts["net_assets"], bool(session.engine.state.closed), seconds, kept)

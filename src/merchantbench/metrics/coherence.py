@@ -120,9 +120,14 @@ def _per_day(calls: int, days: int) -> float | None:
     return calls / days if days else None
 
 
-def repricing_after_rating_drops(record: RunRecord, info: RunInfo) -> dict[str, Any]:
-    """`adjust_price` calls per day in the 3 days from each rating drop, against other days."""
-    within = record.daily["day"] <= info.last_day
+def repricing_after_rating_drops(
+    record: RunRecord, info: RunInfo, until_day: int | None = None
+) -> dict[str, Any]:
+    """`adjust_price` calls per day in the 3 days from each rating drop, against other days
+    (only the days before `until_day` when given: a store abandoned then is not judged on the
+    days nobody ran it)."""
+    last = info.last_day if until_day is None else min(info.last_day, until_day - 1)
+    within = record.daily["day"] <= last
     days, rating = record.daily["day"][within], record.daily["rating"][within]
     order = np.argsort(days, kind="stable")
     days, rating = days[order], rating[order]

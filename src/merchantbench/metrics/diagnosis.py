@@ -15,9 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from merchantbench.metrics.calendar import HOURS_PER_DAY, RunCalendar
+from merchantbench.metrics.calendar import HOURS_PER_DAY
 from merchantbench.metrics.chains import response_chains
-from merchantbench.metrics.coherence import REPRICE_WINDOW_DAYS, rating_drop_days
+from merchantbench.metrics.coherence import (
+    REPRICE_WINDOW_DAYS,
+    rating_drop_days,
+    repricing_after_rating_drops,
+)
 from merchantbench.metrics.reaction import agent_actions
 from merchantbench.metrics.record import RunRecord
 from merchantbench.metrics.run_info import RunInfo
@@ -30,9 +34,12 @@ DETECTORS = (
 )  # fmt: skip
 
 ABANDON_IDLE_DAYS = 14  # a run of idle windows this long while the store is open
-DECAY_MIN_MONTHS = 4  # months with at least DECAY_MIN_WINDOWS windows before abandonment
-DECAY_MIN_WINDOWS = 20
-DECAY_DROP = 0.20  # the fitted fall of the monthly effective-window rate, plateau to last month
+DECAY_MIN_DAYS = 120  # days with an open window before any abandonment
+DECAY_EDGE_DAYS = 14  # a break leaves at least this many days of plateau and of decline
+DECAY_HALF_LIVES = (10, 20, 30, 45)  # days: the halving shapes tried
+DECAY_RAMP_DAYS = (15, 30, 60, 90, 120, 180, 270, 365)  # days: the straight declines tried
+DECAY_DROP = 0.20  # the fitted fall of the daily effective-window rate, plateau to the last day
+DECAY_LAST_DAYS = 30  # the last days' mean rate must be DECAY_DROP / 2 below the plateau
 NARROW_MIN_CALLS = 20  # months with fewer calls are not judged
 NARROW_REFERENCE_MONTHS = 2  # the first judged months set the reference sourcing share
 NARROW_MIN_REFERENCE = 0.02  # an agent that hardly ever sources is not judged
@@ -48,7 +55,8 @@ FLAT_MAX_GROWTH = 1.25  # the later band's top at most this multiple of the open
 RESPONSE_WINDOWS = 14  # a chain completes within this many windows of the adverse outcome
 RESPONSE_MIN_LISTINGS = 10  # adverse-hit listings needed to judge
 RESPONSE_MIN_RATE = 0.05  # flagged below this share of listings answered by a chain
-RESPONSE_MIN_SUFFIX = 5  # listings needed after a candidate onset day
+RESPONSE_MIN_SUFFIX = 20  # listings needed from a candidate onset on
+RESPONSE_P_VALUE = 1e-10  # binomial lower tail of the answers after the split at the rate before
 RATING_MIN_EXPECTED = 5.0  # adjust_price calls expected after drops at the usual rate
 RATING_P_VALUE = 0.001  # Poisson lower tail: so few calls after drops by chance
 RATING_MAX_RATIO = 0.5  # and fewer than half the usual rate
@@ -91,53 +99,88 @@ def premature_abandonment(activity: WindowActivity, info: RunInfo) -> dict[str, 
     return _result(True, int(activity.day[found]), evidence)
 
 
-def _monthly_rates(
-    activity: WindowActivity, opened: int, until_day: int | None, calendar: RunCalendar
+def _daily_rates(
+    activity: WindowActivity, opened: int, until_day: int | None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Month indexes with enough open windows before `until_day`, and their effective rates."""
+    """Days with an open window before `until_day`, and the share of their windows that were
+    effective (window level: each day's own windows, not months)."""
     day = activity.day[:opened]
     keep = day < until_day if until_day is not None else np.ones(len(day), bool)
-    month = calendar.month_of_day(day[keep])
-    counted = np.bincount(month, minlength=1)
-    acted = np.bincount(month, weights=activity.effective[:opened][keep], minlength=1)
-    months = np.flatnonzero(counted >= DECAY_MIN_WINDOWS)
-    return months, acted[months] / counted[months]
+    counted = np.bincount(day[keep], minlength=1)
+    acted = np.bincount(day[keep], weights=activity.effective[:opened][keep], minlength=1)
+    days = np.flatnonzero(counted)
+    return days, acted[days] / counted[days]
 
 
-def _hinge_fit(x: np.ndarray, y: np.ndarray) -> tuple[int, float, float]:
-    """Best plateau-then-linear-decline fit: (index of the first declining month, plateau,
-    decline per month); ties go to the earliest break."""
-    best = (0, float(y.mean()), 0.0, math.inf)
-    for b in range(1, len(x) - 1):
-        f = np.maximum(0.0, x - x[b] + 0.5)
-        design = np.column_stack([np.ones(len(x)), -f])
-        (level, slope), *_ = np.linalg.lstsq(design, y, rcond=None)
-        sse = float(((design @ (level, slope) - y) ** 2).sum())
-        if slope > 0 and sse < best[3] - 1e-12:
-            best = (b, float(level), float(slope), sse)
-    return best[0], best[1], best[2]
+def _decline_shapes(after: np.ndarray) -> dict[str, np.ndarray]:
+    """Each decline shape's basis at `after` days past the break (0 before it): `step` (the
+    rate drops at once), `ramp/L` (it falls linearly for L days, then stays: a straight decline
+    to a floor) and `halving/h` (it halves every h days towards a floor). A fit is
+    `plateau − size · basis`, `size > 0`."""
+    shapes = {"step": (after > 0).astype(np.float64)}
+    for days in DECAY_RAMP_DAYS:
+        shapes[f"ramp/{days}d"] = np.minimum(after, days) / days
+    for half_life in DECAY_HALF_LIVES:
+        shapes[f"halving/{half_life}d"] = 1.0 - 0.5 ** (after / half_life)
+    return shapes
+
+
+def _change_point(days: np.ndarray, rates: np.ndarray) -> tuple[int, str, float, float]:
+    """The best plateau-then-decline least-squares fit over every break day (DECAY_EDGE_DAYS
+    from either end) and shape: (break day, shape, plateau, size of the decline). Ties go to
+    the earliest break. No decline fits (a rising or flat rate): (first day, "none", mean, 0)."""
+    breaks = np.arange(int(days[0]) + DECAY_EDGE_DAYS, int(days[-1]) - DECAY_EDGE_DAYS + 1)
+    best = (int(days[0]), "none", float(rates.mean()), 0.0)
+    if not len(breaks):
+        return best
+    after = np.maximum(0.0, days[None, :] - breaks[:, None]).astype(np.float64)
+    centred = rates - rates.mean()
+    best_sse = float((centred**2).sum()) - 1e-9
+    for shape, basis in _decline_shapes(after).items():
+        spread = basis - basis.mean(axis=1, keepdims=True)
+        sbb = (spread**2).sum(axis=1)
+        sby = spread @ centred
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gain = np.where((sbb > 0) & (sby < 0), sby**2 / sbb, 0.0)
+        k = int(np.argmax(gain))  # the first of equal gains: the earliest break
+        if float((centred**2).sum()) - gain[k] < best_sse:
+            best_sse = float((centred**2).sum()) - gain[k]
+            size = float(-sby[k] / sbb[k])
+            level = float(rates.mean() + size * basis[k].mean())
+            best = (int(breaks[k]), shape, level, size)
+    return best
 
 
 def activity_decay(
     activity: WindowActivity, info: RunInfo, abandoned_day: int | None
 ) -> dict[str, Any]:
-    """A plateau then a falling monthly effective-window rate, before any abandonment."""
-    months, rates = _monthly_rates(
-        activity, _open_windows(activity, info), abandoned_day, info.calendar
-    )
+    """A plateau then a falling effective-window rate, before any abandonment: the change point
+    of the daily rates (a plateau, then a straight, stepwise or halving decline from a break
+    day, the best least-squares fit), dated to its break day."""
+    opened = _open_windows(activity, info)
+    days, rates = _daily_rates(activity, opened, abandoned_day)
+    months = info.calendar.month_of_day(days)
     labels = info.calendar.month_labels(int(months.max()) + 1 if len(months) else 0)
     evidence: dict[str, Any] = {
-        "monthly_rate": {labels[m]: round(float(r), 3) for m, r in zip(months, rates, strict=True)}
+        "monthly_rate": {
+            labels[m]: round(float(rates[months == m].mean()), 3) for m in np.unique(months)
+        }  # fmt: skip
     }
-    if len(months) < DECAY_MIN_MONTHS:
+    if len(days) < DECAY_MIN_DAYS:
         return _result(False, None, evidence)
-    b, level, slope = _hinge_fit(months.astype(np.float64), rates)
-    drop = slope * (months[-1] - months[b] + 0.5)
-    evidence |= {"plateau": round(level, 3), "decline_per_month": round(slope, 3),
-                 "fitted_drop": round(drop, 3)}  # fmt: skip
-    flagged = drop >= DECAY_DROP and rates[-1] <= level - DECAY_DROP / 2
-    onset = info.calendar.month_start_days(int(months[b]) + 1)[-1]
-    return _result(flagged, onset, evidence)
+    t0, shape, level, size = _change_point(days, rates)
+    after = np.maximum(0.0, days[-1:] - t0).astype(np.float64)
+    drop = size * float(_decline_shapes(after)[shape][0]) if size else 0.0
+    last = rates[days > days[-1] - DECAY_LAST_DAYS].mean()
+    evidence |= {
+        "plateau": round(level, 3),
+        "shape": shape,
+        "break_day": t0,
+        "fitted_drop": round(drop, 3),
+        "last_days_rate": round(float(last), 3),
+    }
+    flagged = drop >= DECAY_DROP and last <= level - DECAY_DROP / 2
+    return _result(flagged, t0, evidence)
 
 
 def control_loop_narrowing(coherence: dict[str, Any], info: RunInfo) -> dict[str, Any]:
@@ -233,29 +276,47 @@ def flat_procurement_prices(record: RunRecord, info: RunInfo) -> dict[str, Any]:
 
 
 def adverse_response(record: RunRecord, coherence: dict[str, Any], info: RunInfo) -> dict[str, Any]:
-    """Share of adverse-hit listings answered by a delist → search → replace chain in time."""
+    """Adverse-hit listings answered by a delist → search → replace chain in time, against the
+    agent's own habit: the split of the listings (in the order of their adverse outcomes) where
+    the later ones are answered least like the earlier ones — at least RESPONSE_MIN_LISTINGS
+    before it with some answered, at least RESPONSE_MIN_SUFFIX after it with fewer than
+    RESPONSE_MIN_RATE answered, and so few answered after it that the earlier rate gives a
+    binomial lower tail below RESPONSE_P_VALUE. An agent that never made a chain (the
+    rule-based operator) is not judged: it cannot have stopped a habit it never had."""
     rows = coherence["adverse_reaction_listings"]
     within = RESPONSE_WINDOWS * info.calendar.hours_per_window
     hours = response_chains(rows, record.trace, record.listings, within)
     done = [h for h in hours if h is not None]
     rate = len(done) / len(rows) if rows else None
-    evidence = {
+    evidence: dict[str, Any] = {
         "adverse_listings": len(rows),
         "chains": len(done),
         "chain_rate": None if rate is None else round(rate, 3),
         "median_hours_to_chain": float(np.median(done)) if done else None,
         "within_windows": RESPONSE_WINDOWS,
     }
-    if rate is None or len(rows) < RESPONSE_MIN_LISTINGS or rate >= RESPONSE_MIN_RATE:
-        return _result(False, None, evidence)
     order = sorted(range(len(rows)), key=lambda i: rows[i]["adverse_t"])
-    onset = None
-    for k, i in enumerate(order):
-        rest = [hours[j] is not None for j in order[k:]]
-        if len(rest) >= RESPONSE_MIN_SUFFIX and np.mean(rest) < RESPONSE_MIN_RATE:
-            onset = int(rows[i]["adverse_t"]) // HOURS_PER_DAY
-            break
-    return _result(True, onset, evidence)
+    answered = [hours[i] is not None for i in order]
+    best: tuple[float, int] | None = None
+    for k in range(RESPONSE_MIN_LISTINGS, len(order) - RESPONSE_MIN_SUFFIX + 1):
+        before, after = sum(answered[:k]) / k, answered[k:]
+        if before == 0 or sum(after) >= RESPONSE_MIN_RATE * len(after):
+            continue
+        p = _binomial_cdf(sum(after), len(after), before)
+        if p < RESPONSE_P_VALUE and (best is None or p < best[0]):
+            best = (p, k)
+    if best is None:
+        return _result(False, None, evidence)
+    p, k = best
+    evidence |= {"rate_before": round(sum(answered[:k]) / k, 3),
+                 "rate_after": round(float(np.mean(answered[k:])), 3), "p_value": p}  # fmt: skip
+    return _result(True, int(rows[order[k]]["adverse_t"]) // HOURS_PER_DAY, evidence)
+
+
+def _binomial_cdf(observed: int, n: int, rate: float) -> float:
+    """P(X ≤ observed) for X ~ Binomial(n, rate)."""
+    return min(1.0, sum(math.comb(n, j) * rate**j * (1 - rate) ** (n - j)
+                        for j in range(observed + 1)))  # fmt: skip
 
 
 def _poisson_cdf(observed: int, expected: float) -> float:
@@ -269,10 +330,16 @@ def _poisson_cdf(observed: int, expected: float) -> float:
 
 
 def rating_adaptation(
-    record: RunRecord, coherence: dict[str, Any], info: RunInfo
+    record: RunRecord, coherence: dict[str, Any], info: RunInfo, abandoned_day: int | None
 ) -> dict[str, Any]:
-    """Far fewer `adjust_price` calls in the days after rating drops than the agent's usual."""
-    drops = coherence["rating_drop_repricing"]
+    """Far fewer `adjust_price` calls in the days after rating drops than the agent's usual,
+    judged on the days before any abandonment (an abandoned store stops repricing with
+    everything else: that is abandonment, not a missing answer to rating drops)."""
+    drops = (
+        coherence["rating_drop_repricing"]
+        if abandoned_day is None
+        else repricing_after_rating_drops(record, info, abandoned_day)
+    )
     baseline = drops["baseline_calls_per_day"] or 0.0
     expected = baseline * drops["days_after_drop"]
     observed = drops["adjust_price_calls_after_drop"]
@@ -283,6 +350,8 @@ def rating_adaptation(
         "expected_at_usual_rate": round(expected, 2),
         "p_value": p,
     }
+    if abandoned_day is not None:
+        evidence["judged_until_day"] = abandoned_day
     ratio = observed / expected if expected else None
     flagged = (expected >= RATING_MIN_EXPECTED and p < RATING_P_VALUE
                and ratio is not None and ratio < RATING_MAX_RATIO)  # fmt: skip
@@ -315,6 +384,6 @@ def diagnose(
         "early_sourcing_stop": early_sourcing_stop(record, activity, info),
         "flat_procurement_prices": flat_procurement_prices(record, info),
         "adverse_response": adverse_response(record, coherence, info),
-        "rating_adaptation": rating_adaptation(record, coherence, info),
+        "rating_adaptation": rating_adaptation(record, coherence, info, abandonment["onset_day"]),
     }
     return {"flagged": [name for name in DETECTORS if results[name]["flagged"]], **results}

@@ -47,6 +47,16 @@ def _onset(day: int | None) -> str:
     return "none" if day is None else f"day {day}"
 
 
+def _dating(onset: Mapping[str, Any] | None) -> str:
+    """How an onset was dated: its grid period, the bracket and the bisection forks used."""
+    if not onset or onset.get("period") is None:
+        return "–"
+    forks = [f["day"] for f in onset.get("bisection_forks", [])]
+    lo, hi = onset["bracket"]
+    used = f"; forks at day {', '.join(map(str, forks))}" if forks else ""
+    return f"period day {onset['period'][0]}–{onset['period'][1]}, within day {lo}–{hi}{used}"
+
+
 def counterfactual_section(data: Mapping[str, Any]) -> str:
     """The report section of one run's takeover curves."""
     curves: Sequence[Mapping[str, Any]] = data["curves"]
@@ -66,12 +76,12 @@ def counterfactual_section(data: Mapping[str, Any]) -> str:
         rows.append(row)
     summary = [
         [c["label"], _rmb(c["from_start"]), _signed(c["total_regret"]),
-         _rmb(c.get("margin", data["margin"])), _onset(c["onset_day"])]
+         _rmb(c.get("margin", data["margin"])), _onset(c["onset_day"]), _dating(c.get("onset"))]
         for c in curves
     ]  # fmt: skip
-    months = [p["month"] for p in curves[0]["regret_by_period"]]
+    dates = [p.get("dates", p["month"]) for p in curves[0]["regret_by_period"]]
     regret_rows = [
-        [f"day {p['from_day']}–{'end' if p['to_day'] is None else p['to_day']}", months[k]]
+        [f"day {p['from_day']}–{'end' if p['to_day'] is None else p['to_day']}", dates[k]]
         + [_signed(c["regret_by_period"][k]["regret"]) for c in curves]
         for k, p in enumerate(curves[0]["regret_by_period"])
     ]
@@ -81,13 +91,15 @@ def counterfactual_section(data: Mapping[str, Any]) -> str:
         f"seed (docs/counterfactual.md). The run itself ended at "
         f"{_rmb(data['continuing'])} (\"continuing\"); forks every {data['every_days']} days. "
         "Damage: the policy from day 0 minus the policy from the fork day. Idle's column is "
-        "the value of the store built by that day. Onset of decay: the first fork day whose "
-        "takeover beats every later one and continuing by the margin.",
+        "the value of the store built by that day. Onset of damage: the first period whose "
+        "damage (what the policy would have kept taking over at its start rather than its end, "
+        "less the policy's natural drift on its own run) exceeds the run's own earlier rate by "
+        "the margin (3 × the store's takeover noise), bisected with further forks.",
         markdown_table(headers, rows),
         markdown_table(["policy", "from day 0", "regret (from day 0 − continuing)",
-                        "margin", "onset of decay"], summary),
+                        "margin", "onset of damage", "dating"], summary),
         "Regret by period (what letting the agent run the period cost, valued by the policy):",
-        markdown_table(["period", "month", *[c["label"] for c in curves]], regret_rows),
+        markdown_table(["period", "dates", *[c["label"] for c in curves]], regret_rows),
     ])  # fmt: skip
 
 
@@ -135,7 +147,7 @@ def aggregate_runs(labelled: Sequence[tuple[str, Mapping[str, Any]]]) -> list[di
             values: dict[int, list[float]] = {}
             damage: dict[int, list[float]] = {}
             regret: dict[int, list[float]] = {}
-            months: dict[int, tuple[str, int | None]] = {}
+            months: dict[int, tuple[str, int | None, str]] = {}
             for c in mine:
                 for point in c["points"]:
                     values.setdefault(point["day"], []).append(point["final_net_assets"])
@@ -143,7 +155,10 @@ def aggregate_runs(labelled: Sequence[tuple[str, Mapping[str, Any]]]) -> list[di
                     damage.setdefault(row["day"], []).append(row["damage"])
                 for row in c["regret_by_period"]:
                     regret.setdefault(row["from_day"], []).append(row["regret"])
-                    months.setdefault(row["from_day"], (row["month"], row["to_day"]))
+                    months.setdefault(
+                        row["from_day"],
+                        (row["month"], row["to_day"], row.get("dates", row["month"])),
+                    )
             curves.append({
                 "label": first["label"],
                 "policy": first["policy"],
@@ -154,6 +169,7 @@ def aggregate_runs(labelled: Sequence[tuple[str, Mapping[str, Any]]]) -> list[di
                 "damage_mean": [{"day": d, "damage": _mean(v)} for d, v in sorted(damage.items())],
                 "regret_by_period_mean": [
                     {"from_day": d, "to_day": months[d][1], "month": months[d][0],
+                     "dates": months[d][2],
                      "regret": _mean(v), "runs": len(v)}
                     for d, v in sorted(regret.items())
                 ],
@@ -223,21 +239,21 @@ def sweep_section(data: Mapping[str, Any], level: int = 2) -> str:
             f"{_rmb(config['continuing_mean'])})",
             markdown_table(headers, rows),
             markdown_table(
-                ["policy", "from day 0 (mean)", "regret (mean)", "onset of decay"], summary
+                ["policy", "from day 0 (mean)", "regret (mean)", "onset of damage"], summary
             ),  # fmt: skip
         ]
         if all(c.get("regret_by_period_mean") for c in curves):
             periods = curves[0]["regret_by_period_mean"]
             regret_rows = [
                 [f"day {p['from_day']}–{'end' if p['to_day'] is None else p['to_day']}",
-                 p["month"],
+                 p.get("dates", p["month"]),
                  *[next((_signed(r["regret"]) for r in c["regret_by_period_mean"]
                          if r["from_day"] == p["from_day"]), None) for c in curves]]
                 for p in periods
             ]  # fmt: skip
             parts += [
                 "Mean regret by period:",
-                markdown_table(["period", "month", *[c["label"] for c in curves]], regret_rows),
+                markdown_table(["period", "dates", *[c["label"] for c in curves]], regret_rows),
             ]
     return "\n\n".join(parts)
 

@@ -1,16 +1,21 @@
-"""Validation agents: the expert with one failure mode of the paper built in, from a known day.
+"""Validation agents: a base agent with one failure mode of the paper built in, from a known day.
 
-Each is `expert` (agents/baselines/expert.py) with every decision unchanged but one, so a
+Most are `expert` (agents/baselines/expert.py); `fail-decay-rb`, `fail-abandon-rb` and
+`fail-stop-sourcing-rb` are the rule-based operator (agents/baselines/rule_based.py) failing the
+same way, so that the detectors and the counterfactual onset are checked on two bases. Each is
+its base with every decision unchanged but one, so a
 failure-mode detector (metrics/diagnosis.py, docs/diagnosis.md) that flags it flags that one
 failure. The day the failure starts is a setting (`onset_day`, 0-based like the records' days;
 day 0 is the first day); before it the agent plays exactly as the expert.
 
-- `fail-decay`: activity decays; the share of windows it acts in falls by
-  `decline_per_month` every 30 days (never below `floor`);
-- `fail-abandon`: abandons the store; every window is closed at once, nothing else;
+- `fail-decay` (and `-rb`): activity decays; the share of windows it acts in falls from the
+  onset by `shape`: `straight` (`decline_per_month` every 30 days), `halving` (half every 30
+  days) or `step` (to `step_share` at once), never below `floor`;
+- `fail-abandon` (and `-rb`): abandons the store; every window is closed at once, nothing else;
 - `fail-narrow`: control-loop narrowing; sources (report, browsing, new listings) only every
   `source_every_days` days, supplier handling unchanged;
-- `fail-stop-sourcing`: early sourcing stop; never lists a product it has not listed before;
+- `fail-stop-sourcing` (and `-rb`): early sourcing stop; never lists a product it has not
+  listed before;
 - `fail-flat-prices`: never moves its procurement band; lists nothing dearer than `band_max`;
 - `fail-no-risk-response`: ignores adverse outcomes; no replacement of risky listings, no
   delisting on a supplier's delisting, no repricing on delays;
@@ -23,10 +28,12 @@ same settings skip the same windows in every run and on resume.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, Literal
 
+from merchantbench.agents.base import AgentSettings
 from merchantbench.agents.baselines.expert import ExpertAgent, ExpertSettings
 from merchantbench.agents.baselines.expert_holdings import Candidate, Holding
+from merchantbench.agents.baselines.rule_based import RuleBasedAgent, RuleBasedSettings
 from merchantbench.agents.baselines.tables import rows_of
 from merchantbench.surface import AgentSurface
 
@@ -43,35 +50,54 @@ def _today(surface: AgentSurface) -> int:
     return surface.hour // HOURS_PER_DAY
 
 
-class _FailingExpert(ExpertAgent):
-    """The expert, plus the day its failure starts."""
+class _Onset:
+    """The day a validation agent's failure starts (its setting `onset_day`)."""
+
+    config: Any
 
     def failing(self, day: int) -> bool:
-        onset: int = self.config.onset_day  # type: ignore[attr-defined]
+        onset: int = self.config.onset_day
         return day >= onset
 
 
+class _FailingExpert(_Onset, ExpertAgent):
+    """The expert, plus the day its failure starts."""
+
+
 # --- activity -------------------------------------------------------------------------------
-class DecaySettings(ExpertSettings):
+DECAY_SHAPES = ("straight", "halving", "step")
+
+
+class _ActivityFields(AgentSettings):
+    """The settings of a decaying agent, on any base."""
+
     onset_day: int = 92  # September 1st on `paper` and `small`: the start of month 4
-    decline_per_month: float = 0.08  # the share of windows acted in falls this much per 30 days
-    floor: float = 0.2  # it never falls below this share
+    shape: Literal["straight", "halving", "step"] = "straight"
+    decline_per_month: float = 0.08  # straight: the share of windows falls this much per 30 days
+    floor: float = 0.2  # the share never falls below this
+    step_share: float = 0.4  # step: the share from the onset on
     skip_seed: int = 0
 
 
-class DecayAgent(_FailingExpert):
-    """`fail-decay`: from `onset_day` it acts in a falling share of windows."""
+class _Decaying(_Onset):
+    """From `onset_day` the agent acts in a falling share of windows (`shape`): `straight`
+    falls `decline_per_month` every 30 days, `halving` halves every 30 days, `step` drops to
+    `step_share` at once; none below `floor`. A skipped window is closed at once."""
 
-    name = "fail-decay"
-    Settings = DecaySettings
-    config: DecaySettings
+    config: Any
 
     def acting_share(self, day: int) -> float:
-        """Share of windows acted in on `day`: 1 before the onset, then falling linearly."""
+        """Share of windows acted in on `day`: 1 before the onset, then by `shape`."""
+        c = self.config
         if not self.failing(day):
             return 1.0
-        months = (day - self.config.onset_day) / DAYS_PER_MONTH
-        return max(self.config.floor, 1.0 - self.config.decline_per_month * months)
+        months = (day - c.onset_day) / DAYS_PER_MONTH
+        share = {
+            "straight": 1.0 - c.decline_per_month * months,
+            "halving": 0.5**months,
+            "step": c.step_share,
+        }[c.shape]
+        return float(max(c.floor, share))
 
     def skips(self, window: int, day: int) -> bool:
         digest = hashlib.sha256(f"{self.config.skip_seed}:{window}".encode()).digest()
@@ -82,24 +108,84 @@ class DecayAgent(_FailingExpert):
         if self.skips(surface.window, _today(surface)):
             surface.call("end_of_step", {})
             return
-        super().act(surface)
+        super().act(surface)  # type: ignore[misc]
+
+
+class _Abandoning(_Onset):
+    """From `onset_day` every window is closed at once."""
+
+    config: Any
+
+    def act(self, surface: AgentSurface) -> None:
+        if self.failing(_today(surface)):
+            surface.call("end_of_step", {})
+            return
+        super().act(surface)  # type: ignore[misc]
+
+
+class DecaySettings(_ActivityFields, ExpertSettings):
+    pass
+
+
+class DecayAgent(_Decaying, _FailingExpert):
+    """`fail-decay`: the expert, from `onset_day` acting in a falling share of windows."""
+
+    name = "fail-decay"
+    Settings = DecaySettings
+    config: DecaySettings
 
 
 class AbandonSettings(ExpertSettings):
     onset_day: int = 100
 
 
-class AbandonAgent(_FailingExpert):
-    """`fail-abandon`: from `onset_day` every window is closed at once."""
+class AbandonAgent(_Abandoning, _FailingExpert):
+    """`fail-abandon`: the expert, from `onset_day` closing every window at once."""
 
     name = "fail-abandon"
     Settings = AbandonSettings
 
-    def act(self, surface: AgentSurface) -> None:
-        if self.failing(_today(surface)):
-            surface.call("end_of_step", {})
-            return
-        super().act(surface)
+
+class RuleBasedDecaySettings(_ActivityFields, RuleBasedSettings):
+    pass
+
+
+class RuleBasedDecayAgent(_Decaying, RuleBasedAgent):
+    """`fail-decay-rb`: the rule-based operator, from `onset_day` acting in a falling share of
+    windows (the same shapes as `fail-decay`)."""
+
+    name = "fail-decay-rb"
+    Settings = RuleBasedDecaySettings  # type: ignore[assignment]
+    config: RuleBasedDecaySettings  # type: ignore[assignment]
+
+
+class RuleBasedAbandonSettings(RuleBasedSettings):
+    onset_day: int = 100
+
+
+class RuleBasedAbandonAgent(_Abandoning, RuleBasedAgent):
+    """`fail-abandon-rb`: the rule-based operator, from `onset_day` closing every window."""
+
+    name = "fail-abandon-rb"
+    Settings = RuleBasedAbandonSettings  # type: ignore[assignment]
+    config: RuleBasedAbandonSettings  # type: ignore[assignment]
+
+
+class RuleBasedStopSourcingSettings(RuleBasedSettings):
+    onset_day: int = 285
+
+
+class RuleBasedStopSourcingAgent(_Onset, RuleBasedAgent):
+    """`fail-stop-sourcing-rb`: the rule-based operator, from `onset_day` listing nothing new
+    (it still delists, and still answers supplier anomalies)."""
+
+    name = "fail-stop-sourcing-rb"
+    Settings = RuleBasedStopSourcingSettings  # type: ignore[assignment]
+    config: RuleBasedStopSourcingSettings  # type: ignore[assignment]
+
+    def _refill(self, surface: AgentSurface, free: int, listed: set[str]) -> None:
+        if not self.failing(_today(surface)):
+            super()._refill(surface, free, listed)
 
 
 # --- sourcing -------------------------------------------------------------------------------

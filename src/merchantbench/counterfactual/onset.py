@@ -1,0 +1,206 @@
+"""The onset of damage of a run, defined against the run itself (docs/counterfactual.md).
+
+For a takeover policy P, `P(t)` is the final net assets had P taken the store over at day t,
+and `Q(t)` the same for P taking over **its own run** at day t (P played from day 0 on the same
+seed: the day-0 takeover, forked again). Then:
+
+- `D(t) = Q(t) − P(t)`: what P loses by taking over this run rather than its own at day t.
+  `D(0) = 0` (both stores are empty); at the end, `D = P(0) − continuing`.
+- **damage in a period** `[a, b]`: `D(b) − D(a)`, i.e. what P would have kept had it taken
+  over at a rather than at b (`P(a) − P(b)`), less what P loses over the same period when it
+  takes over its own run (`Q(a) − Q(b)`, its natural drift: a fresh copy forgets what its
+  own run had learnt). A period the agent played as P would have is no damage.
+- **noise**: the root mean square of the natural drifts `Q(t_k) − Q(t_{k+1})` over the fork
+  periods: paired takeovers of one store under common random numbers, differing only by when
+  the fresh copy takes over (a policy with no drift, like idle, has none: the margin is then
+  at least `MIN_MARGIN_SHARE` of the initial net assets).
+- **the run's own rate**: an agent worse (or better) than P damages P's store at a steady
+  rate all year (the rule-based operator under the expert policy: about 5,000 RMB a month on
+  `small`), which is not a failure. The excess of a period is its damage less the median daily
+  damage of the periods before it (when positive) times its length.
+- **onset**: the first fork period after the first whose excess exceeds its margin and whose
+  excess summed from it to the end of the run (each later period against the same rate, the
+  one before the candidate) does too: the damage lasts. A period's margin
+  is `MARGIN_NOISES` times the larger of the noise and the run's own spread (how much its
+  damage scatters from one period to the next, over the periods before it when there are
+  `SPREAD_PERIODS`, else over the run: a run whose monthly damage scatters needs a
+  larger excess; idle, which has no drift, is judged by this alone). The
+  first period has no earlier run to compare with: a failure from day 0 has no onset here (the
+  detectors of metrics/diagnosis.py judge those).
+- **bisection**: the onset period `[a, b]` is halved with forks at its middle day m (P(m) and
+  Q(m)): the onset is in `[a, m]` when the excess by m exceeds the period's noise (a third of
+  its margin), else in `[m, b]`,
+  until the bracket is at most `BRACKET_DAYS` wide; the onset day is the bracket's start.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+MARGIN_NOISES = 3.0
+MIN_MARGIN_SHARE = 0.01  # of the initial net assets
+BRACKET_DAYS = 7
+SPREAD_PERIODS = 3  # earlier periods needed to measure the run's own spread before a period
+
+
+@dataclass(frozen=True)
+class Fork:
+    """The policy's takeover of this run (`this`) and of its own run (`own`) at `day`."""
+
+    day: int
+    this: float
+    own: float
+
+    @property
+    def gap(self) -> float:
+        """`D(day)`: what the policy loses by taking over this run rather than its own."""
+        return self.own - self.this
+
+
+@dataclass
+class OnsetSearch:
+    """The onset of one policy's curves over one run (module docstring)."""
+
+    forks: list[Fork]  # the fork grid, day 0 first
+    end_day: int  # the run's last day + 1
+    end_gap: float  # D at the end: P(0) − continuing
+    floor: float  # MIN_MARGIN_SHARE of the initial net assets
+    fixed_margin: float | None = None  # replaces the noise-based margin when given
+    bisection: list[Fork] = field(default_factory=list)
+    bracket: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        self.bracket = self.onset_period()
+
+    # --- the grid ---------------------------------------------------------------------------
+    def _bounds(self) -> list[tuple[int, float]]:
+        return [(f.day, f.gap) for f in self.forks] + [(self.end_day, self.end_gap)]
+
+    def damage(self) -> list[tuple[int, int, float]]:
+        """(from day, to day, damage) of each fork period."""
+        bounds = self._bounds()
+        return [
+            (a, b, round(gb - ga, 2)) for (a, ga), (b, gb) in zip(bounds, bounds[1:], strict=False)
+        ]
+
+    def drifts(self) -> list[float]:
+        """The natural drift `Q(t_k) − Q(t_{k+1})` of each period (the last: Q(t) − P(0))."""
+        own = [f.own for f in self.forks] + [self.forks[0].own]
+        return [a - b for a, b in zip(own, own[1:], strict=False)]
+
+    @property
+    def noise(self) -> float:
+        drifts = self.drifts()
+        return math.sqrt(sum(d * d for d in drifts) / len(drifts)) if drifts else 0.0
+
+    @property
+    def margin(self) -> float:
+        if self.fixed_margin is not None:
+            return self.fixed_margin
+        return round(max(self.floor, MARGIN_NOISES * self.noise), 2)
+
+    def rate_before(self, k: int) -> float:
+        """The run's own daily damage before period k: the median over periods 0..k-1, or 0
+        when that is negative (a store being built gains value fast at first and then less:
+        that slowing is no damage)."""
+        rates = [d / (b - a) for a, b, d in self.damage()[:k] if b > a]
+        return max(0.0, statistics.median(rates)) if rates else 0.0
+
+    def excess(self) -> list[float]:
+        return [d - self.rate_before(k) * (b - a) for k, (a, b, d) in enumerate(self.damage())]
+
+    def spread(self, k: int | None = None) -> float:
+        """How much the run's damage scatters from period to period, robust to a change of
+        level: the median absolute difference of consecutive periods' daily damage rates,
+        over the normal's 0.954 (the median of |X − Y| for X, Y ~ N(0, σ²) is 0.954 σ), for
+        the grid's period length (its first period). Over the periods before k when there
+        are at least SPREAD_PERIODS of them (a failure's own scatter does not hide its
+        start), else over the whole run."""
+        periods = self.damage()
+        if k is not None and k >= SPREAD_PERIODS:
+            periods = periods[:k]
+        rates = [d / (b - a) for a, b, d in periods if b > a]
+        steps = [abs(x - y) for x, y in zip(rates, rates[1:], strict=False)]
+        if not steps:
+            return 0.0
+        return statistics.median(steps) / 0.954 * (periods[0][1] - periods[0][0])
+
+    def margin_at(self, k: int) -> float:
+        """The margin of period k: MARGIN_NOISES times the larger of the drift noise and the
+        run's own spread (scaled to the period's length), or a fixed `margin`."""
+        if self.fixed_margin is not None:
+            return self.fixed_margin
+        a, b, _ = self.damage()[k]
+        grid = self.damage()[0][1] - self.damage()[0][0]
+        noise = max(self.noise, self.spread(k) * (b - a) / grid if grid else 0.0)
+        return round(max(self.floor, MARGIN_NOISES * noise), 2)
+
+    def onset_period(self) -> tuple[int, int] | None:
+        periods = self.damage()
+        for k in range(1, len(periods)):
+            rate, margin = self.rate_before(k), self.margin_at(k)
+            excess = [d - rate * (b - a) for a, b, d in periods[k:]]
+            if excess[0] > margin and sum(excess) > margin:
+                return periods[k][0], periods[k][1]
+        return None
+
+    # --- bisection --------------------------------------------------------------------------
+    def next_day(self) -> int | None:
+        """The middle day to fork at next, or None when the bracket is narrow enough."""
+        if self.bracket is None or self.bracket[1] - self.bracket[0] <= BRACKET_DAYS:
+            return None
+        return (self.bracket[0] + self.bracket[1]) // 2
+
+    def add(self, fork: Fork) -> None:
+        """Narrow the bracket with a fork at its middle day."""
+        assert self.bracket is not None
+        lo, hi = self.bracket
+        k = next(i for i, (a, b, _) in enumerate(self.damage()) if a <= lo < b)
+        excess = fork.gap - self._gap_at(lo) - self.rate_before(k) * (fork.day - lo)
+        self.bisection.append(fork)
+        threshold = max(self.noise, self.spread(k) * (fork.day - lo) / (hi - lo), self.floor)
+        self.bracket = (lo, fork.day) if excess > threshold else (fork.day, hi)
+
+    def _gap_at(self, day: int) -> float:
+        return next(f.gap for f in [*self.forks, *self.bisection] if f.day == day)
+
+    @property
+    def onset_day(self) -> int | None:
+        return None if self.bracket is None else self.bracket[0]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "onset_day": self.onset_day,
+            "period": None if self.onset_period() is None else list(self.onset_period() or ()),
+            "bracket": None if self.bracket is None else list(self.bracket),
+            "noise": round(self.noise, 2),
+            "margin": self.margin,
+            "damage": [
+                {
+                    "from_day": a,
+                    "to_day": b,
+                    "damage": d,
+                    "excess": round(e, 2),
+                    "margin": self.margin_at(k),
+                }
+                for k, ((a, b, d), e) in enumerate(zip(self.damage(), self.excess(), strict=True))
+            ],  # fmt: skip
+            "own_run": [{"day": f.day, "final_net_assets": f.own} for f in self.forks],
+            "bisection_forks": [
+                {"day": f.day, "this": f.this, "own": f.own} for f in self.bisection
+            ],  # fmt: skip
+        }
+
+
+def onset_search(
+    days: Sequence[int], this: Sequence[float], own: Sequence[float], end_day: int,
+    continuing: float, initial: float, margin: float | None = None,
+) -> OnsetSearch:  # fmt: skip
+    """The search over a fork grid (`this`: P(t), `own`: Q(t), by fork day); `margin` (RMB)
+    replaces the noise-based margin."""
+    forks = [Fork(d, t, o) for d, t, o in zip(days, this, own, strict=True)]
+    return OnsetSearch(forks, end_day, this[0] - continuing, MIN_MARGIN_SHARE * initial, margin)
