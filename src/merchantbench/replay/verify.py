@@ -16,11 +16,19 @@ from typing import Any
 
 from merchantbench.record.code_version import current_code
 from merchantbench.record.manifest import FinalAccounts, RunManifest
-from merchantbench.record.schema import METRICS_FILE, PARQUET_SCHEMAS, RUN_FILE, TRACE_FILE
+from merchantbench.record.safe_read import open_record_file, read_record_bytes
+from merchantbench.record.schema import (
+    METRICS_FILE,
+    PARQUET_SCHEMAS,
+    RUN_FILE,
+    TRACE_FILE,
+    TRANSCRIPT_FILE,
+)
 from merchantbench.record.tables import final_accounts, write_tables
+from merchantbench.replay.consistency import consistency_difference
 from merchantbench.replay.divergence import Divergence, first_difference
 from merchantbench.replay.replayer import Replayer
-from merchantbench.replay.source import RecordSource, ReplayError
+from merchantbench.replay.source import CannotVerify, RecordSource, ReplayError
 from merchantbench.session import Session
 
 
@@ -112,6 +120,7 @@ def verify_record(
     *,
     seed: int | None = None,
     on_window: Callable[[Session], None] | None = None,
+    salt: str | None = None,
 ) -> VerifyReport:
     """Replay a finished run record and compare it with the replay.
 
@@ -119,6 +128,8 @@ def verify_record(
         run_dir: The run directory.
         seed: A sealed run's seed (revealed by `merchantbench reveal`); read from the record's
             sealed seed file when it is there and the run finished.
+        salt: The salt of a sealed run's commitment, given with `seed` (both are checked
+            against the commitment in `run.json`; record/sealed.py).
         on_window: Called with the replayed session after each window (progress).
 
     Returns:
@@ -126,21 +137,58 @@ def verify_record(
 
     Raises:
         ReplayError: the record cannot be replayed (unfinished, damaged or truncated files, a
-            sealed run without its seed, other tools than this code's).
+            sealed run without its seed, other tools than this code's); `CannotVerify` when
+            it could be replayed but not wholly checked (no transcript).
     """
     began = time.perf_counter()
-    source = RecordSource.open(Path(run_dir), seed)
+    source = RecordSource.open(Path(run_dir), seed, salt)
     meta = source.manifest
     if not source.finished:
         state = meta.ended or "still running"
         raise ReplayError(f"{source.run_dir} has not finished ({state}): nothing to verify against")
+    if source.transcript() is None:
+        raise CannotVerify(
+            f"{source.run_dir} has no {TRANSCRIPT_FILE}: its answers and observations cannot be "
+            "checked (cannot fully verify)"
+        )
     recorded_metrics = _recorded_metrics(source.run_dir)
+    inconsistent = consistency_difference(source, _known_tools(source))
+    if inconsistent is not None:
+        return _report(source, inconsistent, began)
     replayer = Replayer(source, on_window)
     try:
         replayer.run()
     finally:
         replayer.close()
     return verdict(source, replayer, recorded_metrics, began)
+
+
+def _known_tools(source: RecordSource) -> frozenset[str]:
+    """Tools a model's call may reach the trace under: the run's tools and the framework tools
+    its trace records (a harness's own, e.g. Hermes' memory)."""
+    from merchantbench.tools.toolset import build_registry
+
+    names = {tool.name for tool in build_registry(source.scenario).tools(include_optional=True)}
+    names |= {line.entry["tool"] for line in source.trace() if line.entry["origin"] == "framework"}
+    return frozenset(names)
+
+
+def _report(source: RecordSource, divergence: Divergence, began: float) -> VerifyReport:
+    """The report of a record refused before its replay (its files disagree with each other)."""
+    meta = source.manifest
+    return VerifyReport(
+        run_dir=source.run_dir,
+        ok=False,
+        first_divergence=divergence,
+        windows=0,
+        calls=0,
+        seconds=time.perf_counter() - began,
+        final_state_hash=None,
+        recorded_state_hash=meta.state_hash,
+        sealed=source.sealed,
+        same_code=meta.code().source_sha256 == current_code().source_sha256,
+        run_seconds=_run_seconds(meta),
+    )
 
 
 def verdict(
@@ -189,10 +237,10 @@ def verdict(
 def _recorded_metrics(run_dir: Path) -> Any:
     path = run_dir / METRICS_FILE
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_record_bytes(run_dir, METRICS_FILE).decode("utf-8"))
     except FileNotFoundError:
         raise ReplayError(f"{run_dir} has no {METRICS_FILE}: nothing to verify against") from None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
         reason = " ".join(str(exc).split())[:120]
         raise ReplayError(f"{path} is not readable JSON ({reason})") from None
 
@@ -241,7 +289,8 @@ def _compare_outputs(
     checked: list[str] = []
     for name in PARQUET_SCHEMAS:
         try:
-            recorded = pq.read_table(source.run_dir / name)
+            with open_record_file(source.run_dir, name) as handle:
+                recorded = pq.read_table(handle)
         except (OSError, pa.ArrowException) as exc:
             reason = " ".join(str(exc).split())[:120]
             raise ReplayError(
