@@ -156,8 +156,9 @@ def record_files(run_dir: Path, skip: frozenset[str] = frozenset()) -> list[str]
             try:
                 relative.encode("utf-8")
             except UnicodeEncodeError:
+                shown = relative.encode("utf-8", "replace")
                 raise RecordFileError(
-                    f"{run_dir}: a file name is not UTF-8 text ({relative.encode('utf-8', 'replace')!r})"
+                    f"{run_dir}: a file name is not UTF-8 text ({shown!r})"
                 ) from None
             mode = entry.stat(follow_symlinks=False).st_mode
             if stat.S_ISDIR(mode) and depth < MAX_DEPTH:
