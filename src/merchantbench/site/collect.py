@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from merchantbench.record.manifest import ManifestError, RunManifest, read_manifest
+from merchantbench.record.safe_read import read_record_bytes
 from merchantbench.record.schema import METRICS_FILE
 from merchantbench.web.records import find_runs
 
@@ -110,7 +111,7 @@ class Skipped:
 
 def _read_metrics(run_dir: Path) -> dict[str, Any]:
     try:
-        value = json.loads((run_dir / METRICS_FILE).read_text(encoding="utf-8"))
+        value = json.loads(read_record_bytes(run_dir, METRICS_FILE).decode("utf-8"))
     except (OSError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}
