@@ -154,7 +154,7 @@ def _verify_one(
         out.refused(run_dir, str(exc))
         return CANNOT
     keep(report)
-    code = VERIFIED if report.ok else DIFFERS
+    code = {"verified": VERIFIED, "differs": DIFFERS}.get(report.status, CANNOT)
     summary = report.summary()
     attestation = check_attestation(run_dir, trusted_keys() if keys is None else keys)
     if keys is not None:
@@ -197,7 +197,10 @@ def _verify_market(arena_dir: Path, out: _Printer) -> int:
         out.line(report.summary())
     for merchant in report.merchants.values():
         keep(merchant)
-    return VERIFIED if report.ok else DIFFERS
+    failed = [m.status for m in report.merchants.values() if not m.ok]
+    if report.ok:
+        return VERIFIED
+    return CANNOT if "cannot verify" in failed else DIFFERS
 
 
 def _beneath(path: Path) -> list[Path]:

@@ -37,7 +37,8 @@ def replay_check(report: VerifyReport) -> RunCheck:
     if report.ok:
         return RunCheck(VERIFIED, f"replayed: {report.calls} calls, {report.windows} windows, "
                         f"{report.metrics_checked} metrics", sealed=report.sealed)  # fmt: skip
-    assert report.first_divergence is not None
+    if report.first_divergence is None:
+        return RunCheck(CANNOT, one_line(report.summary()))
     return RunCheck(DIFFERS, one_line(report.first_divergence.describe()))
 
 

@@ -26,11 +26,6 @@ class ReplayError(Exception):
     without its seed, a record of other tools); the message says why in one line."""
 
 
-class CannotVerify(ReplayError):
-    """A record that can be replayed but not wholly checked (no transcript: its answers and
-    observations are not there to compare); never "verified"."""
-
-
 # What each trace entry must hold, and of which JSON type, to be replayed.
 _ENTRY_TYPES: dict[str, type | tuple[type, ...]] = {
     "seq": int, "window": int, "t": int, "tool": str, "args": dict, "ok": bool,

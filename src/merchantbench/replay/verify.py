@@ -28,7 +28,7 @@ from merchantbench.record.tables import final_accounts, write_tables
 from merchantbench.replay.consistency import consistency_difference
 from merchantbench.replay.divergence import Divergence, first_difference
 from merchantbench.replay.replayer import Replayer
-from merchantbench.replay.source import CannotVerify, RecordSource, ReplayError
+from merchantbench.replay.source import RecordSource, ReplayError
 from merchantbench.session import Session
 
 
@@ -46,7 +46,8 @@ class VerifyReport:
         final_state_hash: The replay's final state hash (None if it stopped early).
         recorded_state_hash: The state hash `run.json` records.
         answers_checked: Whether the record has a transcript, so every answer and observation
-            was compared (without one, only the trace, the final state and the metrics are).
+            was compared (without one, only the trace, the final state and the metrics are,
+            and the record is never `ok`: `status` is "cannot verify").
         transcript_lines: Transcript lines compared.
         metrics_checked: Metrics compared (leaves of `metrics.json`).
         tables_checked: Parquet tables compared.
@@ -75,8 +76,22 @@ class VerifyReport:
     same_code: bool = True
     run_seconds: float | None = None
 
+    @property
+    def status(self) -> str:
+        """`verified`, `differs`, or `cannot verify` (nothing differed, but the record has no
+        transcript: its answers and observations were not there to check)."""
+        if self.ok:
+            return "verified"
+        return "differs" if self.first_divergence is not None else "cannot verify"
+
     def summary(self) -> str:
-        """One line: verified, or the first divergence."""
+        """One line: verified, the first divergence, or why it cannot be fully verified."""
+        if self.status == "cannot verify":
+            return (
+                f"{self.run_dir}: CANNOT FULLY VERIFY: no {TRANSCRIPT_FILE}, so no answer or "
+                f"observation was checked (the trace, state hash, {len(self.tables_checked)} "
+                f"tables and {self.metrics_checked} metrics matched)"
+            )
         if self.ok:
             checked = "answers, " if self.answers_checked else "trace (no transcript), "
             return (
@@ -92,6 +107,7 @@ class VerifyReport:
         return {
             "run_dir": str(self.run_dir),
             "ok": self.ok,
+            "status": self.status,
             "first_divergence": (
                 None if self.first_divergence is None else self.first_divergence.to_dict()
             ),
@@ -146,11 +162,6 @@ def verify_record(
     if not source.finished:
         state = meta.ended or "still running"
         raise ReplayError(f"{source.run_dir} has not finished ({state}): nothing to verify against")
-    if source.transcript() is None:
-        raise CannotVerify(
-            f"{source.run_dir} has no {TRANSCRIPT_FILE}: its answers and observations cannot be "
-            "checked (cannot fully verify)"
-        )
     recorded_metrics = _recorded_metrics(source.run_dir)
     inconsistent = consistency_difference(source, _known_tools(source))
     if inconsistent is not None:
@@ -216,7 +227,7 @@ def verdict(
                 )
     return VerifyReport(
         run_dir=source.run_dir,
-        ok=divergence is None,
+        ok=divergence is None and replayer.has_transcript,  # else: cannot fully verify
         first_divergence=divergence,
         windows=session.memory.windows_closed,
         calls=replayer.calls,
