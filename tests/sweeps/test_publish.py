@@ -17,7 +17,6 @@ from merchantbench.agents.llm.models import ModelConfigError, resolve_model
 from merchantbench.agents.llm.scripted_policy import store_policy
 from merchantbench.agents.llm.scripted_server import ScriptedServer
 from merchantbench.cli import app
-from merchantbench.record.comparable import finished_runs, pool_runs
 from merchantbench.sweeps.plan import SweepPlanError, plan_sweep
 from merchantbench.sweeps.report import write_sweep_report
 from merchantbench.sweeps.spec import parse_sweep_text
@@ -93,8 +92,8 @@ def test_a_hand_written_verified_file_is_not_a_verdict(folder: Path, tmp_path: P
     digests = {name: hashlib.sha256((run_dir / name).read_bytes()).hexdigest()
                for name in ("run.json", "metrics.json", "trace.jsonl")}  # fmt: skip
     state_hash = json.loads((run_dir / "run.json").read_text())["state_hash"]
-    (run_dir / "verified.json").write_text(json.dumps(
-        {"ok": True, "state_hash": state_hash, "sha256": digests, "detail": "verified"}))  # fmt: skip
+    forged = {"ok": True, "state_hash": state_hash, "sha256": digests, "detail": "verified"}
+    (run_dir / "verified.json").write_text(json.dumps(forged))
     output = _leaderboard(sweep)
     assert f"left out (does not verify): {run_dir}: differs: metrics.json final_net_assets" in (
         " ".join(output.split())

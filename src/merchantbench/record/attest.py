@@ -130,7 +130,6 @@ def make_key(folder: Path | None = None, *, replace: bool = False) -> Any:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as out:
         out.write(signer.private_bytes)
-    atomic_write_bytes(folder / PUBLIC_KEY, json.dumps(key_json(signer.public_key)).encode())
     if replace:
         os.replace(tmp, folder / PRIVATE_KEY)
     else:
@@ -140,7 +139,9 @@ def make_key(folder: Path | None = None, *, replace: bool = False) -> Any:
             pass
         finally:
             tmp.unlink(missing_ok=True)
-    return load_signer(folder)
+    kept = load_signer(folder)  # the key that won, whoever made it
+    atomic_write_bytes(folder / PUBLIC_KEY, json.dumps(key_json(kept.public_key)).encode())
+    return kept
 
 
 def load_signer(folder: Path | None = None, *, make: bool = False) -> Any:
@@ -184,7 +185,11 @@ def trusted_keys(folder: Path | None = None) -> list[Any]:
     """The keys tables trust: the host's own key and every key in `<keys>/trusted/`."""
     folder = folder or keys_dir()
     found = []
-    for path in [folder / PUBLIC_KEY, *sorted((folder / TRUSTED_DIR).glob("*.json"))]:
+    try:  # the host's own public key, from its private key (never a file beside it)
+        found.append(load_signer(folder).public_key)
+    except AttestError:
+        pass
+    for path in sorted((folder / TRUSTED_DIR).glob("*.json")):
         try:
             found.append(read_public_key(path))
         except AttestError:
