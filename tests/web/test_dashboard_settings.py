@@ -52,8 +52,11 @@ def test_no_leaderboard_pools_two_settings(folder: Path, browser, shots) -> None
                 assert row.locator("[data-runs]").inner_text() == "2"
                 pools = row.locator("[data-pools]").inner_text()
                 copies = " (2 duplicate copies left out)" if title == "smoke · 2 days" else ""
-                assert re.fullmatch(rf"2 runs{re.escape(copies)} · 2 seeds · replayed · "
-                                    r"self-attested [0-9a-f]{8}", pools)  # no seed value shown
+                assert re.fullmatch(
+                    rf"2 runs{re.escape(copies)} · 2 seeds · replayed · "
+                    r"self-attested [0-9a-f]{8}",
+                    pools,
+                )  # no seed value shown
                 orders = row.locator("td[data-metric=orders]").inner_text()
                 assert re.fullmatch(r"\d+|\d+\.\d+", orders) and not orders.endswith(".000")
                 assert row.locator("[data-cost]").inner_text() == "—"  # no model called

@@ -108,8 +108,9 @@ def test_finished_playground_runs_are_human_rows_of_a_sweep_report(tmp_path: Pat
     [row] = [r for r in group["table1"] if r["label"] == label]
     assert row["runs"] == 2
     assert row["final_net_assets_k_mean"] == pytest.approx(np.mean(assets) / 1000, abs=1e-12)
-    assert re.fullmatch(rf"2 runs · seed {SEED} · replayed · host-attested [0-9a-f]{{8}}",
-                        group["pools"][label])
+    assert re.fullmatch(
+        rf"2 runs · seed {SEED} · replayed · host-attested [0-9a-f]{{8}}", group["pools"][label]
+    )
     pairs = {(p["baseline"], p["candidate"]): p for p in group["paired"]}
     idle = json.loads(next((sweep_dir / "runs" / "idle").glob("s*/metrics.json")).read_text())
     difference = pairs[("idle", label)]["mean_difference"]

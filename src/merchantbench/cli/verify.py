@@ -104,7 +104,7 @@ class _Printer:
 
 
 def _shown(path: Path) -> str:
-    return os.fsdecode(path).encode("utf-8", "backslashreplace").decode("utf-8")
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def _opening(

@@ -29,7 +29,7 @@ from merchantbench.replay.verify import VerifyReport, verify_record
 def one_line(text: object, width: int = 240) -> str:
     """A message as one line of printable text (a non-UTF-8 name shown escaped)."""
     flat = " ".join(str(text).split())
-    return flat.encode("utf-8", "backslashreplace").decode("utf-8")[:width]
+    return flat.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")[:width]
 
 
 def replay_check(report: VerifyReport) -> RunCheck:
