@@ -309,3 +309,11 @@ def test_an_unexpected_error_exits_2_never_1(rule_record, tmp_path, monkeypatch)
     result = _verify(str(rule_record), "--json")
     assert result.exit_code == 2
     assert json.loads(result.stdout)["error"] == "RuntimeError: something unforeseen"
+
+
+def test_the_host_key_is_named_as_securesystemslib_names_it(tmp_path):
+    from securesystemslib.signer import SSlibKey
+
+    signer = load_signer(tmp_path / "keys", make=True)
+    theirs = SSlibKey.from_crypto(signer.private.public_key(), scheme="ed25519")
+    assert signer.keyid == theirs.keyid and signer.public_key == theirs

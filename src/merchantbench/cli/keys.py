@@ -21,37 +21,30 @@ def new(
     force: Annotated[bool, typer.Option("--force", help="replace the key there is")] = False,
 ) -> None:
     """Make the host's key pair (the private key stays in the keys folder, mode 0600)."""
-    from merchantbench.record.attest import AttestError, key_json, keys_dir, make_key
+    from merchantbench.record.attest import AttestError, keys_dir, make_key
 
     try:
         signer = make_key(keys_dir(), replace=force)
     except (AttestError, OSError) as exc:
         fail(str(exc))
-    typer.echo(f"made key {signer.public_key.keyid} in {keys_dir()}")
-    typer.echo(json.dumps(key_json(signer.public_key)))
+    typer.echo(f"made key {signer.keyid} in {keys_dir()}")
+    typer.echo(json.dumps(signer.public_json()))
 
 
 @app.command("show")
 def show(as_json: JsonOption = False) -> None:
     """Show the host's public key (made first if there is none) and the keys it trusts."""
-    from merchantbench.record.attest import (
-        AttestError,
-        key_json,
-        keys_dir,
-        load_signer,
-        trusted_keys,
-    )
+    from merchantbench.record.attest import AttestError, keys_dir, load_signer, trusted_keys
 
     try:
-        signer = load_signer(keys_dir(), make=True)
+        mine = load_signer(keys_dir(), make=True)
     except (AttestError, OSError) as exc:
         fail(str(exc))
-    mine = signer.public_key
     if as_json:
-        typer.echo(json.dumps(key_json(mine)))
+        typer.echo(json.dumps(mine.public_json()))
         return
     typer.echo(f"host key: {mine.keyid} (ed25519) in {keys_dir()}")
-    typer.echo(f"public: {mine.keyval['public']}")
+    typer.echo(f"public: {mine.public['keyval']['public']}")
     for key in trusted_keys():
         if key.keyid != mine.keyid:
             typer.echo(f"trusted: {key.keyid}")

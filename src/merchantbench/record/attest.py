@@ -31,6 +31,8 @@ the replay (`merchantbench verify`) shows that the store and the metrics follow 
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -88,10 +90,43 @@ def keys_dir() -> Path:
     return Path(platformdirs.user_config_dir("merchantbench")) / "keys"
 
 
-def _signer_class() -> Any:
-    from securesystemslib.signer import CryptoSigner
+class HostKey:
+    """The host's Ed25519 key pair. Signing needs only `cryptography` (a run pays no import of
+    the checking side); `public_key` is the `securesystemslib` key that checks its signatures.
+    Its key id is securesystemslib's default: the SHA-256 of the canonical JSON of the public
+    key, so either library names the key alike."""
 
-    return CryptoSigner
+    def __init__(self, private: Any) -> None:
+        from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+        self.private = private
+        raw = private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
+        self.public = {"keytype": "ed25519", "scheme": "ed25519", "keyval": {"public": raw}}
+        canonical = json.dumps(self.public, sort_keys=True, separators=(",", ":"))
+        self.keyid = hashlib.sha256(canonical.encode()).hexdigest()
+
+    def public_json(self) -> dict[str, Any]:
+        """The public key as JSON (what `keys show --json` prints and `--trust` reads)."""
+        return {"keyid": self.keyid, **self.public}
+
+    @property
+    def public_key(self) -> Any:
+        return public_key_of(self.public_json())
+
+    def sign(self, data: bytes) -> bytes:
+        signature: bytes = self.private.sign(data)
+        return signature
+
+    def pem(self) -> bytes:
+        """The private key as PEM PKCS#8 (what securesystemslib's `file2:` signer loads)."""
+        from cryptography.hazmat.primitives.serialization import (
+            Encoding,
+            NoEncryption,
+            PrivateFormat,
+        )
+
+        pem: bytes = self.private.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
+        return pem
 
 
 def public_key_of(data: Any) -> Any:
@@ -115,7 +150,7 @@ def key_json(key: Any) -> dict[str, Any]:
     return {"keyid": key.keyid, **key.to_dict()}
 
 
-def make_key(folder: Path | None = None, *, replace: bool = False) -> Any:
+def make_key(folder: Path | None = None, *, replace: bool = False) -> HostKey:
     """Make the host's Ed25519 key pair in `folder` (kept private: mode 0600); its signer.
 
     Raises:
@@ -125,11 +160,13 @@ def make_key(folder: Path | None = None, *, replace: bool = False) -> Any:
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     if (folder / PRIVATE_KEY).exists() and not replace:
         raise AttestError(f"{folder / PRIVATE_KEY} exists already (replace it with --force)")
-    signer = _signer_class().generate_ed25519()
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    made = HostKey(Ed25519PrivateKey.generate())
     tmp = folder / f".{PRIVATE_KEY}.{os.getpid()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as out:
-        out.write(signer.private_bytes)
+        out.write(made.pem())
     if replace:
         os.replace(tmp, folder / PRIVATE_KEY)
     else:
@@ -140,16 +177,17 @@ def make_key(folder: Path | None = None, *, replace: bool = False) -> Any:
         finally:
             tmp.unlink(missing_ok=True)
     kept = load_signer(folder)  # the key that won, whoever made it
-    atomic_write_bytes(folder / PUBLIC_KEY, json.dumps(key_json(kept.public_key)).encode())
+    atomic_write_bytes(folder / PUBLIC_KEY, json.dumps(kept.public_json()).encode())
     return kept
 
 
-def load_signer(folder: Path | None = None, *, make: bool = False) -> Any:
+def load_signer(folder: Path | None = None, *, make: bool = False) -> HostKey:
     """The host's signer from `folder` (made there first with `make` if there is none).
 
     Raises:
         AttestError: no key there (and not `make`), or a damaged one.
     """
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
     folder = folder or keys_dir()
@@ -166,10 +204,11 @@ def load_signer(folder: Path | None = None, *, make: bool = False) -> Any:
         raise AttestError(f"{folder / PRIVATE_KEY}: cannot be read ({exc.strerror})") from None
     try:
         private = load_pem_private_key(pem, None)
-        signer = _signer_class()(private)
     except (ValueError, TypeError) as exc:
-        raise AttestError(f"{folder / PRIVATE_KEY} is not an Ed25519 key ({exc})") from None
-    return signer
+        raise AttestError(f"{folder / PRIVATE_KEY} is not a private key ({exc})") from None
+    if not isinstance(private, Ed25519PrivateKey):
+        raise AttestError(f"{folder / PRIVATE_KEY} is not an Ed25519 key")
+    return HostKey(private)
 
 
 def read_public_key(path: Path) -> Any:
@@ -215,7 +254,7 @@ def record_subjects(run_dir: Path) -> list[dict[str, Any]]:
     return [{"name": name, "digest": {"sha256": file_sha256(run_dir, name)}} for name in names]
 
 
-def _predicate(meta: RunManifest, key: Any) -> dict[str, Any]:
+def _predicate(meta: RunManifest, key: dict[str, Any]) -> dict[str, Any]:
     settings = meta.agent.settings
     commitment = None if meta.seed_commitment is None else meta.seed_commitment.sha256
     assurance = HOST if meta.driver in SERVED_DRIVERS else SELF
@@ -248,12 +287,12 @@ def _predicate(meta: RunManifest, key: Any) -> dict[str, Any]:
         "host": {
             "package_version": meta.package_version,
             "source_sha256": meta.source_sha256,
-            "key": key_json(key),
+            "key": key,
         },
     }
 
 
-def statement(run_dir: Path, meta: RunManifest, key: Any) -> dict[str, Any]:
+def statement(run_dir: Path, meta: RunManifest, key: dict[str, Any]) -> dict[str, Any]:
     """The in-toto Statement of a finished record."""
     return {
         "_type": STATEMENT_TYPE,
@@ -263,16 +302,22 @@ def statement(run_dir: Path, meta: RunManifest, key: Any) -> dict[str, Any]:
     }
 
 
-def sign_record(run_dir: Path, meta: RunManifest, signer: Any) -> Path:
-    """Sign the record in `run_dir` with `signer`; the envelope's path."""
-    from securesystemslib.dsse import Envelope
-
-    body = statement(run_dir, meta, signer.public_key)
+def sign_record(run_dir: Path, meta: RunManifest, signer: HostKey) -> Path:
+    """Sign the record in `run_dir`; the envelope's path. The envelope is DSSE v1 (the
+    signature is over `PAE(payloadType, payload)`), as `securesystemslib.dsse.Envelope` reads
+    and verifies it (`check_attestation`)."""
+    body = statement(run_dir, meta, signer.public_json())
     payload = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
-    envelope = Envelope(payload, PAYLOAD_TYPE, {})
-    envelope.sign(signer)
+    kind = PAYLOAD_TYPE.encode()
+    pae = b"DSSEv1 %d %b %d %b" % (len(kind), kind, len(payload), payload)
+    envelope = {
+        "payload": base64.b64encode(payload).decode(),
+        "payloadType": PAYLOAD_TYPE,
+        "signatures": [{"keyid": signer.keyid,
+                        "sig": base64.b64encode(signer.sign(pae)).decode()}],
+    }  # fmt: skip
     path = run_dir / ATTESTATION_FILE
-    atomic_write_bytes(path, (json.dumps(envelope.to_dict(), indent=1) + "\n").encode())
+    atomic_write_bytes(path, (json.dumps(envelope, indent=1) + "\n").encode())
     return path
 
 
