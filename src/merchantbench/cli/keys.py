@@ -44,7 +44,7 @@ def show(as_json: JsonOption = False) -> None:
         typer.echo(json.dumps(mine.public_json()))
         return
     typer.echo(f"host key: {mine.keyid} (ed25519) in {keys_dir()}")
-    typer.echo(f"public: {mine.public['keyval']['public']}")
+    typer.echo(f"public: {mine.public_json()['keyval']['public']}")
     for key in trusted_keys():
         if key.keyid != mine.keyid:
             typer.echo(f"trusted: {key.keyid}")

@@ -101,7 +101,9 @@ class HostKey:
 
         self.private = private
         raw = private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
-        self.public = {"keytype": "ed25519", "scheme": "ed25519", "keyval": {"public": raw}}
+        self.public: dict[str, Any] = {
+            "keytype": "ed25519", "scheme": "ed25519", "keyval": {"public": raw},
+        }  # fmt: skip
         canonical = json.dumps(self.public, sort_keys=True, separators=(",", ":"))
         self.keyid = hashlib.sha256(canonical.encode()).hexdigest()
 
@@ -391,7 +393,7 @@ def _envelope(run_dir: Path) -> tuple[Any, dict[str, Any]]:
 
 
 def _subjects_difference(run_dir: Path, body: dict[str, Any]) -> str | None:
-    signed = {s.get("name"): (s.get("digest") or {}).get("sha256")
+    signed = {str(s.get("name")): (s.get("digest") or {}).get("sha256")
               for s in body.get("subject") or [] if isinstance(s, dict)}  # fmt: skip
     try:
         now = {s["name"]: s["digest"]["sha256"] for s in record_subjects(run_dir)}
@@ -421,7 +423,8 @@ def check_attestation(run_dir: Path, trusted: list[Any]) -> AttestationCheck:
         envelope, body = _envelope(run_dir)
     except (AttestError, OSError) as exc:
         return AttestationCheck("refused", detail=str(exc))
-    predicate = body.get("predicate") if isinstance(body.get("predicate"), dict) else {}
+    found = body.get("predicate")
+    predicate: dict[str, Any] = found if isinstance(found, dict) else {}
     try:
         signer_key = public_key_of((predicate.get("host") or {}).get("key"))
     except AttestError as exc:

@@ -24,16 +24,21 @@ the agent reported over HTTP (`reported_by: agent`), which no log of this host b
 from __future__ import annotations
 
 import gzip
-import json
 import math
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from merchantbench.record.safe_read import STREAM_CAP, open_record_file
 from merchantbench.record.schema import MODEL_CALLS_FILE, MODEL_WORDS_FILE, RUN_FILE
 from merchantbench.replay.divergence import Divergence
-from merchantbench.replay.source import MAX_LINE, RecordSource, ReplayError, open_text
+from merchantbench.replay.source import (
+    MAX_LINE,
+    RecordSource,
+    ReplayError,
+    json_object,
+    open_text,
+)
 from merchantbench.tools.agent_input import HostileInput, decode_arguments
 
 SUMMED = ("calls", "failed_calls", "input_tokens", "cached_tokens", "output_tokens", "tokens",
@@ -51,13 +56,7 @@ def _model_calls(source: RecordSource) -> list[dict[str, Any]] | None:
             for number, raw in enumerate(iter(lambda: text.readline(MAX_LINE), ""), start=1):
                 if not raw.endswith("\n"):
                     raise ReplayError(f"{path} line {number} is torn or too long")
-                try:
-                    line = json.loads(raw)
-                except ValueError:
-                    raise ReplayError(f"{path} line {number} is not JSON") from None
-                if not isinstance(line, dict):
-                    raise ReplayError(f"{path} line {number} is not a model call")
-                lines.append(line)
+                lines.append(json_object(path, number, raw, "a model call"))
     except UnicodeDecodeError:
         raise ReplayError(f"{path} is not UTF-8 text: the record is damaged") from None
     except OSError as exc:
@@ -76,11 +75,7 @@ def _words(source: RecordSource) -> Iterator[dict[str, Any]]:
             for number, line in enumerate(iter(lambda: lines.readline(MAX_LINE), b""), 1):
                 if not line.endswith(b"\n"):
                     raise ReplayError(f"{path} line {number} is torn or too long")
-                try:
-                    value = json.loads(line)
-                except ValueError:
-                    raise ReplayError(f"{path} line {number} is not JSON") from None
-                yield value if isinstance(value, dict) else {}
+                yield json_object(path, number, line, "the model's words")
     except (OSError, EOFError, zlib.error) as exc:
         raise ReplayError(f"{path}: cannot be read ({exc})") from None
 
@@ -99,8 +94,9 @@ def _differ(recorded: Any, computed: Any) -> bool:
 
 def _call_cost(call: dict[str, Any], prices: dict[str, Any]) -> float | None:
     price_in, price_cached, price_out = (prices.get(k) for k in ("input", "cached_input", "output"))
-    if not all(_number(p) for p in (price_in, price_cached, price_out)):
+    if not (_number(price_in) and _number(price_cached) and _number(price_out)):
         return None
+    assert price_in is not None and price_cached is not None and price_out is not None
     uncached = max(int(call.get("input_tokens") or 0) - int(call.get("cached_tokens") or 0), 0)
     cached, out = int(call.get("cached_tokens") or 0), int(call.get("output_tokens") or 0)
     return (uncached * price_in + cached * price_cached + out * price_out) / 1_000_000
@@ -164,7 +160,7 @@ def _usage_difference(
             value = call.get(key) or 0
             totals[key] += value if _number(value) else 0
         line_cost = call.get("cost")
-        cost = None if cost is None or not _number(line_cost) else cost + line_cost
+        cost = None if cost is None or not _number(line_cost) else cost + float(line_cost or 0)
     totals["tokens"] = totals["input_tokens"] + totals["output_tokens"]
     totals["cost"] = None if cost is None else round(cost, 6)
     for key, value in totals.items():
@@ -261,9 +257,12 @@ def _spoken(where: str, recorded: Any, words: Any) -> Divergence:
     return Divergence(TRACE_FILE_NAME, where, recorded, words, against="the model's words say")
 
 
-def consistency_difference(source: RecordSource, known_tools: frozenset[str]) -> Divergence | None:
+def consistency_difference(
+    source: RecordSource, known_tools: Callable[[], frozenset[str]]
+) -> Divergence | None:
     """The first disagreement between the model files, `run.json` and the trace (None: they
-    agree, or the run called no model)."""
+    agree, or the run called no model). `known_tools` is asked only when there are words to
+    compare."""
     calls = _model_calls(source)
     found = _usage_difference(source, calls)
     if found is not None or calls is None:
@@ -273,4 +272,4 @@ def consistency_difference(source: RecordSource, known_tools: frozenset[str]) ->
         return found
     if source.manifest.driver is not None:
         return None  # a model outside this host: its words are not the trace's source
-    return _words_difference(source, calls, known_tools)
+    return _words_difference(source, calls, known_tools())

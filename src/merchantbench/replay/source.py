@@ -200,13 +200,20 @@ def parse_line(text: str) -> Any:
         return None
 
 
-def _entry(path: Path, number: int, text: str) -> dict[str, Any]:
+def json_object(path: Path, number: int, text: str | bytes, what: str) -> dict[str, Any]:
+    """Line `number` of a JSONL record file as a JSON object, else a `ReplayError` saying it
+    is not JSON or not `what` (a trace entry, a model call)."""
     try:
-        entry = json.loads(text)
+        value = json.loads(text)
     except ValueError:
         raise ReplayError(f"{path} line {number} is not JSON: the record is damaged") from None
-    if not isinstance(entry, dict):
-        raise ReplayError(f"{path} line {number} is not a trace entry: the record is damaged")
+    if not isinstance(value, dict):
+        raise ReplayError(f"{path} line {number} is not {what}: the record is damaged")
+    return value
+
+
+def _entry(path: Path, number: int, text: str) -> dict[str, Any]:
+    entry = json_object(path, number, text, "a trace entry")
     for key, kind in _ENTRY_TYPES.items():
         value = entry.get(key)
         wrong = not isinstance(value, kind) or (kind is int and isinstance(value, bool))

@@ -163,7 +163,7 @@ def verify_record(
         state = meta.ended or "still running"
         raise ReplayError(f"{source.run_dir} has not finished ({state}): nothing to verify against")
     recorded_metrics = _recorded_metrics(source.run_dir)
-    inconsistent = consistency_difference(source, _known_tools(source))
+    inconsistent = consistency_difference(source, lambda: _known_tools(source))
     if inconsistent is not None:
         return _report(source, inconsistent, began)
     replayer = Replayer(source, on_window)
