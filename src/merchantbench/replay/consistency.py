@@ -11,12 +11,14 @@ with each other and with the trace (docs/verify.md, "Consistency").
   no usage, or usage with calls and no model-call log, differs.
 - Each call's cost is recomputed from its tokens and the prices `run.json` records
   (`prices_per_million`); a price not stated makes the cost unknown (None), never 0.
-- `model_words.jsonl.gz`: one line per model call (same `seq` and `window`); every tool call
-  in the model's words that could be run (a known tool, arguments that decode) is the trace's
-  call at that place (same window, tool and arguments), in order, until the window closed, and
-  the trace holds no call of the agent the words do not.
+- `model_words.jsonl.gz`: one line per model call (same `seq` and `window`); every call of one
+  of the run's tools in the model's words that could be run (arguments that decode) is the
+  trace's call at that place (same window, tool and arguments), in order, until the window
+  closed, and the trace holds no environment call of the agent the words do not.
 
-What it does not cover: tokens and prices themselves (a consistent lie, every file edited to
+What it does not cover: a window where the model called a harness's own tool (Hermes' memory
+or code, whose code may call the store's tools itself) is held only to having a model call;
+tokens and prices themselves (a consistent lie, every file edited to
 agree, passes: only a host's signature, `record/attest.py`, says who stated them), and usage
 the agent reported over HTTP (`reported_by: agent`), which no log of this host backs.
 """
@@ -199,6 +201,7 @@ def _words_difference(
     has_words = path.exists() or path.is_symlink()
     by_window: dict[int, list[tuple[str, Any]]] = {}
     spoken: set[int] = set()
+    lenient: set[int] = set()
     if has_words:
         count = 0
         for number, words in enumerate(_words(source), start=1):
@@ -208,17 +211,22 @@ def _words_difference(
                 return _bad(MODEL_WORDS_FILE, f"line {number}",
                             {"seq": words.get("seq"), "window": words.get("window")},
                             {"seq": call.get("seq"), "window": call.get("window")})  # fmt: skip
-            planned = [c for c in _expected_calls(words) if c[0] in known]
-            by_window.setdefault(call["window"], []).extend(planned)
+            planned = _expected_calls(words)
+            if any(name not in known for name, _ in planned):
+                lenient.add(call["window"])  # a harness's own tool: code may call tools too
+            by_window.setdefault(call["window"], []).extend(c for c in planned if c[0] in known)
         if count != len(calls):
             return _bad(MODEL_WORDS_FILE, "lines", count, len(calls))
     for call in calls:
         spoken.add(call["window"])
-    return _trace_against_words(source, by_window if has_words else None, spoken)
+    return _trace_against_words(source, by_window if has_words else None, spoken, lenient)
 
 
 def _trace_against_words(
-    source: RecordSource, by_window: dict[int, list[tuple[str, Any]]] | None, spoken: set[int]
+    source: RecordSource,
+    by_window: dict[int, list[tuple[str, Any]]] | None,
+    spoken: set[int],
+    lenient: set[int],
 ) -> Divergence | None:
     pending: list[tuple[str, Any]] = []
     window, closed = -1, False
@@ -232,7 +240,7 @@ def _trace_against_words(
         where = f"line {line.number}"
         if window not in spoken:
             return _spoken(where, entry["tool"], f"no model call in window {window}")
-        if by_window is None:
+        if by_window is None or window in lenient or entry["origin"] == "framework":
             continue
         if closed or not pending:
             return _spoken(where, {"tool": entry["tool"], "args": entry["args"]}, "no call here")

@@ -175,13 +175,11 @@ def verify_record(
 
 
 def _known_tools(source: RecordSource) -> frozenset[str]:
-    """Tools a model's call may reach the trace under: the run's tools and the framework tools
-    its trace records (a harness's own, e.g. Hermes' memory)."""
+    """The run's own tools: a model's call of one of them reaches the trace (a harness's own
+    tools, e.g. Hermes' memory or code, are not held to the words rule: replay/consistency.py)."""
     from merchantbench.tools.toolset import build_registry
 
-    names = {tool.name for tool in build_registry(source.scenario).tools(include_optional=True)}
-    names |= {line.entry["tool"] for line in source.trace() if line.entry["origin"] == "framework"}
-    return frozenset(names)
+    return frozenset(tool.name for tool in build_registry(source.scenario).tools(True))
 
 
 def _report(source: RecordSource, divergence: Divergence, began: float) -> VerifyReport:
