@@ -107,13 +107,17 @@ def main() -> None:
               f"windows")  # fmt: skip
         print(f"run CPU {one['run_cpu']:.2f} s, of which signing {one['signing_cpu']:.3f} s "
               f"({one['signing_cpu'] / one['run_cpu']:.1%})")  # fmt: skip
-        print(f"verify CPU {one['verify_cpu']:.2f} s + signature check "
-              f"{one['signature_check_cpu']:.3f} s = {ratio:.2f}x the run's CPU (goal <= 2x)")
+        print(
+            f"verify CPU {one['verify_cpu']:.2f} s + signature check "
+            f"{one['signature_check_cpu']:.3f} s = {ratio:.2f}x the run's CPU (goal <= 2x)"
+        )
         job = main_job(args.scenario, args.days, args.pairs, work)
         signed = ", ".join(f"{v:.2f}" for v in job["signed_cpu"])
         unsigned = ", ".join(f"{v:.2f}" for v in job["unsigned_cpu"])
-        print(f"main job CPU (process): signed {signed} s; unsigned {unsigned} s; "
-              f"signing adds {job['added']:+.1%} (median; goal <= 5 %)")
+        print(
+            f"main job CPU (process): signed {signed} s; unsigned {unsigned} s; "
+            f"signing adds {job['added']:+.1%} (median; goal <= 5 %)"
+        )
 
 
 if __name__ == "__main__":
