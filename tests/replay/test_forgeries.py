@@ -317,3 +317,18 @@ def test_the_host_key_is_named_as_securesystemslib_names_it(tmp_path):
     signer = load_signer(tmp_path / "keys", make=True)
     theirs = SSlibKey.from_crypto(signer.private.public_key(), scheme="ed25519")
     assert signer.keyid == theirs.keyid and signer.public_key == theirs
+
+
+def test_the_site_leaves_out_and_names_a_hostile_record(rule_record, tmp_path):
+    from merchantbench.site import build_site
+
+    folder = tmp_path / "runs"
+    shutil.copytree(rule_record, folder / "good")
+    bad = Path(shutil.copytree(rule_record, folder / "bad"))
+    (bad / "transcript.jsonl").unlink()
+    (bad / "transcript.jsonl").symlink_to("/dev/zero")
+    summary = build_site([folder], tmp_path / "site")
+    assert (summary.runs, summary.verified) == (2, 1)
+    index = (tmp_path / "site" / "index.html").read_text()
+    assert "runs/bad" in index and "left out of the ranking" in index
+    assert "transcript.jsonl is a link" in index
