@@ -4,6 +4,10 @@ part skips without it (fails under MERCHANTBENCH_REQUIRE_ALL=1). Here, not in te
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+
 import pytest
 
 from merchantbench.optional_parts import PARTS
@@ -11,6 +15,12 @@ from requires import need
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Runs sign their records and tables cache their checks: in a folder of the test session,
+    # never the user's own keys or cache (record/attest.py, record/verification.py).
+    for name in ("MERCHANTBENCH_KEYS", "MERCHANTBENCH_CHECKS"):
+        if name not in os.environ:
+            os.environ[name] = folder = tempfile.mkdtemp(prefix=f"{name.lower()}-")
+            config.add_cleanup(lambda folder=folder: shutil.rmtree(folder, ignore_errors=True))
     config.addinivalue_line(
         "markers",
         f"requires(*parts): needs optional parts ({', '.join(PARTS)}); skipped without them, "

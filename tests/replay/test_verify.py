@@ -89,7 +89,9 @@ def test_a_changed_sale_price_in_the_trace_fails_naming_that_call(copy) -> None:
 def test_without_a_transcript_a_changed_price_still_fails(tmp_path) -> None:
     out = tmp_path / "bare"
     run_agent(RunSpec("rule-based", SMOKE, seed=3), out, transcript=False)
-    assert verify_record(out).ok
+    untouched = verify_record(out)  # matched, but no answer was there to check: never "verified"
+    assert not untouched.ok and untouched.first_divergence is None
+    assert untouched.status == "cannot verify" and "CANNOT FULLY VERIFY" in untouched.summary()
     trace = lines(out / "trace.jsonl")
     listing = next(e for e in trace if e["tool"] == "list_product")
     listing["args"]["items"][0]["sale_price"] += 3
@@ -189,19 +191,25 @@ def test_refusals_retries_framework_calls_and_forced_closes_replay(tmp_path) -> 
 
 
 def test_a_sealed_run_needs_its_seed(tmp_path) -> None:
+    from merchantbench.record.sealed import read_sealed
+
     out = tmp_path / "sealed"
     spec = RunSpec.sealed_run("rule-based", load_scenario("smoke", overrides=["clock.days=2"]))
     run_agent(spec, out)
     assert verify_record(out).sealed  # the harness still holds the seed: replayed with it
+    secret = read_sealed(out)
     shutil.rmtree(out / "sealed")
     with pytest.raises(ReplayError, match="sealed run"):
         verify_record(out)
     result = verify_cli(str(out))
     assert result.exit_code == 2 and "--seed" in result.output
-    assert verify_record(out, seed=spec.seed).ok
-    assert verify_cli("--seed", str(spec.seed), str(out)).exit_code == 0
-    wrong = verify_record(out, seed=spec.seed + 1)
-    assert not wrong.ok
+    with pytest.raises(ReplayError, match="salt"):  # a seed alone proves nothing
+        verify_record(out, seed=secret.seed)
+    assert verify_record(out, seed=secret.seed, salt=secret.salt).ok
+    args = ("--seed", str(secret.seed), "--salt", secret.salt, str(out))
+    assert verify_cli(*args).exit_code == 0
+    with pytest.raises(ReplayError, match="do not open the commitment"):
+        verify_record(out, seed=secret.seed + 1, salt=secret.salt)
 
 
 def test_an_unfinished_record_is_not_verified(copy) -> None:
@@ -212,21 +220,22 @@ def test_an_unfinished_record_is_not_verified(copy) -> None:
         verify_record(copy)
 
 
-def test_verify_leaves_its_result_and_a_later_edit_undoes_it(copy) -> None:
-    from merchantbench.record.verification import VERIFICATION_FILE, is_verified
+def test_verify_caches_its_result_outside_the_record_and_a_later_edit_undoes_it(copy) -> None:
+    from merchantbench.record.verification import cached_check, record_key
+    from merchantbench.replay.evidence import check_run
 
-    (copy / VERIFICATION_FILE).unlink(missing_ok=True)  # the module's record may be checked
-    assert not is_verified(copy)
     assert verify_cli(str(copy)).exit_code == 0
-    kept = json.loads((copy / VERIFICATION_FILE).read_text())
-    assert kept["ok"] is True and "verified" in kept["detail"] and is_verified(copy)
+    kept = cached_check(record_key(copy))
+    assert kept is not None and kept.ok and not (copy / "verified.json").exists()
+    assert check_run(copy).ok
     metrics = json.loads((copy / "metrics.json").read_text())
-    metrics["net_profit"] += 100  # edited after the check: no longer verified
+    metrics["net_profit"] += 100  # edited after the check: another key, replayed again
     (copy / "metrics.json").write_text(json.dumps(metrics, indent=2))
-    assert not is_verified(copy)
-    assert verify_cli(str(copy)).exit_code == 1  # and checking again says why, and keeps it
-    assert json.loads((copy / VERIFICATION_FILE).read_text())["ok"] is False
-    assert not is_verified(copy)
+    again = cached_check(record_key(copy))  # the same edit by another test may be cached
+    assert again is None or not again.ok
+    check = check_run(copy)
+    assert check.status == "differs" and "net_profit" in check.detail
+    assert verify_cli(str(copy)).exit_code == 1
 
 
 def test_progress_goes_to_stderr(record, monkeypatch) -> None:

@@ -147,17 +147,26 @@ def test_cli_report_on_a_directory_that_is_not_a_record_exits_2(tmp_path):
 
 
 def test_cli_compare_summarises_and_pairs_by_seed(tmp_path):
-    runs = [
-        write_demo_record(tmp_path / f"{agent}-{seed}", agent, seed, shift)
-        for agent, shift in (("react", 0.0), ("hermes", 100.0))
-        for seed in (1, 2, 3)
-    ]
+    """Only records that verify are compared: real runs, paired by seed; synthetic records (no
+    replay can back them) are left out and named."""
+    from merchantbench.runs.runner import RunSpec, run_agent
+    from merchantbench.scenario import load_scenario
+
+    short = load_scenario("smoke", overrides=["clock.days=2"])
+    runs = []
+    for agent in ("rule-based", "random"):
+        for seed in (1, 2):
+            run_agent(RunSpec(agent, short, seed), tmp_path / f"{agent}-{seed}")
+            runs.append(tmp_path / f"{agent}-{seed}")
     result = invoke("compare", *map(str, runs), "--out", str(tmp_path / "cmp"))
     assert result.exit_code == 0, result.output
     text = (tmp_path / "cmp" / "compare.md").read_text()
-    assert "## Paired by seed: hermes / scripted minus react / scripted" in text
-    assert "| Net assets (k RMB) | 3 | 0.100 | 0.000 | 4.0 % | – |" in text
-    assert "| Net assets (k RMB) | 3 | 2.500 | 0.000 | 0.0 % |" in text
+    assert "## Paired by seed:" in text and "| Net assets (k RMB) | 2 |" in text
+    demos = [write_demo_record(tmp_path / f"demo-{seed}", "react", seed, 0.0) for seed in (1, 2)]
+    refused = invoke("compare", *map(str, demos))
+    assert refused.exit_code == 2
+    assert f"left out (does not verify): {demos[0]}: cannot verify" in refused.stderr
+    assert "none of the records verifies" in refused.stderr
 
 
 def test_cli_compare_rejects_a_non_record(run_dir, tmp_path):

@@ -135,7 +135,7 @@ def test_each_sealed_market_has_its_own_secret_and_none_leaks(swept: Path) -> No
     [group] = data["arenas"]
     assert group["markets"]["seeds"] == [None, None]
     assert [p["seeds"] for p in group["markets"]["paired"]] == [2]  # merchants of one market
-    assert [row["label"] for row in group["table1"]] == list(MERCHANTS)
+    assert [row["label"] for row in group["table1"]] == [f"{m} (sealed)" for m in MERCHANTS]
     pages = []
     with TestClient(create_web_app(runs_root=swept)) as client:
         merchant = f"runs/duel/{SLOTS[0]}/merchants/random"

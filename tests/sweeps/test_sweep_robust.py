@@ -90,12 +90,11 @@ def test_the_cli_says_a_record_is_damaged_and_exits_1(tmp_path: Path):
     assert retried.returncode == 0, retried.stderr
     assert "notice: rb/s1: record moved aside to" in retried.stderr
     assert (tmp_path / "out" / "runs" / "rb" / "s1.damaged-1" / "run.json").read_text() == "{"
-    (tmp_path / "out" / "index.parquet").write_bytes(b"junk")  # a damaged index: one line
+    (tmp_path / "out" / "index.parquet").write_bytes(b"junk")  # a cache, never a source:
     for command in (["report", str(tmp_path / "out")], ["leaderboard", str(tmp_path / "out")]):
         result = subprocess.run([sys.executable, "-m", "merchantbench.cli", *command],
                                 capture_output=True, text=True, timeout=300)  # fmt: skip
-        assert result.returncode != 0 and "Traceback" not in result.stderr
-        assert result.stderr.count("\n") == 1 and "run the sweep again" in result.stderr
+        assert result.returncode == 0 and "Traceback" not in result.stderr  # tables read records
 
 
 def test_calibration_moves_aside_what_it_does_not_reuse(tmp_path: Path):

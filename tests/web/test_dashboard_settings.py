@@ -52,7 +52,11 @@ def test_no_leaderboard_pools_two_settings(folder: Path, browser, shots) -> None
                 assert row.locator("[data-runs]").inner_text() == "2"
                 pools = row.locator("[data-pools]").inner_text()
                 copies = " (2 duplicate copies left out)" if title == "smoke · 2 days" else ""
-                assert pools == f"2 runs{copies} · 2 seeds · not verified"  # no seed value shown
+                assert re.fullmatch(
+                    rf"2 runs{re.escape(copies)} · 2 seeds · replayed · "
+                    r"self-attested [0-9a-f]{8}",
+                    pools,
+                )  # no seed value shown
                 orders = row.locator("td[data-metric=orders]").inner_text()
                 assert re.fullmatch(r"\d+|\d+\.\d+", orders) and not orders.endswith(".000")
                 assert row.locator("[data-cost]").inner_text() == "—"  # no model called
@@ -63,7 +67,7 @@ def test_no_leaderboard_pools_two_settings(folder: Path, browser, shots) -> None
                 assert shown == f"{mean:,.2f}"
             provenance = page.locator("[data-provenance]").nth(i).inner_text()
             assert f"{days} days" in provenance and "runs counted\n4" in provenance
-            assert "0 of 4" in provenance and "not comparable with the paper" in provenance
+            assert "4 of 4" in provenance and "not comparable with the paper" in provenance
         # The runs table names the real scenario and its days.
         cell = page.locator("tr[data-path='longer/runs/idle@other/s1'] td").nth(1).inner_text()
         assert cell == "other · 2 days"

@@ -6,6 +6,7 @@ the sweep's agents, with their own numbers; a participant still playing is liste
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from merchantbench.cli import app as cli_app
-from merchantbench.record.verification import is_verified
+from merchantbench.replay.evidence import check_run
 from merchantbench.scenario import load_scenario
 from merchantbench.web.app import create_web_app
 from merchantbench.web.room import PlayRoom
@@ -90,7 +91,8 @@ def test_finished_playground_runs_are_human_rows_of_a_sweep_report(tmp_path: Pat
     runner = CliRunner()
     verified = runner.invoke(cli_app, ["verify", str(study / "p1"), str(study / "p2")])
     assert verified.exit_code == 0, verified.output
-    assert is_verified(study / "p1") and is_verified(study / "p2")
+    assert check_run(study / "p1").ok and check_run(study / "p2").ok
+    assert check_run(study / "p1").assurance == "host-attested"  # the playground served it
 
     sweep_dir = run_sweep(tmp_path, SWEEP)
     result = runner.invoke(cli_app, ["report", str(sweep_dir), "--humans", str(study)])
@@ -106,7 +108,9 @@ def test_finished_playground_runs_are_human_rows_of_a_sweep_report(tmp_path: Pat
     [row] = [r for r in group["table1"] if r["label"] == label]
     assert row["runs"] == 2
     assert row["final_net_assets_k_mean"] == pytest.approx(np.mean(assets) / 1000, abs=1e-12)
-    assert group["pools"][label] == f"2 runs · seed {SEED} · verified"
+    assert re.fullmatch(
+        rf"2 runs · seed {SEED} · replayed · host-attested [0-9a-f]{{8}}", group["pools"][label]
+    )
     pairs = {(p["baseline"], p["candidate"]): p for p in group["paired"]}
     idle = json.loads(next((sweep_dir / "runs" / "idle").glob("s*/metrics.json")).read_text())
     difference = pairs[("idle", label)]["mean_difference"]
@@ -114,7 +118,7 @@ def test_finished_playground_runs_are_human_rows_of_a_sweep_report(tmp_path: Pat
     assert data["humans"]["runs"] == 2
     assert any(m["run"].endswith("p3") and "not finished" in m["reason"] for m in data["not_done"])
     report = (sweep_dir / "report" / "report.md").read_text()
-    assert f"| {label} | 2 runs · seed {SEED} · verified |" in report
+    assert f"| {label} | 2 runs · seed {SEED} · replayed · host-attested " in report
     assert "Human rows: 2 finished playground runs" in report
 
 

@@ -4,19 +4,19 @@ Runs of different horizons or scenarios are ranked in separate groups, two copie
 count once; the site opens in Chromium from file:// and requests nothing outside its folder;
 a scripted ReAct run's page shows the model's words beside its tool calls; a sealed run's seed
 is on no page; bad input gets one line and a non-zero exit. Every run replays to its state
-(`merchantbench.replay`, reached through one seam, `site.verification._verification`, which is
-faked where a diverged mark is checked).
+(`merchantbench.replay.evidence.check_run`); an edited record is left out of the ranking and
+named.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -28,7 +28,6 @@ from merchantbench.record.words import read_words
 from merchantbench.runs.runner import RunSpec, run_agent
 from merchantbench.scenario import load_scenario
 from merchantbench.site import SiteError, build_site
-from merchantbench.site import verification as seam
 
 A11Y_CHECKS = (Path(__file__).parent / "a11y_checks.js").read_text()
 CLI = [sys.executable, "-c", "from merchantbench.cli import main; main()"]
@@ -120,27 +119,21 @@ def test_a_sealed_runs_seed_is_on_no_page(sweeps: Path, site: Path) -> None:
         assert hidden_names_in(view) == [], path
 
 
-def test_marks_come_from_the_replay(sweeps: Path, tmp_path: Path, monkeypatch) -> None:
-    """The seam: a replay that matches marks a run verified, one that differs marks it diverged
-    with the first divergence, one that ends elsewhere than run.json says is not verified."""
-
-    def fake(run_dir: Path) -> SimpleNamespace:
-        meta = json.loads((run_dir / "run.json").read_text())
-        if run_dir.name == "s2":
-            return SimpleNamespace(ok=False, first_divergence="window 1, call 3, field price",
-                                   final_state_hash=None)  # fmt: skip
-        ended = "0" * 64 if run_dir.parent.name == "long" else meta["state_hash"]
-        return SimpleNamespace(ok=True, first_divergence=None, final_state_hash=ended)
-
-    monkeypatch.setattr(seam, "_verification", fake)
+def test_marks_come_from_the_replay(sweeps: Path, tmp_path: Path) -> None:
+    """A run whose record verifies is marked verified and ranked; one edited after its run (net
+    assets raised by 1,000) is left out of the ranking and named with its first difference."""
+    short = Path(shutil.copytree(sweeps / "short", tmp_path / "short"))
+    metrics = json.loads((short / "s2" / "metrics.json").read_text())
+    metrics["final_net_assets"] += 1000
+    (short / "s2" / "metrics.json").write_text(json.dumps(metrics))
     out = tmp_path / "site"
-    summary = build_site([sweeps / "short", sweeps / "long"], out)
-    assert summary.verified == 2  # short/s1 (its copy is the same run) and s1-copy
+    summary = build_site([short, sweeps / "long"], out)
+    assert summary.verified == 3  # short/s1, its copy, long/s1
     html = (out / "index.html").read_text()
-    assert "window 1, call 3, field price" in (out / "runs" / "short-s2" / "index.html").read_text()
-    assert "1/2 verified · diverged" in html
-    long_page = (out / "runs" / "long-s1" / "index.html").read_text()
-    assert "replay ended in another state than run.json states" in long_page
+    assert "short/s2" in html and "left out of the ranking: differs: metrics.json" in html
+    page = (out / "runs" / "short-s2" / "index.html").read_text()
+    assert "final_net_assets" in page and "diverged" in page
+    assert "1/1 verified" in html and "1/2 verified" not in html  # s2 is in no ranking
 
 
 def test_bad_input_gets_one_line(sweeps: Path, tmp_path: Path) -> None:
@@ -165,11 +158,13 @@ def test_bad_input_gets_one_line(sweeps: Path, tmp_path: Path) -> None:
     # A site made before is replaced, with progress on stderr and the summary on stdout.
     again = tmp_path / "again"
     for _ in range(2):
-        done = subprocess.run([*CLI, "site", str(sweeps / "long"), "--out", str(again),
-                               "--no-verify"], capture_output=True, text=True)  # fmt: skip
+        fresh = {**os.environ, "MERCHANTBENCH_CHECKS": str(tmp_path / "no-checks")}
+        command = [*CLI, "site", str(sweeps / "long"), "--out", str(again), "--no-verify"]
+        done = subprocess.run(command, capture_output=True, text=True, env=fresh)
         assert done.returncode == 0, done.stderr
         assert "site: 1 runs found" in done.stderr
-        assert "1 runs, 1 comparable group, 0 verified" in done.stdout  # --no-verify
+        # --no-verify and not in the check cache: not verified, so left out of the ranking
+        assert "1 runs, 0 comparable groups, 0 verified, 1 left out" in done.stdout
     assert sorted(p.name for p in again.iterdir()) == [".merchantbench-site", "assets",
                                                         "index.html", "runs"]  # fmt: skip
 

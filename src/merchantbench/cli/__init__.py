@@ -14,6 +14,7 @@ from merchantbench.cli import catalog as catalog_cmd
 from merchantbench.cli import check as check_cmd
 from merchantbench.cli import counterfactual as counterfactual_cmd
 from merchantbench.cli import doctor as doctor_cmd
+from merchantbench.cli import keys as keys_cmd
 from merchantbench.cli import mcp as mcp_cmd
 from merchantbench.cli import play as play_cmd
 from merchantbench.cli import report as report_cmd
@@ -68,6 +69,7 @@ def _root(
 app.add_typer(scenario_cmd.app, name="scenario", cls=_Group)
 app.add_typer(catalog_cmd.app, name="catalog", cls=_Group)
 app.add_typer(tools_cmd.app, name="tools", cls=_Group)
+app.add_typer(keys_cmd.app, name="keys", cls=_Group)
 app.command("report")(report_cmd.report)
 app.command("compare")(report_cmd.compare)
 app.command("run")(run_cmd.run)

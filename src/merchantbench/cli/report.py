@@ -27,9 +27,9 @@ def report(
     ),
 ) -> None:
     """Write report.md, metrics.json and SVG figures of a run, and print its Table-1 line; of an
-    arena, the market's report (and each merchant's Table-1 line); for a sweep directory, the
-    sweep's report (HTML, Markdown, CSV: docs/sweeps.md)."""
-    if (run_dir / "sweep.json").is_file():
+    arena, the market's report (and each merchant's Table-1 line); for a sweep directory or a
+    folder of sweeps, the report (HTML, Markdown, CSV: docs/sweeps.md)."""
+    if (run_dir / "sweep.json").is_file() or _folder_of_sweeps(run_dir):
         from merchantbench.cli.sweep import sweep_report
 
         sweep_report(run_dir, out, humans)
@@ -68,23 +68,42 @@ def report(
     typer.echo(f"report: {path}")
 
 
+def _folder_of_sweeps(path: Path) -> bool:
+    """A folder (no run record itself) with sweeps beneath it."""
+    return (
+        path.is_dir()
+        and not (path / "run.json").exists()
+        and any(p.is_file() for p in path.rglob("sweep.json"))
+    )
+
+
 def compare(
     run_dirs: list[Path] = typer.Argument(..., help="run directories (several seeds, agents)"),
     out: Path | None = typer.Option(None, "--out", help="directory to write compare.md into"),
 ) -> None:
-    """Summarise several runs per agent (mean, std, CV) and pair agents by seed."""
+    """Summarise several runs per agent (mean, std, CV) and pair agents by seed; only runs whose
+    record verifies (replayed, or found in the check cache) are counted."""
     from merchantbench.metrics import RunRecordError, RunResult, compute_metrics
+    from merchantbench.replay.evidence import checker
     from merchantbench.report import render_comparison, table1_line
 
     if out is not None:
         writable_dir(out, "--out")
     _one_setting(run_dirs)
     runs = []
+    check = checker()
     for run_dir in run_dirs:
+        verdict = check(run_dir)
+        if not verdict.ok:  # only records that verify are compared; the others are named
+            typer.echo(f"left out (does not verify): {run_dir}: {verdict.status}: "
+                       f"{verdict.detail}", err=True)  # fmt: skip
+            continue
         try:
             runs.append(RunResult.of(run_dir, compute_metrics(run_dir)))
         except RunRecordError as exc:
             fail(str(exc))
+    if not runs:
+        fail("no run to compare: none of the records verifies")
     try:
         text = render_comparison(runs)
     except ValueError as exc:

@@ -20,7 +20,10 @@ def site(
         "a site this command made before, which is replaced)",
     ),  # fmt: skip
     verify: bool = typer.Option(
-        True, "--verify/--no-verify", help="replay every finished run to mark it verified"
+        True,
+        "--verify/--no-verify",
+        help="replay every finished run not in the check cache (--no-verify: the cache only; "
+        "a run not in it is left out of the ranking)",
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="progress on stderr"),
 ) -> None:
@@ -40,6 +43,6 @@ def site(
     typer.echo(
         f"site: {summary.out / 'index.html'} ({summary.runs} runs, {groups}, "
         f"{summary.verified} verified"
-        + (f", {summary.skipped} unreadable left out" if summary.skipped else "")
+        + (f", {summary.skipped} left out" if summary.skipped else "")
         + ")"
     )

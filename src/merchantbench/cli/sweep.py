@@ -100,10 +100,10 @@ def _notice(name: str, target: Path, reason: str) -> None:
 
 
 def _sweep_dirs(root: Path) -> list[Path]:
-    """The sweep directories (those with an index) at or under `root`."""
-    from merchantbench.sweeps.index import INDEX_FILE
+    """The sweep directories (those with a plan) at or under `root`."""
+    from merchantbench.sweeps.plan import PLAN_FILE
 
-    return sorted(path.parent for path in root.rglob(INDEX_FILE) if path.is_file())
+    return sorted(path.parent for path in root.rglob(PLAN_FILE) if path.is_file())
 
 
 def leaderboard(
@@ -117,23 +117,33 @@ def leaderboard(
     from rich.console import Console
     from rich.table import Table
 
-    from merchantbench.record.comparable import finished_runs, provenance_lines
-    from merchantbench.sweeps.index import SweepIndexError, read_index
+    from merchantbench.record.comparable import (
+        counted,
+        finished_runs,
+        left_out_lines,
+        provenance_lines,
+    )
+    from merchantbench.replay.evidence import checker
+    from merchantbench.sweeps.index import record_rows
     from merchantbench.sweeps.leaderboard import HEADERS, rankings
+    from merchantbench.sweeps.plan import SweepPlanError
 
     if not sweep_dir.is_dir():
         fail(f"{sweep_dir} is not a directory of sweeps or runs")
     unfinished = 0
     try:
         for found in _sweep_dirs(sweep_dir):
-            unfinished += sum(row["status"] != "done" for row in read_index(found))
-    except SweepIndexError as exc:
+            unfinished += sum(row["status"] != "done" for row in record_rows(found))
+    except SweepPlanError as exc:
         fail(str(exc))
+    runs, left_out = counted(finished_runs(sweep_dir, checker()))
     try:
-        tables = rankings(finished_runs(sweep_dir), by)
+        tables = rankings(runs, by)
     except ValueError as exc:
         fail(str(exc))
     console = Console(width=None if sys.stdout.isatty() else 220)  # piped: not cut to 80
+    for line in left_out_lines(left_out):
+        console.print(f"left out (does not verify): {line}", markup=False, highlight=False)
     if not tables:
         console.print(f"{sweep_dir}: no finished run to rank ({unfinished} planned runs not "
                       "finished)", markup=False)  # fmt: skip
@@ -157,15 +167,16 @@ def leaderboard(
 
 def sweep_report(sweep_dir: Path, out: Path | None, humans: list[Path] | None = None) -> None:
     """`merchantbench report SWEEP [--humans STUDY]`: the sweep's report (with human rows)."""
-    from merchantbench.sweeps.index import INDEX_FILE, SweepIndexError
+    from merchantbench.sweeps.index import SweepIndexError
+    from merchantbench.sweeps.plan import PLAN_FILE, SweepPlanError
     from merchantbench.sweeps.report import write_sweep_report
 
-    if not (sweep_dir / INDEX_FILE).is_file():
-        fail(f"{sweep_dir} has no {INDEX_FILE}: run the sweep first")
+    if not (sweep_dir / PLAN_FILE).is_file() and not any(sweep_dir.rglob(PLAN_FILE)):
+        fail(f"{sweep_dir} has no {PLAN_FILE}, nor any sweep beneath: plan or run a sweep first")
     if out is not None:
         writable_dir(out, "--out")
     try:
         path = write_sweep_report(sweep_dir, out, humans or [])
-    except (SweepIndexError, ValueError) as exc:
+    except (SweepIndexError, SweepPlanError, ValueError) as exc:
         fail(str(exc))
     typer.echo(f"report: {path} (and report.md, table1.csv, runs.csv beside it)")

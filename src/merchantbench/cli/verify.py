@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -16,6 +17,7 @@ if TYPE_CHECKING:  # the work is imported when the command runs (cli/common.py)
     from merchantbench.session import Session
 
 PROGRESS_SECONDS = 2.0  # a long record reports its progress on stderr this often
+VERIFIED, DIFFERS, CANNOT = 0, 1, 2  # exit codes
 
 
 def verify(
@@ -28,87 +30,205 @@ def verify(
         ),
     ],
     seed: Annotated[
-        int | None,
+        str | None,
         typer.Option("--seed", help="a sealed run's seed, as `merchantbench reveal` prints it"),
+    ] = None,
+    salt: Annotated[
+        str | None,
+        typer.Option("--salt", help="the salt of a sealed run's commitment (with --seed)"),
+    ] = None,
+    reveal_file: Annotated[
+        Path | None,
+        typer.Option("--reveal", help="a file of `merchantbench reveal --json` (seed and salt)"),
+    ] = None,
+    trust: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--trust",
+            help="a public key file (`merchantbench keys show --json`) whose signature is "
+            "trusted; repeatable. With it, a record must also carry a good signature of one",
+        ),
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Replay each run's actions in a fresh session and check every answer, window close, the
-    final state hash, the tables and every metric against the record. Exit 0 only when all
-    match; 1 when a record differs (one line naming where); 2 when one cannot be replayed.
-    The result is kept in each run's `verified.json`, which the leaderboards, the sweep report,
-    the dashboard and the site read (a record changed since counts as not verified)."""
-    from merchantbench.record.verification import write_verification
-    from merchantbench.replay import ReplayError, verify_record
-
-    code = 0
-    for run_dir in _records(run_dirs):
-        if _market(run_dir) == run_dir:
-            code = max(code, _verify_market(run_dir, as_json))
-            continue
+    final state hash, the tables, every metric, and that the model-call log, run.json's usage
+    and the model's words agree with each other and with the trace. With --trust, the record's
+    signature too. Exit 0 only when all match; 1 when a record differs (one line naming where);
+    2 when one cannot be verified (unreadable, hostile, no transcript, a sealed run without its
+    seed, a bad key). With --json every outcome is one JSON line."""
+    out = _Printer(as_json)
+    try:
+        opened = _opening(seed, salt, reveal_file)
+        keys = _keys(trust)
+    except ValueError as exc:
+        out.refused(None, str(exc))
+        raise typer.Exit(CANNOT) from None
+    code = VERIFIED
+    for run_dir in _records(run_dirs, out):
         try:
-            report = verify_record(run_dir, seed=seed, on_window=_progress(run_dir))
-        except ReplayError as exc:
-            message = " ".join(str(exc).split())
-            if as_json:
-                typer.echo(json.dumps({"run_dir": str(run_dir), "ok": False, "error": message}))
-            typer.echo(f"error: {message}", err=True)
-            code = 2
-            continue
-        typer.echo(report.to_json() if as_json else report.summary())
-        try:
-            write_verification(run_dir, report.ok, report.summary())
-        except OSError as exc:  # a read-only record is still verified; it just cannot say so
-            typer.echo(f"notice: {run_dir}: verified.json not written ({exc.strerror})", err=True)
-        if not report.ok:
-            code = max(code, 1)
+            if _market(run_dir) == run_dir:
+                found = _verify_market(run_dir, out)
+            else:
+                found = _verify_one(run_dir, opened, keys, out)
+        except Exception as exc:  # noqa: BLE001 (any error: one line, exit 2, never a traceback)
+            out.refused(run_dir, f"{type(exc).__name__}: {exc}")
+            found = CANNOT
+        code = max(code, found)
     if code:
         raise typer.Exit(code)
 
 
-def _verify_market(arena_dir: Path, as_json: bool) -> int:
+class _Printer:
+    """One line per record: text, or (with --json) one JSON object on stdout."""
+
+    def __init__(self, as_json: bool) -> None:
+        self.as_json = as_json
+        self.seen = 0
+
+    def refused(self, run_dir: Path | None, message: str) -> None:
+        from merchantbench.replay.evidence import one_line
+
+        message = one_line(message, 400)
+        if self.as_json:
+            where = None if run_dir is None else _shown(run_dir)
+            self.line({"run_dir": where, "ok": False, "status": "cannot verify",
+                       "error": message})  # fmt: skip
+        typer.echo(f"error: {message}", err=True)
+
+    def line(self, value: Any) -> None:
+        from merchantbench.replay.evidence import one_line
+
+        self.seen += 1
+        typer.echo(json.dumps(value, ensure_ascii=True) if self.as_json else one_line(value, 4000))
+
+
+def _shown(path: Path) -> str:
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def _opening(
+    seed: str | None, salt: str | None, reveal_file: Path | None
+) -> tuple[int | None, str | None]:
+    """The seed and salt given (--seed/--salt or a reveal file)."""
+    if reveal_file is not None:
+        if seed is not None or salt is not None:
+            raise ValueError("give --reveal or --seed/--salt, not both")
+        try:
+            data = json.loads(reveal_file.read_bytes()[: 1 << 16])
+            seed, salt = str(data["seed"]), str(data["salt"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"--reveal {reveal_file}: not a reveal file ({exc})") from None
+    if seed is None:
+        if salt is not None:
+            raise ValueError("--salt needs --seed")
+        return None, None
+    try:
+        return int(seed), salt
+    except ValueError:
+        raise ValueError(f"--seed {seed!r} is not an integer") from None
+
+
+def _keys(trust: list[Path] | None) -> list[Any] | None:
+    if not trust:
+        return None
+    from merchantbench.record.attest import AttestError, read_public_key
+
+    try:
+        return [read_public_key(path) for path in trust]
+    except AttestError as exc:
+        raise ValueError(f"--trust: {exc}") from None
+
+
+def _verify_one(
+    run_dir: Path, opened: tuple[int | None, str | None], keys: list[Any] | None, out: _Printer
+) -> int:
+    from merchantbench.record.attest import check_attestation, trusted_keys
+    from merchantbench.replay import ReplayError, verify_record
+    from merchantbench.replay.evidence import keep
+
+    seed, salt = opened
+    try:
+        report = verify_record(run_dir, seed=seed, salt=salt, on_window=_progress(run_dir))
+    except ReplayError as exc:
+        out.refused(run_dir, str(exc))
+        return CANNOT
+    keep(report)
+    code = {"verified": VERIFIED, "differs": DIFFERS}.get(report.status, CANNOT)
+    summary = report.summary()
+    attestation = check_attestation(run_dir, trusted_keys() if keys is None else keys)
+    if keys is not None:
+        if attestation.status == "differs" and code == VERIFIED:
+            code = DIFFERS
+        elif not attestation.ok and code == VERIFIED:
+            code = CANNOT
+    if report.ok and code != VERIFIED:
+        summary = summary.replace(": verified (", ": replayed (", 1) + "; NOT VERIFIED"
+    summary += f"; model, tokens, cost: {attestation.summary()}"
+    if out.as_json:
+        data = report.to_dict()
+        data["run_dir"] = _shown(run_dir)
+        data["ok"] = code == VERIFIED
+        data["status"] = {VERIFIED: "verified", DIFFERS: "differs", CANNOT: "cannot verify"}[code]
+        data["attestation"] = attestation.to_dict()
+        out.line(data)
+    else:
+        out.line(summary)
+    return code
+
+
+def _verify_market(arena_dir: Path, out: _Printer) -> int:
     """Verify a market (all its merchants at once: none can be replayed alone); the exit
     code's share (0, 1 or 2)."""
-    from merchantbench.record.verification import write_verification
     from merchantbench.replay import ReplayError
+    from merchantbench.replay.evidence import keep
     from merchantbench.replay.market import verify_market
 
     try:
         report = verify_market(arena_dir)
     except ReplayError as exc:
-        message = " ".join(str(exc).split())
-        if as_json:
-            typer.echo(json.dumps({"run_dir": str(arena_dir), "ok": False, "error": message}))
-        typer.echo(f"error: {message}", err=True)
-        return 2
-    if as_json:
+        out.refused(arena_dir, str(exc))
+        return CANNOT
+    if out.as_json:
         merchants = {m: r.to_dict() for m, r in report.merchants.items()}
-        typer.echo(json.dumps({"arena_dir": str(arena_dir), "ok": report.ok,
-                               "final_state_hash": report.final_state_hash,
-                               "merchants": merchants}))  # fmt: skip
+        out.line({"arena_dir": _shown(arena_dir), "ok": report.ok,
+                  "final_state_hash": report.final_state_hash, "merchants": merchants})  # fmt: skip
     else:
-        typer.echo(report.summary())
+        out.line(report.summary())
     for merchant in report.merchants.values():
-        try:
-            write_verification(merchant.run_dir, merchant.ok, merchant.summary())
-        except OSError as exc:
-            typer.echo(f"notice: {merchant.run_dir}: verified.json not written ({exc.strerror})",
-                       err=True)  # fmt: skip
-    return 0 if report.ok else 1
+        keep(merchant)
+    failed = [m.status for m in report.merchants.values() if not m.ok]
+    if report.ok:
+        return VERIFIED
+    return CANNOT if "cannot verify" in failed else DIFFERS
 
 
-def _records(paths: list[Path]) -> list[Path]:
+def _beneath(path: Path) -> list[Path]:
+    """Run records beneath a folder, found without following a link."""
+    found = []
+    for folder, dirs, files in os.walk(path, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        if "run.json" in files:
+            found.append(Path(folder))
+            dirs[:] = []
+    return sorted(found)
+
+
+def _records(paths: list[Path], out: _Printer) -> list[Path]:
     """The run directories to verify: each path that is a run record (it has `run.json`), and
     for any other directory every run record beneath it, in path order. A path with neither
     stays, so its one-line refusal is printed. A market (`arena.json`) is verified whole: a
     merchant's record, or a market found beneath, stands for its market once."""
     found: list[Path] = []
     for path in paths:
-        beneath = (
-            sorted(p.parent for p in path.rglob("run.json"))
-            if path.is_dir() and not (path / "run.json").exists() and not _market(path)
-            else []
-        )
+        try:
+            beneath = (
+                _beneath(path)
+                if path.is_dir() and not (path / "run.json").exists() and not _market(path)
+                else []
+            )
+        except OSError:
+            beneath = []
         for run_dir in beneath or [path]:
             market = _market(run_dir)
             unit = market or run_dir
@@ -121,11 +241,14 @@ def _market(path: Path) -> Path | None:
     """The market `path` is, or whose merchant's record it is; None otherwise."""
     from merchantbench.record.arena import ARENA_FILE, MERCHANTS_DIR
 
-    if (path / ARENA_FILE).is_file():
-        return path
-    arena = path.parent.parent
-    if path.parent.name == MERCHANTS_DIR and (arena / ARENA_FILE).is_file():
-        return arena
+    try:
+        if (path / ARENA_FILE).is_file():
+            return path
+        arena = path.parent.parent
+        if path.parent.name == MERCHANTS_DIR and (arena / ARENA_FILE).is_file():
+            return arena
+    except OSError:
+        return None
     return None
 
 
@@ -139,7 +262,8 @@ def _progress(run_dir: Path) -> Callable[[Session], None]:
             last[0] = now
             total = session.scenario.clock.windows
             typer.echo(
-                f"verify {run_dir}: window {session.memory.windows_closed} of {total}", err=True
+                f"verify {_shown(run_dir)}: window {session.memory.windows_closed} of {total}",
+                err=True,
             )
 
     return report

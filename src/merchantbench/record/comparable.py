@@ -12,8 +12,12 @@ site) goes through this module, so "comparable" has one definition:
 - A run's own identity is its configuration, its seed (or sealed commitment) and its final
   state hash: copies of one run (a sweep copied twice into a folder) count once.
 
-Everything is read from `run.json` and `metrics.json`; a record that cannot be read, or has not
-finished, is left out (`read_finished` returns None) and never breaks a table.
+Everything is read from `run.json` and `metrics.json` of records that verify: each run carries
+the `RunCheck` its table made (`replay/evidence.py`: replayed, or matched in the check cache by
+the hash of every file), and a run that does not verify is left out of every ranking and named
+with its first difference (`counted`, `left_out_lines`). A record that cannot be read, or has
+not finished, is left out (`read_finished` returns None) and never breaks a table. Sealed runs
+(their seed proven by its commitment) are rows of their own, never pooled with public runs.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,8 +34,9 @@ from typing import Any
 import merchantbench
 from merchantbench.record.code_version import source_sha256
 from merchantbench.record.manifest import ManifestError, RunManifest, read_manifest
+from merchantbench.record.safe_read import read_record_bytes
 from merchantbench.record.schema import METRICS_FILE, RUN_FILE
-from merchantbench.record.verification import is_verified
+from merchantbench.record.verification import CANNOT, RunCheck
 
 SYNTHETIC_MARKET = "synthetic (market seed = run seed)"
 FINISHED = ("completed", "closed", "stopped")
@@ -79,10 +84,11 @@ class ConfigIdentity:
     setting: Setting
     agent: str
     settings_sha256: str
+    sealed: bool = False  # sealed runs: a row of their own
 
     @property
     def key(self) -> str:
-        return _sha([self.setting.key, self.agent, self.settings_sha256])
+        return _sha([self.setting.key, self.agent, self.settings_sha256, self.sealed])
 
 
 def _code(meta: RunManifest) -> str:
@@ -145,7 +151,7 @@ def identity_of(meta: RunManifest) -> ConfigIdentity:
     arena = market_of(meta)
     if arena is not None:  # two merchants of one market are two rows, even with one agent
         settings = {"merchant": arena[0], **settings}
-    return ConfigIdentity(setting_of(meta), name, _sha(settings))
+    return ConfigIdentity(setting_of(meta), name, _sha(settings), meta.seed_commitment is not None)
 
 
 @dataclass(frozen=True)
@@ -161,7 +167,11 @@ class PooledRun:
     finished: str
     metrics: dict[str, Any]
     usage: dict[str, Any] | None
-    verified: bool
+    check: RunCheck
+
+    @property
+    def verified(self) -> bool:
+        return self.check.ok
 
     @property
     def run_key(self) -> tuple[str, str, str]:
@@ -191,11 +201,18 @@ def _default_label(meta: RunManifest) -> str:
     return f"{meta.agent.name}-{model}" if isinstance(model, str) and model else meta.agent.name
 
 
-def read_finished(run_dir: Path, label: str | None = None) -> PooledRun | None:
-    """The finished run in `run_dir`, or None (unfinished, unreadable, or not a run record)."""
+NOT_CHECKED = RunCheck(CANNOT, "not checked")
+Check = Callable[[Path], RunCheck]
+
+
+def read_finished(
+    run_dir: Path, label: str | None = None, check: Check | None = None
+) -> PooledRun | None:
+    """The finished run in `run_dir` with `check`'s verdict of it (none: "not checked"), or
+    None (unfinished, unreadable, or not a run record)."""
     try:
         meta = read_manifest(run_dir)
-        metrics = json.loads((Path(run_dir) / METRICS_FILE).read_text(encoding="utf-8"))
+        metrics = json.loads(read_record_bytes(Path(run_dir), METRICS_FILE).decode("utf-8"))
     except (ManifestError, OSError, ValueError):
         return None
     if meta.ended not in FINISHED or not meta.state_hash or not isinstance(metrics, dict):
@@ -210,7 +227,7 @@ def read_finished(run_dir: Path, label: str | None = None) -> PooledRun | None:
         finished=meta.finished or meta.started,
         metrics=metrics,
         usage=meta.llm_usage,
-        verified=is_verified(run_dir),
+        check=NOT_CHECKED if check is None else check(Path(run_dir)),
     )
 
 
@@ -277,10 +294,34 @@ class Pool:
             seeds.append(f"{self.sealed} sealed")
         runs = f"{len(self.runs)} run{'s' if len(self.runs) != 1 else ''}"
         copies = f" ({self.copies} duplicate cop{'ies' if self.copies > 1 else 'y'} left out)"
-        verified = "verified" if self.verified == len(self.runs) else "not verified"
+        verified = "replayed" if self.verified == len(self.runs) else "not verified"
         if 0 < self.verified < len(self.runs):
-            verified = f"{self.verified} of {len(self.runs)} verified"
-        return " · ".join([runs + (copies if self.copies else ""), *seeds, verified])
+            verified = f"{self.verified} of {len(self.runs)} replayed"
+        return " · ".join([runs + (copies if self.copies else ""), *seeds, verified,
+                           attested_text(self.runs)])  # fmt: skip
+
+
+def attested_text(runs: Sequence[PooledRun]) -> str:
+    """Whether the runs' model, tokens and cost (never replayed) are attested, how and by which
+    keys (`self-attested 6427fa2d`), in a few words for a table's cell."""
+    signed = [run.check for run in runs if run.check.attested]
+    keys = ", ".join(sorted({(c.key_id or "")[:8] for c in signed}))
+    kinds = " / ".join(sorted({c.assurance or "attested" for c in signed}))
+    if not signed:
+        return "not attested"
+    share = "" if len(signed) == len(runs) else f"{len(signed)} of {len(runs)} "
+    return f"{share}{kinds} {keys}"
+
+
+def counted(runs: Iterable[PooledRun]) -> tuple[list[PooledRun], list[PooledRun]]:
+    """The runs a table counts (their record verifies) and those it leaves out."""
+    runs = list(runs)
+    return [r for r in runs if r.check.ok], [r for r in runs if not r.check.ok]
+
+
+def left_out_lines(runs: Iterable[PooledRun]) -> list[str]:
+    """One line per run left out of a table: where it is and its first difference."""
+    return [f"{run.run_dir}: {run.check.status}: {run.check.detail}" for run in runs]
 
 
 def pool_runs(runs: Iterable[PooledRun]) -> dict[Setting, list[Pool]]:
@@ -298,6 +339,8 @@ def pool_runs(runs: Iterable[PooledRun]) -> dict[Setting, list[Pool]]:
     tables: dict[Setting, list[Pool]] = {}
     for identity, pool in pools.items():
         pool.label = " = ".join(dict.fromkeys(run.label for run in pool.runs))
+        if identity.sealed:
+            pool.label += " (sealed)"
         tables.setdefault(identity.setting, []).append(pool)
     for table in tables.values():
         labels = [pool.label for pool in table]
@@ -307,13 +350,14 @@ def pool_runs(runs: Iterable[PooledRun]) -> dict[Setting, list[Pool]]:
     return tables
 
 
-def finished_runs(root: Path) -> list[PooledRun]:
-    """Every finished run under a folder (a run, a sweep, a folder of sweeps and runs)."""
+def finished_runs(root: Path, check: Check | None = None) -> list[PooledRun]:
+    """Every finished run under a folder (a run, a sweep, a folder of sweeps and runs), each
+    with `check`'s verdict."""
     found = []
     for run_dir in find_run_dirs(root):
         if SET_ASIDE.search(run_dir.name):
             continue
-        run = read_finished(run_dir, config_label(root, run_dir))
+        run = read_finished(run_dir, config_label(root, run_dir), check)
         if run is not None:
             found.append(run)
     return found
@@ -335,6 +379,7 @@ def provenance(setting: Setting, pools: Sequence[Pool]) -> dict[str, Any]:
         "runs_counted": len(runs),
         "duplicates_left_out": sum(pool.copies for pool in pools),
         "verified": sum(run.verified for run in runs),
+        "attested": attested_text(runs),
         "run_dates": [dates[0], dates[-1]] if dates else [],
         "comparable_to_paper": setting.paper_like,
         "generated_by": f"{merchantbench.__version__} src {source_sha256()[:12]}",
@@ -361,7 +406,9 @@ def provenance_lines(block: dict[str, Any], show_seeds: bool = True) -> list[tup
         ("runs counted", f"{block['runs_counted']}" + (
             f" ({block['duplicates_left_out']} duplicate copies left out)"
             if block["duplicates_left_out"] else "")),
-        ("verified", f"{block['verified']} of {block['runs_counted']}"),
+        ("verified", f"{block['verified']} of {block['runs_counted']} (store, answers, tables "
+                     "and metrics replayed; model-call log, usage and cost consistent)"),
+        ("attested", f"model, tokens and cost (not replayed): {block.get('attested', '?')}"),
         ("runs finished", " to ".join(dict.fromkeys(dates)) if dates else "none"),
         ("paper's setting", "yes (365 days, 2,000 + 1,000 RMB, 50 slots)"
          if block["comparable_to_paper"] else

@@ -28,6 +28,7 @@ import merchantbench
 from merchantbench.money import rmb
 from merchantbench.record.code_version import CodeVersion, current_code
 from merchantbench.record.files import atomic_write_json, json_value
+from merchantbench.record.safe_read import read_record_bytes
 from merchantbench.record.schema import RUN_FILE
 from merchantbench.scenario import Scenario
 from merchantbench.seeds import COMMITMENT_SCHEME
@@ -385,7 +386,7 @@ def read_manifest(run_dir: Path | str) -> RunManifest:
     """
     path = Path(run_dir) / RUN_FILE
     try:
-        data = json_value(path.read_text(encoding="utf-8"))
+        data = json_value(read_record_bytes(Path(run_dir), RUN_FILE).decode("utf-8"))
     except OSError as exc:
         raise ManifestError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
     except ValueError as exc:  # not JSON, not UTF-8, nested too deeply

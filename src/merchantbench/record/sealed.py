@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from merchantbench.record.manifest import ManifestError, RunManifest, SeedCommitment, read_manifest
+from merchantbench.record.safe_read import read_record_bytes
 from merchantbench.seeds import (
     SEALED_FLOOR,
     SEED_LIMIT,
@@ -109,7 +110,7 @@ class SealedEpisodes:
 
 def _parse(path: Path) -> SealedSeed:
     try:
-        data = json.loads(path.read_text(encoding="ascii"))
+        data = json.loads(read_record_bytes(path.parent.parent, SEED_FILE.as_posix(), 4096))
         sealed = SealedSeed(check_seed(int(data["seed"])), str(data["salt"]))
     except OSError as exc:
         raise SealedError(f"{path}: cannot be read ({exc.strerror or exc})") from None

@@ -1,75 +1,130 @@
-"""Whether a run record was verified: the result file a replay leaves in the run directory.
+"""What a table knows of a run record's checks (`RunCheck`), and the cache of checks kept
+outside every record (docs/verify.md, "Tables").
 
-`merchantbench verify` (or anything that replays a record and compares it) writes
-`<run_dir>/verified.json` with `write_verification`:
+A table (the CLI leaderboard, the sweep report, `compare`, the dashboard, the static site)
+counts a run only when its `RunCheck` says `verified`: the record was replayed (store, answers,
+tables, metrics) and its files agree with each other (`replay/consistency.py`). The check is
+made by `merchantbench.replay.evidence.check_run`, which keeps its result in the **check
+cache**: one JSON file per record state, named by `record_key(run_dir)`, the SHA-256 of the
+name and SHA-256 of every file of the record and of the code that checked it. The cache lives
+outside the records (`check_cache_dir()`: `$MERCHANTBENCH_CHECKS`, else the user's cache
+folder), so a file put inside a record (a hand-written `verified.json`) is one more file of the
+record, never a verdict: any change to any file gives another key, and the record is replayed
+again.
 
-    {"ok": true, "state_hash": "<run.json's state_hash when it was checked>",
-     "checked_at": "2026-12-02T00:10:00+00:00", "package_version": "0.1.0",
-     "source_sha256": "<hash of the code that replayed it>", "detail": "…"}
-
-`is_verified(run_dir)` is the one reader every table uses (CLI leaderboard, sweep report,
-dashboard, static site): a run counts as verified only when that file says `ok`, names the state
-hash `run.json` holds now, and the SHA-256 of the files a table reads (`run.json`,
-`metrics.json`, `trace.jsonl`) are those that were checked, so a record edited or replaced after
-its check is "not verified" again. A missing or damaged file means "not verified", never an
-error.
+What it does not cover: the cache is a file of the local user; whoever can write to it can
+write a verdict (delete the folder to check every record again). A record's model, tokens and
+cost are not replayed: the check says which key attested them, if any (`record/attest.py`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from datetime import UTC, datetime
+import os
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import merchantbench
 from merchantbench.record.code_version import source_sha256
 from merchantbench.record.files import atomic_write_json
-from merchantbench.record.schema import METRICS_FILE, RUN_FILE, TRACE_FILE
+from merchantbench.record.safe_read import file_sha256, record_files
 
-VERIFICATION_FILE = "verified.json"
-CHECKED_FILES = (RUN_FILE, METRICS_FILE, TRACE_FILE)  # what a table's numbers come from
+VERIFIED, DIFFERS, CANNOT = "verified", "differs", "cannot verify"
+LEGACY_FILES = frozenset({"verified.json"})  # an old verdict inside a record: never read
 
 
-def _digests(run_dir: Path) -> dict[str, str | None]:
-    digests: dict[str, str | None] = {}
-    for name in CHECKED_FILES:
+@dataclass(frozen=True)
+class RunCheck:
+    """The checks of one run record, as a table shows them.
+
+    Attributes:
+        status: `verified` (replayed and consistent), `differs` (the first difference is in
+            `detail`) or `cannot verify` (unreadable, hostile, no transcript, a sealed run
+            without its seed: `detail` says why).
+        detail: One line for people.
+        sealed: A sealed run whose seed opened its commitment (a public seed never does).
+        attestation: `attested`, `untrusted`, `differs`, `unsigned` or `refused`
+            (`record.attest.AttestationCheck.status`).
+        key_id: The key that signed the record, if any.
+        assurance: `self-attested` or `host-attested`, as the signer said.
+    """
+
+    status: str
+    detail: str
+    sealed: bool = False
+    attestation: str = "unsigned"
+    key_id: str | None = None
+    assurance: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == VERIFIED
+
+    @property
+    def attested(self) -> bool:
+        return self.attestation == "attested"
+
+    def what(self) -> str:
+        """What is replayed and what only attested, in a few words (a table's cell)."""
+        if not self.ok:
+            return f"{self.status}: {self.detail}"
+        key = (self.key_id or "")[:12]
+        if self.attested:
+            said = f"model, tokens, cost {self.assurance} by key {key}"
+        elif self.attestation == "untrusted":
+            said = f"model, tokens, cost signed by untrusted key {key}"
+        else:
+            said = "model, tokens, cost not attested"
+        return f"store and metrics replayed; {said}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> RunCheck | None:
+        if not isinstance(data, dict):
+            return None
         try:
-            with open(run_dir / name, "rb") as handle:
-                digests[name] = hashlib.file_digest(handle, "sha256").hexdigest()
-        except OSError:
-            digests[name] = None
-    return digests
+            return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+        except (KeyError, TypeError):
+            return None
 
 
-def _json(path: Path) -> dict[str, Any]:
+def check_cache_dir() -> Path:
+    """Where checks are cached (outside every record)."""
+    configured = os.environ.get("MERCHANTBENCH_CHECKS")
+    if configured:
+        return Path(configured)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("merchantbench")) / "checks"
+
+
+def record_key(run_dir: Path, extra: str = "") -> str:
+    """The SHA-256 of every file of the record (names and digests) and of the code.
+
+    Raises:
+        OSError: a file is hostile (`record.safe_read.RecordFileError`) or unreadable.
+    """
+    digest = hashlib.sha256(f"{source_sha256()}\n{extra}\n".encode())
+    for name in record_files(Path(run_dir)):
+        digest.update(f"{name}\0{file_sha256(Path(run_dir), name)}\n".encode())
+    return digest.hexdigest()
+
+
+def cached_check(key: str) -> RunCheck | None:
+    """The cached check of a record state, or None (never checked, or a damaged entry)."""
+    path = check_cache_dir() / key[:2] / f"{key}.json"
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        return RunCheck.from_dict(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
+        return None
 
 
-def is_verified(run_dir: Path) -> bool:
-    """The run's record was replayed to the same result and has not changed since."""
-    result = _json(Path(run_dir) / VERIFICATION_FILE)
-    state_hash = _json(Path(run_dir) / RUN_FILE).get("state_hash")
-    if not (result.get("ok") is True and state_hash and result.get("state_hash") == state_hash):
-        return False
-    return result.get("sha256") == _digests(Path(run_dir))
-
-
-def write_verification(run_dir: Path, ok: bool, detail: str = "") -> Path:
-    """Record the result of checking `run_dir` now (against its current `run.json`)."""
-    path = Path(run_dir) / VERIFICATION_FILE
-    atomic_write_json(path, {
-        "ok": ok,
-        "state_hash": _json(Path(run_dir) / RUN_FILE).get("state_hash"),
-        "sha256": _digests(Path(run_dir)),
-        "checked_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "package_version": merchantbench.__version__,
-        "source_sha256": source_sha256(),
-        "detail": detail,
-    })  # fmt: skip
-    return path
+def cache_check(key: str, check: RunCheck) -> None:
+    """Keep a check (a cache that cannot be written is no error: the next table replays)."""
+    try:
+        atomic_write_json(check_cache_dir() / key[:2] / f"{key}.json", check.to_dict())
+    except OSError:
+        return

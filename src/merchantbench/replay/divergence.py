@@ -37,6 +37,7 @@ class Divergence:
     seq: int | None = None
     tool: str | None = None
     line: int | None = None
+    against: str = "replayed"  # what `actual` is: the replay's, or a check of the files' own
 
     def describe(self) -> str:
         """One line: where (window, call, file and field) and the two values."""
@@ -49,7 +50,7 @@ class Divergence:
         prefix = ", ".join(where) + ": " if where else ""
         return (
             f"{prefix}{place} {self.field}: recorded {_short(self.expected)}, "
-            f"replayed {_short(self.actual)}"
+            f"{self.against} {_short(self.actual)}"
         )
 
     def to_dict(self) -> dict[str, Any]:

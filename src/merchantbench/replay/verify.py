@@ -16,8 +16,16 @@ from typing import Any
 
 from merchantbench.record.code_version import current_code
 from merchantbench.record.manifest import FinalAccounts, RunManifest
-from merchantbench.record.schema import METRICS_FILE, PARQUET_SCHEMAS, RUN_FILE, TRACE_FILE
+from merchantbench.record.safe_read import open_record_file, read_record_bytes
+from merchantbench.record.schema import (
+    METRICS_FILE,
+    PARQUET_SCHEMAS,
+    RUN_FILE,
+    TRACE_FILE,
+    TRANSCRIPT_FILE,
+)
 from merchantbench.record.tables import final_accounts, write_tables
+from merchantbench.replay.consistency import consistency_difference
 from merchantbench.replay.divergence import Divergence, first_difference
 from merchantbench.replay.replayer import Replayer
 from merchantbench.replay.source import RecordSource, ReplayError
@@ -38,7 +46,8 @@ class VerifyReport:
         final_state_hash: The replay's final state hash (None if it stopped early).
         recorded_state_hash: The state hash `run.json` records.
         answers_checked: Whether the record has a transcript, so every answer and observation
-            was compared (without one, only the trace, the final state and the metrics are).
+            was compared (without one, only the trace, the final state and the metrics are,
+            and the record is never `ok`: `status` is "cannot verify").
         transcript_lines: Transcript lines compared.
         metrics_checked: Metrics compared (leaves of `metrics.json`).
         tables_checked: Parquet tables compared.
@@ -67,8 +76,22 @@ class VerifyReport:
     same_code: bool = True
     run_seconds: float | None = None
 
+    @property
+    def status(self) -> str:
+        """`verified`, `differs`, or `cannot verify` (nothing differed, but the record has no
+        transcript: its answers and observations were not there to check)."""
+        if self.ok:
+            return "verified"
+        return "differs" if self.first_divergence is not None else "cannot verify"
+
     def summary(self) -> str:
-        """One line: verified, or the first divergence."""
+        """One line: verified, the first divergence, or why it cannot be fully verified."""
+        if self.status == "cannot verify":
+            return (
+                f"{self.run_dir}: CANNOT FULLY VERIFY: no {TRANSCRIPT_FILE}, so no answer or "
+                f"observation was checked (the trace, state hash, {len(self.tables_checked)} "
+                f"tables and {self.metrics_checked} metrics matched)"
+            )
         if self.ok:
             checked = "answers, " if self.answers_checked else "trace (no transcript), "
             return (
@@ -84,6 +107,7 @@ class VerifyReport:
         return {
             "run_dir": str(self.run_dir),
             "ok": self.ok,
+            "status": self.status,
             "first_divergence": (
                 None if self.first_divergence is None else self.first_divergence.to_dict()
             ),
@@ -112,6 +136,7 @@ def verify_record(
     *,
     seed: int | None = None,
     on_window: Callable[[Session], None] | None = None,
+    salt: str | None = None,
 ) -> VerifyReport:
     """Replay a finished run record and compare it with the replay.
 
@@ -119,6 +144,8 @@ def verify_record(
         run_dir: The run directory.
         seed: A sealed run's seed (revealed by `merchantbench reveal`); read from the record's
             sealed seed file when it is there and the run finished.
+        salt: The salt of a sealed run's commitment, given with `seed` (both are checked
+            against the commitment in `run.json`; record/sealed.py).
         on_window: Called with the replayed session after each window (progress).
 
     Returns:
@@ -126,21 +153,51 @@ def verify_record(
 
     Raises:
         ReplayError: the record cannot be replayed (unfinished, damaged or truncated files, a
-            sealed run without its seed, other tools than this code's).
+            sealed run without its seed, other tools than this code's); `CannotVerify` when
+            it could be replayed but not wholly checked (no transcript).
     """
     began = time.perf_counter()
-    source = RecordSource.open(Path(run_dir), seed)
+    source = RecordSource.open(Path(run_dir), seed, salt)
     meta = source.manifest
     if not source.finished:
         state = meta.ended or "still running"
         raise ReplayError(f"{source.run_dir} has not finished ({state}): nothing to verify against")
     recorded_metrics = _recorded_metrics(source.run_dir)
+    inconsistent = consistency_difference(source, lambda: _known_tools(source))
+    if inconsistent is not None:
+        return _report(source, inconsistent, began)
     replayer = Replayer(source, on_window)
     try:
         replayer.run()
     finally:
         replayer.close()
     return verdict(source, replayer, recorded_metrics, began)
+
+
+def _known_tools(source: RecordSource) -> frozenset[str]:
+    """The run's own tools: a model's call of one of them reaches the trace (a harness's own
+    tools, e.g. Hermes' memory or code, are not held to the words rule: replay/consistency.py)."""
+    from merchantbench.tools.toolset import build_registry
+
+    return frozenset(tool.name for tool in build_registry(source.scenario).tools(True))
+
+
+def _report(source: RecordSource, divergence: Divergence, began: float) -> VerifyReport:
+    """The report of a record refused before its replay (its files disagree with each other)."""
+    meta = source.manifest
+    return VerifyReport(
+        run_dir=source.run_dir,
+        ok=False,
+        first_divergence=divergence,
+        windows=0,
+        calls=0,
+        seconds=time.perf_counter() - began,
+        final_state_hash=None,
+        recorded_state_hash=meta.state_hash,
+        sealed=source.sealed,
+        same_code=meta.code().source_sha256 == current_code().source_sha256,
+        run_seconds=_run_seconds(meta),
+    )
 
 
 def verdict(
@@ -168,7 +225,7 @@ def verdict(
                 )
     return VerifyReport(
         run_dir=source.run_dir,
-        ok=divergence is None,
+        ok=divergence is None and replayer.has_transcript,  # else: cannot fully verify
         first_divergence=divergence,
         windows=session.memory.windows_closed,
         calls=replayer.calls,
@@ -189,10 +246,10 @@ def verdict(
 def _recorded_metrics(run_dir: Path) -> Any:
     path = run_dir / METRICS_FILE
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_record_bytes(run_dir, METRICS_FILE).decode("utf-8"))
     except FileNotFoundError:
         raise ReplayError(f"{run_dir} has no {METRICS_FILE}: nothing to verify against") from None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
         reason = " ".join(str(exc).split())[:120]
         raise ReplayError(f"{path} is not readable JSON ({reason})") from None
 
@@ -241,7 +298,8 @@ def _compare_outputs(
     checked: list[str] = []
     for name in PARQUET_SCHEMAS:
         try:
-            recorded = pq.read_table(source.run_dir / name)
+            with open_record_file(source.run_dir, name) as handle:
+                recorded = pq.read_table(handle)
         except (OSError, pa.ArrowException) as exc:
             reason = " ".join(str(exc).split())[:120]
             raise ReplayError(

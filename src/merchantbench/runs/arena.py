@@ -45,6 +45,7 @@ from merchantbench.record.arena import (
     MerchantEntry,
     read_arena,
 )
+from merchantbench.record.attest import attest_finished
 from merchantbench.record.checkpoint import (
     CheckpointError,
     cut_trace,
@@ -594,6 +595,7 @@ class ArenaLifecycle:
                 engine, session.memory.windows_closed, engine.state_hash(), meta, record.run_dir
             )[1]
             meta.write(record.run_dir)
+            attest_finished(record.run_dir, meta)  # the one signing hook (record/attest.py)
         self._kill.passed("metrics")
         self.manifest.ended = "completed"
         self.manifest.finished = _now()

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from merchantbench.agents.base import BaseAgent, Player
 from merchantbench.agents.registry import agent_entry, make_agent
+from merchantbench.record.attest import attest_finished
 from merchantbench.record.checkpoint import (
     CheckpointError,
     cut_trace,
@@ -536,6 +537,7 @@ class RunLifecycle:
         )
         self._kill.passed("metrics")
         meta.write(self.run_dir)
+        attest_finished(self.run_dir, meta)  # the one signing hook (record/attest.py)
         self.metrics, self.record = metrics, record
         return metrics
 

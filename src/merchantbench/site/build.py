@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from merchantbench.record.verification import is_verified
 from merchantbench.site.collect import SiteRun, Skipped, collect_runs
 from merchantbench.site.groups import Entry, Group, rank_groups
 from merchantbench.site.render import environment, number, write_assets, write_page, write_trace
@@ -174,14 +173,13 @@ def build_site(
     progress(f"{len(runs)} runs found" + (f", {len(skipped)} unreadable" if skipped else ""))
     verified: dict[str, Verification] = {}
     for i, run in enumerate(runs, 1):
-        if verify:
-            progress(f"verifying {i}/{len(runs)}: {run.label}")
-            verified[run.slug] = verify_run(run)
-        elif is_verified(run.path):  # checked earlier by `merchantbench verify`, unchanged since
-            verified[run.slug] = Verification("verified", "verified.json: replayed earlier")
-        else:
-            verified[run.slug] = Verification("unverified", "not replayed (--no-verify)")
-    groups = rank_groups(runs) if key is None else rank_groups(runs, key)
+        progress(f"checking {i}/{len(runs)}: {run.label}")
+        verified[run.slug] = verify_run(run, replay=verify)  # without: the check cache only
+    ranked = [run for run in runs if not run.finished or verified[run.slug].ok]
+    kept = {run.slug for run in ranked}
+    skipped = skipped + [Skipped(run.label, f"left out of the ranking: {verified[run.slug].detail}")
+                         for run in runs if run.slug not in kept]  # fmt: skip
+    groups = rank_groups(ranked) if key is None else rank_groups(ranked, key)
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:

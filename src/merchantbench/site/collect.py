@@ -16,6 +16,7 @@ from typing import Any
 
 from merchantbench.record.files import json_value
 from merchantbench.record.manifest import ManifestError, RunManifest, read_manifest
+from merchantbench.record.safe_read import read_record_bytes
 from merchantbench.record.schema import METRICS_FILE
 from merchantbench.web.records import find_runs
 from merchantbench.web.windows import damaged_trace
@@ -112,7 +113,7 @@ class Skipped:
 
 def _read_metrics(run_dir: Path) -> dict[str, Any]:
     try:
-        value = json_value((run_dir / METRICS_FILE).read_text(encoding="utf-8"))
+        value = json_value(read_record_bytes(run_dir, METRICS_FILE).decode("utf-8"))
     except (OSError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}

@@ -1,18 +1,19 @@
-"""Whether a run was replayed to the same result, for the site's marks.
+"""Whether a run's record verifies, for the site's marks.
 
-A run is *verified* when replaying its record (`merchantbench.replay.verify_record`, the
-library behind `merchantbench verify`) matched every answer, every metric and the final state
-hash, and that hash is the one `run.json` states. `_verification` is the one place that calls
-the replay; the site only reads its `Verification`.
+A run is *verified* when `merchantbench.replay.evidence.check_run` says so: its record was
+replayed (or found in the check cache by the hash of every file, kept outside the records) and
+matched every answer, every metric and the final state hash, and its files agree with each
+other (usage, cost, the model's words). The mark's detail says what is only attested (model,
+tokens, cost) and by which key. Only verified runs are ranked; the others are named.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from merchantbench.replay import VerifyReport, verify_record
+from merchantbench.record.verification import DIFFERS, RunCheck
+from merchantbench.replay.evidence import check_run
 from merchantbench.site.collect import SiteRun
 
 
@@ -22,8 +23,10 @@ class Verification:
 
     Attributes:
         status: `verified`, `diverged` (replayed, and something differed), or `unverified`
-            (not replayed: unfinished, skipped with --no-verify, or the record cannot be).
-        detail: One line for people: the first divergence, or why it was not replayed.
+            (not replayed: unfinished, skipped with --no-verify and not in the check cache, or
+            the record cannot be).
+        detail: One line for people: what is replayed and what only attested, the first
+            divergence, or why it was not replayed.
     """
 
     status: str
@@ -37,27 +40,16 @@ class Verification:
         return {"status": self.status, "detail": self.detail}
 
 
-def _verification(run_dir: Path) -> VerifyReport:
-    """Replay one record (`merchantbench.replay.verify_record`; a sealed run with the seed its
-    record keeps); its report has `.ok`, `.first_divergence` and `.final_state_hash`.
-
-    Raises:
-        ReplayError: the record cannot be replayed.
-    """
-    return verify_record(run_dir)
+def mark(check: RunCheck) -> Verification:
+    """A table's check as the site's mark."""
+    if check.ok:
+        return Verification("verified", check.what())
+    status = "diverged" if check.status == DIFFERS else "unverified"
+    return Verification(status, f"{check.status}: {check.detail}")
 
 
-def verify_run(run: SiteRun) -> Verification:
-    """Replay a finished run and say whether it matched its record."""
+def verify_run(run: SiteRun, replay: bool = True) -> Verification:
+    """Check a finished run (replayed, or its state found in the check cache)."""
     if not run.finished:
         return Verification("unverified", "not finished: nothing to replay")
-    try:
-        report = _verification(run.path)
-    except Exception as exc:  # a damaged record, a sealed run without its seed: one line
-        return Verification("unverified", f"could not replay: {' '.join(str(exc).split())[:200]}")
-    if not report.ok:
-        where = report.first_divergence
-        return Verification("diverged", f"replay diverged: {' '.join(str(where).split())[:200]}")
-    if report.final_state_hash != run.manifest.state_hash:
-        return Verification("diverged", "replay ended in another state than run.json states")
-    return Verification("verified", f"replayed to state {str(report.final_state_hash)[:16]}")
+    return mark(check_run(run.path, replay=replay))

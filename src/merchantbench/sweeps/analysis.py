@@ -1,4 +1,7 @@
-"""The numbers of a sweep's report, computed from its index and its runs' `metrics.json`.
+"""The numbers of a sweep's report, computed from its run records (`index.record_rows`, never
+the index file) and its runs' `metrics.json`, of the runs whose record verifies only
+(`replay.evidence.check_run`: replayed, or found in the check cache by the hash of every file);
+a run that does not is named in `not_done` with its first difference.
 
 Everything here is data (`sweep_analysis` returns plain JSON-ready dicts and lists); rendering
 to Markdown, HTML and CSV is `merchantbench.sweeps.report`. Finished runs are split by setting
@@ -21,6 +24,7 @@ import numpy as np
 from merchantbench.metrics.diagnosis import DETECTORS
 from merchantbench.record.comparable import (
     MIN_SEEDS_FOR_INTERVALS,
+    Check,
     Pool,
     Setting,
     pool_runs,
@@ -31,7 +35,7 @@ from merchantbench.record.comparable import (
 from merchantbench.record.schema import METRICS_FILE
 from merchantbench.report.paper import TABLE1_COLUMNS, load_paper_table
 from merchantbench.sweeps.humans import human_rows, label_human_pools
-from merchantbench.sweeps.index import FRAMEWORK_COUNTS, read_index
+from merchantbench.sweeps.index import FRAMEWORK_COUNTS, record_rows
 from merchantbench.sweeps.report_counterfactual import counterfactual_analysis
 from merchantbench.sweeps.state import read_set_aside
 
@@ -237,15 +241,19 @@ def costs(groups: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, Any]:
 
 
 def _groups(
-    sweep_dir: Path, done: Sequence[dict[str, Any]]
+    sweep_dir: Path, done: Sequence[dict[str, Any]], check: Check
 ) -> tuple[dict[Setting, list[Pool]], dict[str, dict[str, Any]], list[dict[str, Any]]]:
-    """Finished runs pooled by setting and configuration identity (copies counted once), the
-    index row of each run directory, and the rows whose record cannot be read as finished."""
+    """Finished runs that verify, pooled by setting and configuration identity (copies counted
+    once), the row of each run directory, and the rows whose record cannot be read as finished
+    or does not verify (`reason` says why)."""
     by_dir, runs, unreadable = {}, [], []
     for row in done:
-        run = read_finished(sweep_dir / row["run_dir"], row["label"])
+        run = read_finished(sweep_dir / row["run_dir"], row["label"], check)
         if run is None:
             unreadable.append(row)
+            continue
+        if not run.check.ok:
+            unreadable.append({**row, "check": f"{run.check.status}: {run.check.detail}"})
             continue
         by_dir[str(run.run_dir)] = row
         runs.append(run)
@@ -280,22 +288,30 @@ def group_analysis(sweep_dir: Path, setting: Setting, pools: Sequence[Pool],
     }
 
 
-def sweep_analysis(sweep_dir: Path, humans: Sequence[Path] = ()) -> dict[str, Any]:
-    """Every number of the report of the sweep in `sweep_dir` (finished runs only), one group
-    per setting; with the finished playground runs under `humans` as `Human (n=K)` rows
-    (sweeps/humans.py)."""
-    rows = read_index(sweep_dir)
+def sweep_analysis(
+    sweep_dir: Path, humans: Sequence[Path] = (), check: Check | None = None
+) -> dict[str, Any]:
+    """Every number of the report of the sweep in `sweep_dir` (finished runs that verify by
+    `check`, by default `replay.evidence.checker()`), one group per setting; with the finished
+    playground runs under `humans` as `Human (n=K)` rows (sweeps/humans.py)."""
+    if check is None:
+        from merchantbench.replay.evidence import checker
+
+        check = checker()
+    rows = record_rows(sweep_dir)
     arena_rows = [r for r in rows if r.get("arena")]
     rows = [r for r in rows if not r.get("arena")]
     done = [r for r in rows if r["status"] == "done"]
     people, people_left_out = human_rows(humans)
-    tables, rows_of, unreadable = _groups(sweep_dir, done + people)
+    tables, rows_of, unreadable = _groups(sweep_dir, done + people, check)
     paper = [{"framework": p.framework, "model": p.model, **p.values} for p in load_paper_table()]
     not_done = [{"run": f"{r['label']}/s{r['seed']}", "status": r["status"], "reason": r["reason"]}
                 for r in rows if r["status"] != "done"]  # fmt: skip
     why = "its record cannot be read as a finished run"
-    lost = [r for r in unreadable if not any(r is p for p in people)]
-    not_done += [{"run": f"{r['label']}/s{r['seed']}", "status": "unreadable", "reason": why}
+    lost = [r for r in unreadable if not any(r["run_dir"] == p["run_dir"] for p in people)]
+    not_done += [{"run": f"{r['label']}/s{r['seed']}",
+                  "status": "left out" if r.get("check") else "unreadable",
+                  "reason": f"{r['run_dir']}: {r['check']}" if r.get("check") else why}
                  for r in lost]  # fmt: skip
     arenas_done = [r for r in arena_rows if r["status"] == "done"]  # sweeps/arena_report.py
     not_done += [{"run": f"{r['label']}/s{r['seed']}", "status": r["status"], "reason": r["reason"]}

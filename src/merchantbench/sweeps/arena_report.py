@@ -20,7 +20,7 @@ from merchantbench.record.arena import ArenaError, read_arena
 from merchantbench.record.comparable import PooledRun, pool_runs, provenance, read_finished
 from merchantbench.report.arena import markets_analysis, render_markets_sections
 from merchantbench.sweeps.analysis import table1
-from merchantbench.sweeps.index import read_index
+from merchantbench.sweeps.index import record_rows
 
 
 def _merchant_runs(arena_dir: Path) -> list[PooledRun] | None:
@@ -34,8 +34,8 @@ def _merchant_runs(arena_dir: Path) -> list[PooledRun] | None:
 
 
 def sweep_arenas(sweep_dir: Path) -> list[dict[str, Any]]:
-    """The arena groups of the sweep in `sweep_dir` (finished arenas of its index)."""
-    rows = [r for r in read_index(sweep_dir) if r.get("arena") and r["status"] == "done"]
+    """The arena groups of the sweep in `sweep_dir` (its finished arenas, from the records)."""
+    rows = [r for r in record_rows(sweep_dir) if r.get("arena") and r["status"] == "done"]
     return arena_groups(sweep_dir, rows)
 
 

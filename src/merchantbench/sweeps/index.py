@@ -146,6 +146,29 @@ def write_index(runs: Sequence[SweepRun], sweep_dir: Path) -> Path:
     return path
 
 
+def record_rows(sweep_dir: Path) -> list[dict[str, Any]]:
+    """The rows `index.parquet` would hold, computed now from the plan and the run records
+    (what every table reads: the index is a cache for other tools, never a source).
+
+    Raises:
+        SweepPlanError: `sweep.json` cannot be read.
+    """
+    from merchantbench.sweeps.plan import PLAN_FILE, read_plan
+
+    if (sweep_dir / PLAN_FILE).is_file():
+        return [row for run in read_plan(sweep_dir)[1] for row in index_rows(run, sweep_dir)]
+    rows = []
+    for plan in sorted(sweep_dir.rglob(PLAN_FILE)):  # a folder of sweeps: each one's rows
+        inner = plan.parent
+        if not plan.is_file() or plan.is_symlink():
+            continue
+        prefix = inner.relative_to(sweep_dir)
+        for run in read_plan(inner)[1]:
+            rows += [{**row, "run_dir": str(prefix / row["run_dir"])}
+                     for row in index_rows(run, inner)]  # fmt: skip
+    return rows
+
+
 class SweepIndexError(ValueError):
     """`index.parquet` cannot be read; the message says so in one line."""
 

@@ -1,4 +1,6 @@
-"""`merchantbench report SWEEP`: the sweep's report as Markdown, self-contained HTML and CSV.
+"""`merchantbench report SWEEP`: the sweep's report as Markdown, self-contained HTML and CSV
+(of a folder of sweeps too: every sweep beneath, one section per setting, as the leaderboard).
+Only runs whose record verifies are counted (sweeps/analysis.py); the others are named.
 
 Written into `SWEEP_DIR/report/`: `report.md` (figures linked), `report.html` (figures embedded
 as base64 PNG, nothing else needed to view it), `table1.csv` (one row per configuration),
@@ -33,7 +35,7 @@ from merchantbench.report.paper import PAPER_LABEL, TABLE1_COLUMNS
 from merchantbench.sweeps.analysis import sweep_analysis
 from merchantbench.sweeps.arena_report import arena_figure_name, arena_section, sweep_arenas
 from merchantbench.sweeps.humans import humans_note
-from merchantbench.sweeps.plan import read_plan
+from merchantbench.sweeps.plan import PLAN_FILE, read_plan
 from merchantbench.sweeps.report_counterfactual import (
     counterfactual_report_section,
     plot_counterfactual_sweep,
@@ -343,7 +345,7 @@ def write_sweep_report(
             )
     for i, group in enumerate(data["arenas"]):
         figures[arena_figure_name(i)] = plot_net_assets(group, out / arena_figure_name(i))
-    name = read_plan(sweep_dir)[0]["name"]
+    name = read_plan(sweep_dir)[0]["name"] if (sweep_dir / PLAN_FILE).is_file() else sweep_dir.name
     text = render_markdown(data, name)
     atomic_write_bytes(out / "report.md", text.encode())
     atomic_write_bytes(out / "report.html", render_html(text, figures).encode())

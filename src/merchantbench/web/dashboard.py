@@ -70,11 +70,13 @@ def _run_dir(request: Request, path: str) -> Path:
 def index(request: Request) -> HTMLResponse:
     root = _root(request)
     runs = list_runs(root)
+    left_out: list[str] = []
     context = {
         "runs": runs,
         "keys": TABLE1_KEYS,
         "labels": LABELS,
-        "boards": leaderboards(root) if is_sweep(root, runs) else [],
+        "boards": leaderboards(root, left_out) if is_sweep(root, runs) else [],
+        "left_out": left_out,
         "root_name": root.name,
         "markets": list_markets(root),
     }

@@ -21,8 +21,10 @@ import pyarrow.parquet as pq
 from merchantbench.metrics.table1 import TABLE1_KEYS
 from merchantbench.money import rmb
 from merchantbench.record.comparable import (
+    counted,
     find_run_dirs,
     finished_runs,
+    left_out_lines,
     pool_cost,
     pool_runs,
     provenance,
@@ -30,6 +32,7 @@ from merchantbench.record.comparable import (
     spend_efficiency,
 )
 from merchantbench.record.files import json_value
+from merchantbench.record.safe_read import read_record_bytes
 from merchantbench.record.schema import METRICS_FILE, ORDERS_FILE, RUN_FILE, TIMESERIES_FILE
 
 MAX_DEPTH = 5  # how deep under the root run directories are looked for
@@ -56,8 +59,8 @@ class RunRow:
 
 
 def read_json_or_empty(path: Path) -> dict[str, Any]:
-    try:
-        value = json_value(path.read_text())
+    try:  # a link, FIFO or device in the file's place is refused (record/safe_read.py)
+        value = json_value(read_record_bytes(path.parent, path.name))
     except (OSError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}
@@ -116,13 +119,20 @@ def _mean(values: list[float], key: str) -> float | int | None:
     return int(mean) if key in COUNT_KEYS and mean.is_integer() else mean  # 452, not 452.000
 
 
-def leaderboards(root: Path) -> list[dict[str, Any]]:
+def leaderboards(root: Path, left_out: list[str] | None = None) -> list[dict[str, Any]]:
     """One ranking per setting (record/comparable.py: scenario, days, market, tool schema, code;
     never pooled), each row one configuration identity: mean Table-1 metrics over its finished
-    runs (copies of a run counted once), what it pools, cost per run, best net assets first.
-    Seeds are counted, never shown (the dashboard shows no seed)."""
+    runs whose record verifies (`replay.evidence.check_run`; copies of a run counted once),
+    what it pools, cost per run, best net assets first; the runs that do not verify are added
+    to `left_out`, one line each with the first difference. Seeds are counted, never shown
+    (the dashboard shows no seed)."""
+    from merchantbench.replay.evidence import checker
+
+    runs, dropped = counted(finished_runs(root, checker()))
+    if left_out is not None:
+        left_out += [line.replace(str(root), root.name, 1) for line in left_out_lines(dropped)]
     boards = []
-    for setting, pools in pool_runs(finished_runs(root)).items():
+    for setting, pools in pool_runs(runs).items():
         rows = []
         for pool in pools:
             means = {key: _mean([float(r.metrics[key]) for r in pool.runs

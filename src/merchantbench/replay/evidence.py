@@ -1,0 +1,99 @@
+"""`check_run`: the one check every table makes of a run record before it counts a number of it
+(record/verification.py says what a `RunCheck` holds and where checks are cached).
+
+The replay's verdict is cached by the hash of every file of the record (outside the record);
+the attestation is checked each time, against the keys the caller trusts (by default
+`record.attest.trusted_keys()`: the host's own key and the keys in its `trusted/` folder).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from merchantbench.record.attest import AttestationCheck, check_attestation, trusted_keys
+from merchantbench.record.verification import (
+    CANNOT,
+    DIFFERS,
+    VERIFIED,
+    RunCheck,
+    cache_check,
+    cached_check,
+    record_key,
+)
+from merchantbench.replay.source import ReplayError
+from merchantbench.replay.verify import VerifyReport, verify_record
+
+
+def one_line(text: object, width: int = 240) -> str:
+    """A message as one line of printable text (a non-UTF-8 name shown escaped)."""
+    flat = " ".join(str(text).split())
+    return flat.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")[:width]
+
+
+def replay_check(report: VerifyReport) -> RunCheck:
+    """A verify report as a table's check (without the attestation)."""
+    if report.ok:
+        return RunCheck(VERIFIED, f"replayed: {report.calls} calls, {report.windows} windows, "
+                        f"{report.metrics_checked} metrics", sealed=report.sealed)  # fmt: skip
+    if report.first_divergence is None:
+        return RunCheck(CANNOT, one_line(report.summary()))
+    return RunCheck(DIFFERS, one_line(report.first_divergence.describe()))
+
+
+def _replayed(run_dir: Path, key: str | None, replay: bool) -> RunCheck:
+    cached = cached_check(key) if key is not None else None
+    if cached is not None:
+        return cached
+    if not replay:
+        return RunCheck(CANNOT, "not replayed (the check was skipped) and not in the cache")
+    try:
+        check = replay_check(verify_record(run_dir))
+    except ReplayError as exc:
+        check = RunCheck(CANNOT, one_line(exc))
+    except (OSError, ValueError, RecursionError, MemoryError) as exc:
+        check = RunCheck(CANNOT, one_line(f"{type(exc).__name__}: {exc}"))
+    if key is not None:
+        cache_check(key, check)
+    return check
+
+
+def with_attestation(check: RunCheck, attestation: AttestationCheck) -> RunCheck:
+    return RunCheck(check.status, check.detail, check.sealed, attestation.status,
+                    attestation.key_id, attestation.assurance)  # fmt: skip
+
+
+def check_run(run_dir: Path, trusted: Sequence[Any] | None = None, replay: bool = True) -> RunCheck:
+    """Replay `run_dir` (or find its verdict in the cache) and check its attestation.
+
+    Args:
+        run_dir: The run record.
+        trusted: Public keys whose signature counts (None: `record.attest.trusted_keys()`).
+        replay: Replay a record whose state is not in the cache (False: such a record is
+            `cannot verify`, "not replayed").
+    """
+    run_dir = Path(run_dir)
+    try:
+        key: str | None = record_key(run_dir)
+    except OSError as exc:
+        return RunCheck(CANNOT, one_line(exc))
+    check = _replayed(run_dir, key, replay)
+    keys = trusted_keys() if trusted is None else list(trusted)
+    return with_attestation(check, check_attestation(run_dir, keys))
+
+
+def keep(report: VerifyReport) -> None:
+    """Cache what `merchantbench verify` found of a record (its state now)."""
+    try:
+        cache_check(record_key(report.run_dir), replay_check(report))
+    except OSError:
+        return
+
+
+def checker(
+    trusted: Sequence[Any] | None = None, replay: bool = True
+) -> Callable[[Path], RunCheck]:
+    """`check_run` with its keys and replay choice fixed (what a table is given)."""
+    keys = trusted_keys() if trusted is None else list(trusted)
+    return lambda run_dir: check_run(run_dir, keys, replay)
