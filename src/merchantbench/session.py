@@ -54,6 +54,7 @@ from merchantbench.tools.errors import failure
 from merchantbench.tools.observation import build_observation, system_brief
 from merchantbench.tools.status import StoreStatus, store_status
 from merchantbench.tools.toolset import END_OF_STEP, build_registry
+from merchantbench.tools.window_bound import window_bound
 
 
 class SessionRecorder(Protocol):
@@ -65,6 +66,18 @@ class SessionRecorder(Protocol):
 
     def window_opened(self, session: Session) -> None:
         """A window opened (or the run drained: `session.over`)."""
+
+
+class AnsweredCalls(Protocol):
+    """The open window's answered calls by key, for a host that acknowledges calls to someone
+    outside its process (runs/journal.py): a call retried with the same key and arguments is
+    answered from here, leaving no second trace line and counting no second call."""
+
+    def lookup(self, window: int, key: str, tool: Any, args: Any) -> dict[str, Any] | None:
+        """The answer the call with `key` got in `window`, if it was this very call."""
+
+    def keep(self, window: int, key: str, tool: Any, args: Any, result: dict[str, Any]) -> None:
+        """Remember the answer of a recorded call made with `key` in `window`."""
 
 
 @dataclass
@@ -109,6 +122,7 @@ class Session:
         # Who makes the environment calls, as the trace records it (metrics count both).
         self.env_origin: str = "env"
         self.recorder: SessionRecorder | None = None
+        self.answered: AnsweredCalls | None = None  # exactly once (runs/journal.py), or None
 
     @classmethod
     def open(
@@ -198,12 +212,26 @@ class Session:
         idempotency_key: str | None = None,
         *,
         forced: bool = False,
+        window: int | None = None,
     ) -> dict[str, Any]:
         """Run one environment tool for the agent; never raises for bad input.
 
         Hostile input (invalid text, oversize or deep nesting, non-finite numbers, non-JSON
         values) is refused here, before any tool sees it (merchantbench.tools.agent_input).
+        `window`: the window a write was made for; a write for an ended window is refused
+        unrecorded (tools/window_bound.py). A keyed call the `answered` log knows is answered
+        from it, unrecorded.
         """
+        if window is not None:
+            refused = window_bound(self.registry, tool, window, self.engine.window)
+            if refused is not None:
+                return refused
+        answered = self.answered if idempotency_key is not None else None
+        if answered is not None:
+            known = answered.lookup(self.engine.window, idempotency_key, tool, args)  # type: ignore[arg-type]
+            if known is not None:
+                return known
+            called_in = self.engine.window
         try:
             checked = check_call(tool, args, idempotency_key)
         except HostileInput as refusal:
@@ -225,6 +253,8 @@ class Session:
                 self, checked.tool, checked.args, idempotency_key=checked.idempotency_key
             )
         self._record(tool, checked, args, result, origin=self.env_origin, forced=forced)
+        if answered is not None:
+            answered.keep(called_in, idempotency_key, tool, args, result)  # type: ignore[arg-type]
         if self._end_requested:
             self._end_requested = False
             self._close_window()

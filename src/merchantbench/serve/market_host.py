@@ -206,17 +206,18 @@ class MarketHost(Hosting):
             }
 
     async def call_tool(
-        self, agent_id: str, tool: str, args: Any, key: str | None
+        self, agent_id: str, tool: str, args: Any, key: str | None, made_for: int | None = None
     ) -> dict[str, Any]:
-        """One tool call of one merchant (the JSON API, MCP)."""
+        """One tool call of one merchant (the JSON API, MCP); `made_for`: the window the write
+        was made for (`X-Window`; tools/window_bound.py)."""
         channel = self.channel(agent_id)
         async with self.cond:
             self._require_open(channel)
             window = self.life.market.window
             if tool == END_OF_STEP:
-                result = await self._in_thread(channel.surface.call, tool, args, key)
+                result = await self._in_thread(channel.surface.call, tool, args, key, made_for)
             else:
-                result = channel.surface.call(tool, args, key)
+                result = channel.surface.call(tool, args, key, made_for)
             await self._after_call(window)
             return result
 
@@ -383,8 +384,10 @@ class MerchantPort:
     async def act(self, messages: Any, token_usage: Any, step_header: str | None) -> Any:
         return await self.host.act(self.agent_id, messages, token_usage, step_header)
 
-    async def call_tool(self, tool: str, args: Any, key: str | None) -> dict[str, Any]:
-        return await self.host.call_tool(self.agent_id, tool, args, key)
+    async def call_tool(
+        self, tool: str, args: Any, key: str | None, made_for: int | None = None
+    ) -> dict[str, Any]:
+        return await self.host.call_tool(self.agent_id, tool, args, key, made_for)
 
     async def register(self, payload: dict[str, Any]) -> dict[str, Any]:
         return await self.host.register(self.agent_id, payload)

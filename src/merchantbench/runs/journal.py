@@ -1,0 +1,265 @@
+"""Acknowledged means durable: the write-ahead record of a run played from outside the process.
+
+A host that answers someone outside its process (the HTTP server, both protocols and every
+merchant's channel; `merchantbench mcp`; the playground) acknowledges each request only once
+its calls are on disk: `RunLifecycle.acknowledge()` syncs the transcript and the trace (the
+trace is the log: one line per call, with the arguments, the caller's key and the answer's
+code) and, when the protocol's memory changed (the driver's `state()`: call-id ledger, turns,
+reported usage), appends that state to `journal.jsonl`. A resume then loads the last
+checkpoint and replays the trace lines after it through the session, checking that each call
+gives its logged line again, so the store reaches exactly the acknowledged state; the driver
+takes back its last journaled state.
+
+`journal.jsonl` (removed once the record is finished), strict JSON lines:
+
+    {"seq":120,"base":true,"driver":{...},"answers":{"window":7,"calls":{...}}}   at a checkpoint
+    {"seq":131,"driver":{...}}                                 the driver's state after call 131
+
+Exactly once: `AnswerLog` keeps the open window's answers by call key (the artifact
+protocol's `{agent}:{hour}:{call id}`, the JSON API's and the page's `Idempotency-Key`). A call
+retried with the same key and the same arguments is answered from it by the session
+(`Session.answered`): no second trace line, no second count. It is rebuilt by the replay and
+saved in each checkpoint's base line.
+
+What it does not cover: a request in flight when the process died (not answered) may or may
+not be in the record; its client retries it (same key: answered once). An in-process run (the
+agent dies with the process: nothing was acknowledged outside) keeps the batched syncs of its
+checkpoints and resumes from its checkpoint as before (docs/run-record.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, TextIO
+
+from merchantbench.record.files import atomic_write_bytes
+from merchantbench.record.schema import JOURNAL_FILE
+from merchantbench.runs.spec import RunError
+from merchantbench.runs.transcript import json_line
+from merchantbench.session import Session
+from merchantbench.tools.errors import failure
+
+RAW = "_raw"  # what the trace keeps of input refused before any tool saw it (session._record)
+
+__all__ = ["AnswerLog", "Journal", "JournalMismatch", "LoggedCalls", "call_fingerprint"]
+
+
+class JournalMismatch(RunError):
+    """A logged call did not give its logged line again: the record and the code disagree."""
+
+
+def call_fingerprint(tool: Any, args: Any) -> str | None:
+    """The call as canonical text: the same call however its arguments were spelled (None for
+    arguments that are not JSON at all: such a call is never answered from the log)."""
+    try:
+        if isinstance(args, str):
+            args = json.loads(args) if args.strip() else {}
+        elif args is None:
+            args = {}
+        return f"{tool}:{json.dumps(args, sort_keys=True, separators=(',', ':'))}"
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+class AnswerLog:
+    """The open window's answered keyed calls (the session's `AnsweredCalls`)."""
+
+    def __init__(self, window: int = -1, calls: dict[str, dict[str, Any]] | None = None) -> None:
+        self.window = window
+        self.calls: dict[str, dict[str, Any]] = calls or {}
+        self.replaying = False  # a resume makes the logged calls again: none is answered here
+
+    def lookup(self, window: int, key: str, tool: Any, args: Any) -> dict[str, Any] | None:
+        if self.replaying or window != self.window or key not in self.calls:
+            return None
+        known = self.calls[key]
+        if known["call"] != call_fingerprint(tool, args):
+            return None  # another call with this key: the tool layer answers the conflict
+        answer: dict[str, Any] = json.loads(known["answer"])
+        return answer
+
+    def keep(self, window: int, key: str, tool: Any, args: Any, result: dict[str, Any]) -> None:
+        if window != self.window:
+            self.window, self.calls = window, {}
+        fingerprint = call_fingerprint(tool, args)
+        if fingerprint is not None and key not in self.calls:
+            answer = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+            self.calls[key] = {"call": fingerprint, "answer": answer}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"window": self.window, "calls": self.calls}
+
+    @classmethod
+    def from_json(cls, saved: Any) -> AnswerLog:
+        if not isinstance(saved, dict):
+            return cls()
+        return cls(int(saved.get("window", -1)), dict(saved.get("calls") or {}))
+
+
+class Journal:
+    """`journal.jsonl` of one run directory (see the module docstring)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = run_dir / JOURNAL_FILE
+        self._file: TextIO | None = None
+        self._driver: str | None = None  # the driver state last journaled, as JSON text
+        self._seq = 0  # the last trace entry journaled as acknowledged
+
+    def load(self) -> tuple[int, Any, AnswerLog]:
+        """The last acknowledged trace entry (0: none), the driver's last journaled state (None:
+        none journaled) and the answer log of the last base line. A torn last line (the process
+        died writing it: that request was never answered) is ignored."""
+        acknowledged, driver, answers = 0, None, AnswerLog()
+        if not self.path.is_file():
+            return acknowledged, driver, answers
+        for line in self.path.read_bytes().split(b"\n"):
+            try:
+                record = json.loads(line)
+            except ValueError:
+                break
+            if not isinstance(record, dict) or not isinstance(record.get("seq"), int):
+                break
+            acknowledged = record["seq"]
+            if "driver" in record:
+                driver = record["driver"]
+            if record.get("base"):
+                answers = AnswerLog.from_json(record.get("answers"))
+        self._seq = acknowledged
+        self._driver = None if driver is None else json.dumps(driver, sort_keys=True)
+        return acknowledged, driver, answers
+
+    def rebase(self, seq: int, driver: str | None, answers: AnswerLog) -> None:
+        """Start the journal again from a checkpoint at trace entry `seq` (atomically)."""
+        self.close()
+        record: dict[str, Any] = {"seq": seq, "base": True, "answers": answers.to_json()}
+        record["driver"] = None if driver is None else json.loads(driver)
+        atomic_write_bytes(self.path, json_line(record).encode())
+        self._driver, self._seq = driver, seq
+
+    def note(self, seq: int, driver: str | None) -> None:
+        """Journal that the calls up to trace entry `seq` are acknowledged (their lines are on
+        disk already), with the driver's state if it changed; synced. Nothing new: no line."""
+        if seq == self._seq and driver == self._driver:
+            return
+        record: dict[str, Any] = {"seq": seq}
+        if driver != self._driver:
+            record["driver"] = json.loads(driver or "null")
+        if self._file is None:
+            self._file = open(self.path, "a")  # noqa: SIM115 (closed in close)
+        self._file.write(json_line(record))
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._driver, self._seq = driver, seq
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def remove(self) -> None:
+        """The record is finished: nothing is left to replay."""
+        self.close()
+        self.path.unlink(missing_ok=True)
+
+
+class LoggedCalls:
+    """The trace lines after a checkpoint, replayed on resume: each call the session makes
+    again must give its logged line (`check`, the trace sink while replaying)."""
+
+    def __init__(self, entries: list[dict[str, Any]]) -> None:
+        self.entries = entries
+        self._at = 0
+        self.trying = False  # a mismatch is noted in `matched`, not raised (`replay_raw`)
+        self.matched = True
+
+    def replay(self, session: Session, transcribed: int, noted: int | None) -> None:
+        """Make every logged call again, as its caller made it, with the session's trace sink
+        set to `check`. The transcript (the session's recorder) already holds the answers up to
+        entry `transcribed` and the observation of window `noted`: it is told only of later
+        calls, and of the open window's observation where it lacks it."""
+        recorder = session.recorder
+        session.recorder = None
+        for entry in self.entries:
+            if recorder is not None and session.recorder is None and entry["seq"] > transcribed:
+                session.recorder = recorder
+                if noted != session.window:
+                    recorder.window_opened(session)
+            self._replay_one(session, entry)
+        if recorder is not None and session.recorder is None and noted != session.window:
+            recorder.window_opened(session)
+        session.recorder = recorder
+
+    def _replay_one(self, session: Session, entry: dict[str, Any]) -> None:
+        if entry["origin"] == "framework":
+            session.record_framework_call(entry["tool"], entry["args"], entry["ok"], entry["error"])
+            return
+        session.env_origin = entry["origin"]
+        args = entry["args"]
+        if not entry["ok"] and len(args) == 1 and isinstance(args.get(RAW), str):
+            self._replay_raw(session, entry)
+            return
+        session.call(entry["tool"], args, entry.get("idempotency_key"), forced=entry["forced"])
+
+    def _replay_raw(self, session: Session, entry: dict[str, Any]) -> None:
+        """A refused call whose arguments the trace keeps as `{"_raw": text}`: input refused
+        before any tool saw it (the trace keeps a safe text of it, recorded again as refused),
+        or a call that really sent `_raw` (tried as sent first). Either way only the window's
+        call count changed."""
+        memory, recorder = session.memory, session.recorder
+        counted, seq = memory.window_calls, memory.seq
+        session.recorder, self.trying = None, True
+        try:
+            result = session.call(entry["tool"], entry["args"], forced=entry["forced"])
+        finally:
+            session.recorder, self.trying = recorder, False
+        if self.matched:
+            if recorder is not None:
+                recorder.answered(entry, result)
+            return
+        memory.window_calls, memory.seq = counted, seq
+        self._at -= 1
+        refusal = failure(entry["error"] or "invalid_argument", "refused (input not recorded)")
+        session.refuse(entry["tool"], entry["args"][RAW], refusal, forced=entry["forced"])
+
+    @classmethod
+    def between(cls, trace: Path, seq: int, acknowledged: int) -> LoggedCalls:
+        """The lines of entries `seq`+1 … `acknowledged`, in order.
+
+        Raises:
+            JournalMismatch: the trace lacks an acknowledged entry (damaged or cut by hand).
+        """
+        entries: list[dict[str, Any]] = []
+        if acknowledged <= seq:
+            return cls(entries)
+        lines = trace.read_bytes().split(b"\n") if trace.is_file() else []
+        for number, line in enumerate(lines[seq:acknowledged], start=seq + 1):
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                entry = None
+            if not isinstance(entry, dict) or entry.get("seq") != number:
+                raise JournalMismatch(
+                    f"cannot resume: {trace.name} line {number} is damaged or missing, but the "
+                    f"journal says entries up to {acknowledged} were acknowledged"
+                )
+            entries.append(entry)
+        return cls(entries)
+
+    def check(self, produced: dict[str, Any]) -> None:
+        """The trace sink while replaying: the call made again gave `produced`."""
+        logged = self.entries[self._at] if self._at < len(self.entries) else None
+        self._at += 1
+        self.matched = produced == logged
+        if not self.matched and not self.trying:
+            raise JournalMismatch(
+                f"cannot resume: logged call {None if logged is None else logged['seq']} did "
+                f"not replay as logged ({_short(logged)} became {_short(produced)})"
+            )
+
+
+def _short(entry: dict[str, Any] | None) -> str:
+    if entry is None:
+        return "nothing"
+    return f"{entry.get('tool')} ok={entry.get('ok')} error={entry.get('error')}"
