@@ -37,6 +37,7 @@ from merchantbench.scenario import Scenario
 from merchantbench.session import Session
 from merchantbench.surface import StoreStatus
 from merchantbench.tools.toolset import END_OF_STEP
+from merchantbench.tools.window_bound import WINDOW_ENDED, window_ended
 from merchantbench.web.digest import SUPPLIER_EVENTS, Before, window_digest
 from merchantbench.web.human import HUMAN_ORIGIN, HumanDriver
 
@@ -106,10 +107,14 @@ class WindowPoint:
 
 
 def stale_window(window: int, open_window: int) -> dict[str, Any]:
-    """The answer to closing a window that is not the open one."""
-    message = (f"that action was for window {window + 1}, which is not open: window "
-               f"{open_window + 1} is (nothing was done)")  # fmt: skip
-    return {"ok": False, "error": {"code": "window_closed", "message": message}}
+    """The answer to an action made for a window that is not the open one (the refusal of a
+    window-bound write, tools/window_bound.py; the page counts windows from 1)."""
+    refusal = window_ended(window, open_window)
+    refusal["error"]["message"] = (
+        f"that action was for window {window + 1}, which is not open: window "
+        f"{open_window + 1} is (nothing was done)"
+    )
+    return refusal
 
 
 def clock_of(status: StoreStatus) -> dict[str, Any]:
@@ -281,15 +286,19 @@ class PlayStore:
     ) -> dict[str, Any]:
         """One tool call through the surface; `end_of_step` closes the window. `window`: the
         window (0-based) the person's action was made in; closing a window that is no longer
-        open (a double click, a retry after a lost answer) is refused and changes nothing.
-        `settle`: checkpoint a closed window before returning (False: the caller calls
-        `settle()` once its answer is out)."""
+        open (a double click, a retry after a lost answer, a stale tab) is refused and changes
+        nothing, as is any other write for it (tools/window_bound.py). The call is on disk
+        before this returns (`RunLifecycle.acknowledge`). `settle`: checkpoint a closed window
+        before returning (False: the caller calls `settle()` once its answer is out)."""
         with self.lock:
             if self.over:
                 return {"ok": False, "error": {"code": "run_over", "message": "the run has ended"}}
             if tool == END_OF_STEP and window is not None and window != self.surface.window:
                 return stale_window(window, self.surface.window)
-            result = self.call_locked(tool, args, key)
+            result = self.call_locked(tool, args, key, window)
+            if result.get("ok") is False and result["error"].get("code") == WINDOW_ENDED:
+                return stale_window(window or 0, self.surface.window)
+            self.life.acknowledge()
             if settle:
                 self._settle_locked()
             return result
@@ -347,16 +356,20 @@ class PlayStore:
                         triggers, self._digest(status), status, self._before()
                     )
         finally:
+            with self.lock:
+                self.life.acknowledge()  # every window it ended is on disk before the answer
             if settle:
                 self.settle()
         return {"ok": True, "ended": ended, "stopped_by": reasons, "over": self.over}
 
-    def call_locked(self, tool: str, args: Any, key: str | None = None) -> dict[str, Any]:
+    def call_locked(
+        self, tool: str, args: Any, key: str | None = None, made_for: int | None = None
+    ) -> dict[str, Any]:
         """`call` for a caller that holds the lock."""
         self.paused = False
         self.last_activity = time.time()
         window = self.surface.window
-        result = self.surface.call(tool, args, key)
+        result = self.surface.call(tool, args, key, made_for)
         if self.surface.over or self.surface.window != window:
             self._after_window()
         return result
