@@ -45,6 +45,10 @@ CLOSED: dict[int | str, dict[str, Any]] = {
     **GONE,
     425: {"description": "no window is open (the run is paused)"},
 }
+WINDOW_BOUND: dict[int | str, dict[str, Any]] = {
+    **CLOSED,
+    409: {"description": "`X-Window` names a window that has ended: nothing was done"},
+}
 
 
 class CreateRun(BaseModel):
@@ -270,7 +274,7 @@ async def store_status(host: Run) -> dict[str, Any]:
     return await _store(_single(host))
 
 
-@router.post("/runs/{run_id}/tools/{tool}", responses=CLOSED)
+@router.post("/runs/{run_id}/tools/{tool}", responses=WINDOW_BOUND)
 async def call_tool(
     tool: str,
     host: Run,
@@ -286,7 +290,7 @@ async def call_tool(
     return _tool_answer(await side.call_tool(tool, arguments or {}, idempotency_key, x_window))
 
 
-@router.post("/runs/{run_id}/end-window", responses=CLOSED)
+@router.post("/runs/{run_id}/end-window", responses=WINDOW_BOUND)
 async def end_window(host: Run, x_window: WindowHeader = None) -> JSONResponse:
     """Close the open window (`end_of_step`); the next one opens at once (`X-Window`: as for
     a tool call)."""
@@ -310,7 +314,7 @@ async def agent_store(agent_id: str, host: Run, request: Request) -> dict[str, A
     return await _store(_side(host, agent_id, request))
 
 
-@router.post(AGENT + "/tools/{tool}", responses=CLOSED)
+@router.post(AGENT + "/tools/{tool}", responses=WINDOW_BOUND)
 async def agent_call_tool(
     agent_id: str,
     tool: str,
@@ -325,7 +329,7 @@ async def agent_call_tool(
     return _tool_answer(await side.call_tool(tool, arguments or {}, idempotency_key, x_window))
 
 
-@router.post(AGENT + "/end-window", responses=CLOSED)
+@router.post(AGENT + "/end-window", responses=WINDOW_BOUND)
 async def agent_end_window(
     agent_id: str, host: Run, request: Request, x_window: WindowHeader = None
 ) -> JSONResponse:
