@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import httpx
 
@@ -31,6 +31,22 @@ class Client(Protocol):
     def play(self) -> bool:
         """Play on from where the run stands; True once it is over. Raises if the server is
         lost (a transport error)."""
+
+
+def script_window(call: Callable[[str, dict[str, Any]], dict[str, Any]], window: int) -> None:
+    """A small plan that reads answers (so a wrong answer after a restart changes the record):
+    list the best sellers of the first search in window 0; read the balance every window; a
+    note now and then; close the window."""
+    call("query_balance", {})
+    if window == 0:
+        found = call("search_products", {"sort": "sales_30d", "page_size": 4})
+        at = found["columns"].index
+        items = [{"product_id": r[at("product_id")], "sale_price": round(r[at("price")] * 1.6, 2)}
+                 for r in found["rows"]]  # fmt: skip
+        assert call("list_product", {"items": items})["ok"]
+    elif window % 4 == 1:
+        call("write_memory_doc", {"content": f"window {window}\n", "mode": "append"})
+    call("end_of_step", {})
 
 
 def free_port() -> int:
