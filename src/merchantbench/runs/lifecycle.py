@@ -498,13 +498,14 @@ class RunLifecycle:
 
     def acknowledge(self) -> None:
         """A host is about to answer a request from outside its process: make the calls
-        recorded so far durable first (transcript, trace, then the journal's line with the
-        driver's state; runs/journal.py). A run whose driver answers no one outside (an
-        in-process agent) syncs at its checkpoints only: this is a no-op."""
+        recorded so far durable first (the trace, then the journal's line with the driver's
+        state; runs/journal.py). The transcript is handed to the OS, not synced: what a power
+        loss takes of it, the resume's replay writes again. A run whose driver answers no one
+        outside (an in-process agent) syncs at its checkpoints only: this is a no-op."""
         if self._journal is None or self._trace is None:
             return
         if self._transcript is not None:
-            self._transcript.sync()
+            self._transcript.flush()
         self._trace.sync()
         assert self.driver is not None
         self._journal.note(self.session.memory.seq, encode_state(self.driver))
