@@ -127,11 +127,12 @@ def killed_run(
 
 def assert_once(record: Path, acknowledged: list[str]) -> None:
     """Every acknowledged call (by the call id or key its trace line ends with) is in the
-    record's trace exactly once."""
+    record's trace (a market's: its merchants') exactly once."""
     counted: dict[str, int] = {}
-    for line in (record / "trace.jsonl").read_text().splitlines():
-        key = str(json.loads(line).get("idempotency_key", "")).rsplit(":", 1)[-1]
-        counted[key] = counted.get(key, 0) + 1
+    for trace in sorted(record.rglob("trace.jsonl")):  # a run's, or each merchant's of a market
+        for line in trace.read_text().splitlines():
+            key = str(json.loads(line).get("idempotency_key", "")).rsplit(":", 1)[-1]
+            counted[key] = counted.get(key, 0) + 1
     for call_id in acknowledged:
         assert counted.get(call_id) == 1, (call_id, counted.get(call_id))
 

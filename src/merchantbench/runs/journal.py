@@ -105,13 +105,20 @@ class Journal:
         self.path = run_dir / JOURNAL_FILE
         self._file: TextIO | None = None
         self._driver: str | None = None  # the driver state last journaled, as JSON text
-        self._seq = 0  # the last trace entry journaled as acknowledged
+        self._seq: Any = 0  # the last trace entry journaled as acknowledged
+        self.points: list[Any] = []  # every acknowledged point, in order (`load`)
+        self._line = ""  # the last base line
 
-    def load(self) -> tuple[int, Any, AnswerLog]:
-        """The last acknowledged trace entry (0: none), the driver's last journaled state (None:
-        none journaled) and the answer log of the last base line. A torn last line (the process
-        died writing it: that request was never answered) is ignored."""
-        acknowledged, driver, answers = 0, None, AnswerLog()
+    def load(self) -> tuple[Any, Any, Any]:
+        """The last acknowledged trace entry (0: none; a market journals each merchant's, as a
+        dict), the driver's last journaled state (None: none journaled) and the answers of the
+        last base line (`AnswerLog.to_json`, or a market's dict of them). Every acknowledged
+        point after the base is kept in `points`, in order. A torn last line (the process died
+        writing it: that request was never answered) is ignored."""
+        acknowledged: Any = 0
+        driver: Any = None
+        answers: Any = None
+        self.points: list[Any] = []
         if not self.path.is_file():
             return acknowledged, driver, answers
         for line in self.path.read_bytes().split(b"\n"):
@@ -119,26 +126,42 @@ class Journal:
                 record = json.loads(line)
             except ValueError:
                 break
-            if not isinstance(record, dict) or not isinstance(record.get("seq"), int):
+            if not isinstance(record, dict) or not isinstance(record.get("seq"), int | dict):
                 break
             acknowledged = record["seq"]
             if "driver" in record:
                 driver = record["driver"]
             if record.get("base"):
-                answers = AnswerLog.from_json(record.get("answers"))
+                answers = record.get("answers")
+            self.points.append(acknowledged)
         self._seq = acknowledged
         self._driver = None if driver is None else json.dumps(driver, sort_keys=True)
         return acknowledged, driver, answers
 
-    def rebase(self, seq: int, driver: str | None, answers: AnswerLog) -> None:
-        """Start the journal again from a checkpoint at trace entry `seq` (atomically)."""
-        self.close()
-        record: dict[str, Any] = {"seq": seq, "base": True, "answers": answers.to_json()}
+    def rebase(self, seq: Any, driver: str | None, answers: Any) -> None:
+        """A checkpoint at trace entry `seq` is about to be saved: append its base line, with
+        the open window's `answers` (`AnswerLog.to_json`, or a market's dict of them), synced.
+        Once the checkpoint is saved, `compact` drops what came before (a kill in between
+        resumes from the older checkpoint, with every point still there)."""
+        record: dict[str, Any] = {"seq": seq, "base": True, "answers": answers}
         record["driver"] = None if driver is None else json.loads(driver)
-        atomic_write_bytes(self.path, json_line(record).encode())
+        self._line = json_line(record)
+        self._append(self._line)
         self._driver, self._seq = driver, seq
 
-    def note(self, seq: int, driver: str | None) -> None:
+    def compact(self) -> None:
+        """The checkpoint of the last base line is saved: keep that line alone (atomically)."""
+        self.close()
+        atomic_write_bytes(self.path, self._line.encode())
+
+    def _append(self, line: str) -> None:
+        if self._file is None:
+            self._file = open(self.path, "a")  # noqa: SIM115 (closed in close)
+        self._file.write(line)
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def note(self, seq: Any, driver: str | None) -> None:
         """Journal that the calls up to trace entry `seq` are acknowledged (their lines are on
         disk already), with the driver's state if it changed; synced. Nothing new: no line."""
         if seq == self._seq and driver == self._driver:
@@ -146,11 +169,7 @@ class Journal:
         record: dict[str, Any] = {"seq": seq}
         if driver != self._driver:
             record["driver"] = json.loads(driver or "null")
-        if self._file is None:
-            self._file = open(self.path, "a")  # noqa: SIM115 (closed in close)
-        self._file.write(json_line(record))
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        self._append(json_line(record))
         self._driver, self._seq = driver, seq
 
     def close(self) -> None:
@@ -173,21 +192,47 @@ class LoggedCalls:
         self._at = 0
         self.trying = False  # a mismatch is noted in `matched`, not raised (`replay_raw`)
         self.matched = True
+        self._next = 0  # the next entry to replay
+        self._session: Session
+        self._recorder: Any = None
+        self._transcribed, self._noted = 0, None
 
     def replay(self, session: Session, transcribed: int, noted: int | None) -> None:
         """Make every logged call again, as its caller made it, with the session's trace sink
         set to `check`. The transcript (the session's recorder) already holds the answers up to
         entry `transcribed` and the observation of window `noted`: it is told only of later
         calls, and of the open window's observation where it lacks it."""
-        recorder = session.recorder
-        session.recorder = None
-        for entry in self.entries:
-            if recorder is not None and session.recorder is None and entry["seq"] > transcribed:
+        self.start(session, transcribed, noted)
+        self.advance(None)
+        self.finish()
+
+    def start(self, session: Session, transcribed: int, noted: int | None) -> None:
+        """Begin a replay made in parts (`advance`, then `finish`): a market's merchants
+        replay in the order their calls were acknowledged."""
+        self._session, self._transcribed, self._noted = session, transcribed, noted
+        self._recorder, session.recorder = session.recorder, None
+
+    def advance(self, upto: int | None) -> None:
+        """Replay the logged calls up to trace entry `upto` (None: all)."""
+        session, recorder = self._session, self._recorder
+        while self._next < len(self.entries):
+            entry = self.entries[self._next]
+            if upto is not None and entry["seq"] > upto:
+                return
+            self._next += 1
+            if (
+                recorder is not None
+                and session.recorder is None
+                and entry["seq"] > self._transcribed
+            ):
                 session.recorder = recorder
-                if noted != session.window:
+                if self._noted != session.window:
                     recorder.window_opened(session)
             self._replay_one(session, entry)
-        if recorder is not None and session.recorder is None and noted != session.window:
+
+    def finish(self) -> None:
+        session, recorder = self._session, self._recorder
+        if recorder is not None and session.recorder is None and self._noted != session.window:
             recorder.window_opened(session)
         session.recorder = recorder
 

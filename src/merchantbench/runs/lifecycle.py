@@ -374,10 +374,13 @@ class RunLifecycle:
         trace entries to keep and the transcript answers to keep (it may lag: a kill between
         the two files' writes; the replay writes the rest)."""
         assert self._journal is not None and self._answers is not None and self.driver
-        acknowledged, driver, answers = self._journal.load()
+        acknowledged, driver, saved = self._journal.load()
         if driver is not None:
             self.driver.restore(driver)
+        answers = AnswerLog.from_json(saved)
         self._answers.window, self._answers.calls = answers.window, answers.calls
+        if not isinstance(acknowledged, int):
+            raise CheckpointError(f"{self._journal.path.name} is not a single run's journal")
         if acknowledged <= seq:
             return seq, seq
         logged = LoggedCalls.between(self.run_dir / TRACE_FILE, seq, acknowledged)
@@ -522,7 +525,8 @@ class RunLifecycle:
         self._flush_model_calls()
         if self._journal is not None:  # first: a kill before the checkpoint replays from it
             assert self._answers is not None and self.driver is not None
-            self._journal.rebase(self.session.memory.seq, encode_state(self.driver), self._answers)
+            state = encode_state(self.driver)
+            self._journal.rebase(self.session.memory.seq, state, self._answers.to_json())
         save_checkpoint(
             self.run_dir,
             self.session.snapshot(),
@@ -530,6 +534,8 @@ class RunLifecycle:
             self.pins.model_dump(mode="json"),
             driver_state=None if self.driver is None else encode_state(self.driver),
         )
+        if self._journal is not None:
+            self._journal.compact()
         self._last_checkpoint = time.monotonic()
         self._kill.passed("checkpoint")
         self.manifest.progress(self.session.memory.windows_closed)
@@ -634,7 +640,9 @@ class RunLifecycle:
         self._open_records(noted)
         if self._journal is not None and self._answers is not None and self.driver is not None:
             self._answers.window, self._answers.calls = -1, {}
-            self._journal.rebase(self.session.memory.seq, encode_state(self.driver), self._answers)
+            state = encode_state(self.driver)
+            self._journal.rebase(self.session.memory.seq, state, self._answers.to_json())
+            self._journal.compact()  # the rewound session is the base (the check's host side)
         self.metrics = self.record = None
         self.manifest.reopen()
         self.manifest.write(self.run_dir)

@@ -148,7 +148,9 @@ class MarketHost(Hosting):
                         timeout=timeout,
                     ) from None  # fmt: skip
             self.require_live(channel)
-            return channel.packet()
+            packet = channel.packet()
+            self.life.acknowledge()  # the brief served (the protocol's memory)
+            return packet
 
     def _open_for(self, channel: MerchantChannel) -> bool:
         return not self.settings.paused and not channel.session.waiting
@@ -196,6 +198,7 @@ class MarketHost(Hosting):
             if isinstance(token_usage, dict):
                 add_usage(state.act_usage, token_usage)
             released = await self._after_call(window)
+            self.life.acknowledge()  # durable before the answer leaves (runs/journal.py)
             return {
                 "ok": True,
                 "turn_idx": turn,
@@ -219,6 +222,7 @@ class MarketHost(Hosting):
             else:
                 result = channel.surface.call(tool, args, key, made_for)
             await self._after_call(window)
+            self.life.acknowledge()
             return result
 
     async def wait_for_window(self, agent_id: str) -> None:
@@ -259,6 +263,7 @@ class MarketHost(Hosting):
             self.channels[merchant].protocol.forced_windows.append(window)
         await self._in_thread(market.close_window)
         await self._after_call(window)
+        self.life.acknowledge()
 
     # --- usage, registration, summary -------------------------------------------------------------
     async def register(self, agent_id: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -268,6 +273,7 @@ class MarketHost(Hosting):
             record = self.life.records[agent_id]
             record.manifest.record_registration(payload)
             record.manifest.write(record.run_dir)
+            self.life.acknowledge()
             return {"ok": True, **payload}
 
     async def record_usage(self, agent_id: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -286,6 +292,7 @@ class MarketHost(Hosting):
                 run = self.life.records[agent_id]
                 run.manifest.record_agent(channel.driver.outcome().usage, None)
                 run.manifest.write(run.run_dir)
+            self.life.acknowledge()
             return {"ok": True, "usage_id": usage_id, "duplicate": known is not None}
 
     def summary(self, viewer: str | None = None) -> dict[str, Any]:
@@ -331,6 +338,7 @@ class MarketHost(Hosting):
             window = self.life.market.window
             await self._in_thread(play, session)
             await self._after_call(window)
+            self.life.acknowledge()
 
     async def rewind(self, blob: bytes) -> None:
         """Restore the market to a `market.snapshot()` blob, reopening a finished record. Not
