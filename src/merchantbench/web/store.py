@@ -10,9 +10,10 @@ When the checkpoint is taken: `call` checkpoints a closed window before it retur
 caller settles later (`settle=False`, then `settle()`): the web routes answer first and
 checkpoint right after the answer has gone out, so the person never waits for the checkpoint's
 disk syncs. Fast-forward checkpoints by wall time while it runs (every `FORWARD_CHECKPOINT_SECONDS`,
-like the CLI's `CheckpointPolicy`) and settles when it stops. A kill before a checkpoint loses
-what came after the previous one (the page then shows that earlier window); the record is cut
-back to the checkpoint on resume, so the same actions played again give the same bytes.
+like the CLI's `CheckpointPolicy`) and settles when it stops. Every answered action is on disk
+before its answer leaves (`RunLifecycle.acknowledge`, runs/journal.py): a killed server resumes
+from the checkpoint and replays the logged actions after it, so the page finds every answered
+action again; one in flight when the server died may or may not be there.
 """
 
 from __future__ import annotations
