@@ -50,6 +50,7 @@ from merchantbench.tools.agent_input import (
     check_call,
     safe_text,
 )
+from merchantbench.tools.answer_log import AnswerLog
 from merchantbench.tools.errors import failure
 from merchantbench.tools.observation import build_observation, system_brief
 from merchantbench.tools.status import StoreStatus, store_status
@@ -66,18 +67,6 @@ class SessionRecorder(Protocol):
 
     def window_opened(self, session: Session) -> None:
         """A window opened (or the run drained: `session.over`)."""
-
-
-class AnsweredCalls(Protocol):
-    """The open window's answered calls by key, for a host that acknowledges calls to someone
-    outside its process (runs/journal.py): a call retried with the same key and arguments is
-    answered from here, leaving no second trace line and counting no second call."""
-
-    def lookup(self, window: int, key: str, tool: Any, args: Any) -> dict[str, Any] | None:
-        """The answer the call with `key` got in `window`, if it was this very call."""
-
-    def keep(self, window: int, key: str, tool: Any, args: Any, result: dict[str, Any]) -> None:
-        """Remember the answer of a recorded call made with `key` in `window`."""
 
 
 @dataclass
@@ -122,7 +111,7 @@ class Session:
         # Who makes the environment calls, as the trace records it (metrics count both).
         self.env_origin: str = "env"
         self.recorder: SessionRecorder | None = None
-        self.answered: AnsweredCalls | None = None  # exactly once (runs/journal.py), or None
+        self.answered = AnswerLog()  # exactly once for keyed retries (tools/answer_log.py)
 
     @classmethod
     def open(
@@ -226,12 +215,11 @@ class Session:
             refused = window_bound(self.registry, tool, window, self.engine.window)
             if refused is not None:
                 return refused
-        answered = self.answered if idempotency_key is not None else None
-        if answered is not None:
-            known = answered.lookup(self.engine.window, idempotency_key, tool, args)  # type: ignore[arg-type]
+        if idempotency_key is not None:
+            called_in = self.engine.window
+            known = self.answered.lookup(called_in, idempotency_key, tool, args)
             if known is not None:
                 return known
-            called_in = self.engine.window
         try:
             checked = check_call(tool, args, idempotency_key)
         except HostileInput as refusal:
@@ -253,8 +241,8 @@ class Session:
                 self, checked.tool, checked.args, idempotency_key=checked.idempotency_key
             )
         self._record(tool, checked, args, result, origin=self.env_origin, forced=forced)
-        if answered is not None:
-            answered.keep(called_in, idempotency_key, tool, args, result)  # type: ignore[arg-type]
+        if idempotency_key is not None:
+            self.answered.keep(called_in, idempotency_key, tool, args, result)
         if self._end_requested:
             self._end_requested = False
             self._close_window()
@@ -355,15 +343,16 @@ class Session:
     def snapshot(self) -> bytes:
         """Engine and session memory. The trace is not included: `memory.seq` says how many
         entries had been emitted, so a resumed run drops any written after the snapshot."""
-        return pickle.dumps(
-            {"engine": self.engine.snapshot(), "memory": self.memory},
-            protocol=pickle.HIGHEST_PROTOCOL,
-        )
+        state = {"engine": self.engine.snapshot(), "memory": self.memory}
+        if self.answered.calls:  # the open window's keyed answers (none: the older format)
+            state["answered"] = self.answered.to_json()
+        return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
 
     def restore(self, blob: bytes) -> None:
         saved = pickle.loads(blob)
         self.engine.restore(saved["engine"])
         self.memory = saved["memory"]
+        self.answered.take(AnswerLog.from_json(saved.get("answered")))
         self._view = None
         self._end_requested = False
 

@@ -57,7 +57,7 @@ from merchantbench.record.manifest import AgentRef, MarketRef, RunManifest
 from merchantbench.record.schema import MODEL_CALLS_FILE, RUN_FILE, TRACE_FILE, TRANSCRIPT_FILE
 from merchantbench.record.sealed import SealedError, SealedSeed, read_sealed
 from merchantbench.runs.driver import Driver, encode_state
-from merchantbench.runs.journal import AnswerLog, Journal, LoggedCalls
+from merchantbench.runs.journal import Journal, LoggedCalls
 from merchantbench.runs.kill_points import KillPoints
 from merchantbench.runs.lifecycle import CheckpointPolicy
 from merchantbench.runs.record_writer import TraceWriter, finish_store_record, git_commit
@@ -66,6 +66,7 @@ from merchantbench.runs.transcript import TranscriptFile, answers_held, cut_tran
 from merchantbench.scenario import Scenario
 from merchantbench.sim.marketplace import MERCHANT_ID
 from merchantbench.tools.agent_input import scrub
+from merchantbench.tools.answer_log import AnswerLog
 
 __all__ = [
     "ARENA_FILE",
@@ -364,9 +365,7 @@ class ArenaLifecycle:
             raise RunError(str(exc)) from None
         if self.drivers and all(d.acknowledges for d in self.drivers.values()):
             self._journal = Journal(arena_dir)
-            self._answers = {merchant: AnswerLog() for merchant in ids}
-            for merchant in ids:
-                self.market.session(merchant).answered = self._answers[merchant]
+            self._answers = {merchant: self.market.session(merchant).answered for merchant in ids}
         first = self.market.sessions[ids[0]] if ids else None
         assert first is not None
         schema = first.registry.schema_sha256()
@@ -503,8 +502,7 @@ class ArenaLifecycle:
             self._restore_drivers(json.dumps(drivers))
         saved = answers if isinstance(answers, dict) else {}
         for merchant, log in self._answers.items():
-            restored = AnswerLog.from_json(saved.get(merchant))
-            log.window, log.calls = restored.window, restored.calls
+            log.take(AnswerLog.from_json(saved.get(merchant)))
         return acknowledged if isinstance(acknowledged, dict) else {}
 
     def _replay_logged(self, logged: dict[str, tuple[LoggedCalls, int, int | None]]) -> None:

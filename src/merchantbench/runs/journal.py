@@ -39,63 +39,16 @@ from merchantbench.record.schema import JOURNAL_FILE
 from merchantbench.runs.spec import RunError
 from merchantbench.runs.transcript import json_line
 from merchantbench.session import Session
+from merchantbench.tools.answer_log import AnswerLog
 from merchantbench.tools.errors import failure
 
 RAW = "_raw"  # what the trace keeps of input refused before any tool saw it (session._record)
 
-__all__ = ["AnswerLog", "Journal", "JournalMismatch", "LoggedCalls", "call_fingerprint"]
+__all__ = ["AnswerLog", "Journal", "JournalMismatch", "LoggedCalls"]
 
 
 class JournalMismatch(RunError):
     """A logged call did not give its logged line again: the record and the code disagree."""
-
-
-def call_fingerprint(tool: Any, args: Any) -> str | None:
-    """The call as canonical text: the same call however its arguments were spelled (None for
-    arguments that are not JSON at all: such a call is never answered from the log)."""
-    try:
-        if isinstance(args, str):
-            args = json.loads(args) if args.strip() else {}
-        elif args is None:
-            args = {}
-        return f"{tool}:{json.dumps(args, sort_keys=True, separators=(',', ':'))}"
-    except (TypeError, ValueError, RecursionError):
-        return None
-
-
-class AnswerLog:
-    """The open window's answered keyed calls (the session's `AnsweredCalls`)."""
-
-    def __init__(self, window: int = -1, calls: dict[str, dict[str, Any]] | None = None) -> None:
-        self.window = window
-        self.calls: dict[str, dict[str, Any]] = calls or {}
-        self.replaying = False  # a resume makes the logged calls again: none is answered here
-
-    def lookup(self, window: int, key: str, tool: Any, args: Any) -> dict[str, Any] | None:
-        if self.replaying or window != self.window or key not in self.calls:
-            return None
-        known = self.calls[key]
-        if known["call"] != call_fingerprint(tool, args):
-            return None  # another call with this key: the tool layer answers the conflict
-        answer: dict[str, Any] = json.loads(known["answer"])
-        return answer
-
-    def keep(self, window: int, key: str, tool: Any, args: Any, result: dict[str, Any]) -> None:
-        if window != self.window:
-            self.window, self.calls = window, {}
-        fingerprint = call_fingerprint(tool, args)
-        if fingerprint is not None and key not in self.calls:
-            answer = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
-            self.calls[key] = {"call": fingerprint, "answer": answer}
-
-    def to_json(self) -> dict[str, Any]:
-        return {"window": self.window, "calls": self.calls}
-
-    @classmethod
-    def from_json(cls, saved: Any) -> AnswerLog:
-        if not isinstance(saved, dict):
-            return cls()
-        return cls(int(saved.get("window", -1)), dict(saved.get("calls") or {}))
 
 
 class Journal:

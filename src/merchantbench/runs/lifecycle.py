@@ -76,13 +76,14 @@ from merchantbench.record.schema import (
 )
 from merchantbench.record.words import WORDS_KEY, append_words, cut_words
 from merchantbench.runs.driver import PLAYED_BY, Driver, encode_state
-from merchantbench.runs.journal import AnswerLog, Journal, LoggedCalls
+from merchantbench.runs.journal import Journal, LoggedCalls
 from merchantbench.runs.kill_points import KillPoints
 from merchantbench.runs.record_writer import TraceWriter, finish_store_record, git_commit
 from merchantbench.runs.spec import RunError, RunSpec
 from merchantbench.runs.transcript import TranscriptFile, answers_held, cut_transcript
 from merchantbench.session import Session
 from merchantbench.surface import AgentSurface
+from merchantbench.tools.answer_log import AnswerLog
 
 if TYPE_CHECKING:
     from merchantbench.metrics.record import RunRecord
@@ -249,8 +250,7 @@ class RunLifecycle:
         )  # fmt: skip
         self.session = session
         if driver is not None and driver.acknowledges:
-            self._journal, self._answers = Journal(run_dir), AnswerLog()
-            session.answered = self._answers
+            self._journal, self._answers = Journal(run_dir), session.answered
         noted: int | None = None  # the last window whose observation the transcript holds
         if resume:
             noted = self._restore(meta, hidden)
@@ -377,8 +377,8 @@ class RunLifecycle:
         acknowledged, driver, saved = self._journal.load()
         if driver is not None:
             self.driver.restore(driver)
-        answers = AnswerLog.from_json(saved)
-        self._answers.window, self._answers.calls = answers.window, answers.calls
+        if saved is not None:
+            self._answers.take(AnswerLog.from_json(saved))
         if not isinstance(acknowledged, int):
             raise CheckpointError(f"{self._journal.path.name} is not a single run's journal")
         if acknowledged <= seq:
