@@ -66,12 +66,12 @@ class Journal:
         """The last acknowledged trace entry (0: none; a market journals each merchant's, as a
         dict), the driver's last journaled state (None: none journaled) and the answers of the
         last base line (`AnswerLog.to_json`, or a market's dict of them). Every acknowledged
-        point after the base is kept in `points`, in order. A torn last line (the process died
+        point (base lines too) is kept in `points`, in order. A torn last line (the process died
         writing it: that request was never answered) is ignored."""
         acknowledged: Any = 0
         driver: Any = None
         answers: Any = None
-        self.points: list[Any] = []
+        self.points = []
         if not self.path.is_file():
             return acknowledged, driver, answers
         for line in self.path.read_bytes().split(b"\n"):
@@ -148,7 +148,8 @@ class LoggedCalls:
         self._next = 0  # the next entry to replay
         self._session: Session
         self._recorder: Any = None
-        self._transcribed, self._noted = 0, None
+        self._transcribed = 0
+        self._noted: int | None = None
 
     def replay(self, session: Session, transcribed: int, noted: int | None) -> None:
         """Make every logged call again, as its caller made it, with the session's trace sink
