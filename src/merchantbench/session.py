@@ -53,6 +53,7 @@ from merchantbench.tools.agent_input import (
 from merchantbench.tools.answer_log import AnswerLog
 from merchantbench.tools.errors import failure
 from merchantbench.tools.observation import build_observation, system_brief
+from merchantbench.tools.schema import IDEMPOTENCY_KEY
 from merchantbench.tools.status import StoreStatus, store_status
 from merchantbench.tools.toolset import END_OF_STEP, build_registry
 from merchantbench.tools.window_bound import window_bound
@@ -215,15 +216,16 @@ class Session:
             refused = window_bound(self.registry, tool, window, self.engine.window)
             if refused is not None:
                 return refused
-        if idempotency_key is not None:
-            called_in = self.engine.window
-            known = self.answered.lookup(called_in, idempotency_key, tool, args)
-            if known is not None:
-                return known
         try:
             checked = check_call(tool, args, idempotency_key)
         except HostileInput as refusal:
             return self.refuse(tool, args, refusal.result, forced=forced)
+        key = checked.idempotency_key or checked.args.get(IDEMPOTENCY_KEY)
+        called_in = self.engine.window
+        if isinstance(key, str):
+            known = self.answered.lookup(called_in, key, checked.tool, checked.args)
+            if known is not None:
+                return known
         if self.over:
             result = failure("run_over", "the run has ended; no more calls")
         elif self.waiting:
@@ -241,8 +243,8 @@ class Session:
                 self, checked.tool, checked.args, idempotency_key=checked.idempotency_key
             )
         self._record(tool, checked, args, result, origin=self.env_origin, forced=forced)
-        if idempotency_key is not None:
-            self.answered.keep(called_in, idempotency_key, tool, args, result)
+        if isinstance(key, str):
+            self.answered.keep(called_in, key, checked.tool, checked.args, result)
         if self._end_requested:
             self._end_requested = False
             self._close_window()
