@@ -69,6 +69,11 @@ class Refusal(StrEnum):
         "after `end_of_step` in one batch",
     )  # fmt: skip
     RUN_OVER = ("run_over", "window", "the run has ended; nothing more runs")
+    WINDOW_ENDED = (
+        "window_ended", "window",
+        "a write or `end_of_step` made for a window that has ended (the `X-Window` it names is "
+        "not the open window): nothing was done, look at the store again",
+    )  # fmt: skip
     PAUSED = (
         "paused", "window",
         "the playground's store is paused: nothing runs until the person presses Continue",

@@ -52,10 +52,13 @@ from merchantbench.tools.agent_input import (
     check_call,
     safe_text,
 )
+from merchantbench.tools.answer_log import AnswerLog
 from merchantbench.tools.errors import failure
 from merchantbench.tools.observation import build_observation, system_brief
+from merchantbench.tools.schema import IDEMPOTENCY_KEY
 from merchantbench.tools.status import StoreStatus, store_status
 from merchantbench.tools.toolset import END_OF_STEP, build_registry
+from merchantbench.tools.window_bound import window_bound
 
 
 class SessionRecorder(Protocol):
@@ -111,6 +114,7 @@ class Session:
         # Who makes the environment calls, as the trace records it (metrics count both).
         self.env_origin: str = "env"
         self.recorder: SessionRecorder | None = None
+        self.answered = AnswerLog()  # exactly once for keyed retries (tools/answer_log.py)
 
     @classmethod
     def open(
@@ -200,16 +204,30 @@ class Session:
         idempotency_key: str | None = None,
         *,
         forced: bool = False,
+        window: int | None = None,
     ) -> dict[str, Any]:
         """Run one environment tool for the agent; never raises for bad input.
 
         Hostile input (invalid text, oversize or deep nesting, non-finite numbers, non-JSON
         values) is refused here, before any tool sees it (merchantbench.tools.agent_input).
+        `window`: the window a write was made for; a write for an ended window is refused
+        unrecorded (tools/window_bound.py). A keyed call the `answered` log knows is answered
+        from it, unrecorded.
         """
+        if window is not None:
+            refused = window_bound(self.registry, tool, window, self.engine.window)
+            if refused is not None:
+                return refused
         try:
             checked = check_call(tool, args, idempotency_key)
         except HostileInput as refusal:
             return self.refuse(tool, args, refusal.result, forced=forced)
+        key = checked.idempotency_key or checked.args.get(IDEMPOTENCY_KEY)
+        called_in = self.engine.window
+        if isinstance(key, str):
+            known = self.answered.lookup(called_in, key, checked.tool, checked.args)
+            if known is not None:
+                return known
         if self.over:
             result = failure(Refusal.RUN_OVER, "the run has ended; no more calls")
         elif self.waiting:
@@ -227,6 +245,8 @@ class Session:
                 self, checked.tool, checked.args, idempotency_key=checked.idempotency_key
             )
         self._record(tool, checked, args, result, origin=self.env_origin, forced=forced)
+        if isinstance(key, str):
+            self.answered.keep(called_in, key, checked.tool, checked.args, result)
         if self._end_requested:
             self._end_requested = False
             self._close_window()
@@ -325,15 +345,16 @@ class Session:
     def snapshot(self) -> bytes:
         """Engine and session memory. The trace is not included: `memory.seq` says how many
         entries had been emitted, so a resumed run drops any written after the snapshot."""
-        return pickle.dumps(
-            {"engine": self.engine.snapshot(), "memory": self.memory},
-            protocol=pickle.HIGHEST_PROTOCOL,
-        )
+        state = {"engine": self.engine.snapshot(), "memory": self.memory}
+        if self.answered.calls:  # the open window's keyed answers (none: the older format)
+            state["answered"] = self.answered.to_json()
+        return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
 
     def restore(self, blob: bytes) -> None:
         saved = pickle.loads(blob)
         self.engine.restore(saved["engine"])
         self.memory = saved["memory"]
+        self.answered.take(AnswerLog.from_json(saved.get("answered")))
         self._view = None
         self._end_requested = False
 

@@ -95,6 +95,7 @@ class AgentSurface:
         tool: str,
         args: dict[str, Any] | str | None = None,
         idempotency_key: str | None = None,
+        window: int | None = None,
     ) -> dict[str, Any]:
         """Run one environment tool; never raises for bad input.
 
@@ -103,11 +104,13 @@ class AgentSurface:
             args: Its arguments, as a dict or a JSON object string.
             idempotency_key: Optional key: a state-changing call repeated with the same key and
                 arguments returns the first outcome without acting again.
+            window: Optional: the window (0-based) this call was decided in. A write for a
+                window that has ended is refused (`window_ended`) and changes nothing.
 
         Returns:
             The tool's JSON-able result; `{"ok": false, "error": {"code", "message"}}` on refusal.
         """
-        return self.__host.call(tool, args, idempotency_key)
+        return self.__host.call(tool, args, idempotency_key, window=window)
 
     @property
     def window(self) -> int:

@@ -30,8 +30,10 @@ def test_a_served_merchant_passes_every_check_and_agrees_with_the_market(adapter
 def test_the_leak_scan_catches_the_rivals_note_sent_over_the_wire(adapter, monkeypatch):
     served = MarketHost.call_tool
 
-    async def leaky(self: MarketHost, agent_id: str, tool: str, args: Any, key: Any) -> Any:
-        result = await served(self, agent_id, tool, args, key)
+    async def leaky(
+        self: MarketHost, agent_id: str, tool: str, args: Any, key: Any, *window: Any
+    ) -> Any:
+        result = await served(self, agent_id, tool, args, key, *window)
         if tool == "read_memory_doc" and result.get("ok"):
             rival = self.channels[RIVAL].session.memory_doc
             result = {**result, "content": rival}

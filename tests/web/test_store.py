@@ -123,16 +123,33 @@ def test_ending_a_window_that_is_no_longer_open_is_refused(tmp_path: Path) -> No
     first = client.post(end, headers=key, json={}).json()
     assert first["result"]["ok"] and first["state"]["store"]["window"] == 1
     again = client.post(end, headers=key, json={}).json()  # a double click
-    assert again["result"]["error"]["code"] == "window_closed"
+    assert again["result"]["error"]["code"] == "window_ended"
     assert again["state"]["store"]["window"] == 1
     ahead = client.post(end, headers={"X-Window": "5"}, json={}).json()
-    assert ahead["result"]["error"]["code"] == "window_closed"
+    assert ahead["result"]["error"]["code"] == "window_ended"
     for bad in ("-1", "two"):
         assert client.post(end, headers={"X-Window": bad}, json={}).status_code == 422
     trace = (tmp_path / "p1" / "trace.jsonl").read_text().splitlines()
     assert [json.loads(line)["tool"] for line in trace] == ["end_of_step"]  # refusals ran nothing
     closed = client.post(end, headers={"X-Window": "1"}, json={}).json()
     assert closed["result"]["ok"] and closed["state"]["store"]["window"] == 2
+
+
+def test_a_write_from_a_stale_tab_is_refused_not_applied_to_the_next_window(
+    tmp_path: Path,
+) -> None:
+    [seat] = PlayRoom(tmp_path).create(SCENARIO, [7])
+    client = TestClient(create_web_app(play_dir=tmp_path))
+    base = f"/play/{seat.token}/call"
+    assert client.post(f"{base}/end_of_step", headers={"X-Window": "0"}, json={}).status_code == 200
+    note = {"content": "from the old tab", "mode": "append"}
+    stale = client.post(f"{base}/write_memory_doc", headers={"X-Window": "0"}, json=note).json()
+    error = stale["result"]["error"]
+    assert error["code"] == "window_ended" and "window 1, which is not open" in error["message"]
+    read = client.post(f"{base}/read_memory_doc", headers={"X-Window": "0"}, json={}).json()
+    assert read["result"]["ok"] and "old tab" not in read["result"]["content"]
+    trace = (tmp_path / "p1" / "trace.jsonl").read_text().splitlines()
+    assert [json.loads(line)["tool"] for line in trace] == ["end_of_step", "read_memory_doc"]
 
 
 def test_the_page_takes_the_servers_config(tmp_path: Path) -> None:

@@ -15,6 +15,9 @@ TRACE_FILE = "trace.jsonl"
 TRANSCRIPT_FILE = "transcript.jsonl"  # what each window showed and each call answered
 MODEL_CALLS_FILE = "model_calls.jsonl"  # one line per model call of an LLM agent
 MODEL_WORDS_FILE = "model_words.jsonl.gz"  # what the model said at each call (record/words.py)
+# A run played from outside: the protocol's state after each acknowledged call, and the open
+# window's answers at the last checkpoint (runs/journal.py); removed once the run is finished.
+JOURNAL_FILE = "journal.jsonl"
 TIMESERIES_FILE = "timeseries.parquet"
 ORDERS_FILE = "orders.parquet"
 DAILY_FILE = "daily.parquet"

@@ -79,6 +79,9 @@ class Replayer:
             )
         else:
             self.session, self._emitted = merchant
+        # Every call the trace holds is made again: none is answered from the log of retries
+        # (a retry the run answered from it left no line; records older than it keep theirs).
+        self.session.answered.replaying = True
         self._recorder = _Lines()
         self._transcript: Transcript | None = None
         if check_reads:

@@ -58,14 +58,16 @@ from merchantbench.record.manifest import AgentRef, MarketRef, RunManifest
 from merchantbench.record.schema import MODEL_CALLS_FILE, RUN_FILE, TRACE_FILE, TRANSCRIPT_FILE
 from merchantbench.record.sealed import SealedError, SealedSeed, read_sealed
 from merchantbench.runs.driver import Driver, encode_state
+from merchantbench.runs.journal import Journal, LoggedCalls
 from merchantbench.runs.kill_points import KillPoints
 from merchantbench.runs.lifecycle import CheckpointPolicy
 from merchantbench.runs.record_writer import TraceWriter, finish_store_record, git_commit
 from merchantbench.runs.spec import RunError
-from merchantbench.runs.transcript import TranscriptFile, cut_transcript
+from merchantbench.runs.transcript import TranscriptFile, answers_held, cut_transcript
 from merchantbench.scenario import Scenario
 from merchantbench.sim.marketplace import MERCHANT_ID
 from merchantbench.tools.agent_input import scrub
+from merchantbench.tools.answer_log import AnswerLog
 
 __all__ = [
     "ARENA_FILE",
@@ -212,16 +214,22 @@ class _MerchantRecord:
         self.transcript: TranscriptFile | None = None
         self.manifest: RunManifest
         self.metrics: dict[str, Any] | None = None
+        self.replaying: LoggedCalls | None = None  # a resume makes acknowledged calls again
 
     def write(self, entry: dict[str, Any]) -> None:
+        if self.replaying is not None:
+            self.replaying.check(entry)  # a logged call made again: its line is there
+            return
         if self.trace is None:
             raise RunError(f"{self.run_dir}: the run record is closed; no more trace entries")
         self.trace.write(entry)
 
-    def cut(self, seq: int, model_calls: int | None) -> int | None:
-        """Cut trace, model-call log and transcript back to a checkpoint (as a run's resume)."""
+    def cut(self, seq: int, model_calls: int | None, transcribed: int | None = None) -> int | None:
+        """Cut trace, model-call log and transcript back to a checkpoint (as a run's resume;
+        the transcript to `transcribed` answers, default `seq`)."""
         path = self.run_dir / TRANSCRIPT_FILE
-        kept, noted = cut_transcript(path, seq) if path.is_file() else (None, None)
+        keep = seq if transcribed is None else transcribed
+        kept, noted = cut_transcript(path, keep) if path.is_file() else (None, None)
         cuts = [(self.run_dir / TRACE_FILE, cut_trace(self.run_dir / TRACE_FILE, seq))]
         if model_calls is not None:
             calls = self.run_dir / MODEL_CALLS_FILE
@@ -231,13 +239,24 @@ class _MerchantRecord:
                 write_cut(record, data)
         return noted
 
-    def open(self, session: MerchantSession, transcribe: bool, noted: int | None) -> None:
+    def open(
+        self, session: MerchantSession, transcribe: bool, noted: int | None, replay: bool = False
+    ) -> None:
+        """Open the records for appending; the transcript notes the open window's observation
+        unless it holds it (or a replay of logged calls is to come: it notes it then)."""
         self.trace = TraceWriter(self.run_dir / TRACE_FILE, self._kill)
         if transcribe:
             self.transcript = TranscriptFile(self.run_dir / TRANSCRIPT_FILE)
             session.recorder = self.transcript
-            if noted != session.window:
+            if noted != session.window and not replay:
                 self.transcript.window_opened(session)
+
+    def acknowledge(self) -> None:
+        """The trace synced, the transcript handed to the OS (runs/journal.py)."""
+        if self.transcript is not None:
+            self.transcript.flush()
+        if self.trace is not None:
+            self.trace.sync()
 
     def sync(self, agent: Player[Any]) -> None:
         if self.trace is not None:
@@ -281,6 +300,9 @@ class ArenaLifecycle:
         self.drivers: dict[str, Driver[Any]] = {}
         self.metrics: dict[str, dict[str, Any]] | None = None
         self._last_checkpoint = time.monotonic()
+        # A market played from outside acknowledges each call durably (runs/journal.py).
+        self._journal: Journal | None = None
+        self._answers: dict[str, AnswerLog] = {}
         self.market: MarketSession  # set by open
         self.manifest: ArenaManifest  # set by open
 
@@ -342,6 +364,9 @@ class ArenaLifecycle:
             )
         except MarketError as exc:
             raise RunError(str(exc)) from None
+        if self.drivers and all(d.acknowledges for d in self.drivers.values()):
+            self._journal = Journal(arena_dir)
+            self._answers = {merchant: self.market.session(merchant).answered for merchant in ids}
         first = self.market.sessions[ids[0]] if ids else None
         assert first is not None
         schema = first.registry.schema_sha256()
@@ -443,19 +468,62 @@ class ArenaLifecycle:
                 self.agents = agents
         elif not self.drivers:
             self.agents = {e.merchant: make_agent(e.agent, e.settings) for e in self.spec.entrants}
+        acknowledged = self._journaled() if self._journal is not None else {}
+        logged: dict[str, tuple[LoggedCalls, int, int | None]] = {}
         for merchant, record in self.records.items():
             session = self.market.session(merchant)
+            seq = session.memory.seq
+            keep = max(seq, acknowledged.get(merchant, seq))
+            transcript = record.run_dir / TRANSCRIPT_FILE
             try:
                 record.manifest = RunManifest.model_validate_json(
                     (record.run_dir / RUN_FILE).read_text()
                 )
-                noted = record.cut(session.memory.seq, self.player(merchant).model_calls_seq)
+                calls = LoggedCalls.between(record.run_dir / TRACE_FILE, seq, keep)
+                held = answers_held(transcript) if transcript.is_file() else seq
+                transcribed = max(seq, min(keep, held))
+                model_calls = self.player(merchant).model_calls_seq
+                noted = record.cut(keep, model_calls, transcribed)
             except (OSError, ValueError, CheckpointError) as exc:
                 raise RunError(f"cannot resume: {record.run_dir}: {exc}") from None
             record.manifest.reopen()
-            transcribe = (record.run_dir / TRANSCRIPT_FILE).is_file()
-            record.open(session, transcribe, noted)
+            record.open(session, transcript.is_file(), noted, replay=bool(calls.entries))
+            if calls.entries:
+                logged[merchant] = (calls, transcribed, noted)
+        if logged:
+            self._replay_logged(logged)
         self.manifest.ended = self.manifest.error = None
+
+    def _journaled(self) -> dict[str, int]:
+        """Each merchant's last acknowledged trace entry, and the drivers' and the answer logs'
+        journaled state taken back (runs/journal.py)."""
+        assert self._journal is not None
+        acknowledged, drivers, answers = self._journal.load()
+        if drivers is not None:
+            self._restore_drivers(json.dumps(drivers))
+        saved = answers if isinstance(answers, dict) else {}
+        for merchant, log in self._answers.items():
+            log.take(AnswerLog.from_json(saved.get(merchant)))
+        return acknowledged if isinstance(acknowledged, dict) else {}
+
+    def _replay_logged(self, logged: dict[str, tuple[LoggedCalls, int, int | None]]) -> None:
+        """Make the acknowledged calls after the checkpoint again, merchant by merchant in the
+        order they were acknowledged (the journal's points), each checked against its line."""
+        assert self._journal is not None
+        for merchant, (calls, transcribed, noted) in logged.items():
+            self.records[merchant].replaying = calls
+            self._answers[merchant].replaying = True
+            calls.start(self.market.session(merchant), transcribed, noted)
+        try:
+            for point in [*self._journal.points, None]:
+                for merchant, (calls, _, _) in logged.items():
+                    calls.advance(None if point is None else point.get(merchant))
+            for calls, _, _ in logged.values():
+                calls.finish()
+        finally:
+            for merchant in logged:
+                self.records[merchant].replaying = None
+                self._answers[merchant].replaying = False
 
     def _restore_drivers(self, saved: Any) -> None:
         """Each driver's state as the checkpoint saved it (JSON text of merchant → state)."""
@@ -512,14 +580,33 @@ class ArenaLifecycle:
         if self.checkpoints.due(self.market.window, elapsed):
             self.checkpoint()
 
+    def acknowledge(self) -> None:
+        """A host is about to answer a request from outside its process: every merchant's
+        calls so far are made durable first, then the journal says how far each got, with the
+        drivers' state (runs/journal.py). A no-op for an arena of in-process agents."""
+        if self._journal is None or self.finished:
+            return
+        for record in self.records.values():
+            record.acknowledge()
+        self._journal.note(self._seqs(), self._driver_states())
+
+    def _seqs(self) -> dict[str, int]:
+        return {m: self.market.session(m).memory.seq for m in self.records}
+
+    def _driver_states(self) -> str | None:
+        if not self.drivers:
+            return None
+        encoded = {m: encode_state(d) for m, d in self.drivers.items()}
+        return json.dumps(encoded, sort_keys=True)  # JSON, never a pickled object
+
     def checkpoint(self) -> None:
         """Save the market and the agents; every record file it covers is on disk first."""
         for merchant, record in self.records.items():
             record.sync(self.player(merchant))
-        states = None
-        if self.drivers:  # JSON, never a pickled object (runs/driver.py)
-            encoded = {m: encode_state(d) for m, d in self.drivers.items()}
-            states = json.dumps(encoded, sort_keys=True)
+        states = self._driver_states()
+        if self._journal is not None:  # first: a kill before the checkpoint replays from it
+            answers = {m: log.to_json() for m, log in self._answers.items()}
+            self._journal.rebase(self._seqs(), states, answers)
         save_checkpoint(
             self.arena_dir,
             self.market.snapshot(),
@@ -527,6 +614,8 @@ class ArenaLifecycle:
             self.manifest.pins,
             states,
         )
+        if self._journal is not None:
+            self._journal.compact()
         self._last_checkpoint = time.monotonic()
         self._kill.passed("checkpoint")
         self.manifest.windows = self.market.window
@@ -545,6 +634,12 @@ class ArenaLifecycle:
             record.open(session, (record.run_dir / TRANSCRIPT_FILE).is_file(), noted)
             record.manifest.reopen()
             record.manifest.write(record.run_dir)
+        if self._journal is not None:  # the rewound market is the base (the check's host side)
+            for log in self._answers.values():
+                log.window, log.calls = -1, {}
+            answers = {m: log.to_json() for m, log in self._answers.items()}
+            self._journal.rebase(self._seqs(), self._driver_states(), answers)
+            self._journal.compact()
         self.metrics = None
         self.manifest.ended = self.manifest.finished = self.manifest.state_hash = None
         self.manifest.write(self.arena_dir)
@@ -603,6 +698,8 @@ class ArenaLifecycle:
         self.manifest.state_hash = self.market.state_hash()
         self.manifest.error = None
         self.manifest.write(self.arena_dir)
+        if self._journal is not None:
+            self._journal.remove()  # finished: nothing is left to replay
         self.metrics = metrics
         return metrics
 

@@ -36,6 +36,9 @@ class Driver(Player[SettingsT]):
     """
 
     name: ClassVar[DriverName]
+    # Its host answers someone outside this process: each answered request is made durable
+    # first (`RunLifecycle.acknowledge`, runs/journal.py) and a resume replays up to it.
+    acknowledges: ClassVar[bool] = False
 
     @classmethod
     def from_settings(cls, settings: dict[str, Any]) -> Self:

@@ -77,12 +77,14 @@ from merchantbench.record.schema import (
 )
 from merchantbench.record.words import WORDS_KEY, append_words, cut_words
 from merchantbench.runs.driver import PLAYED_BY, Driver, encode_state
+from merchantbench.runs.journal import Journal, LoggedCalls
 from merchantbench.runs.kill_points import KillPoints
 from merchantbench.runs.record_writer import TraceWriter, finish_store_record, git_commit
 from merchantbench.runs.spec import RunError, RunSpec
-from merchantbench.runs.transcript import TranscriptFile, cut_transcript
+from merchantbench.runs.transcript import TranscriptFile, answers_held, cut_transcript
 from merchantbench.session import Session
 from merchantbench.surface import AgentSurface
+from merchantbench.tools.answer_log import AnswerLog
 
 if TYPE_CHECKING:
     from merchantbench.metrics.record import RunRecord
@@ -160,6 +162,11 @@ class RunLifecycle:
         self._transcript: TranscriptFile | None = None
         self._last_checkpoint = time.monotonic()
         self._created = False  # this lifecycle made the run directory
+        # A run played from outside acknowledges each call durably (runs/journal.py).
+        self._journal: Journal | None = None
+        self._answers: AnswerLog | None = None
+        self._logged: tuple[LoggedCalls, int] | None = None  # replayed once the files are open
+        self._replaying: LoggedCalls | None = None
         self.session: Session  # set by open
         self.manifest: RunManifest  # set by open
         self.pins: RunPins  # set by open; saved with every checkpoint
@@ -243,6 +250,8 @@ class RunLifecycle:
             session.registry.schema_sha256(), spec.commitment,
         )  # fmt: skip
         self.session = session
+        if driver is not None and driver.acknowledges:
+            self._journal, self._answers = Journal(run_dir), session.answered
         noted: int | None = None  # the last window whose observation the transcript holds
         if resume:
             noted = self._restore(meta, hidden)
@@ -347,8 +356,11 @@ class RunLifecycle:
                     restored.attach_hidden_market(hidden)  # type: ignore[attr-defined]
             elif checkpoint.get("driver") is not None:
                 self.driver.restore(json.loads(checkpoint["driver"]))
+        seq, transcribed = self.session.memory.seq, None
         try:
-            noted = self._cut_records(self.session.memory.seq, self._player.model_calls_seq)
+            if self._journal is not None:
+                seq, transcribed = self._acknowledged(seq)
+            noted = self._cut_records(seq, self._player.model_calls_seq, transcribed)
         except CheckpointError as exc:
             raise RunError(f"cannot resume: {exc}") from None
         if continued is not None:
@@ -356,17 +368,43 @@ class RunLifecycle:
             meta.write(self.run_dir)
         return noted
 
-    def _cut_records(self, seq: int, model_calls: int | None) -> int | None:
+    def _acknowledged(self, seq: int) -> tuple[int, int]:
+        """A run played from outside resumes at its last acknowledged call, not at its
+        checkpoint (trace entry `seq`): the driver takes back its journaled state, and the
+        calls between are replayed once the files are open (`_open_records`). Returns the
+        trace entries to keep and the transcript answers to keep (it may lag: a kill between
+        the two files' writes; the replay writes the rest)."""
+        assert self._journal is not None and self._answers is not None and self.driver
+        acknowledged, driver, saved = self._journal.load()
+        if driver is not None:
+            self.driver.restore(driver)
+        if saved is not None:
+            self._answers.take(AnswerLog.from_json(saved))
+        if not isinstance(acknowledged, int):
+            raise CheckpointError(f"{self._journal.path.name} is not a single run's journal")
+        if acknowledged <= seq:
+            return seq, seq
+        logged = LoggedCalls.between(self.run_dir / TRACE_FILE, seq, acknowledged)
+        transcript = self.run_dir / TRANSCRIPT_FILE
+        transcribed = min(acknowledged, answers_held(transcript)) if transcript.is_file() else seq
+        self._logged = (logged, max(seq, transcribed))
+        return acknowledged, max(seq, transcribed)
+
+    def _cut_records(
+        self, seq: int, model_calls: int | None, transcribed: int | None = None
+    ) -> int | None:
         """Cut the trace, the model-call log (unless `model_calls` is None) and the transcript
-        back to `seq` trace entries and `model_calls` model calls; every file is checked before
-        any is changed. Returns the last window whose observation the transcript keeps; a
-        record without a transcript that is already under way goes on without one.
+        back to `seq` trace entries (the transcript to `transcribed` answers, default `seq`)
+        and `model_calls` model calls; every file is checked before any is changed. Returns
+        the last window whose observation the transcript keeps; a record without a transcript
+        that is already under way goes on without one.
 
         Raises:
             CheckpointError: a record is damaged within what the session covers.
         """
         path = self.run_dir / TRANSCRIPT_FILE
-        kept, noted = cut_transcript(path, seq) if path.is_file() else (None, None)
+        transcribed = seq if transcribed is None else transcribed
+        kept, noted = cut_transcript(path, transcribed) if path.is_file() else (None, None)
         cuts = [(self.run_dir / TRACE_FILE, cut_trace(self.run_dir / TRACE_FILE, seq))]
         if model_calls is not None:  # LLM agents log their model calls; keep the checkpointed
             calls = self.run_dir / MODEL_CALLS_FILE
@@ -392,10 +430,30 @@ class RunLifecycle:
         if self.transcribe:
             self._transcript = TranscriptFile(self.run_dir / TRANSCRIPT_FILE)
             self.session.recorder = self._transcript
-            if noted != self.session.window:
+            if noted != self.session.window and self._logged is None:
                 self._transcript.window_opened(self.session)
+        if self._logged is not None:
+            self._replay_logged(noted)
+
+    def _replay_logged(self, noted: int | None) -> None:
+        """Make the acknowledged calls after the checkpoint again (runs/journal.py), each
+        checked against its trace line, which stays as it is."""
+        assert self._logged is not None and self._answers is not None
+        (logged, transcribed), self._logged = self._logged, None
+        self._answers.replaying = True
+        self._replaying = logged
+        origin = self.session.env_origin
+        try:
+            logged.replay(self.session, transcribed, noted)
+        finally:
+            self._replaying = None
+            self._answers.replaying = False
+            self.session.env_origin = origin
 
     def _write(self, entry: dict[str, Any]) -> None:
+        if self._replaying is not None:
+            self._replaying.check(entry)  # a logged call made again: its line is there
+            return
         if self._trace is None:
             # The record is finished, suspended or closed: no entry may reach a closed trace.
             raise RunError(f"{self.run_dir}: the run record is closed; no more trace entries")
@@ -442,6 +500,21 @@ class RunLifecycle:
         if self._transcript is not None:
             self._transcript.flush()
 
+    def acknowledge(self) -> None:
+        """A host is about to answer a request from outside its process: make the calls
+        recorded so far durable first (the trace, then the journal's line with the driver's
+        state; runs/journal.py). The transcript is handed to the OS, not synced: what a power
+        loss takes of it, the resume's replay writes again. A run whose driver answers no one
+        outside (an in-process agent) syncs at its checkpoints only: this is a no-op."""
+        if self._journal is None or self._trace is None:
+            return
+        if self._transcript is not None:
+            self._transcript.flush()
+        self._trace.sync()
+        assert self.driver is not None
+        self._journal.note(self.session.memory.seq, encode_state(self.driver))
+        self._kill.passed("acknowledge")
+
     def checkpoint(self) -> None:
         """Save the session and the agent (or the driver's state) where they stand, mid-window
         too. Every record file the checkpoint covers is on disk first."""
@@ -451,6 +524,10 @@ class RunLifecycle:
         if self._transcript is not None:
             self._transcript.sync()
         self._flush_model_calls()
+        if self._journal is not None:  # first: a kill before the checkpoint replays from it
+            assert self._answers is not None and self.driver is not None
+            state = encode_state(self.driver)
+            self._journal.rebase(self.session.memory.seq, state, self._answers.to_json())
         save_checkpoint(
             self.run_dir,
             self.session.snapshot(),
@@ -458,6 +535,8 @@ class RunLifecycle:
             self.pins.model_dump(mode="json"),
             driver_state=None if self.driver is None else encode_state(self.driver),
         )
+        if self._journal is not None:
+            self._journal.compact()
         self._last_checkpoint = time.monotonic()
         self._kill.passed("checkpoint")
         self.manifest.progress(self.session.memory.windows_closed)
@@ -537,6 +616,8 @@ class RunLifecycle:
         )
         self._kill.passed("metrics")
         meta.write(self.run_dir)
+        if self._journal is not None:
+            self._journal.remove()  # finished: nothing is left to replay
         attest_finished(self.run_dir, meta)  # the one signing hook (record/attest.py)
         self.metrics, self.record = metrics, record
         return metrics
@@ -559,6 +640,11 @@ class RunLifecycle:
         self.session.restore(blob)
         noted = self._cut_records(self.session.memory.seq, None)
         self._open_records(noted)
+        if self._journal is not None and self._answers is not None and self.driver is not None:
+            self._answers.window, self._answers.calls = -1, {}
+            state = encode_state(self.driver)
+            self._journal.rebase(self.session.memory.seq, state, self._answers.to_json())
+            self._journal.compact()  # the rewound session is the base (the check's host side)
         self.metrics = self.record = None
         self.manifest.reopen()
         self.manifest.write(self.run_dir)
@@ -572,6 +658,8 @@ class RunLifecycle:
         if self._transcript is not None:
             self._transcript.close()
             self._transcript = None
+        if self._journal is not None:
+            self._journal.close()
         self.session.recorder = None
 
 

@@ -97,6 +97,23 @@ def _seq_and_window(line: bytes) -> tuple[int, int, bool]:
     return seq, window, False
 
 
+def answers_held(path: Path) -> int:
+    """How many answers the transcript holds in order from the first (a torn or damaged line
+    ends the count): where a resume that replays logged calls starts transcribing again."""
+    answered = 0
+    for line in path.read_bytes().split(b"\n")[:-1]:  # after the last newline: torn or empty
+        try:
+            seq, _, is_observation = _seq_and_window(line)
+        except ValueError:
+            break
+        if is_observation:
+            continue
+        if seq != answered + 1:
+            break
+        answered = seq
+    return answered
+
+
 def cut_transcript(path: Path, keep_seq: int) -> tuple[bytes, int | None]:
     """What a transcript keeps when it is cut back to a checkpoint at trace entry `keep_seq`:
     the answers 1 … `keep_seq` and the observations of the windows they opened. Lines after

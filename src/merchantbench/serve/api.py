@@ -29,18 +29,25 @@ from merchantbench.serve.registry import (
 from merchantbench.serve.settings import HostSettings, gone
 from merchantbench.sim.marketplace import MERCHANT_ID
 from merchantbench.tools.toolset import END_OF_STEP
+from merchantbench.tools.window_bound import WINDOW_ENDED, WINDOW_HEADER
 
 __all__ = ["CreateRun", "router"]
 
 router = APIRouter(prefix="/api", tags=["json api"])
 Run = Annotated[Hosted, Depends(require_run)]
 Admin = [Depends(require_admin)]
+# The window (0-based) a write was made for (tools/window_bound.py); absent: not bound.
+WindowHeader = Annotated[int | None, Header(alias=WINDOW_HEADER, ge=0, le=1_000_000)]
 MAX_SEED = 2**63 - 1
 MAX_MERCHANTS = 16
 GONE: dict[int | str, dict[str, Any]] = {410: {"description": "the run is over"}}
 CLOSED: dict[int | str, dict[str, Any]] = {
     **GONE,
     425: {"description": "no window is open (the run is paused)"},
+}
+WINDOW_BOUND: dict[int | str, dict[str, Any]] = {
+    **CLOSED,
+    409: {"description": "`X-Window` names a window that has ended: nothing was done"},
 }
 
 
@@ -227,17 +234,30 @@ async def _store(side: Side | RecordedRun | RecordedMarket) -> dict[str, Any]:
         return side.surface.status().to_json()
 
 
-async def _end_window(side: Side | RecordedRun | RecordedMarket) -> dict[str, Any]:
-    result = await side.call_tool(END_OF_STEP, {}, None)
+async def _end_window(
+    side: Side | RecordedRun | RecordedMarket, made_for: int | None
+) -> JSONResponse:
+    result = await side.call_tool(END_OF_STEP, {}, None, made_for)
     if isinstance(side, RecordedRun | RecordedMarket):
-        return {"result": result}
+        return _tool_answer({"result": result}, result)
     async with side.cond:  # not while another request simulates a window
-        return {
-            "result": result,
-            "tick": side.tick(),
-            "status": side.status,
-            "store": side.surface.status().to_json(),
-        }
+        return _tool_answer(
+            {
+                "result": result,
+                "tick": side.tick(),
+                "status": side.status,
+                "store": side.surface.status().to_json(),
+            },
+            result,
+        )
+
+
+def _tool_answer(body: dict[str, Any], result: dict[str, Any] | None = None) -> JSONResponse:
+    """A tool's answer: HTTP 200, or 409 for a write refused because its window ended."""
+    result = body if result is None else result
+    error = result.get("error") if result.get("ok") is False else None
+    ended = isinstance(error, dict) and error.get("code") == WINDOW_ENDED
+    return fast_json(body, 409 if ended else 200)
 
 
 @router.get("/runs/{run_id}/observation", responses=GONE)
@@ -254,22 +274,27 @@ async def store_status(host: Run) -> dict[str, Any]:
     return await _store(_single(host))
 
 
-@router.post("/runs/{run_id}/tools/{tool}", responses=CLOSED)
+@router.post("/runs/{run_id}/tools/{tool}", responses=WINDOW_BOUND)
 async def call_tool(
     tool: str,
     host: Run,
     arguments: Annotated[dict[str, Any] | None, Body()] = None,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+    x_window: WindowHeader = None,
 ) -> JSONResponse:
     """Call one tool with a JSON object of arguments; the answer is the tool's own JSON (a
-    refusal is `{"ok": false, "error": ...}` with HTTP 200, as the agent would see it)."""
-    return fast_json(await _single(host).call_tool(tool, arguments or {}, idempotency_key))
+    refusal is `{"ok": false, "error": ...}` with HTTP 200, as the agent would see it). With
+    `X-Window` (the 0-based window the write was made for), a write for a window that has
+    ended is refused, changing nothing: HTTP 409, error code `window_ended`."""
+    side = _single(host)
+    return _tool_answer(await side.call_tool(tool, arguments or {}, idempotency_key, x_window))
 
 
-@router.post("/runs/{run_id}/end-window", responses=CLOSED)
-async def end_window(host: Run) -> dict[str, Any]:
-    """Close the open window (`end_of_step`); the next one opens at once."""
-    return await _end_window(_single(host))
+@router.post("/runs/{run_id}/end-window", responses=WINDOW_BOUND)
+async def end_window(host: Run, x_window: WindowHeader = None) -> JSONResponse:
+    """Close the open window (`end_of_step`); the next one opens at once (`X-Window`: as for
+    a tool call)."""
+    return await _end_window(_single(host), x_window)
 
 
 # --- one agent's JSON API (a market's merchants; a single run's agent too) -----------------------
@@ -289,7 +314,7 @@ async def agent_store(agent_id: str, host: Run, request: Request) -> dict[str, A
     return await _store(_side(host, agent_id, request))
 
 
-@router.post(AGENT + "/tools/{tool}", responses=CLOSED)
+@router.post(AGENT + "/tools/{tool}", responses=WINDOW_BOUND)
 async def agent_call_tool(
     agent_id: str,
     tool: str,
@@ -297,17 +322,20 @@ async def agent_call_tool(
     request: Request,
     arguments: Annotated[dict[str, Any] | None, Body()] = None,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+    x_window: WindowHeader = None,
 ) -> JSONResponse:
-    """One tool call of one agent (as `POST /api/runs/{run}/tools/{tool}`)."""
+    """One tool call of one agent (as `POST /api/runs/{run}/tools/{tool}`, `X-Window` too)."""
     side = _side(host, agent_id, request)
-    return fast_json(await side.call_tool(tool, arguments or {}, idempotency_key))
+    return _tool_answer(await side.call_tool(tool, arguments or {}, idempotency_key, x_window))
 
 
-@router.post(AGENT + "/end-window", responses=CLOSED)
-async def agent_end_window(agent_id: str, host: Run, request: Request) -> dict[str, Any]:
+@router.post(AGENT + "/end-window", responses=WINDOW_BOUND)
+async def agent_end_window(
+    agent_id: str, host: Run, request: Request, x_window: WindowHeader = None
+) -> JSONResponse:
     """Close one agent's window. In a market the hours run when every merchant still trading
     has closed it; until then this merchant's calls answer 425 `window_closed`."""
-    return await _end_window(_side(host, agent_id, request))
+    return await _end_window(_side(host, agent_id, request), x_window)
 
 
 @router.post("/runs/{run_id}/pause", dependencies=Admin, responses=GONE)

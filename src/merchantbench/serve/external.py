@@ -67,6 +67,7 @@ class ExternalDriver(Driver[ExternalSettings]):
     """The driver of a run served over HTTP (see the module docstring)."""
 
     name = "external"
+    acknowledges = True
     Settings = ExternalSettings
 
     def __init__(self, config: ExternalSettings | None = None) -> None:

@@ -94,7 +94,9 @@ class RunHost(AgentChannel, Hosting):
                     ) from None  # fmt: skip
             if self.finished:
                 raise gone()
-            return self.packet()
+            packet = self.packet()
+            self.life.acknowledge()  # the brief served (the protocol's memory)
+            return packet
 
     # --- acting -------------------------------------------------------------------------------
     async def act(self, messages: Any, token_usage: Any, step_header: str | None) -> dict[str, Any]:
@@ -117,6 +119,7 @@ class RunHost(AgentChannel, Hosting):
                 add_usage(state.act_usage, token_usage)
             if step_done:
                 await self._after_window()
+            self.life.acknowledge()  # durable before the answer leaves (runs/journal.py)
             return {
                 "ok": True,
                 "turn_idx": turn,
@@ -134,17 +137,21 @@ class RunHost(AgentChannel, Hosting):
         self.protocol.enter(self.surface.window)
 
     # --- our JSON API -------------------------------------------------------------------------
-    async def call_tool(self, tool: str, args: Any, key: str | None) -> dict[str, Any]:
-        """One tool call (the small JSON API); `end_of_step` closes the window."""
+    async def call_tool(
+        self, tool: str, args: Any, key: str | None, made_for: int | None = None
+    ) -> dict[str, Any]:
+        """One tool call (the small JSON API); `end_of_step` closes the window. `made_for`:
+        the window the write was made for (`X-Window`; tools/window_bound.py)."""
         async with self.cond:
             self._require_open()
             window = self.surface.window
             if tool == END_OF_STEP:
-                result = await self._in_thread(self.surface.call, tool, args, key)
+                result = await self._in_thread(self.surface.call, tool, args, key, made_for)
             else:
-                result = self.surface.call(tool, args, key)
+                result = self.surface.call(tool, args, key, made_for)
             if self.surface.over or self.surface.window != window:
                 await self._after_window()
+            self.life.acknowledge()
             return result
 
     # --- window ends, finish ------------------------------------------------------------------
@@ -152,6 +159,7 @@ class RunHost(AgentChannel, Hosting):
         self.protocol.forced_windows.append(self.surface.window)
         await self._in_thread(self.session.force_end_of_step)
         await self._after_window()
+        self.life.acknowledge()
 
     async def _after_window(self) -> None:
         """A window closed: finish the run, or checkpoint (when due) and open the next one."""
@@ -169,6 +177,7 @@ class RunHost(AgentChannel, Hosting):
             self.protocol.registration = payload
             self.life.manifest.record_registration(payload)
             self.life.write_manifest()
+            self.life.acknowledge()
             return {"ok": True, **payload}
 
     async def record_usage(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -185,6 +194,7 @@ class RunHost(AgentChannel, Hosting):
             if self.finished and known is None:  # the record is final but for the usage
                 self.life.manifest.record_agent(self.driver.outcome().usage, None)
                 self.life.write_manifest()
+            self.life.acknowledge()
             return {"ok": True, "usage_id": usage_id, "duplicate": known is not None}
 
     def summary(self) -> dict[str, Any]:

@@ -148,7 +148,9 @@ class MarketHost(Hosting):
                         timeout=timeout,
                     ) from None  # fmt: skip
             self.require_live(channel)
-            return channel.packet()
+            packet = channel.packet()
+            self.life.acknowledge()  # the brief served (the protocol's memory)
+            return packet
 
     def _open_for(self, channel: MerchantChannel) -> bool:
         return not self.settings.paused and not channel.session.waiting
@@ -196,6 +198,7 @@ class MarketHost(Hosting):
             if isinstance(token_usage, dict):
                 add_usage(state.act_usage, token_usage)
             released = await self._after_call(window)
+            self.life.acknowledge()  # durable before the answer leaves (runs/journal.py)
             return {
                 "ok": True,
                 "turn_idx": turn,
@@ -206,18 +209,20 @@ class MarketHost(Hosting):
             }
 
     async def call_tool(
-        self, agent_id: str, tool: str, args: Any, key: str | None
+        self, agent_id: str, tool: str, args: Any, key: str | None, made_for: int | None = None
     ) -> dict[str, Any]:
-        """One tool call of one merchant (the JSON API, MCP)."""
+        """One tool call of one merchant (the JSON API, MCP); `made_for`: the window the write
+        was made for (`X-Window`; tools/window_bound.py)."""
         channel = self.channel(agent_id)
         async with self.cond:
             self._require_open(channel)
             window = self.life.market.window
             if tool == END_OF_STEP:
-                result = await self._in_thread(channel.surface.call, tool, args, key)
+                result = await self._in_thread(channel.surface.call, tool, args, key, made_for)
             else:
-                result = channel.surface.call(tool, args, key)
+                result = channel.surface.call(tool, args, key, made_for)
             await self._after_call(window)
+            self.life.acknowledge()
             return result
 
     async def wait_for_window(self, agent_id: str) -> None:
@@ -258,6 +263,7 @@ class MarketHost(Hosting):
             self.channels[merchant].protocol.forced_windows.append(window)
         await self._in_thread(market.close_window)
         await self._after_call(window)
+        self.life.acknowledge()
 
     # --- usage, registration, summary -------------------------------------------------------------
     async def register(self, agent_id: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -267,6 +273,7 @@ class MarketHost(Hosting):
             record = self.life.records[agent_id]
             record.manifest.record_registration(payload)
             record.manifest.write(record.run_dir)
+            self.life.acknowledge()
             return {"ok": True, **payload}
 
     async def record_usage(self, agent_id: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -285,6 +292,7 @@ class MarketHost(Hosting):
                 run = self.life.records[agent_id]
                 run.manifest.record_agent(channel.driver.outcome().usage, None)
                 run.manifest.write(run.run_dir)
+            self.life.acknowledge()
             return {"ok": True, "usage_id": usage_id, "duplicate": known is not None}
 
     def summary(self, viewer: str | None = None) -> dict[str, Any]:
@@ -330,6 +338,7 @@ class MarketHost(Hosting):
             window = self.life.market.window
             await self._in_thread(play, session)
             await self._after_call(window)
+            self.life.acknowledge()
 
     async def rewind(self, blob: bytes) -> None:
         """Restore the market to a `market.snapshot()` blob, reopening a finished record. Not
@@ -383,8 +392,10 @@ class MerchantPort:
     async def act(self, messages: Any, token_usage: Any, step_header: str | None) -> Any:
         return await self.host.act(self.agent_id, messages, token_usage, step_header)
 
-    async def call_tool(self, tool: str, args: Any, key: str | None) -> dict[str, Any]:
-        return await self.host.call_tool(self.agent_id, tool, args, key)
+    async def call_tool(
+        self, tool: str, args: Any, key: str | None, made_for: int | None = None
+    ) -> dict[str, Any]:
+        return await self.host.call_tool(self.agent_id, tool, args, key, made_for)
 
     async def register(self, payload: dict[str, Any]) -> dict[str, Any]:
         return await self.host.register(self.agent_id, payload)

@@ -47,6 +47,7 @@ class McpDriver(Driver[McpSettings]):
     """The driver of a run served over MCP: the model of the MCP client plays it."""
 
     name = "mcp"
+    acknowledges = True
     Settings = McpSettings
 
 
@@ -113,6 +114,7 @@ class HostedRun:
         result = self.surface.call(tool, args, idempotency_key)
         if tool == END_OF_STEP and result.get("ok"):
             result = {**result, **self._after_window()}
+        self.life.acknowledge()  # durable before the answer leaves (runs/journal.py)
         return result
 
     async def call_async(

@@ -23,3 +23,4 @@ class HumanDriver(Driver[HumanSettings]):
 
     name = "human"
     Settings = HumanSettings
+    acknowledges = True

@@ -10,9 +10,10 @@ When the checkpoint is taken: `call` checkpoints a closed window before it retur
 caller settles later (`settle=False`, then `settle()`): the web routes answer first and
 checkpoint right after the answer has gone out, so the person never waits for the checkpoint's
 disk syncs. Fast-forward checkpoints by wall time while it runs (every `FORWARD_CHECKPOINT_SECONDS`,
-like the CLI's `CheckpointPolicy`) and settles when it stops. A kill before a checkpoint loses
-what came after the previous one (the page then shows that earlier window); the record is cut
-back to the checkpoint on resume, so the same actions played again give the same bytes.
+like the CLI's `CheckpointPolicy`) and settles when it stops. Every answered action is on disk
+before its answer leaves (`RunLifecycle.acknowledge`, runs/journal.py): a killed server resumes
+from the checkpoint and replays the logged actions after it, so the page finds every answered
+action again; one in flight when the server died may or may not be there.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from merchantbench.session import Session
 from merchantbench.surface import StoreStatus
 from merchantbench.tools.errors import failure
 from merchantbench.tools.toolset import END_OF_STEP
+from merchantbench.tools.window_bound import WINDOW_ENDED, window_ended
 from merchantbench.web.digest import SUPPLIER_EVENTS, Before, merge_digests, window_digest
 from merchantbench.web.human import HUMAN_ORIGIN, HumanDriver
 
@@ -116,10 +118,14 @@ PAUSED_ANSWER: dict[str, Any] = failure(
 
 
 def stale_window(window: int, open_window: int) -> dict[str, Any]:
-    """The answer to closing a window that is not the open one."""
-    message = (f"that action was for window {window + 1}, which is not open: window "
-               f"{open_window + 1} is (nothing was done)")  # fmt: skip
-    return {"ok": False, "error": {"code": "window_closed", "message": message}}
+    """The answer to an action made for a window that is not the open one (the refusal of a
+    window-bound write, tools/window_bound.py; the page counts windows from 1)."""
+    refusal = window_ended(window, open_window)
+    refusal["error"]["message"] = (
+        f"that action was for window {window + 1}, which is not open: window "
+        f"{open_window + 1} is (nothing was done)"
+    )
+    return refusal
 
 
 def clock_of(status: StoreStatus) -> dict[str, Any]:
@@ -314,9 +320,10 @@ class PlayStore:
     ) -> dict[str, Any]:
         """One tool call through the surface; `end_of_step` closes the window. `window`: the
         window (0-based) the person's action was made in; closing a window that is no longer
-        open (a double click, a retry after a lost answer) is refused and changes nothing.
-        `settle`: checkpoint a closed window before returning (False: the caller calls
-        `settle()` once its answer is out)."""
+        open (a double click, a retry after a lost answer, a stale tab) is refused and changes
+        nothing, as is any other write for it (tools/window_bound.py). The call is on disk
+        before this returns (`RunLifecycle.acknowledge`). `settle`: checkpoint a closed window
+        before returning (False: the caller calls `settle()` once its answer is out)."""
         with self.lock:
             if self.over:
                 return failure(Refusal.RUN_OVER, "the run has ended")
@@ -324,7 +331,10 @@ class PlayStore:
                 return PAUSED_ANSWER
             if tool == END_OF_STEP and window is not None and window != self.surface.window:
                 return stale_window(window, self.surface.window)
-            result = self.call_locked(tool, args, key)
+            result = self.call_locked(tool, args, key, window)
+            if result.get("ok") is False and result["error"].get("code") == WINDOW_ENDED:
+                return stale_window(window or 0, self.surface.window)
+            self.life.acknowledge()
             if settle:
                 self._settle_locked()
             return result
@@ -387,18 +397,21 @@ class PlayStore:
             with self.lock:  # the windows it passed over: their events stay in the digest
                 self.passed = seen[:-1]
                 self._save_history()
+                self.life.acknowledge()  # every window it ended is on disk before the answer
             if settle:
                 self.settle()
         return {"ok": True, "ended": ended, "stopped_by": reasons, "over": self.over}
 
-    def call_locked(self, tool: str, args: Any, key: str | None = None) -> dict[str, Any]:
+    def call_locked(
+        self, tool: str, args: Any, key: str | None = None, made_for: int | None = None
+    ) -> dict[str, Any]:
         """`call` for a caller that holds the lock."""
         self.paused = False
         self.last_activity = time.time()
         if tool == END_OF_STEP:
             self.passed = []  # the person saw them: the next digest is the next window's
         window = self.surface.window
-        result = self.surface.call(tool, args, key)
+        result = self.surface.call(tool, args, key, made_for)
         if self.surface.over or self.surface.window != window:
             self._after_window()
         return result

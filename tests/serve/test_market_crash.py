@@ -1,0 +1,124 @@
+"""A market of two merchants on the HTTP server keeps every answered call across kill -9
+(runs/journal.py: the arena's journal says how far each merchant's calls were acknowledged, in
+order; harness: tests/crash_harness.py). One scripted client plays both merchants over the
+artifact protocol, merchant after merchant in each window, while the server is SIGKILLed at
+random points; after each restart every answered call is in the records exactly once, and
+the finished merchants' records are byte-identical to an uninterrupted market's. Size: `smoke`
+(28 windows, two merchants), markets one after another until `KILLS` kills were made."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import random
+import signal
+from pathlib import Path
+from typing import Any
+
+import httpx
+from protocol_client import assistant, tool_call
+from script import play_window
+from serve_support import ADMIN, start_server
+from test_crash_durable import _serve
+
+from crash_harness import KILLS, assert_same_record, fork_server, free_port, killed_run
+
+AGENTS = ("alpha", "beta")
+
+
+class WindowClosed(Exception):
+    """The merchant closed this window already (425): the other one plays on."""
+
+
+class MarketPlayer:
+    """Both merchants' scripted agents; logs each acknowledged call id."""
+
+    def __init__(self, base: str, run_id: str, tokens: dict[str, str]) -> None:
+        self.http = {
+            a: httpx.Client(base_url=base, headers={"Authorization": f"Bearer {tokens[a]}"},
+                            timeout=30)
+            for a in AGENTS
+        }  # fmt: skip
+        self.run = f"/runs/{run_id}/agents"
+        self.acknowledged: list[str] = []
+
+    def play(self) -> bool:
+        while True:
+            for agent in AGENTS:
+                packet = self.http[agent].get(
+                    f"{self.run}/{agent}/observation", params={"nowait": "1"}
+                )
+                if packet.status_code == 410:
+                    return True
+                assert packet.status_code == 200, packet.text
+                window = packet.json()["tick"]["window"]
+                try:
+                    self.play_window(agent, window)
+                except WindowClosed:
+                    continue
+
+    def play_window(self, agent: str, window: int) -> None:
+        ids = iter(range(1000))
+
+        def call(name: str, args: dict[str, Any]) -> dict[str, Any]:
+            return self.call(agent, f"{agent}-w{window}c{next(ids)}", name, args)
+
+        play_window(call, window)
+        call("end_of_step", {})
+
+    def call(self, agent: str, call_id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        batch = {"messages": [assistant(tool_call(call_id, name, args))]}
+        response = self.http[agent].post(f"{self.run}/{agent}/act", json=batch)
+        if response.status_code == 425 and response.json()["error"] == "window_closed":
+            raise WindowClosed
+        assert response.status_code == 200, response.text
+        self.acknowledged.append(call_id)
+        return json.loads(response.json()["tool_results"][0]["content"])
+
+
+def _create(base: str, seed: int) -> dict[str, Any]:
+    with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {ADMIN}"}) as admin:
+        body = {"scenario": "smoke", "seed": seed, "turns_per_window": 10_000,
+                "agents": list(AGENTS)}  # fmt: skip
+        response = admin.post("/api/runs", json=body)
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def _killed(tmp_path: Path, seed: int, rng: random.Random, budget: int) -> tuple[Path, int]:
+    runs, port = tmp_path / f"k{seed}", free_port()
+    base = f"http://127.0.0.1:{port}"
+    start = functools.partial(fork_server, _serve(runs), port, "/api/health")
+    pid = start()
+    market = _create(base, seed)
+    os.kill(pid, signal.SIGKILL)  # the market exists: `killed_run` starts its own server
+    os.waitpid(pid, 0)
+    player = MarketPlayer(base, market["run_id"], market["agent_tokens"])
+    record = runs / market["run_id"]
+    made = killed_run(start, player, record, rng, budget)
+    print(f"seed {seed}: {made} kills, {len(player.acknowledged)} acknowledged calls")
+    return record, made
+
+
+def _uninterrupted(runs: Path, seed: int) -> Path:
+    server = start_server(runs)
+    try:
+        market = _create(server.base_url, seed)
+        assert MarketPlayer(server.base_url, market["run_id"], market["agent_tokens"]).play()
+    finally:
+        server.stop()
+    return runs / market["run_id"]
+
+
+def test_a_market_keeps_every_answered_call_across_kill_9(tmp_path: Path) -> None:
+    rng = random.Random(36)
+    kills, seed = 0, 1
+    while kills < KILLS:
+        record, made = _killed(tmp_path, seed, rng, KILLS - kills)
+        kills += made
+        reference = _uninterrupted(tmp_path / f"u{seed}", seed)
+        for agent in AGENTS:
+            assert_same_record(record / "merchants" / agent, reference / "merchants" / agent)
+        assert not (record / "journal.jsonl").exists()
+        seed += 1

@@ -1,0 +1,97 @@
+"""`merchantbench mcp` keeps every answered tool call across kill -9 (runs/journal.py; harness:
+tests/crash_harness.py): the official MCP SDK client plays a run over streamable HTTP, each call
+with its idempotency key in `_meta`, while the command is SIGKILLed at random points and started
+again with `--resume`; after each restart every answered call is in the record exactly once, and
+the finished record is byte-identical to an uninterrupted run of the same calls. Size: `smoke`
+(28 windows), runs one after another until `KILLS` kills were made."""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+from typer.testing import CliRunner
+
+from crash_harness import (
+    KILLS,
+    assert_same_record,
+    fork_server,
+    free_port,
+    killed_run,
+    script_window,
+)
+from merchantbench.cli import app
+from merchantbench.mcp_surface.server import IDEMPOTENCY_META_KEY, STORE_URI
+from merchantbench.record.manifest import read_manifest
+
+SEED = 5
+
+
+def _serve(out: Path, port: int) -> None:
+    resume = ["--resume"] if (out / "run.json").is_file() else []
+    command = ["mcp", "--scenario", "smoke", "--seed", str(SEED), "--out", str(out),
+               "--http-port", str(port), *resume]  # fmt: skip
+    CliRunner().invoke(app, command)
+
+
+def _start(out: Path, port: int) -> int | None:
+    if (out / "run.json").is_file() and read_manifest(out).ended not in (None, "interrupted"):
+        return None  # finished after its last answer: nothing left to serve
+    return fork_server(functools.partial(_serve, out), port, "/mcp")
+
+
+class McpPlayer:
+    """An MCP client's model, scripted: reads the store, plays the window, logs each answer."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.acknowledged: list[str] = []
+
+    def play(self) -> bool:
+        return anyio.run(self._play)
+
+    async def _play(self) -> bool:
+        async with Client(self.url) as client:
+            while True:
+                store = await client.read_resource(STORE_URI)
+                status = json.loads(store.contents[0].text)
+                if status["over"]:
+                    return True
+                window, ids = status["window"], iter(range(1000))
+
+                def call(name: str, args: dict[str, Any], window: int = window, ids: Any = ids,
+                         client: Any = client) -> dict[str, Any]:  # fmt: skip
+                    key = f"w{window}c{next(ids)}"
+                    meta = {IDEMPOTENCY_META_KEY: key}
+                    result = anyio.from_thread.run(
+                        functools.partial(client.call_tool, name, args, meta=meta)
+                    )
+                    assert result.structured_content is not None
+                    self.acknowledged.append(key)
+                    return dict(result.structured_content)
+
+                await anyio.to_thread.run_sync(script_window, call, window)
+
+
+def _killed(root: Path, rng: random.Random, budget: int) -> tuple[Path, int]:
+    out, port = root / "run", free_port()
+    player = McpPlayer(f"http://127.0.0.1:{port}/mcp")
+    made = killed_run(functools.partial(_start, out, port), player, out, rng, budget)
+    print(f"{root.name}: {made} kills, {len(player.acknowledged)} acknowledged calls")
+    return out, made
+
+
+def test_answered_mcp_calls_survive_kill_9_exactly_once(tmp_path: Path) -> None:
+    rng = random.Random(35)
+    reference, _ = _killed(tmp_path / "whole", rng, 0)
+    kills, attempt = 0, 0
+    while kills < KILLS:
+        record, made = _killed(tmp_path / f"k{attempt}", rng, KILLS - kills)
+        kills += made
+        assert_same_record(record, reference)
+        attempt += 1
