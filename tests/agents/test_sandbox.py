@@ -800,7 +800,11 @@ def test_the_hermes_agents_confinement_forbids_new_user_namespaces(tmp_path):
     files = DriverFiles(tmp_path / "driver-files", home)
     files.write("")  # the confinement binds Hermes' settings read-only from the driver's copies
     argv = command(files, env, {}, sockets)
-    confinement = argv[: argv.index(str(python))]
+    # bubblewrap's options end where the forwarder (its command, socket, port) starts; the
+    # interpreter's path also appears earlier, among the read-only binds.
+    tail = len(files.forwarder(env)) + 2 + 1 + len(files.worker(env))  # forwarder, "--", worker
+    confinement = argv[: len(argv) - tail]
+    assert confinement[0].endswith("bwrap") and confinement[-1] != str(python)
     probe = (
         "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
         "print(libc.unshare(0x10000000), ctypes.get_errno())"

@@ -54,8 +54,12 @@ class LiveServer:
         self.thread.join(timeout=30)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
+    """Chromium, for one test module at a time: Playwright's sync API runs an event loop in the
+    worker's thread while it is open, so a later test's `asyncio.run` in the same worker would
+    fail ("cannot be called from a running event loop"); pytest closes a module's fixtures
+    before a test of another module runs."""
     from playwright.sync_api import sync_playwright
 
     need("chromium")
