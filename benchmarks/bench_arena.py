@@ -1,4 +1,5 @@
-"""Speed and memory of a market with several merchants (SPEC §11) against its single stores.
+"""Speed and memory of a market with several merchants (docs/design.md §11) against its single
+stores.
 
 Plays an M-merchant market of baselines in process (the market and search index cached, no
 run record written, as `bench_run.py` times a single store), then each of its agents alone in

@@ -1,5 +1,5 @@
 """Seeds: the public and sealed ranges, keyed derivations, commitments, and that 128-bit seeds
-work everywhere a seed goes (SPEC §10)."""
+work everywhere a seed goes (docs/design.md §10)."""
 
 from __future__ import annotations
 

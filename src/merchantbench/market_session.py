@@ -1,4 +1,4 @@
-"""The host side of a market with several merchants (SPEC §11): one session per merchant.
+"""The host side of a market with several merchants (docs/design.md §11): one session per merchant.
 
 `MarketSession.open(scenario, seed, merchants)` builds the market (`sim.marketplace`) on the
 cached catalog and search index, and a `MerchantSession` for every merchant id: a `Session`

@@ -1,4 +1,4 @@
-"""The PettingZoo front end: a market of several merchants as a `ParallelEnv` (SPEC §11).
+"""The PettingZoo front end: a market of several merchants as a `ParallelEnv` (docs/design.md §11).
 
 `MerchantBenchParallelEnv(scenario="arena", merchants=["alice", "bob"])` is one market: one
 PettingZoo agent per merchant, each a store with its own accounts, listings, orders, rating,

@@ -48,7 +48,8 @@ class Stream(IntEnum):
     CANCEL_HOUR = 3
     LOGISTICS = 4
     RESOLUTION = 5
-    SELLER_CHOICE = 6  # which merchant an arrival buys from, in a market of several (SPEC §11)
+    SELLER_CHOICE = 6  # which merchant an arrival buys from, in a market of several
+    # (docs/design.md §11)
     EVENT_HAZARD = 10
     EVENT_WAIT = 11
     EVENT_LENGTH = 12
@@ -174,8 +175,8 @@ _MAX_STEPS = 100  # a safety bound: the search starts a few counts from the answ
 def poisson_from_uniform(lam: np.ndarray, u: np.ndarray) -> np.ndarray:
     """Poisson(λ) counts by inverse CDF: the least k with P(X ≤ k) ≥ u, for uniforms `u`.
 
-    Exact for every λ (SPEC §4), so a higher λ never gives fewer orders for the same uniform
-    (common random numbers): P(X ≤ k) falls as λ rises, for every k. Above
+    Exact for every λ (docs/design.md §4), so a higher λ never gives fewer orders for the same
+    uniform (common random numbers): P(X ≤ k) falls as λ rises, for every k. Above
     `SUM_FROM_ZERO_UP_TO` the search starts at the Cornish–Fisher approximation of the
     quantile, where the CDF is evaluated exactly (the regularised incomplete gamma function);
     below, at k = 0. It then steps by the pmf recurrence: a few vectorised steps whatever λ is,

@@ -1,5 +1,5 @@
-"""Scenario configuration: every parameter of the simulation contract (SPEC.md) in one frozen,
-typed object, with presets, a version and a content hash.
+"""Scenario configuration: every parameter of the simulation contract (docs/design.md) in one
+frozen, typed object, with presets, a version and a content hash.
 
 Money is held in integer fen (1 RMB = 100 fen), as everywhere in the engine. Rates are per hour
 unless a name says otherwise. A scenario is a value: it never changes after it is made, and two
@@ -169,13 +169,13 @@ class SupplierConfig(_Frozen):
     spring_festival_extra_ship_hours: int = 24
 
 
-INDEPENDENT_SELLERS = 1.0  # β of SPEC §11 at which sellers of a product do not compete
+INDEPENDENT_SELLERS = 1.0  # β of docs/design.md §11 at which sellers of a product do not compete
 MAX_SELLER_SUBSTITUTION = 50.0
 ARENA_SELLER_SUBSTITUTION = 4.0  # the `arena` preset's β (docs/arena.md says why)
 
 
 class MarketConfig(_Frozen):
-    """Parameters of the synthetic market generator (SPEC §3).
+    """Parameters of the synthetic market generator (docs/design.md §3).
 
     Targets and achieved values: docs/catalog.md and docs/calibration.md.
     """
@@ -227,7 +227,7 @@ class MarketConfig(_Frozen):
         INDEPENDENT_SELLERS,
         ge=1.0,
         le=MAX_SELLER_SUBSTITUTION,
-        description="β of a market with several merchants (SPEC §11): 1 gives each "
+        description="β of a market with several merchants (docs/design.md §11): 1 gives each "
         "seller of a product its own single-store demand; larger values share the product's "
         "buyers among its sellers by attraction (price, rating, exposure)",
     )
@@ -299,7 +299,7 @@ PRESETS: dict[str, Scenario] = {
     "paper": Scenario(),
     "small": _preset("small", 2_000, 740, 365),
     "smoke": _preset("smoke", 200, 74, 14),
-    # Several merchants competing for the same buyers (SPEC §11): the paper's market.
+    # Several merchants competing for the same buyers (docs/design.md §11): the paper's market.
     "arena": Scenario(
         name="arena", market=MarketConfig(seller_substitution=ARENA_SELLER_SUBSTITUTION)
     ),

@@ -1,4 +1,4 @@
-"""Market seeds: public seeds, sealed seeds and what may be derived from them (SPEC §10).
+"""Market seeds: public seeds, sealed seeds and what may be derived from them (docs/design.md §10).
 
 A seed is an integer in [`SEED_MIN`, `SEED_LIMIT`). Seeds below `SEALED_FLOOR` (2^64) are the
 *public range*: 1, 2, 3, … for development and reproduction; their markets are built exactly as

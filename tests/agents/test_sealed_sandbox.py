@@ -1,4 +1,5 @@
-"""Code in the `execute_code` sandbox cannot recover a sealed seed from what it sees (SPEC §10).
+"""Code in the `execute_code` sandbox cannot recover a sealed seed from what it sees
+(docs/design.md §10).
 
 The attack of issue 9: product ids were the first draws of the seed's "ids" stream, and seeds
 were small, so ten lines of numpy brute-force the seed from 50 visible ids. It still works on a

@@ -1,4 +1,5 @@
-"""Supplier events (SPEC §7): pure per product, geometric waits, durations, values, CSR layout."""
+"""Supplier events (docs/design.md §7): pure per product, geometric waits, durations, values, CSR
+layout."""
 
 from __future__ import annotations
 
@@ -139,8 +140,8 @@ def _share_in_event(events, n: int, hours: int, first_hour: int = 0) -> np.ndarr
 
 
 def test_the_first_weeks_look_like_any_other(thousand):
-    """Stationary start (SPEC §7): the share of products in an event in week 0 is that of later
-    weeks and of the long-run share the hazards imply (before the fix: 19 % delisted in week 0
+    """Stationary start (docs/design.md §7): the share of products in an event in week 0 is that of
+    later weeks and of the long-run share the hazards imply (before the fix: 19 % delisted in week 0
     against 50 % later on the paper market)."""
     events = supplier_events(7, CONFIG, 20_000, HORIZON)
     hazards = event_hazards(7, CONFIG, np.arange(20_000))

@@ -358,7 +358,7 @@ def test_missing_sales_are_poisson_draws_of_demand(market, catalog):
     loaded = load_catalog(catalog, SCENARIO, 1)
     daily = np.diff(loaded.market_sales_cum, axis=0)
     scale = SCENARIO.market.market_sales_scale
-    # No market sales in the hours the supplier has the product delisted (SPEC §3).
+    # No market sales in the hours the supplier has the product delisted (docs/design.md §3).
     history = supplier_history(1, SCENARIO.suppliers, market.n_products, SCENARIO.market.days * 24)
     hours = delisted_hours_by_day(history["delisting"], market.n_products, SCENARIO.market.days)
     expected = (market.demand * (24 - hours) / 24).sum() * scale

@@ -1,4 +1,4 @@
-"""The synthetic market generator (SPEC §3) on the `smoke` and `small` presets."""
+"""The synthetic market generator (docs/design.md §3) on the `smoke` and `small` presets."""
 
 from __future__ import annotations
 
@@ -117,7 +117,8 @@ def test_market_sales_count_every_competing_store(small):
 
 
 def test_no_market_sales_while_the_supplier_has_a_product_delisted(small):
-    """SPEC §3 (before the fix: 7.01 orders a day delisted against 7.03 available, paper)."""
+    """docs/design.md §3 (before the fix: 7.01 orders a day delisted against 7.03 available,
+    paper)."""
     daily = np.diff(small.market_sales_cum.astype(np.int64), axis=0)
     listed = _listed_share(small, 3)
     on_sale = small.demand > 0

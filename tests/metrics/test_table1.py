@@ -105,7 +105,8 @@ SETTLED_CREDIT = {
 
 
 def ledger_final_accounts(orders: list[dict[str, Any]]) -> dict[str, float]:
-    """Replay each order's ledger movements (SPEC §2, §5) in fen, independently of the metrics."""
+    """Replay each order's ledger movements (docs/design.md §2, §5) in fen, independently of the
+    metrics."""
     accounts = {"balance": 200_000, "deposit": 100_000, "in_transit": 0, "receivable": 0}
 
     def credit(fen: int) -> None:

@@ -1,5 +1,5 @@
-"""Arenas (SPEC §11, issue 23): a one-merchant arena writes the single-store record byte for
-byte (rule-based, expert, a scripted react run); merchants' sessions wait for each other and
+"""Arenas (docs/design.md §11, issue 23): a one-merchant arena writes the single-store record byte
+for byte (rule-based, expert, a scripted react run); merchants' sessions wait for each other and
 see nothing private of one another; the order of entrants changes no byte; a killed arena
 resumes to the bytes of an uninterrupted one."""
 

@@ -1,7 +1,7 @@
-"""Sealed markets (SPEC §10 for §11): `merchantbench arena --sealed` keeps the seed in each
-merchant's `sealed/` only (arena.json and every run.json record the commitment), a killed sealed
-arena resumes with its secret, and `merchantbench reveal` works on each merchant's record. The
-served sealed market: tests/serve/test_market.py."""
+"""Sealed markets (docs/design.md §10 for §11): `merchantbench arena --sealed` keeps the seed in
+each merchant's `sealed/` only (arena.json and every run.json record the commitment), a killed
+sealed arena resumes with its secret, and `merchantbench reveal` works on each merchant's record.
+The served sealed market: tests/serve/test_market.py."""
 
 from __future__ import annotations
 

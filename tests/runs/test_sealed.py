@@ -1,4 +1,5 @@
-"""Sealed runs end to end: `run --sealed`, the commitment, `reveal`, resume, replay (SPEC §10)."""
+"""Sealed runs end to end: `run --sealed`, the commitment, `reveal`, resume, replay
+(docs/design.md §10)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Markets over HTTP (SPEC §11, issue 23): several merchants in one served run, each with its own
-agent id and token on the artifact's per-agent paths. Simultaneous windows (a merchant's
+"""Markets over HTTP (docs/design.md §11, issue 23): several merchants in one served run, each with
+its own agent id and token on the artifact's per-agent paths. Simultaneous windows (a merchant's
 `end_of_step` closes the window for it; the hours run when every merchant has closed it), the
 same arena record as `merchantbench arena` (resumed after a server restart, to the same state),
 and isolation: one merchant's token never reads or acts for another, and nothing private of

@@ -1,4 +1,4 @@
-"""The arrival intensity of SPEC §4, term by term, and its Poisson draws."""
+"""The arrival intensity of docs/design.md §4, term by term, and its Poisson draws."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Markets with several merchants (SPEC §11): a market of one is the single store bit for bit,
-order of merchants changes nothing, demand is shared (β large) or independent (β = 1), the
+"""Markets with several merchants (docs/design.md §11): a market of one is the single store bit for
+bit, order of merchants changes nothing, demand is shared (β large) or independent (β = 1), the
 supplier stock is shared and won by the draws, and what one merchant does in a window shows to
 another only from the next window."""
 

@@ -1,4 +1,5 @@
-"""Each order outcome's timings, cash effects, fines and rating evidence, against SPEC §5."""
+"""Each order outcome's timings, cash effects, fines and rating evidence, against
+docs/design.md §5."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The store rating of SPEC §6: the published formula, stars and multipliers."""
+"""The store rating of docs/design.md §6: the published formula, stars and multipliers."""
 
 from __future__ import annotations
 

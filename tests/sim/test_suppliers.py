@@ -1,4 +1,5 @@
-"""Supplier events and stock (SPEC §7): price changes, delistings, delays and their recovery."""
+"""Supplier events and stock (docs/design.md §7): price changes, delistings, delays and their
+recovery."""
 
 from __future__ import annotations
 

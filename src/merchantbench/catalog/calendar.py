@@ -1,4 +1,4 @@
-"""The Chinese e-commerce calendar as arrays over days (SPEC §3, §4).
+"""The Chinese e-commerce calendar as arrays over days (docs/design.md §3, §4).
 
 Day 0 of a run is the scenario's start date (2025-06-01 on `paper`); per-day matrices also carry
 `HISTORY_DAYS` rows before it. A festival is a peak date and a shape: (days from the peak, demand

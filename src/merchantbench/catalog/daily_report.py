@@ -1,5 +1,5 @@
-"""The daily market report (SPEC §3, `get_daily_report`): what a wholesale site's trend page says
-each morning, built only from realised market sales of completed days.
+"""The daily market report (docs/design.md §3, `get_daily_report`): what a wholesale site's trend
+page says each morning, built only from realised market sales of completed days.
 
 For run day `d` the report reads `market_sales_cum` rows up to day d−1 and nothing later, so it
 never reveals the future: per-category sales index and week-over-week change, the hottest and

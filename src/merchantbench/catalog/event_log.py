@@ -1,4 +1,4 @@
-"""Supplier events (SPEC §7) as a time-ordered log of changes, one log per channel.
+"""Supplier events (docs/design.md §7) as a time-ordered log of changes, one log per channel.
 
 An event of a channel is in force over hours start ≤ t < end; a channel's events of one product
 never overlap (the next is scheduled after recovery). So the channel's state of a product at hour

@@ -1,4 +1,5 @@
-"""Supplier events (SPEC §7): price changes, delistings and shipment delays of every product.
+"""Supplier events (docs/design.md §7): price changes, delistings and shipment delays of every
+product.
 
 Each product has one hazard per channel, drawn from the channel's range. A channel alternates
 between waiting for an event and being in one: waiting times are geometric (at least one hour, so

@@ -1,7 +1,7 @@
-"""How much demand comes (SPEC §3), the last stage of the synthetic generator: each product's
-market demand level, the store's share of it, and the daily demand of the store and realised
-sales of the market: base × type trajectory × calendar × weekday × product life × daily noise
-(an AR(1) log-normal), with market sales Poisson draws of the market's demand."""
+"""How much demand comes (docs/design.md §3), the last stage of the synthetic generator: each
+product's market demand level, the store's share of it, and the daily demand of the store and
+realised sales of the market: base × type trajectory × calendar × weekday × product life × daily
+noise (an AR(1) log-normal), with market sales Poisson draws of the market's demand."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""What each offer looks like (SPEC §3), the second stage of the synthetic generator: prices
-(a log-normal reference price with category and type levels, a margin from a per-category
+"""What each offer looks like (docs/design.md §3), the second stage of the synthetic generator:
+prices (a log-normal reference price with category and type levels, a margin from a per-category
 sub-range, elasticity 1/m so that the reference price is the profit-maximising one), the hidden
 outcome risks and the public signals of products and suppliers, all following quality through
 the trust-signal model. Traps have a low cost against their reference price and high return and

@@ -1,4 +1,4 @@
-"""Who sells what (SPEC §3), the first stage of the synthetic generator: suppliers with
+"""Who sells what (docs/design.md §3), the first stage of the synthetic generator: suppliers with
 heavy-tailed numbers of products, a main category, a main product type and a hidden quality;
 products that inherit most of their supplier's quality; the product types of each category; and
 the traps, chosen mostly among low-quality products."""

@@ -1,4 +1,4 @@
-"""Keyword search over the catalog, as a wholesale site's search box works (SPEC §8,
+"""Keyword search over the catalog, as a wholesale site's search box works (docs/design.md §8,
 `search_products`).
 
 A product matches a query when every query word occurs in its title or category name (after the

@@ -15,7 +15,8 @@ from merchantbench.catalog.market import Market
 # A diligent operator re-picks its portfolio every few weeks from the top of current demand.
 PICK_TOP_SHARE = 0.03
 PICK_EVERY_DAYS = 30
-EXPOSURE_MEAN = 0.5  # average listing exposure over a listing's life (SPEC §4 ramp and decay)
+EXPOSURE_MEAN = 0.5  # average listing exposure over a listing's life (docs/design.md §4 ramp and
+# decay)
 
 
 def _run_demand(market: Market) -> np.ndarray:

@@ -2,9 +2,10 @@
 
 A 1688-style product page tells a buyer whether a product can be ordered and whether it is
 running short ("in stock", "only a few left", "sold out"); it does not owe a buyer the supplier's
-warehouse size. The simulation's stock capacity (and refill rate) are hidden state (SPEC §10),
-and an exact unit count would give the capacity away: a product nobody has bought from shows its
-capacity, and a filter on exact units would find it by bisection. So tools show, and filter on,
+warehouse size. The simulation's stock capacity (and refill rate) are hidden state
+(docs/design.md §10), and an exact unit count would give the capacity away: a product nobody has
+bought from shows its capacity, and a filter on exact units would find it by bisection. So tools
+show, and filter on,
 only the band of the current stock:
 
 - `in_stock`: at least `LOW_STOCK_UNITS` units (every product nobody has drawn down: the

@@ -1,4 +1,4 @@
-"""The synthetic market generator (SPEC §3): `generate_market(scenario, seed) -> Market`.
+"""The synthetic market generator (docs/design.md §3): `generate_market(scenario, seed) -> Market`.
 
 A pure function of (scenario, seed), vectorised in numpy. Bulk randomness comes from Philox
 generators keyed by (seed, part), one part per concern (`catalog.parts`), so a change in one part
@@ -24,7 +24,7 @@ The generative story, in order, one module per stage:
    (`market_sales_cum`).
 6. Here: titles, public ids and names, then the market. For a seed of the sealed range every
    stream is keyed by a keyed hash of the seed, and public ids are keyed hashes themselves
-   (`merchantbench.seeds`, SPEC §10).
+   (`merchantbench.seeds`, docs/design.md §10).
 
 Every constant of these modules is a modelling choice recorded in docs/catalog.md.
 """

@@ -1,5 +1,5 @@
-"""When demand comes (SPEC §3), the third stage of the synthetic generator: the shape of each
-product type's demand over the year (seasonal, steady, rising, fading or a fad) and the plan of
+"""When demand comes (docs/design.md §3), the third stage of the synthetic generator: the shape of
+each product type's demand over the year (seasonal, steady, rising, fading or a fad) and the plan of
 each product's life (launch day, fade-out start and speed)."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The catalog as a shopper sees it at one hour: `catalog_view_at(market, hour)`.
 
-Supplier events (SPEC §7) make the public catalog time-varying: a price-change event multiplies
-the procurement price, a delisting hides the product, a shipment delay adds ship hours. A view is
-a pure function of (market, hour, current stock), computed for all products at once.
+Supplier events (docs/design.md §7) make the public catalog time-varying: a price-change event
+multiplies the procurement price, a delisting hides the product, a shipment delay adds ship hours. A
+view is a pure function of (market, hour, current stock), computed for all products at once.
 
 The events' effect at an hour is a state per channel and product (price, delisted, extra ship
 hours) that changes only when an event starts or ends (`catalog.event_log`). Scanning every

@@ -1,4 +1,4 @@
-"""Per-category vocabularies for product titles (SPEC §3).
+"""Per-category vocabularies for product titles (docs/design.md §3).
 
 A title is built from a product *type* (the shared keyword of every product of that type, e.g.
 "Storage Box"), a material, one or two modifiers and a use phrase:

@@ -38,7 +38,7 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class LedgerReport:
-    """The four accounts and the ledger behind them, integer fen (SPEC §2).
+    """The four accounts and the ledger behind them, integer fen (docs/design.md §2).
 
     Attributes:
         initial: Opening (balance, deposit); in transit and receivable open at 0.

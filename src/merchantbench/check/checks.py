@@ -189,7 +189,7 @@ def ledger(rec: Recording) -> CheckResult:
 def _shown_problem(rec: Recording) -> str | None:
     """Where `query_balance` shows other accounts than the ledger at that window's opening.
 
-    Accounts move only while hours are simulated (SPEC §2), never during a window's calls.
+    Accounts move only while hours are simulated (docs/design.md §2), never during a window's calls.
     """
     for step in rec.steps:
         report = rec.ledgers.get(step.window)

@@ -1,4 +1,4 @@
-"""The market adapter: the action script plays one merchant of a market of two (SPEC §11).
+"""The market adapter: the action script plays one merchant of a market of two (docs/design.md §11).
 
 `merchantbench check --adapter market` holds a merchant of a market to the single store's
 contract (determinism, snapshot and restore of the whole market, refusals, the ledger, no

@@ -1,4 +1,4 @@
-"""`merchantbench arena`: several agents, one merchant each, in one market (SPEC §11)."""
+"""`merchantbench arena`: several agents, one merchant each, in one market (docs/design.md §11)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The calendar of a run: hours, decision windows, days and calendar months (SPEC §1).
+"""The calendar of a run: hours, decision windows, days and calendar months (docs/design.md §1).
 
 Day `d` is `t // 24`; window `w` opens at hour `w · hours_per_window`, so it belongs to day
 `w · hours_per_window // 24`. Months are calendar months counted from the month of day 0

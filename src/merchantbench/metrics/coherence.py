@@ -1,4 +1,5 @@
-"""Coherence analyses of one run (SPEC §9): does the agent keep running the store all year?
+"""Coherence analyses of one run (docs/design.md §9): does the agent keep running the store all
+year?
 
 Returned by `coherence_metrics` under the `coherence` key of the metrics (docs/metrics.md):
 idle streaks and abandonment, the mix of sourcing and supplier-handling calls by month,

@@ -1,4 +1,4 @@
-"""How the agent reacts to adverse outcomes on its listings (SPEC §9, coherence).
+"""How the agent reacts to adverse outcomes on its listings (docs/design.md §9, coherence).
 
 For every listing spell that suffered an adverse outcome while it was listed, the first such
 outcome sets the clock (hour `T`); the agent's answers are the `ok` env calls of windows that

@@ -25,7 +25,7 @@ class RunInfo:
         calendar: Hours, windows, days and months of the run.
         windows: Number of decision windows opened.
         scheduled_windows: Windows the scenario schedules (730 on `paper`), whether or not they
-            opened: SWR and the monthly rates are counted over these (SPEC §9).
+            opened: SWR and the monthly rates are counted over these (docs/design.md §9).
         initial_net_assets: Net assets at the start (RMB).
         final_accounts: The post-drain accounts (RMB) when `run.json` records them.
         seed: The run's seed; None for a sealed run (its seed is committed to, not recorded).

@@ -1,4 +1,4 @@
-"""The paper's Table-1 metrics of one run (SPEC §9; definitions in docs/metrics.md).
+"""The paper's Table-1 metrics of one run (docs/design.md §9; definitions in docs/metrics.md).
 
 Money is summed in integer fen, as the record holds it, so totals are exact; it is reported in
 RMB (`merchantbench.money.rmb`).

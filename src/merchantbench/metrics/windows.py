@@ -4,8 +4,8 @@ A window is *effective* when the trace holds at least one `env` call in it other
 `end_of_step`. Framework calls never count; env calls that returned an error do count (the
 agent acted, even if badly). Windows without any trace line are idle.
 
-Windows are counted over the scenario's **scheduled** windows (SPEC §9): windows a closed store
-or a stopped agent never had are not effective, so a store closed on its first day has SWR 0.
+Windows are counted over the scenario's **scheduled** windows (docs/design.md §9): windows a closed
+store or a stopped agent never had are not effective, so a store closed on its first day has SWR 0.
 """
 
 from __future__ import annotations

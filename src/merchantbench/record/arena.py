@@ -1,5 +1,5 @@
-"""The record of an arena (a market with several merchants, SPEC §11): `arena.json` and where
-each merchant's own run record lies (`merchants/<id>/`). Written by `runs/arena.py`; read by
+"""The record of an arena (a market with several merchants, docs/design.md §11): `arena.json` and
+where each merchant's own run record lies (`merchants/<id>/`). Written by `runs/arena.py`; read by
 the arena report (`report/arena.py`). Keys and meaning: docs/arena.md."""
 
 from __future__ import annotations

@@ -111,8 +111,8 @@ def paper_setting(config: dict[str, Any]) -> bool:
 
 
 def market_of(meta: RunManifest) -> tuple[str, list[str]] | None:
-    """A merchant's run record in a market of several (SPEC §11, docs/arena.md): its merchant
-    id and every merchant of the market; None for a single store."""
+    """A merchant's run record in a market of several (docs/design.md §11, docs/arena.md): its
+    merchant id and every merchant of the market; None for a single store."""
     settings = meta.front_end.settings if meta.front_end is not None else {}
     merchant, merchants = settings.get("merchant"), settings.get("merchants")
     if not isinstance(merchant, str) or not isinstance(merchants, list):

@@ -39,7 +39,7 @@ class RunPins(BaseModel):
 
     scenario_hash: str
     seed: int | None
-    seed_commitment: str | None = None  # sealed runs (SPEC §10): the salted commitment
+    seed_commitment: str | None = None  # sealed runs (docs/design.md §10): the salted commitment
     agent: str
     agent_settings: dict[str, Any]
     catalog: str | None

@@ -1,4 +1,5 @@
-"""A sealed run's secret: the seed and the salt of its commitment (SPEC §10, docs/sealed.md).
+"""A sealed run's secret: the seed and the salt of its commitment (docs/design.md §10,
+docs/sealed.md).
 
 The harness writes them once, when the run starts, to `<run dir>/sealed/seed` (a JSON object
 ``{"seed": "<decimal>", "salt": "<hex>"}``, mode 0600 in a directory of mode 0700) and reads them

@@ -1,4 +1,4 @@
-"""`verify_market`: replay a finished market (an arena record, SPEC §11) and compare every
+"""`verify_market`: replay a finished market (an arena record, docs/design.md §11) and compare every
 merchant's record with the replay.
 
 A merchant's record cannot be replayed alone: its answers show the other sellers' offers and

@@ -1,5 +1,5 @@
-"""An arena: several in-process agents, one merchant each, in one market (SPEC §11), with a
-record that resumes to the same bytes after a kill.
+"""An arena: several in-process agents, one merchant each, in one market (docs/design.md §11), with
+a record that resumes to the same bytes after a kill.
 
     ARENA/arena.json                  the market: scenario, seed, β, merchants and their agents,
                                       progress, how it ended, the market's state hash
@@ -105,7 +105,7 @@ class ArenaSpec:
     seed: int
     entrants: tuple[Entrant, ...]
     catalog: Path | None = None
-    sealed: SealedSeed | None = None  # a sealed market (SPEC §10): `seed` is its secret
+    sealed: SealedSeed | None = None  # a sealed market (docs/design.md §10): `seed` is its secret
 
     @classmethod
     def of_agents(

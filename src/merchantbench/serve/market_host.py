@@ -1,5 +1,5 @@
-"""A hosted market (SPEC §11): several merchants, each an agent outside our process with its own
-agent id and token, in one market served over HTTP (and MCP).
+"""A hosted market (docs/design.md §11): several merchants, each an agent outside our process with
+its own agent id and token, in one market served over HTTP (and MCP).
 
 The market is an `ArenaLifecycle` (runs/arena.py) driven by one `ExternalDriver` per merchant:
 the same arena record as `merchantbench arena` writes (arena.json, each merchant's run record in

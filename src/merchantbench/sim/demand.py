@@ -1,5 +1,6 @@
-"""Customer arrivals (SPEC §4): the paper's intensity formula, vectorised over the listings of a
-store and the hours of one window, with counter-based Poisson draws (common random numbers).
+"""Customer arrivals (docs/design.md §4): the paper's intensity formula, vectorised over the
+listings of a store and the hours of one window, with counter-based Poisson draws (common random
+numbers).
 
     λ = D[i, d(t)] · w[c(i), h(t)] · r(t) · ℓ(age) · min((p / p_ref)^(−ε), cap)
 

@@ -1,6 +1,6 @@
 """The simulation engine: one store on one market, advanced window by window.
 
-The contract (SPEC §1):
+The contract (docs/design.md §1):
 
 - `Engine(scenario, market, seed)` opens the first window at t = 0. While a window is open the
   store may act: `list_products`, `delist_products`, `set_price`. Actions take effect from the
@@ -13,7 +13,7 @@ The contract (SPEC §1):
   no demand, every open order runs to its terminal state. The score is taken after draining.
 - `snapshot()` / `restore()` reproduce the state exactly; `state_hash()` fingerprints it.
 
-A store that is one merchant of a market with several (SPEC §11, `sim.marketplace`) is an
+A store that is one merchant of a market with several (docs/design.md §11, `sim.marketplace`) is an
 engine built with the market's `SharedParts` (supplier book, demand, supplier stock, what the
 other sellers offer): its actions and tools are a single store's, and the market advances it.
 
@@ -44,7 +44,7 @@ __all__ = ["ActionRejected", "Engine", "SharedParts"]
 
 @dataclass(frozen=True, eq=False)
 class SharedParts:
-    """What the merchants of one market share (SPEC §11): the supplier book, the demand
+    """What the merchants of one market share (docs/design.md §11): the supplier book, the demand
     terms, the supplier stock (one dict, changed by every merchant's procurement) and the
     view of what the other sellers offer (`rivals`, one per merchant; None in a market of one,
     whose merchant sees exactly what a store alone sees)."""

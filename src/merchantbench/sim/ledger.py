@@ -1,7 +1,7 @@
 """Exact money: the four cash accounts and the ledger of every movement, in integer fen.
 
-Accounts (SPEC §2): balance `B` (spendable), security deposit `D`, in-transit `I` (cost of orders
-paid to suppliers and not yet delivered), receivable `Q` (price of delivered orders not yet
+Accounts (docs/design.md §2): balance `B` (spendable), security deposit `D`, in-transit `I` (cost of
+orders paid to suppliers and not yet delivered), receivable `Q` (price of delivered orders not yet
 settled). Net assets = B + D + I + Q.
 
 Two rules shape every movement: an inflow refills the deposit up to its initial value before the

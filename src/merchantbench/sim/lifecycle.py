@@ -1,5 +1,5 @@
 """Order arrivals, procurement and every later step of an order, with their cash and rating
-effects (SPEC §5). A mixin of the engine: it reads and changes `self.state` only.
+effects (docs/design.md §5). A mixin of the engine: it reads and changes `self.state` only.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A market with several merchants (SPEC §11), advanced window by window.
+"""A market with several merchants (docs/design.md §11), advanced window by window.
 
 The contract:
 
@@ -11,9 +11,9 @@ The contract:
   `set_price`); what one does changes nothing another sees before the next window, whose
   opening posts the board of offers (`sim.rivals`) every merchant's tools read.
 - `advance()` closes the window for every merchant and simulates its hours, each in the order
-  of a single store (SPEC §1): supplier events (looked up), arrivals and their procurement,
-  order transitions, end of day, samples. Arrivals of a product in an hour are procured in
-  arrival-index order, whoever sells to them: who gets the last units of a supplier's stock is
+  of a single store (docs/design.md §1): supplier events (looked up), arrivals and their
+  procurement, order transitions, end of day, samples. Arrivals of a product in an hour are procured
+  in arrival-index order, whoever sells to them: who gets the last units of a supplier's stock is
   decided by the draws.
 - Demand: for product i at hour t, each merchant m listing it has its single-store intensity
   λ_m = D · w · a_m (`WindowDemand.intensity`, with a_m = r_m · ℓ_m · price term). The

@@ -1,4 +1,5 @@
-"""Orders (SPEC §5): what happens to one customer order, decided at arrival, revealed over time.
+"""Orders (docs/design.md §5): what happens to one customer order, decided at arrival, revealed over
+time.
 
 An order's whole future (fate, shipping, cancellation, delivery, resolution hours) is drawn when
 it is procured, from counter-based uniforms keyed by (seed, product, arrival hour, index in that

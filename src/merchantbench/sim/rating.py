@@ -1,4 +1,4 @@
-"""The store rating (SPEC §6): a decayed, prior-weighted average of rated order outcomes,
+"""The store rating (docs/design.md §6): a decayed, prior-weighted average of rated order outcomes,
 published once a day for the next day, with stars and a demand multiplier.
 
     R_d = (α R0 + Σ_j γ^(d−1−d_j) v_j u_j) / (α + Σ_j γ^(d−1−d_j) v_j)

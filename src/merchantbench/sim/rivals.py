@@ -1,4 +1,4 @@
-"""What a merchant of a market sees of the other merchants (SPEC §11): what a buyer sees.
+"""What a merchant of a market sees of the other merchants (docs/design.md §11): what a buyer sees.
 
 For a product: how many other merchants list it, their sale prices and their star levels, as
 they stood when the window opened (windows are simultaneous: nothing a merchant does in a

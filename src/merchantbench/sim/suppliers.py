@@ -1,4 +1,4 @@
-"""Supplier state of one product at one hour (SPEC §7): events and stock.
+"""Supplier state of one product at one hour (docs/design.md §7): events and stock.
 
 Supplier events are part of the market (a pure function of seed and product, precomputed by the
 generator); what the store does never changes them. Looking one product up is a slice of its

@@ -58,7 +58,8 @@ class SweepRun:
         model_entry: The models-file entry of an LLM run.
         max_concurrency: The entry's cap on runs calling it at once.
         key: Hash of the run's identity (configuration + code version).
-        sealed: A sealed run (SPEC §10): `seed` is then only the slot's number; the real seed
+        sealed: A sealed run (docs/design.md §10): `seed` is then only the slot's number; the real
+        seed
             is drawn when the run starts and kept in its `sealed/` directory.
         transcript: Write the run's `transcript.jsonl` (a recording choice, not part of the
             run's identity).

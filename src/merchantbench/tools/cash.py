@@ -1,5 +1,5 @@
-"""Cash-flow tools (SPEC §8): accounts, a store snapshot, the platform rules, the cash pipeline,
-store performance and per-product sales statistics. All read; all from what has happened.
+"""Cash-flow tools (docs/design.md §8): accounts, a store snapshot, the platform rules, the cash
+pipeline, store performance and per-product sales statistics. All read; all from what has happened.
 """
 
 from __future__ import annotations

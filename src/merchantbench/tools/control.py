@@ -1,5 +1,5 @@
-"""Memory and control tools (SPEC §8): the agent's memory document, the observation, the tool
-list, and `end_of_step`, which closes the window.
+"""Memory and control tools (docs/design.md §8): the agent's memory document, the observation, the
+tool list, and `end_of_step`, which closes the window.
 
 The memory document and the window belong to the agent, not to the store, so these keep working
 after the store has closed; only store actions answer `store_closed`.

@@ -101,7 +101,8 @@ class Tool:
     Attributes:
         name: The function name; what the model calls.
         kind: `read` (changes nothing) or `write` (changes state).
-        group: The tool group: of the agent interface (SPEC §8) for environment tools, or of
+        group: The tool group: of the agent interface (docs/design.md §8) for environment tools, or
+        of
             the harness (`code`, `memory`, `plan`, `skills`) for framework tools.
         optional: Off unless a scenario enables it.
         summary: First line of the docstring.

@@ -1,4 +1,5 @@
-"""Listing and pricing tools (SPEC §8): put products on sale, take them down, reprice, review.
+"""Listing and pricing tools (docs/design.md §8): put products on sale, take them down, reprice,
+review.
 
 Actions go through the engine, which validates a whole request before changing anything; its
 refusals come back with the JSON path of the argument at fault (`$.items[3].sale_price`).
@@ -222,7 +223,7 @@ def review_my_listings(ctx: StoreContext) -> dict[str, Any]:
         "days_listed", "last_order", "alerts",
     )  # fmt: skip
     rivals = ctx.engine.rivals
-    if rivals is not None:  # a market of several merchants (SPEC §11): what a buyer sees
+    if rivals is not None:  # a market of several merchants (docs/design.md §11): what a buyer sees
         columns = (*columns, "other_sellers", "lowest_other_price")
         for row, offers in zip(rows, rivals.contested(products), strict=True):
             row.extend([len(offers), rmb(offers[0].price_fen) if offers else None])

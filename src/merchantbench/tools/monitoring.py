@@ -1,4 +1,4 @@
-"""Supplier and order monitoring tools (SPEC §8): supply-chain anomalies on the store's
+"""Supplier and order monitoring tools (docs/design.md §8): supply-chain anomalies on the store's
 listings, order lists, order updates since the previous window and one order's history.
 
 Orders are shown as `context.order_status` derives them: from what has happened only.

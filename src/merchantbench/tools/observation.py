@@ -1,8 +1,8 @@
 """The text an agent is given: the system brief (the rules it is told, once) and each window's
 observation (where the store stands now). Both are deterministic functions of the session.
 
-The brief states every rule of the platform (SPEC §8) from the scenario's own numbers, and the
-existence of supplier events without their rates: a seller knows that suppliers change prices
+The brief states every rule of the platform (docs/design.md §8) from the scenario's own numbers, and
+the existence of supplier events without their rates: a seller knows that suppliers change prices
 and run out, not how often a given one will.
 """
 
@@ -171,7 +171,8 @@ def _market_section(ctx: StoreContext) -> list[str]:
 
 
 def _competition_section(ctx: StoreContext) -> list[str]:
-    """Only in a market of several merchants (SPEC §11): what the agent sees of the others."""
+    """Only in a market of several merchants (docs/design.md §11): what the agent sees of the
+    others."""
     sc = ctx.scenario
     shared = (
         "buyers of a product you both list choose between you by sale price, store stars and "

@@ -1,4 +1,4 @@
-"""Product sourcing tools (SPEC §8): the daily market report, catalog search, product and
+"""Product sourcing tools (docs/design.md §8): the daily market report, catalog search, product and
 supplier pages. Everything shown is public: what a wholesale site shows any shopper now.
 """
 
@@ -284,7 +284,7 @@ def get_product_detail(ctx: StoreContext, product_id: ProductId) -> dict[str, An
             "orders": listing.orders,
         }
     rivals = ctx.engine.rivals
-    if rivals is not None:  # a market of several merchants (SPEC §11): what a buyer sees
+    if rivals is not None:  # a market of several merchants (docs/design.md §11): what a buyer sees
         offers = rivals.of(i)
         detail["other_sellers"] = {
             "count": len(offers),

@@ -1,4 +1,4 @@
-"""The agent's tool set: the core tools in the order of SPEC §8, and the optional tools a
+"""The agent's tool set: the core tools in the order of docs/design.md §8, and the optional tools a
 scenario switches on, each stating the scenario's limits. Every list or count of tools (the
 playground's panels, the check script's coverage, docs/tools.md's index) derives from `DECLARED`.
 """
@@ -46,6 +46,6 @@ def enabled_optional_tools(scenario: Scenario) -> list[str]:
 
 
 def build_registry(scenario: Scenario) -> ToolRegistry:
-    """Every tool, in SPEC order, stating the scenario's limits in its description and schema
-    bounds, with the scenario's optional tools enabled."""
+    """Every tool, in the order of docs/design.md §8, stating the scenario's limits in its
+    description and schema bounds, with the scenario's optional tools enabled."""
     return DECLARED.render(scenario).enable(enabled_optional_tools(scenario))
