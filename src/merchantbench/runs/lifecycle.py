@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from merchantbench.agents.base import BaseAgent, Player
 from merchantbench.agents.registry import agent_entry, make_agent
-from merchantbench.record.attest import attest_finished
+from merchantbench.record.attest import ATTESTATION_FILE, attest_finished
 from merchantbench.record.checkpoint import (
     CheckpointError,
     cut_trace,
@@ -49,7 +49,7 @@ from merchantbench.record.checkpoint import (
     read_checkpoint_pins,
     save_checkpoint,
 )
-from merchantbench.record.files import atomic_write_bytes, write_cut
+from merchantbench.record.files import atomic_write_bytes, read_json, write_cut
 from merchantbench.record.manifest import (
     AgentRef,
     ForkRef,
@@ -214,6 +214,40 @@ class RunLifecycle:
             life.checkpoint()  # a killed fork resumes at its fork window, never at window 0
         if life.manifest.fork is not None and life.manifest.fork.fresh_agent and life.agent:
             life.agent.take_over(life.surface)
+        return life
+
+    @classmethod
+    def read_finished(
+        cls, spec: RunSpec, run_dir: Path, driver: Driver[Any] | None = None
+    ) -> RunLifecycle:
+        """A finished record read back, for a host that shows it again after a restart: the
+        session at the record's checkpoint (`finish` took it on the drained state, checked
+        against the state hash `run.json` records) and the metrics of `metrics.json`. Nothing
+        more is recorded: a trace entry is refused (`RunError`). A record that a kill left
+        unsigned after `run.json` said finished is signed now (`attest_finished`, the bytes
+        `finish` would have written), and a journal an older version left is removed.
+
+        Raises:
+            RunError: the record is not finished, or a file it needs is damaged (one line).
+        """
+        life = cls(spec, run_dir, CheckpointPolicy(), False, False)
+        life.driver = driver
+        try:
+            meta = read_manifest(run_dir)
+            checkpoint = load_checkpoint(run_dir)
+            metrics = read_json(run_dir / METRICS_FILE)
+        except (ManifestError, CheckpointError, OSError, ValueError) as exc:
+            raise RunError(f"cannot read the finished record: {exc}") from None
+        if meta.resumable or checkpoint is None or not isinstance(metrics, dict):
+            raise RunError("cannot read the finished record: it is not finished")
+        life.session = Session.open(spec.scenario, spec.seed, spec.catalog, trace_sink=life._write)
+        life.session.restore(checkpoint["session"])
+        if life.session.state_hash() != meta.state_hash:
+            raise RunError("cannot read the finished record: its checkpoint is not its end")
+        life.manifest, life.metrics = meta, metrics
+        Journal(run_dir).remove()
+        if not (run_dir / ATTESTATION_FILE).exists():
+            attest_finished(run_dir, meta)
         return life
 
     def _open(self, resume: bool, driver: Driver[Any] | None, fork: ForkStart | None) -> None:
@@ -615,9 +649,10 @@ class RunLifecycle:
             lambda: self._kill.passed("tables"),
         )
         self._kill.passed("metrics")
+        if self._journal is not None:  # before run.json says finished: a finished record
+            self._journal.remove()  # never has one (the checkpoint holds the drained state)
         meta.write(self.run_dir)
-        if self._journal is not None:
-            self._journal.remove()  # finished: nothing is left to replay
+        self._kill.passed("ended")
         attest_finished(self.run_dir, meta)  # the one signing hook (record/attest.py)
         self.metrics, self.record = metrics, record
         return metrics
