@@ -2,7 +2,8 @@
 record is read back (`RunLifecycle.read_finished`), never resumed nor written again. A kill at
 any step of the finish (runs/kill_points.py: `finish`, `tables`, `metrics`, `ended`) leaves
 files a restarted server serves: resumed and finished again, or read back and signed; the
-record's files are those of a store never killed, and its journal is gone. A damaged record
+record's files are those of a store never killed, its journal is gone, and no temporary file a
+cut write left is signed with it. A damaged record
 answers a structured 409, never a 500."""
 
 from __future__ import annotations
@@ -75,6 +76,9 @@ def test_a_finished_store_is_shown_again_after_a_restart(tmp_path: Path) -> None
 def test_a_kill_while_finishing_leaves_a_store_a_restart_serves(tmp_path: Path, point: str) -> None:
     reference, _, _ = _finished(tmp_path / "whole")
     [seat] = PlayRoom(tmp_path / "killed").create(SCENARIO, [SEED])
+    run = tmp_path / "killed" / seat.run
+    cut = run / "checkpoint" / ".state.pkl.k1lled00.tmp"  # a write an earlier kill cut short
+    cut.write_bytes(b"half a checkpoint")
     pid = os.fork()
     if pid == 0:  # the server that finishes the store, killed at `point`
         try:
@@ -86,9 +90,9 @@ def test_a_kill_while_finishing_leaves_a_store_a_restart_serves(tmp_path: Path, 
             os._exit(0)
     _, status = os.waitpid(pid, 0)
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, point
-    run = tmp_path / "killed" / seat.run
     assert _state(tmp_path / "killed", seat.token)["over"]
     assert_same_record(run, reference)  # the files, byte for byte, and no journal
+    assert not cut.exists()  # removed as the store resumed, never signed
     assert check_attestation(run, trusted_keys()).ok  # signed, as `finish` signs
 
 

@@ -23,6 +23,15 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
+def remove_cut_writes(folder: Path) -> None:
+    """Remove the temporary files (`.NAME.*.tmp`) that writes a killed process cut short left
+    in `folder`: never renamed into place, no reader saw them. For the folder's one writer as
+    it resumes (a signed record would otherwise list them among its checkpoint's files)."""
+    for path in folder.glob(".*.tmp"):
+        if path.is_file() and not path.is_symlink():
+            path.unlink(missing_ok=True)
+
+
 def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode())
 

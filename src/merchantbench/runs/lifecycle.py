@@ -43,13 +43,19 @@ from merchantbench.agents.base import BaseAgent, Player
 from merchantbench.agents.registry import agent_entry, make_agent
 from merchantbench.record.attest import ATTESTATION_FILE, attest_finished
 from merchantbench.record.checkpoint import (
+    CHECKPOINT,
     CheckpointError,
     cut_trace,
     load_checkpoint,
     read_checkpoint_pins,
     save_checkpoint,
 )
-from merchantbench.record.files import atomic_write_bytes, read_json, write_cut
+from merchantbench.record.files import (
+    atomic_write_bytes,
+    read_json,
+    remove_cut_writes,
+    write_cut,
+)
 from merchantbench.record.manifest import (
     AgentRef,
     ForkRef,
@@ -247,6 +253,7 @@ class RunLifecycle:
         life.manifest, life.metrics = meta, metrics
         Journal(run_dir).remove()
         if not (run_dir / ATTESTATION_FILE).exists():
+            _remove_cut_writes(run_dir)  # never signed among the record's files
             attest_finished(run_dir, meta)
         return life
 
@@ -370,6 +377,7 @@ class RunLifecycle:
         checkpoint, restore the checkpoint, and cut the records back to what it covers. Returns
         the last window the transcript has the observation of."""
         runtime = frozenset() if self.agent is None else self.agent.runtime_settings
+        _remove_cut_writes(self.run_dir)
         try:
             found, saved = read_checkpoint_pins(self.run_dir)
             continued = check_resume(
@@ -696,6 +704,12 @@ class RunLifecycle:
         if self._journal is not None:
             self._journal.close()
         self.session.recorder = None
+
+
+def _remove_cut_writes(run_dir: Path) -> None:
+    """The temporary files a killed writer left in the run directory and its checkpoint."""
+    remove_cut_writes(run_dir)
+    remove_cut_writes(run_dir / CHECKPOINT.parent)
 
 
 def _words_line(record: dict[str, Any]) -> dict[str, Any]:
