@@ -18,9 +18,10 @@ import os
 import resource
 import time
 
+from merchantbench.market_session import MarketSession
+
 from merchantbench.agents.registry import make_agent
 from merchantbench.catalog.cache import get_market, get_search_index
-from merchantbench.market_session import MarketSession
 from merchantbench.runs.arena import merchant_ids
 from merchantbench.scenario import load_scenario
 from merchantbench.session import Session

@@ -19,8 +19,8 @@ from merchantbench.agents.registry import make_agent
 from merchantbench.check.adapter import LedgerReport
 from merchantbench.check.checks import OTHER_MERCHANT_MARK
 from merchantbench.check.python_adapter import PythonRun
-from merchantbench.market_session import MarketSession, MerchantSession
 from merchantbench.scenario import Scenario
+from merchantbench.session import MarketSession, Session
 
 __all__ = [
     "CHECKED",
@@ -46,7 +46,7 @@ def competing(scenario: Scenario) -> Scenario:
     return scenario.model_copy(update={"market": market})
 
 
-def rival_turn(session: MerchantSession, rival: BaseAgent, last: int) -> int:
+def rival_turn(session: Session, rival: BaseAgent, last: int) -> int:
     """The rival acts once in each window, on its opening state (the order of merchants
     within a window changes nothing): it writes its private note, plays, and closes its
     window. Returns the window it last played."""

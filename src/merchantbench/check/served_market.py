@@ -26,8 +26,8 @@ from merchantbench.check.adapter import LedgerReport
 from merchantbench.check.market_adapter import CHECKED, RIVAL, RIVAL_AGENT, competing, rival_turn
 from merchantbench.check.python_adapter import PythonRun
 from merchantbench.check.served import HttpRun, LiveServe, McpRun, _ServedAdapter, _ServedRun
-from merchantbench.market_session import MerchantSession
 from merchantbench.scenario import Scenario
+from merchantbench.session import Session
 
 __all__ = ["HttpMarketAdapter", "HttpMarketRun", "McpMarketAdapter", "McpMarketRun"]
 
@@ -44,13 +44,13 @@ class _ServedMarket(_ServedRun):
         self._rival_turn()
 
     def _rival_turn(self) -> None:
-        def play(session: MerchantSession) -> None:
+        def play(session: Session) -> None:
             self._rival_window = rival_turn(session, self.rival, self._rival_window)
 
         self.serve.on_loop(self.host.host_turn(RIVAL, play))
 
     @property
-    def merchant(self) -> MerchantSession:
+    def merchant(self) -> Session:
         return self.host.channels[CHECKED].session  # type: ignore[no-any-return]
 
     @property

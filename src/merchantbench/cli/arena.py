@@ -19,8 +19,8 @@ from merchantbench.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from merchantbench.market_session import MarketSession
     from merchantbench.runs.arena import ArenaSpec
+    from merchantbench.session import MarketSession
 
 
 def _parse_seeds(text: str) -> list[int]:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,7 +35,6 @@ from typing import Any
 import merchantbench
 from merchantbench.agents.base import BaseAgent, Player
 from merchantbench.agents.registry import agent_entry, make_agent
-from merchantbench.market_session import MarketError, MarketSession, MerchantSession
 from merchantbench.record.arena import (
     ARENA_FILE,
     MERCHANTS_DIR,
@@ -47,24 +45,21 @@ from merchantbench.record.arena import (
 )
 from merchantbench.record.checkpoint import (
     CheckpointError,
-    cut_trace,
     load_checkpoint,
     read_checkpoint_pins,
     save_checkpoint,
 )
-from merchantbench.record.files import write_cut
 from merchantbench.record.manifest import AgentRef, MarketRef, RunManifest
-from merchantbench.record.schema import MODEL_CALLS_FILE, RUN_FILE, TRACE_FILE, TRANSCRIPT_FILE
+from merchantbench.record.schema import RUN_FILE, TRANSCRIPT_FILE
 from merchantbench.record.sealed import SealedError, SealedSeed, read_sealed
 from merchantbench.runs.driver import Driver, encode_state
 from merchantbench.runs.kill_points import KillPoints
 from merchantbench.runs.lifecycle import CheckpointPolicy
-from merchantbench.runs.record_writer import TraceWriter, finish_store_record, git_commit
+from merchantbench.runs.record_writer import MerchantRecord, git_commit
 from merchantbench.runs.spec import RunError
-from merchantbench.runs.transcript import TranscriptFile, cut_transcript
 from merchantbench.scenario import Scenario
+from merchantbench.session import MarketError, MarketSession
 from merchantbench.sim.marketplace import MERCHANT_ID
-from merchantbench.tools.agent_input import scrub
 
 __all__ = [
     "ARENA_FILE",
@@ -200,69 +195,6 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-class _MerchantRecord:
-    """One merchant's run record inside the arena directory: trace, transcript, model calls,
-    run.json, tables and metrics."""
-
-    def __init__(self, run_dir: Path, kill: KillPoints) -> None:
-        self.run_dir = run_dir
-        self._kill = kill
-        self.trace: TraceWriter | None = None
-        self.transcript: TranscriptFile | None = None
-        self.manifest: RunManifest
-        self.metrics: dict[str, Any] | None = None
-
-    def write(self, entry: dict[str, Any]) -> None:
-        if self.trace is None:
-            raise RunError(f"{self.run_dir}: the run record is closed; no more trace entries")
-        self.trace.write(entry)
-
-    def cut(self, seq: int, model_calls: int | None) -> int | None:
-        """Cut trace, model-call log and transcript back to a checkpoint (as a run's resume)."""
-        path = self.run_dir / TRANSCRIPT_FILE
-        kept, noted = cut_transcript(path, seq) if path.is_file() else (None, None)
-        cuts = [(self.run_dir / TRACE_FILE, cut_trace(self.run_dir / TRACE_FILE, seq))]
-        if model_calls is not None:
-            calls = self.run_dir / MODEL_CALLS_FILE
-            cuts.append((calls, cut_trace(calls, model_calls)))
-        for record, data in [*cuts, (path, kept)]:
-            if data is not None:
-                write_cut(record, data)
-        return noted
-
-    def open(self, session: MerchantSession, transcribe: bool, noted: int | None) -> None:
-        self.trace = TraceWriter(self.run_dir / TRACE_FILE, self._kill)
-        if transcribe:
-            self.transcript = TranscriptFile(self.run_dir / TRANSCRIPT_FILE)
-            session.recorder = self.transcript
-            if noted != session.window:
-                self.transcript.window_opened(session)
-
-    def sync(self, agent: Player[Any]) -> None:
-        if self.trace is not None:
-            self.trace.sync()
-        if self.transcript is not None:
-            self.transcript.sync()
-        records = agent.drain_model_calls()
-        if records:
-            with open(self.run_dir / MODEL_CALLS_FILE, "a") as log:
-                log.writelines(
-                    json.dumps(scrub(r), separators=(",", ":"), allow_nan=False) + "\n"
-                    for r in records
-                )
-                log.flush()
-                os.fsync(log.fileno())
-
-    def close(self, session: MerchantSession) -> None:
-        if self.trace is not None:
-            self.trace.close()
-            self.trace = None
-        if self.transcript is not None:
-            self.transcript.close()
-            self.transcript = None
-        session.recorder = None
-
-
 class ArenaLifecycle:
     """One arena record from open to finish (see the module docstring)."""
 
@@ -272,7 +204,7 @@ class ArenaLifecycle:
         self.checkpoints = checkpoints
         self._kill = KillPoints.from_env()
         self.records = {
-            e.merchant: _MerchantRecord(arena_dir / MERCHANTS_DIR / e.merchant, self._kill)
+            e.merchant: MerchantRecord(arena_dir / MERCHANTS_DIR / e.merchant, self._kill)
             for e in spec.entrants
         }
         self.agents: dict[str, BaseAgent] = {}
@@ -384,7 +316,8 @@ class ArenaLifecycle:
             record.run_dir.mkdir(parents=True, exist_ok=True)
             record.manifest = self._merchant_manifest(entrant, schema)
             record.manifest.write(record.run_dir)
-            record.open(self.market.session(entrant.merchant), transcript, None)
+            record.transcribe = transcript
+            record.open(self.market.session(entrant.merchant), None)
 
     def player(self, merchant: str) -> Player[Any]:
         """The merchant's agent, or its driver in a market played from outside."""
@@ -452,8 +385,8 @@ class ArenaLifecycle:
             except (OSError, ValueError, CheckpointError) as exc:
                 raise RunError(f"cannot resume: {record.run_dir}: {exc}") from None
             record.manifest.reopen()
-            transcribe = (record.run_dir / TRANSCRIPT_FILE).is_file()
-            record.open(session, transcribe, noted)
+            record.transcribe = (record.run_dir / TRANSCRIPT_FILE).is_file()
+            record.open(session, noted)
         self.manifest.ended = self.manifest.error = None
 
     def _restore_drivers(self, saved: Any) -> None:
@@ -541,7 +474,8 @@ class ArenaLifecycle:
         for merchant, record in self.records.items():
             session = self.market.session(merchant)
             noted = record.cut(session.memory.seq, None)
-            record.open(session, (record.run_dir / TRANSCRIPT_FILE).is_file(), noted)
+            record.transcribe = (record.run_dir / TRANSCRIPT_FILE).is_file()
+            record.open(session, noted)
             record.manifest.reopen()
             record.manifest.write(record.run_dir)
         self.metrics = None
@@ -579,22 +513,10 @@ class ArenaLifecycle:
         if self.metrics is not None:
             return self.metrics
         self.checkpoint()
-        self._kill.passed("finish")
-        metrics: dict[str, dict[str, Any]] = {}
-        for merchant, record in self.records.items():
-            session = self.market.session(merchant)
-            agent = self.player(merchant)
-            record.sync(agent)
-            record.close(session)
-            outcome = agent.outcome()
-            meta = record.manifest
-            meta.record_agent(outcome.usage, outcome.stop_reason)
-            engine = session.engine
-            metrics[merchant] = finish_store_record(
-                engine, session.memory.windows_closed, engine.state_hash(), meta, record.run_dir
-            )[1]
-            meta.write(record.run_dir)
-        self._kill.passed("metrics")
+        metrics = {
+            merchant: record.finish(self.market.session(merchant), self.player(merchant))[1]
+            for merchant, record in self.records.items()
+        }
         self.manifest.ended = "completed"
         self.manifest.finished = _now()
         self.manifest.windows = self.spec.scenario.clock.windows

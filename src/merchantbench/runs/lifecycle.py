@@ -32,7 +32,6 @@ are flushed and synced to disk.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from dataclasses import dataclass
@@ -48,7 +47,7 @@ from merchantbench.record.checkpoint import (
     read_checkpoint_pins,
     save_checkpoint,
 )
-from merchantbench.record.files import atomic_write_bytes, write_cut
+from merchantbench.record.files import atomic_write_bytes
 from merchantbench.record.manifest import (
     AgentRef,
     ForkRef,
@@ -68,24 +67,20 @@ from merchantbench.record.pins import (
 )
 from merchantbench.record.schema import (
     METRICS_FILE,
-    MODEL_CALLS_FILE,
-    MODEL_WORDS_FILE,
     RUN_FILE,
     TRACE_FILE,
     TRANSCRIPT_FILE,
 )
-from merchantbench.record.words import WORDS_KEY, append_words, cut_words
 from merchantbench.runs.driver import PLAYED_BY, Driver, encode_state
 from merchantbench.runs.kill_points import KillPoints
-from merchantbench.runs.record_writer import TraceWriter, finish_store_record, git_commit
+from merchantbench.runs.record_writer import MerchantRecord, git_commit
 from merchantbench.runs.spec import RunError, RunSpec
-from merchantbench.runs.transcript import TranscriptFile, cut_transcript
+from merchantbench.runs.transcript import cut_transcript
 from merchantbench.session import Session
 from merchantbench.surface import AgentSurface
 
 if TYPE_CHECKING:
     from merchantbench.metrics.record import RunRecord
-from merchantbench.tools.agent_input import scrub
 
 __all__ = ["CheckpointPolicy", "ForkStart", "RunLifecycle"]
 
@@ -148,19 +143,15 @@ class RunLifecycle:
         self.run_dir = run_dir
         self.checkpoints = checkpoints
         self.allow_code_change = allow_code_change
-        self.transcribe = transcript
-        self.keep_words = True  # the model's words (record/words.py); off for older records
+        self._kill = KillPoints.from_env()  # test-only (runs/kill_points.py)
+        self.writer = MerchantRecord(run_dir, self._kill, transcript)  # the record's files
         self.agent: BaseAgent | None = None
         self.driver: Driver[Any] | None = None
         self.metrics: dict[str, Any] | None = None
         self.record: RunRecord | None = None  # the finished record as read back, for a report
-        self._kill = KillPoints.from_env()  # test-only (runs/kill_points.py)
-        self._trace: TraceWriter | None = None
-        self._transcript: TranscriptFile | None = None
         self._last_checkpoint = time.monotonic()
         self._created = False  # this lifecycle made the run directory
         self.session: Session  # set by open
-        self.manifest: RunManifest  # set by open
         self.pins: RunPins  # set by open; saved with every checkpoint
 
     # --- open -----------------------------------------------------------------------------------
@@ -221,7 +212,7 @@ class RunLifecycle:
         if driver is None and spec.agent in PLAYED_BY:
             how = PLAYED_BY[spec.agent]  # type: ignore[index]
             raise RunError(f"agent {spec.agent!r} plays through {how}, not `run`")
-        session = Session.open(spec.scenario, spec.seed, spec.catalog, trace_sink=self._write)
+        session = Session.open(spec.scenario, spec.seed, spec.catalog, trace_sink=self.writer.write)
         player: Player[Any]
         hidden = None
         if driver is not None:
@@ -289,7 +280,7 @@ class RunLifecycle:
             trace = cut_trace(fork.parent_dir / TRACE_FILE, seq)
             kept, noted = (
                 cut_transcript(parent_transcript, seq)
-                if parent_transcript.is_file() and self.transcribe
+                if parent_transcript.is_file() and self.writer.transcribe
                 else (None, None)
             )
         except CheckpointError as exc:
@@ -298,7 +289,7 @@ class RunLifecycle:
         if kept is not None:
             atomic_write_bytes(self.run_dir / TRANSCRIPT_FILE, kept)
         elif seq:
-            self.transcribe = False  # a transcript is never started part-way
+            self.writer.transcribe = False  # a transcript is never started part-way
         return noted
 
     def _start_manifest(self, player: Player[Any], fork: ForkRef | None = None) -> RunManifest:
@@ -347,7 +338,7 @@ class RunLifecycle:
             elif checkpoint.get("driver") is not None:
                 self.driver.restore(json.loads(checkpoint["driver"]))
         try:
-            noted = self._cut_records(self.session.memory.seq, self._player.model_calls_seq)
+            noted = self.writer.cut(self.session.memory.seq, self._player.model_calls_seq)
         except CheckpointError as exc:
             raise RunError(f"cannot resume: {exc}") from None
         if continued is not None:
@@ -355,52 +346,19 @@ class RunLifecycle:
             meta.write(self.run_dir)
         return noted
 
-    def _cut_records(self, seq: int, model_calls: int | None) -> int | None:
-        """Cut the trace, the model-call log (unless `model_calls` is None) and the transcript
-        back to `seq` trace entries and `model_calls` model calls; every file is checked before
-        any is changed. Returns the last window whose observation the transcript keeps; a
-        record without a transcript that is already under way goes on without one.
-
-        Raises:
-            CheckpointError: a record is damaged within what the session covers.
-        """
-        path = self.run_dir / TRANSCRIPT_FILE
-        kept, noted = cut_transcript(path, seq) if path.is_file() else (None, None)
-        cuts = [(self.run_dir / TRACE_FILE, cut_trace(self.run_dir / TRACE_FILE, seq))]
-        if model_calls is not None:  # LLM agents log their model calls; keep the checkpointed
-            calls = self.run_dir / MODEL_CALLS_FILE
-            cuts.append((calls, cut_trace(calls, model_calls)))
-            words = self.run_dir / MODEL_WORDS_FILE
-            if model_calls and not words.exists():
-                self.keep_words = False  # recorded before the words were kept: go on without
-            else:
-                cuts.append((words, cut_words(words, model_calls)))
-        for record, data in [*cuts, (path, kept)]:
-            if data is not None:
-                write_cut(record, data)
-        if kept is not None:
-            self.transcribe = True
-        elif seq:
-            self.transcribe = False
-        return noted
-
     def _open_records(self, noted: int | None) -> None:
-        """Open the trace and the transcript for appending; the transcript notes the open
-        window's observation unless it holds it already."""
-        self._trace = TraceWriter(self.run_dir / TRACE_FILE, self._kill)
-        if self.transcribe:
-            self._transcript = TranscriptFile(self.run_dir / TRANSCRIPT_FILE)
-            self.session.recorder = self._transcript
-            if noted != self.session.window:
-                self._transcript.window_opened(self.session)
-
-    def _write(self, entry: dict[str, Any]) -> None:
-        if self._trace is None:
-            # The record is finished, suspended or closed: no entry may reach a closed trace.
-            raise RunError(f"{self.run_dir}: the run record is closed; no more trace entries")
-        self._trace.write(entry)
+        self.writer.open(self.session, noted)
 
     # --- what hosts read ------------------------------------------------------------------------
+    @property
+    def manifest(self) -> RunManifest:
+        """`run.json` as the lifecycle keeps it."""
+        return self.writer.manifest
+
+    @manifest.setter
+    def manifest(self, meta: RunManifest) -> None:
+        self.writer.manifest = meta
+
     @property
     def surface(self) -> AgentSurface:
         """The session's agent surface: all an agent (or a front end's client) may use."""
@@ -436,20 +394,14 @@ class RunLifecycle:
     def flush(self) -> None:
         """Hand the record files written so far to the operating system (no disk sync, no
         checkpoint): a reader of the run directory sees every entry up to now."""
-        if self._trace is not None:
-            self._trace.flush()
-        if self._transcript is not None:
-            self._transcript.flush()
+        self.writer.flush()
 
     def checkpoint(self) -> None:
         """Save the session and the agent (or the driver's state) where they stand, mid-window
         too. Every record file the checkpoint covers is on disk first."""
-        if self._trace is None:
+        if not self.writer.is_open:
             raise RunError(f"{self.run_dir}: the run record is closed; nothing to checkpoint")
-        self._trace.sync()
-        if self._transcript is not None:
-            self._transcript.sync()
-        self._flush_model_calls()
+        self.writer.sync(self._player)
         save_checkpoint(
             self.run_dir,
             self.session.snapshot(),
@@ -462,27 +414,6 @@ class RunLifecycle:
         self.manifest.progress(self.session.memory.windows_closed)
         self.manifest.write(self.run_dir)
 
-    def _flush_model_calls(self) -> None:
-        """Append the model calls made since the last flush to model_calls.jsonl (synced):
-        a checkpointed agent never holds unwritten calls."""
-        drained = self._player.drain_model_calls()
-        if drained:
-            records = [{k: v for k, v in r.items() if k != WORDS_KEY} for r in drained]
-            with open(self.run_dir / MODEL_CALLS_FILE, "a") as log:
-                log.writelines(
-                    json.dumps(scrub(r), separators=(",", ":"), allow_nan=False) + "\n"
-                    for r in records
-                )
-                log.flush()
-                os.fsync(log.fileno())
-            if self.keep_words:
-                append_words(self.run_dir, [_words_line(r) for r in drained])
-
-    def _record_outcome(self) -> None:
-        """What the agent or driver reports: usage totals and why it stopped early, if it did."""
-        outcome = self._player.outcome()
-        self.manifest.record_agent(outcome.usage, outcome.stop_reason)
-
     def write_manifest(self) -> None:
         """Write `run.json` as it stands (after a host changed it, e.g. a registration)."""
         self.manifest.write(self.run_dir)
@@ -492,10 +423,10 @@ class RunLifecycle:
         """The driver went away mid-run (a client left, a server stops): checkpoint where the
         run stands (mid-window is fine), mark the record interrupted (resumable), close. A
         finished or closed record is left as it is."""
-        if self.finished or self._trace is None:
+        if self.finished or not self.writer.is_open:
             return
         self.checkpoint()
-        self._record_outcome()
+        self.writer.record_outcome(self._player)
         self.manifest.interrupt()
         self.manifest.write(self.run_dir)
         self.close()
@@ -509,8 +440,8 @@ class RunLifecycle:
             shutil.rmtree(self.run_dir, ignore_errors=True)
             return
         self.manifest.fail(exc)
-        self._flush_model_calls()
-        self._record_outcome()
+        self.writer.sync(self._player)
+        self.writer.record_outcome(self._player)
         self.manifest.write(self.run_dir)
 
     def finish(self) -> dict[str, Any]:
@@ -519,25 +450,10 @@ class RunLifecycle:
         `--resume` completes (runs/kill_points.py names the steps). Idempotent."""
         if self.metrics is not None:
             return self.metrics
-        if self._trace is not None:
+        if self.writer.is_open:
             self.checkpoint()
-        self.close()
-        self._flush_model_calls()
-        self._record_outcome()
-        self._kill.passed("finish")
-        session, meta = self.session, self.manifest
-        record, metrics = finish_store_record(
-            session.engine,
-            session.memory.windows_closed,
-            session.state_hash(),
-            meta,
-            self.run_dir,
-            lambda: self._kill.passed("tables"),
-        )
-        self._kill.passed("metrics")
-        meta.write(self.run_dir)
-        self.metrics, self.record = metrics, record
-        return metrics
+        self.record, self.metrics = self.writer.finish(self.session, self._player)
+        return self.metrics
 
     def write_report(self) -> Path:
         """The finished run's report (`report.md` and its figures) in the run directory, from
@@ -555,7 +471,7 @@ class RunLifecycle:
         record live again."""
         self.close()
         self.session.restore(blob)
-        noted = self._cut_records(self.session.memory.seq, None)
+        noted = self.writer.cut(self.session.memory.seq, None)
         self._open_records(noted)
         self.metrics = self.record = None
         self.manifest.reopen()
@@ -564,22 +480,4 @@ class RunLifecycle:
     def close(self) -> None:
         """Close the trace and the transcript (idempotent); later trace entries are refused
         with `RunError`."""
-        if self._trace is not None:
-            self._trace.close()
-            self._trace = None
-        if self._transcript is not None:
-            self._transcript.close()
-            self._transcript = None
-        self.session.recorder = None
-
-
-def _words_line(record: dict[str, Any]) -> dict[str, Any]:
-    """The words file's line for a drained model-call record (record/words.py): its seq and
-    window, then the model's words, or the call's error (a call that failed said nothing)."""
-    words = record.get(WORDS_KEY)
-    line: dict[str, Any] = {"seq": record.get("seq"), "window": record.get("window")}
-    if isinstance(words, dict):
-        line.update(scrub(words))
-    else:
-        line.update(content=None, reasoning=None, tool_calls=[], error=record.get("error"))
-    return line
+        self.writer.close(self.session)

@@ -22,7 +22,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from merchantbench.market_session import MerchantSession
 from merchantbench.runs.arena import ArenaLifecycle
 from merchantbench.serve.act import END_OF_STEP, ProtocolError, plan_calls, stale_step
 from merchantbench.serve.channel import AgentChannel, tick_of
@@ -30,6 +29,7 @@ from merchantbench.serve.external import ExternalDriver, ProtocolState, add_usag
 from merchantbench.serve.hosting import Hosting
 from merchantbench.serve.settings import FRONT_END, gone
 from merchantbench.serve.usage import usage_record
+from merchantbench.session import Session
 from merchantbench.surface import AgentSurface
 
 __all__ = ["MarketHost", "MarketSettings", "MerchantChannel", "MerchantPort"]
@@ -63,7 +63,7 @@ class MerchantChannel(AgentChannel):
     def __init__(self, host: MarketHost, merchant: str) -> None:
         self.host = host
         self.merchant = merchant
-        self.session: MerchantSession = host.life.market.session(merchant)
+        self.session: Session = host.life.market.session(merchant)
         self.surface: AgentSurface = self.session.surface
         driver = host.life.drivers[merchant]
         assert isinstance(driver, ExternalDriver)
@@ -322,7 +322,7 @@ class MarketHost(Hosting):
         }
 
     # --- host side, in process only (the conformance check) -------------------------------------
-    async def host_turn(self, agent_id: str, play: Callable[[MerchantSession], None]) -> None:
+    async def host_turn(self, agent_id: str, play: Callable[[Session], None]) -> None:
         """Play a merchant's turn on the host side (the check's rival): `play` its session
         under the market's lock, then what a closed window needs. Not a route."""
         session = self.channel(agent_id).session
