@@ -57,3 +57,34 @@ def test_kendall_tau_and_ranks():
     assert np.isclose(kendall_tau(tied, b), kendalltau(tied, b).statistic)
     assert _ranks([5.0, 9.0, 5.0]) == [2.5, 1.0, 2.5]
     assert kendall_tau([1.0, 1.0], [2.0, 2.0]) is None
+
+
+def test_report_of_an_arena_directory_and_resume_report_of_a_finished_arena(tmp_path):
+    # At 177dc89 both failed: `report ARENA` said "not a run record", `arena --resume
+    # --report` of a finished arena said "already finished".
+    runner, arena = CliRunner(), tmp_path / "arena"
+    two = ["arena", "--agent", "rule-based", "--agent", "random", "--scenario", "smoke",
+           "--days", "2", "--no-progress", "--out", str(arena)]  # fmt: skip
+    assert runner.invoke(app, two).exit_code == 0
+    assert not (arena / "report.md").exists()
+    result = runner.invoke(app, ["report", str(arena), "--out", str(tmp_path / "elsewhere")])
+    assert result.exit_code == 0, result.output
+    written = (tmp_path / "elsewhere" / "report.md").read_text()
+    assert "## Table 1, per merchant" in written
+    assert (tmp_path / "elsewhere" / "arena_net_assets.png").stat().st_size > 1000
+    result = runner.invoke(app, [*two, "--resume", "--report"])
+    assert result.exit_code == 0, result.output
+    assert "already finished" in result.output
+    assert (arena / "report.md").read_text() == written
+    assert json.loads(result.stdout.splitlines()[-1])["merchants"].keys() == {
+        "rule-based",
+        "random",
+    }
+
+
+def test_report_refuses_an_arena_that_is_not_finished(tmp_path):
+    arena = tmp_path / "arena"
+    arena.mkdir()
+    (arena / "arena.json").write_text("{}")
+    result = CliRunner().invoke(app, ["report", str(arena)])
+    assert result.exit_code != 0 and "damaged" in result.output

@@ -157,7 +157,13 @@ def arena(
     from rich.console import Console
 
     from merchantbench.catalog.real_format import CatalogError
-    from merchantbench.runs.arena import ArenaSpec, Entrant, market_secret, merchant_ids
+    from merchantbench.runs.arena import (
+        ArenaSpec,
+        Entrant,
+        finished_metrics,
+        market_secret,
+        merchant_ids,
+    )
     from merchantbench.runs.lifecycle import CheckpointPolicy
     from merchantbench.runs.spec import RunError
 
@@ -191,7 +197,12 @@ def arena(
             fail(str(exc))
         spec = ArenaSpec(sc, one, tuple(entrants), catalog).with_secret(secret)
         try:
-            metrics = _run_with_progress(spec, arena_dir, again, progress, console, policy)
+            done = finished_metrics(arena_dir) if again else None
+            if done is not None:  # `--resume --report` of a finished arena: its report
+                console.print(f"{arena_dir} already finished: nothing to resume")
+                metrics = done
+            else:
+                metrics = _run_with_progress(spec, arena_dir, again, progress, console, policy)
         except (RunError, CatalogError) as exc:
             fail(str(exc))
         console.print(f"arena record: {arena_dir}")

@@ -11,7 +11,9 @@ from merchantbench.cli.common import fail, writable_dir
 
 def report(
     run_dir: Path = typer.Argument(
-        ..., help="a run directory written by `merchantbench run`, or a sweep directory"
+        ...,
+        help="a run directory written by `merchantbench run`, an arena directory "
+        "(`merchantbench arena`), or a sweep directory",
     ),
     out: Path | None = typer.Option(
         None, "--out", help="directory for report.md, metrics.json and figures (default: run_dir)"
@@ -23,8 +25,17 @@ def report(
         "report as Human (n=K) rows (repeatable)",
     ),
 ) -> None:
-    """Write report.md, metrics.json and PNG figures of a run, and print its Table-1 line; for
-    a sweep directory, the sweep's report (HTML, Markdown, CSV: docs/sweeps.md)."""
+    """Write report.md, metrics.json and SVG figures of a run, and print its Table-1 line; for
+    an arena directory, the market's report (report.md, market_metrics.json, figures:
+    docs/arena.md); for a sweep directory, the sweep's report (HTML, Markdown, CSV:
+    docs/sweeps.md)."""
+    from merchantbench.record.arena import ARENA_FILE
+
+    if (run_dir / ARENA_FILE).is_file():
+        if humans:
+            fail("--humans is for a sweep's report: give a sweep directory")
+        _arena_report(run_dir, out)
+        return
     if (run_dir / "sweep.json").is_file():
         from merchantbench.cli.sweep import sweep_report
 
@@ -43,6 +54,25 @@ def report(
     metrics = metrics_of(record)
     path = write_run_report(record, metrics, out if out is not None else run_dir)
     typer.echo(table1_line(metrics))
+    typer.echo(f"report: {path}")
+
+
+def _arena_report(arena_dir: Path, out: Path | None) -> None:
+    from merchantbench.metrics import RunRecordError
+    from merchantbench.record.arena import ArenaError, read_arena
+    from merchantbench.report.arena import write_arena_report
+
+    try:
+        manifest = read_arena(arena_dir)
+    except ArenaError as exc:
+        fail(str(exc))
+    if manifest.ended != "completed":
+        fail(f"{arena_dir} is not finished ({manifest.ended or 'under way'}): nothing to report")
+    writable_dir(out if out is not None else arena_dir, "--out")
+    try:
+        path = write_arena_report(arena_dir, out)
+    except (RunRecordError, ArenaError, OSError) as exc:
+        fail(str(exc))
     typer.echo(f"report: {path}")
 
 

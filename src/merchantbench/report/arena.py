@@ -379,9 +379,7 @@ def render_arena_report(
     return "\n\n".join(parts) + "\n"
 
 
-def _figures(
-    arena_dir: Path, merchants: Sequence[_Merchant], analysis: Mapping[str, Any]
-) -> list[Path]:
+def _figures(out: Path, merchants: Sequence[_Merchant], analysis: Mapping[str, Any]) -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -397,7 +395,7 @@ def _figures(
     ax.set_ylabel("RMB")
     ax.grid(True, alpha=0.3)
     ax.legend()
-    paths.append(_save(fig, arena_dir / "arena_net_assets.png"))
+    paths.append(_save(fig, out / "arena_net_assets.png"))
     fig, ax = plt.subplots(figsize=(11, 4.5))
     for m in merchants:
         ax.plot(m.record.daily["day"] + 0.5, m.record.daily["rating"], label=m.merchant)
@@ -406,7 +404,7 @@ def _figures(
     ax.set_ylabel("rating (1–5)")
     ax.grid(True, alpha=0.3)
     ax.legend()
-    paths.append(_save(fig, arena_dir / "arena_rating_race.png"))
+    paths.append(_save(fig, out / "arena_rating_race.png"))
     fig, ax = plt.subplots(figsize=(11, 4.5))
     for n, (k, v) in enumerate(analysis["merchants"].items()):
         colour = f"C{n}"
@@ -419,7 +417,7 @@ def _figures(
     ax.set_ylabel("mean markup (%)")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small")
-    paths.append(_save(fig, arena_dir / "arena_markups.png"))
+    paths.append(_save(fig, out / "arena_markups.png"))
     return paths
 
 
@@ -432,13 +430,16 @@ def _save(fig: Any, path: Path) -> Path:
     return path
 
 
-def write_arena_report(arena_dir: Path) -> Path:
-    """report.md, market_metrics.json and the pictures of one finished arena."""
+def write_arena_report(arena_dir: Path, out: Path | None = None) -> Path:
+    """report.md, market_metrics.json and the pictures of one finished arena, in `out`
+    (default: the arena directory)."""
+    out = arena_dir if out is None else out
+    out.mkdir(parents=True, exist_ok=True)
     analysis = arena_analysis(arena_dir)
     merchants = _merchants(arena_dir, read_arena(arena_dir))
-    figures = _figures(arena_dir, merchants, analysis)
-    (arena_dir / ANALYSIS_FILE).write_text(json.dumps(analysis, indent=2) + "\n")
-    path = arena_dir / REPORT_FILE
+    figures = _figures(out, merchants, analysis)
+    (out / ANALYSIS_FILE).write_text(json.dumps(analysis, indent=2) + "\n")
+    path = out / REPORT_FILE
     path.write_text(render_arena_report(analysis, merchants, figures))
     return path
 

@@ -50,15 +50,15 @@ from merchantbench.record.checkpoint import (
     save_checkpoint,
 )
 from merchantbench.record.manifest import AgentRef, MarketRef, RunManifest
-from merchantbench.record.schema import RUN_FILE, TRANSCRIPT_FILE
+from merchantbench.record.schema import METRICS_FILE, RUN_FILE, TRANSCRIPT_FILE
 from merchantbench.record.sealed import SealedError, SealedSeed, read_sealed
 from merchantbench.runs.driver import Driver, encode_state
 from merchantbench.runs.kill_points import KillPoints
-from merchantbench.runs.lifecycle import CheckpointPolicy
+from merchantbench.runs.lifecycle import Answer, CheckpointPolicy
 from merchantbench.runs.record_writer import MerchantRecord, git_commit
 from merchantbench.runs.spec import RunError
 from merchantbench.scenario import Scenario
-from merchantbench.session import MarketError, MarketSession
+from merchantbench.session import MarketError, MarketSession, Session
 from merchantbench.sim.marketplace import MERCHANT_ID
 
 __all__ = [
@@ -411,11 +411,9 @@ class ArenaLifecycle:
         """Play every window to the end and finish; returns each merchant's metrics."""
         try:
             while not self.market.over:
-                await self.window_async()
+                await self.play_window()
                 if on_window is not None:
                     on_window(self.market)
-                if not self.market.over:
-                    self.after_window()
         except BaseException as exc:
             self.fail(exc)
             raise
@@ -427,19 +425,77 @@ class ArenaLifecycle:
     def play(self, on_window: ArenaProgress | None = None) -> dict[str, dict[str, Any]]:
         return asyncio.run(self.play_async(on_window))
 
-    async def window_async(self) -> None:
-        """One window: every merchant still trading acts on the opening state, concurrently;
-        those that did not close it have it closed for them (in merchant order)."""
+    async def play_window(self) -> None:
+        """One window of the in-process agents: every merchant still trading acts on the
+        opening state, concurrently; those that did not close it have it closed for them (in
+        merchant order); then the checkpoint when due. The last window's record is finished
+        once the agents are closed (`finish`)."""
         market = self.market
         window = market.window
         trading = market.trading()
         await asyncio.gather(
             *(self.agents[m].act_async(market.session(m).surface) for m in trading)
         )
-        if market.window == window and not market.over:
+        if not self._closed_since(window):
             market.close_window()
+        if not market.over:
+            self._checkpoint_when_due()
 
-    def after_window(self) -> None:
+    def call(
+        self,
+        merchant: str,
+        tool: str,
+        args: dict[str, Any] | str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Answer:
+        """One environment call of a merchant of a market played from outside; the call that
+        closes the market's window (the last merchant's close) returns with the after-window
+        work done (finished when the market is over, else checkpointed when due)."""
+        session = self.market.session(merchant)
+        return self._step(session, lambda: session.call(tool, args, idempotency_key))
+
+    def turn(self, merchant: str, play: Callable[[Session], None]) -> Answer:
+        """A host-side turn of one merchant (`play(session)`: the conformance check's rival),
+        then the after-window work if the turn closed the market's window."""
+        session = self.market.session(merchant)
+
+        def played() -> dict[str, Any]:
+            play(session)
+            return {"ok": True}
+
+        return self._step(session, played)
+
+    def end_window(self) -> Answer:
+        """Close the window for every merchant still in it (recorded as forced), then the
+        after-window work. `result` is the last forced close's answer."""
+        closes: list[dict[str, Any]] = []
+
+        def close_all() -> dict[str, Any]:
+            for merchant in self.market.trading():
+                closes.append(self.market.session(merchant).force_end_of_step())
+            return closes[-1] if closes else {"ok": True}
+
+        return self._step(None, close_all)
+
+    def _step(self, session: Session | None, call: Callable[[], dict[str, Any]]) -> Answer:
+        """The one path of a host's call (see `RunLifecycle._step`)."""
+        market = self.market
+        window, was_over = market.window, market.over
+        was_open = session is None or not (session.over or session.waiting)
+        result = call()
+        hours_run = not was_over and self._closed_since(window)
+        if hours_run:
+            if market.over:
+                self.finish()
+            else:
+                self._checkpoint_when_due()
+        mine = session is None or session.over or session.waiting
+        return Answer(result, hours_run or (was_open and mine), hours_run)
+
+    def _closed_since(self, window: int) -> bool:
+        return self.market.over or self.market.window != window
+
+    def _checkpoint_when_due(self) -> None:
         elapsed = time.monotonic() - self._last_checkpoint
         if self.checkpoints.due(self.market.window, elapsed):
             self.checkpoint()
@@ -525,6 +581,28 @@ class ArenaLifecycle:
         self.manifest.write(self.arena_dir)
         self.metrics = metrics
         return metrics
+
+
+def finished_metrics(arena_dir: Path) -> dict[str, dict[str, Any]] | None:
+    """Each merchant's metrics of a finished arena (None: not an arena, or not finished).
+
+    Raises:
+        RunError: the arena says it finished but a merchant's metrics cannot be read.
+    """
+    try:
+        manifest = read_arena(arena_dir)
+    except ArenaError:
+        return None
+    if manifest.ended != "completed":
+        return None
+    metrics = {}
+    for entry in manifest.merchants:
+        path = manifest.merchant_dir(arena_dir, entry.id) / METRICS_FILE
+        try:
+            metrics[entry.id] = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise RunError(f"{path} cannot be read: {exc}") from None
+    return metrics
 
 
 def run_arena(

@@ -12,8 +12,11 @@ the manifest (`run.json`) and the record files (trace, transcript, model-call lo
     life = RunLifecycle.open(spec, run_dir, driver=McpDriver()) # a run played from outside
 
     life.surface          # what the agent (or the front end, for its client) calls
-    life.after_window()   # a window closed: finish the record if the run is over, else
-                          # checkpoint when the policy says so; returns the metrics or None
+    life.call(tool, args) # a front end's call: an `Answer` (result, window_closed); a call
+                          # that closed the window comes back with the after-window work
+                          # done (finished if the run is over, else checkpointed when due)
+    life.end_window()     # the front end closes the window for its player (forced)
+    await life.play_window()  # one window of the in-process agent
     life.checkpoint()     # checkpoint now (a pause)
     life.flush()          # hand the records written so far to the OS (no sync, no checkpoint)
     life.suspend()        # the driver went away: checkpoint, mark interrupted, close
@@ -34,6 +37,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -82,7 +86,26 @@ from merchantbench.surface import AgentSurface
 if TYPE_CHECKING:
     from merchantbench.metrics.record import RunRecord
 
-__all__ = ["CheckpointPolicy", "ForkStart", "RunLifecycle"]
+__all__ = ["Answer", "CheckpointPolicy", "ForkStart", "RunLifecycle"]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What one call through a lifecycle did, as Gymnasium's `step` reports `terminated`: hosts
+    read these flags and never compare window numbers themselves.
+
+    Attributes:
+        result: The tool's JSON-able answer.
+        window_closed: The call closed the open window for its caller (a merchant of a market
+            then waits for the others; a store alone: the hours ran).
+        hours_run: The window's hours ran and the next window opened (or the run is over):
+            the lifecycle has done its after-window work (finished the record when the run is
+            over, else checkpointed when its policy says so).
+    """
+
+    result: dict[str, Any]
+    window_closed: bool
+    hours_run: bool
 
 
 @dataclass(frozen=True)
@@ -381,15 +404,57 @@ class RunLifecycle:
         return player
 
     # --- the run goes on ------------------------------------------------------------------------
-    def after_window(self) -> dict[str, Any] | None:
-        """A window closed: finish the record if the run is over (returns the metrics), else
-        checkpoint if the policy says so (returns None)."""
-        if self.session.over:
-            return self.finish()
+    def call(
+        self,
+        tool: str,
+        args: dict[str, Any] | str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Answer:
+        """One environment call of a run played from outside (`AgentSurface.call`'s contract);
+        a call that closes the window returns with the lifecycle's after-window work done."""
+        return self._step(lambda: self.session.call(tool, args, idempotency_key))
+
+    def end_window(self) -> Answer:
+        """Close the open window on the player's behalf (recorded as forced), then the
+        after-window work."""
+        return self._step(self.session.force_end_of_step)
+
+    async def play_window(self, act: Callable[[], Awaitable[None]] | None = None) -> None:
+        """One window of the in-process player: the agent acts (or `act()`, a harness that
+        plays the surface itself), a window it leaves open is closed for it (recorded as
+        forced), then the checkpoint when due. The last window's record is finished by the
+        host once the agent is closed (`finish`)."""
+        window = self.session.window
+        if act is not None:
+            await act()
+        else:
+            assert self.agent is not None
+            await self.agent.act_async(self.surface)
+        if not self._closed_since(window):
+            self.session.force_end_of_step()
+        if not self.session.over:
+            self._checkpoint_when_due()
+
+    def _step(self, call: Callable[[], dict[str, Any]]) -> Answer:
+        """The one path of a host's call: run it, and if it closed the window do the
+        after-window work (finish when the run is over, else checkpoint when due)."""
+        window, was_over = self.session.window, self.session.over
+        result = call()
+        closed = not was_over and self._closed_since(window)
+        if closed:
+            if self.session.over:
+                self.finish()
+            else:
+                self._checkpoint_when_due()
+        return Answer(result, closed, closed)
+
+    def _closed_since(self, window: int) -> bool:
+        return self.session.over or self.session.window != window
+
+    def _checkpoint_when_due(self) -> None:
         elapsed = time.monotonic() - self._last_checkpoint
         if self.checkpoints.due(self.session.window, elapsed):
             self.checkpoint()
-        return None
 
     def flush(self) -> None:
         """Hand the record files written so far to the operating system (no disk sync, no

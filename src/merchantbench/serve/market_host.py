@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from merchantbench.runs.arena import ArenaLifecycle
+from merchantbench.runs.lifecycle import Answer
 from merchantbench.serve.act import END_OF_STEP, ProtocolError, plan_calls, stale_step
 from merchantbench.serve.channel import AgentChannel, tick_of
 from merchantbench.serve.external import ExternalDriver, ProtocolState, add_usage
@@ -85,8 +86,8 @@ class MerchantChannel(AgentChannel):
     def dead(self) -> bool:
         return self.session.engine.state.closed
 
-    def window_closed(self, window: int) -> bool:
-        return self.session.waiting or super().window_closed(window)
+    def call(self, tool: str, args: Any, key: str | None) -> Answer:
+        return self.host.life.call(self.merchant, tool, args, key)
 
 
 class MarketHost(Hosting):
@@ -185,22 +186,23 @@ class MarketHost(Hosting):
             env_calls = [c for c in plan if c.env]
             channel.check_turn_cap(env_calls)
             keyed = channel.check_call_ids(env_calls)
-            window = self.life.market.window
             if any(c.name == END_OF_STEP for c in env_calls):
-                results, step_done = await self._in_thread(channel.execute, plan, keyed)
+                results, closing = await self._in_thread(channel.execute, plan, keyed)
             else:
-                results, step_done = channel.execute(plan, keyed)
+                results, closing = channel.execute(plan, keyed)
             state = channel.protocol
             turn = state.turns
             state.turns += 1
             if isinstance(token_usage, dict):
                 add_usage(state.act_usage, token_usage)
-            released = await self._after_call(window)
+            released = closing is not None and closing.hours_run
+            if released:
+                await self._window_closed()
             return {
                 "ok": True,
                 "turn_idx": turn,
                 "tool_results": results,
-                "step_done": step_done,
+                "step_done": closing is not None,
                 "hook_released": released,
                 "over": self.finished or channel.dead,
             }
@@ -212,13 +214,13 @@ class MarketHost(Hosting):
         channel = self.channel(agent_id)
         async with self.cond:
             self._require_open(channel)
-            window = self.life.market.window
             if tool == END_OF_STEP:
-                result = await self._in_thread(channel.surface.call, tool, args, key)
+                answer = await self._in_thread(channel.call, tool, args, key)
             else:
-                result = channel.surface.call(tool, args, key)
-            await self._after_call(window)
-            return result
+                answer = channel.call(tool, args, key)
+            if answer.hours_run:
+                await self._window_closed()
+            return answer.result
 
     async def wait_for_window(self, agent_id: str) -> None:
         """Wait until the merchant has a window open again (or its store closed, or the
@@ -229,26 +231,14 @@ class MarketHost(Hosting):
                 lambda: self.finished or channel.dead or not channel.session.waiting
             )
 
-    async def _after_call(self, window: int) -> bool:
-        """After a call under the lock: if the market's window closed (the last merchant
-        closed it), finish the market or checkpoint when due, and wake every waiter. Returns
-        whether the window closed (the artifact's `hook_released`)."""
-        market = self.life.market
-        if market.window == window and not market.over:
-            return False
-        await self._in_thread(self._window_done)
+    async def _window_closed(self) -> None:
+        """The market's window closed under the lock (the lifecycle finished the market, or
+        checkpointed when due): wake every waiter."""
         self.window_opened = time.monotonic()
         if self.finished:
             for callback in self.on_finish:
                 callback(self)
         self.cond.notify_all()
-        return True
-
-    def _window_done(self) -> None:
-        if self.life.market.over:
-            self.life.finish()
-        else:
-            self.life.after_window()
 
     # --- window ends, wall clock ----------------------------------------------------------------
     async def _force_window(self) -> None:
@@ -256,8 +246,8 @@ class MarketHost(Hosting):
         window = market.window
         for merchant in market.trading():
             self.channels[merchant].protocol.forced_windows.append(window)
-        await self._in_thread(market.close_window)
-        await self._after_call(window)
+        await self._in_thread(self.life.end_window)
+        await self._window_closed()
 
     # --- usage, registration, summary -------------------------------------------------------------
     async def register(self, agent_id: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -325,11 +315,11 @@ class MarketHost(Hosting):
     async def host_turn(self, agent_id: str, play: Callable[[Session], None]) -> None:
         """Play a merchant's turn on the host side (the check's rival): `play` its session
         under the market's lock, then what a closed window needs. Not a route."""
-        session = self.channel(agent_id).session
+        merchant = self.channel(agent_id).merchant
         async with self.cond:
-            window = self.life.market.window
-            await self._in_thread(play, session)
-            await self._after_call(window)
+            answer = await self._in_thread(self.life.turn, merchant, play)
+            if answer.hours_run:
+                await self._window_closed()
 
     async def rewind(self, blob: bytes) -> None:
         """Restore the market to a `market.snapshot()` blob, reopening a finished record. Not
