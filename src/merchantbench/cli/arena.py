@@ -197,7 +197,7 @@ def arena(
             fail(str(exc))
         spec = ArenaSpec(sc, one, tuple(entrants), catalog).with_secret(secret)
         try:
-            done = finished_metrics(arena_dir) if again else None
+            done = finished_metrics(arena_dir) if again and report else None
             if done is not None:  # `--resume --report` of a finished arena: its report
                 console.print(f"{arena_dir} already finished: nothing to resume")
                 metrics = done
