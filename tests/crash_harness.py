@@ -20,6 +20,8 @@ from typing import Any, Protocol
 
 import httpx
 
+from timeouts import PROBE_SECONDS, START_SECONDS
+
 KILLS = int(os.environ.get("MERCHANTBENCH_CRASH_KILLS", "100"))
 RECORD_FILES = ("trace.jsonl", "transcript.jsonl", "metrics.json", "orders.parquet",
                 "listings.parquet", "daily.parquet", "timeseries.parquet")  # fmt: skip
@@ -63,10 +65,11 @@ def fork_server(serve: Callable[[int], None], port: int, health: str) -> int:
             serve(port)
         finally:
             os._exit(0)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + START_SECONDS
     while time.monotonic() < deadline:
         try:
-            if httpx.get(f"http://127.0.0.1:{port}{health}", timeout=1).status_code < 500:
+            answer = httpx.get(f"http://127.0.0.1:{port}{health}", timeout=PROBE_SECONDS)
+            if answer.status_code < 500:
                 return pid
         except httpx.TransportError:
             time.sleep(0.02)

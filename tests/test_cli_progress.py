@@ -39,3 +39,17 @@ def test_a_terminal_gets_the_bar_and_silence_is_silent() -> None:
         for _ in range(3):
             bar.update(task, advance=1)
     assert piped.getvalue() == ""
+
+
+def test_a_total_that_grows_after_the_end_prints_on_to_the_new_end() -> None:
+    """The counterfactual analysis finds more rounds of work once the first is done: 4/4, then
+    the total becomes 7; the lines go on to 7/7 rather than stopping at 4/4."""
+    piped = io.StringIO()
+    with progress_display(Console(file=piped), "x", elapsed=False) as bar:
+        task = bar.add_task("a", total=None)
+        for done in range(1, 5):
+            bar.update(task, completed=done, total=4)
+        for done in range(5, 8):
+            bar.update(task, completed=done, total=7)
+    lines = piped.getvalue().splitlines()
+    assert lines[-1] == "x: 7/7 a" and "x: 4/4 a" in lines and "x: 5/7 a" in lines

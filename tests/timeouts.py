@@ -8,3 +8,4 @@ from __future__ import annotations
 REQUEST_SECONDS = 120.0  # one request (connect, write, read) to a server under test
 START_SECONDS = 180.0  # a server process to answer its first request (it may build a market)
 STOP_SECONDS = 90.0  # a server process to exit after a signal (it checkpoints its runs)
+PROBE_SECONDS = 2.0  # one readiness poll, retried until START_SECONDS have passed

@@ -25,6 +25,7 @@ from script import play_window
 from serve_support import ADMIN, start_server
 
 from crash_harness import KILLS, assert_same_record, fork_server, free_port, killed_run
+from timeouts import REQUEST_SECONDS
 
 
 def _serve(runs: Path) -> Any:
@@ -46,7 +47,7 @@ class Player:
 
     def __init__(self, base: str, run_id: str, token: str) -> None:
         headers = {"Authorization": f"Bearer {token}"}
-        self.http = httpx.Client(base_url=base, headers=headers, timeout=30)
+        self.http = httpx.Client(base_url=base, headers=headers, timeout=REQUEST_SECONDS)
         self.agent = f"/runs/{run_id}/agents/agent_0"
         self.acknowledged: list[str] = []
 
@@ -76,7 +77,9 @@ class Player:
 
 
 def _create(base: str, seed: int) -> dict[str, Any]:
-    with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {ADMIN}"}) as admin:
+    with httpx.Client(
+        base_url=base, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=REQUEST_SECONDS
+    ) as admin:
         body = {"scenario": "smoke", "seed": seed, "turns_per_window": 10_000}
         response = admin.post("/api/runs", json=body)
     assert response.status_code == 201, response.text

@@ -23,6 +23,7 @@ from serve_support import ADMIN, start_server
 from test_crash_durable import _serve
 
 from crash_harness import KILLS, assert_same_record, fork_server, free_port, killed_run
+from timeouts import REQUEST_SECONDS
 
 AGENTS = ("alpha", "beta")
 
@@ -37,7 +38,7 @@ class MarketPlayer:
     def __init__(self, base: str, run_id: str, tokens: dict[str, str]) -> None:
         self.http = {
             a: httpx.Client(base_url=base, headers={"Authorization": f"Bearer {tokens[a]}"},
-                            timeout=30)
+                            timeout=REQUEST_SECONDS)
             for a in AGENTS
         }  # fmt: skip
         self.run = f"/runs/{run_id}/agents"
@@ -78,7 +79,9 @@ class MarketPlayer:
 
 
 def _create(base: str, seed: int) -> dict[str, Any]:
-    with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {ADMIN}"}) as admin:
+    with httpx.Client(
+        base_url=base, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=REQUEST_SECONDS
+    ) as admin:
         body = {"scenario": "smoke", "seed": seed, "turns_per_window": 10_000,
                 "agents": list(AGENTS)}  # fmt: skip
         response = admin.post("/api/runs", json=body)

@@ -26,6 +26,7 @@ from crash_harness import (
 from merchantbench.scenario import load_scenario
 from merchantbench.web.app import create_web_app
 from merchantbench.web.room import PlayRoom
+from timeouts import REQUEST_SECONDS
 
 SCENARIO = load_scenario("smoke")
 
@@ -68,7 +69,7 @@ def _killed(root: Path, seed: int, rng: random.Random, budget: int) -> tuple[Pat
     [seat] = PlayRoom(root).create(SCENARIO, [seed])
     port = free_port()
     start = functools.partial(fork_server, functools.partial(_serve, root), port, "/")
-    http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30)
+    http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=REQUEST_SECONDS)
     player = PagePlayer(http, seat.token)
     made = killed_run(start, player, root / seat.participant, rng, budget)
     print(f"seed {seed}: {made} kills, {len(player.acknowledged)} acknowledged actions")

@@ -37,6 +37,7 @@ def test_a_human_playground_run_verifies(tmp_path: Path) -> None:
     run_dir = tmp_path / "p1"
     trace = [json.loads(line) for line in (run_dir / "trace.jsonl").read_text().splitlines()]
     assert {e["origin"] for e in trace} == {"human"}
-    assert sum(e.get("idempotency_key") == "click-1" for e in trace) == 2
+    # the retried click is answered from the answer log: recorded once (docs/run-record.md)
+    assert sum(str(e.get("idempotency_key", "")).endswith("click-1") for e in trace) == 1
     report = verify_record(run_dir)
     assert report.ok and report.windows == 4, report.summary()

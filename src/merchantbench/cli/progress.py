@@ -99,7 +99,9 @@ class PlainProgress:
         **fields: Any,
     ) -> None:
         task = self.tasks[task_id]
-        if total is not None:
+        if total is not None and total != task["total"]:
+            # a total that grows (more rounds of work found on the way) counts its tenths anew
+            task["step"] = min(task["step"], self._step(task["completed"], total))
             task["total"] = total
         if description is not None:
             task["description"] = description
