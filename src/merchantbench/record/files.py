@@ -23,6 +23,20 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
+def is_cut_write(path: Path) -> bool:
+    """A temporary file an atomic write left behind when its process was killed mid-write (it
+    never replaced its target: nothing of the record is in it)."""
+    return path.name.startswith(".") and path.name.endswith(".tmp") and path.is_file()
+
+
+def remove_cut_writes(folder: Path) -> None:
+    """Delete what killed atomic writes left in a record folder and its subfolders (a resume
+    does, before it writes anything)."""
+    for path in [*folder.glob(".*.tmp"), *folder.glob("*/.*.tmp")]:
+        if is_cut_write(path):
+            path.unlink(missing_ok=True)
+
+
 def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode())
 

@@ -51,7 +51,7 @@ from merchantbench.record.checkpoint import (
     read_checkpoint_pins,
     save_checkpoint,
 )
-from merchantbench.record.files import atomic_write_bytes
+from merchantbench.record.files import atomic_write_bytes, is_cut_write, remove_cut_writes
 from merchantbench.record.manifest import (
     AgentRef,
     ForkRef,
@@ -78,7 +78,7 @@ from merchantbench.record.schema import (
 from merchantbench.runs.driver import PLAYED_BY, Driver, encode_state
 from merchantbench.runs.journal import Journal, LoggedCalls
 from merchantbench.runs.kill_points import KillPoints
-from merchantbench.runs.record_writer import MerchantRecord, git_commit
+from merchantbench.runs.record_writer import MerchantRecord, complete_finished, git_commit
 from merchantbench.runs.spec import RunError, RunSpec
 from merchantbench.runs.transcript import answers_held, cut_transcript
 from merchantbench.session import Session
@@ -234,7 +234,8 @@ class RunLifecycle:
             raise RunError(f"{run_dir} is a file, not a run directory; choose another --out")
         if resume:
             meta = self._recorded_run()
-        elif run_dir.exists() and any(run_dir.iterdir()):
+            remove_cut_writes(run_dir)
+        elif run_dir.exists() and not all(is_cut_write(p) for p in run_dir.iterdir()):
             raise RunError(f"{run_dir} exists; use --resume to continue it or choose another --out")
         if driver is not None and driver.name != spec.agent:
             raise RunError(f"the run names {spec.agent!r} but is driven by {driver.name!r}")
@@ -271,6 +272,7 @@ class RunLifecycle:
         else:
             meta = self._start_manifest(player, None if fork is None else fork.ref)
             run_dir.mkdir(parents=True, exist_ok=True)  # only now: nothing before inputs passed
+            remove_cut_writes(run_dir)  # a start killed while writing its run.json, if any
             self._created = True
             if spec.sealed is not None:  # the secret first: a record never lacks its seed
                 spec.sealed.write(run_dir)
@@ -285,7 +287,10 @@ class RunLifecycle:
         scenario, seed, agent or catalog (before any market is built for it)."""
         run_dir = self.run_dir
         if not (run_dir / RUN_FILE).is_file():
-            raise RunError(f"{run_dir} is not a run directory: nothing to resume")
+            raise RunError(
+                f"{run_dir} is not a run directory: nothing to resume (a run stopped before its "
+                "run.json was written recorded nothing: start it again without --resume)"
+            )
         try:
             meta = read_manifest(run_dir)
         except ManifestError as exc:
@@ -293,6 +298,7 @@ class RunLifecycle:
         # A record whose metrics are missing was killed while finishing (by a version that
         # marked it completed first): it resumes from its last checkpoint like any other.
         if not meta.resumable and (run_dir / METRICS_FILE).is_file():
+            complete_finished(run_dir)  # a kill after run.json: the journal and the signature
             raise RunError(f"{run_dir} already finished ({meta.ended}); nothing to resume")
         spec = self.spec
         reason = request_difference(

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import merchantbench
 from merchantbench.agents.base import Player
-from merchantbench.record.attest import attest_finished
+from merchantbench.record.attest import ATTESTATION_FILE, attest_finished
 from merchantbench.record.checkpoint import cut_trace
 from merchantbench.record.files import write_cut
-from merchantbench.record.manifest import FinalAccounts, RunManifest
+from merchantbench.record.manifest import FinalAccounts, RunManifest, read_manifest
 from merchantbench.record.schema import (
     MODEL_CALLS_FILE,
     MODEL_WORDS_FILE,
@@ -280,10 +280,22 @@ class MerchantRecord:
         )
         self._kill.passed("metrics")
         self.manifest.write(self.run_dir)
+        self._kill.passed("finished")
         if self.journal is not None:
             self.journal.remove()  # finished: nothing is left to replay
         attest_finished(self.run_dir, self.manifest)  # the one signing hook (record/attest.py)
         return record, metrics
+
+
+def complete_finished(run_dir: Path) -> None:
+    """The steps after `run.json` says finished, for a record a kill cut between them (kill
+    point `finished`): its journal removed, the record signed if it is not. A resume of a
+    finished record calls it before refusing, so the record ends as if never killed."""
+    from merchantbench.runs.journal import Journal
+
+    Journal(run_dir).remove()
+    if not (run_dir / ATTESTATION_FILE).is_file():
+        attest_finished(run_dir, read_manifest(run_dir))
 
 
 def _words_line(record: dict[str, Any]) -> dict[str, Any]:
