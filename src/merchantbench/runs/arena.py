@@ -229,7 +229,7 @@ class _MerchantRecord:
         the transcript to `transcribed` answers, default `seq`)."""
         path = self.run_dir / TRANSCRIPT_FILE
         keep = seq if transcribed is None else transcribed
-        kept, noted = cut_transcript(path, keep) if path.is_file() else (None, None)
+        kept, noted = cut_transcript(path, keep, trailing=False) if path.is_file() else (None, None)
         cuts = [(self.run_dir / TRACE_FILE, cut_trace(self.run_dir / TRACE_FILE, seq))]
         if model_calls is not None:
             calls = self.run_dir / MODEL_CALLS_FILE
