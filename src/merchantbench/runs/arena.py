@@ -207,7 +207,9 @@ class ArenaLifecycle:
         self.checkpoints = checkpoints
         self._kill = KillPoints.from_env()
         self.records = {
-            e.merchant: MerchantRecord(arena_dir / MERCHANTS_DIR / e.merchant, self._kill)
+            e.merchant: MerchantRecord(
+                arena_dir / MERCHANTS_DIR / e.merchant, self._kill, in_market=True
+            )
             for e in spec.entrants
         }
         self.agents: dict[str, BaseAgent] = {}

@@ -141,11 +141,17 @@ class MerchantRecord:
             played from outside), removed once `run.json` says finished, before signing.
         replaying: While a resume makes acknowledged calls again: their logged lines, each
             new entry is checked against (the trace already holds them).
+        in_market: A merchant of a market: another merchant's call may open its windows, so
+            `cut` drops the observation after its last kept answer (`cut_transcript`,
+            `trailing=False`) and the resume writes the open window's observation again.
     """
 
-    def __init__(self, run_dir: Path, kill: KillPoints, transcribe: bool = True) -> None:
+    def __init__(
+        self, run_dir: Path, kill: KillPoints, transcribe: bool = True, *, in_market: bool = False
+    ) -> None:
         self.run_dir = run_dir
         self.transcribe = transcribe
+        self.in_market = in_market
         self.keep_words = True
         self._kill = kill
         self._trace: TraceWriter | None = None
@@ -192,7 +198,10 @@ class MerchantRecord:
         """
         path = self.run_dir / TRANSCRIPT_FILE
         keep = seq if transcribed is None else transcribed
-        kept, noted = cut_transcript(path, keep) if path.is_file() else (None, None)
+        trailing = not self.in_market
+        kept, noted = (
+            cut_transcript(path, keep, trailing=trailing) if path.is_file() else (None, None)
+        )
         cuts = [(self.run_dir / TRACE_FILE, cut_trace(self.run_dir / TRACE_FILE, seq))]
         if model_calls is not None:  # LLM agents log their model calls; keep the checkpointed
             calls = self.run_dir / MODEL_CALLS_FILE
