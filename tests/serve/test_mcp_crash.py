@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import random
+import signal
 from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp import Client
 from typer.testing import CliRunner
 
@@ -27,7 +30,9 @@ from crash_harness import (
 )
 from merchantbench.cli import app
 from merchantbench.mcp_surface.server import IDEMPOTENCY_META_KEY, STORE_URI
+from merchantbench.record.attest import check_attestation, trusted_keys
 from merchantbench.record.manifest import read_manifest
+from merchantbench.runs.kill_points import KILL_ENV
 
 SEED = 5
 
@@ -84,6 +89,39 @@ def _killed(root: Path, rng: random.Random, budget: int) -> tuple[Path, int]:
     made = killed_run(functools.partial(_start, out, port), player, out, rng, budget)
     print(f"{root.name}: {made} kills, {len(player.acknowledged)} acknowledged calls")
     return out, made
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _killed(tmp_path_factory.mktemp("uninterrupted"), random.Random(0), 0)[0]
+
+
+# Every step of the finishing phase (runs/kill_points.py): the last end_of_step is never
+# answered, and the record is not finished until the restarted server finishes it.
+@pytest.mark.parametrize("point", ["finish", "tables", "metrics"])
+def test_a_kill_while_finishing_resumes_to_the_finished_record(
+    tmp_path: Path, uninterrupted: Path, point: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out, port = tmp_path / "run", free_port()
+    player = McpPlayer(f"http://127.0.0.1:{port}/mcp")
+    monkeypatch.setenv(KILL_ENV, point)  # the forked server kills itself there
+    pid = _start(out, port)
+    assert pid is not None
+    with pytest.raises(Exception):  # noqa: B017 (the server vanished: the SDK says it its way)
+        player.play()
+    assert os.waitpid(pid, 0)[1] == signal.SIGKILL
+    monkeypatch.delenv(KILL_ENV)
+    assert read_manifest(out).ended is None  # not finished: a restart must finish it
+    pid = _start(out, port)
+    assert pid is not None
+    try:
+        assert player.play()
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    assert read_manifest(out).ended == "completed"
+    assert_same_record(out, uninterrupted)
+    assert check_attestation(out, trusted_keys()).ok
 
 
 def test_answered_mcp_calls_survive_kill_9_exactly_once(tmp_path: Path) -> None:
