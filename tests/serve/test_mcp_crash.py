@@ -3,7 +3,9 @@ tests/crash_harness.py): the official MCP SDK client plays a run over streamable
 with its idempotency key in `_meta`, while the command is SIGKILLed at random points and started
 again with `--resume`; after each restart every answered call is in the record exactly once, and
 the finished record is byte-identical to an uninterrupted run of the same calls. Size: `smoke`
-(28 windows), runs one after another until `KILLS` kills were made."""
+(28 windows), runs one after another until `KILLS` kills were made. A kill at each step of the
+finishing phase (runs/kill_points.py), where the last `end_of_step` is never answered, is
+placed exactly: the restarted server finishes the record (ended, signed, the same bytes)."""
 
 from __future__ import annotations
 
