@@ -77,19 +77,3 @@ def test_a_run_killed_at_random_times_resumes_to_the_same_bytes(tmp_path: Path) 
         for name in RECORD_FILES:
             assert (out / name).read_bytes() == (reference / name).read_bytes(), name
         attempt += 1
-
-
-def test_a_run_killed_as_it_wrote_its_first_manifest_starts_again(tmp_path: Path) -> None:
-    """Killed inside the atomic write of its first `run.json` (before the rename), a run left
-    only the temporary file: nothing was recorded, so the same command starts it again (the
-    harness above then finds no `run.json` and starts it without `--resume`)."""
-    out = tmp_path / "run"
-    out.mkdir()
-    (out / ".run.json.k1ll3d.tmp").write_text('{"format": 1, "scen')
-    result = CliRunner().invoke(app, [*ARGS, "--out", str(out)])
-    assert result.exit_code == 0, result.output
-    assert (out / "metrics.json").is_file()
-    (tmp_path / "other").mkdir()
-    (tmp_path / "other" / "notes.tmp").write_text("mine")  # not an atomic write's: refused
-    result = CliRunner().invoke(app, [*ARGS, "--out", str(tmp_path / "other")])
-    assert result.exit_code != 0 and "use --resume" in result.output

@@ -8,14 +8,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-TEMP_PREFIX, TEMP_SUFFIX = ".", ".tmp"  # `.NAME.random.tmp`: an atomic write under way
-
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(
-        dir=path.parent, prefix=f"{TEMP_PREFIX}{path.name}.", suffix=TEMP_SUFFIX
-    )
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -25,13 +21,6 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-def left_by_a_kill(path: Path) -> bool:
-    """Whether `path` is the temporary file of an atomic write a kill cut short (never renamed:
-    the file it was to replace is as it was)."""
-    name = path.name
-    return name.startswith(TEMP_PREFIX) and name.endswith(TEMP_SUFFIX) and path.is_file()
 
 
 def json_file_bytes(obj: Any) -> bytes:

@@ -49,7 +49,7 @@ from merchantbench.record.checkpoint import (
     read_checkpoint_pins,
     save_checkpoint,
 )
-from merchantbench.record.files import atomic_write_bytes, left_by_a_kill, write_cut
+from merchantbench.record.files import atomic_write_bytes, write_cut
 from merchantbench.record.manifest import (
     AgentRef,
     ForkRef,
@@ -222,8 +222,7 @@ class RunLifecycle:
             raise RunError(f"{run_dir} is a file, not a run directory; choose another --out")
         if resume:
             meta = self._recorded_run()
-        elif run_dir.exists() and any(not left_by_a_kill(p) for p in run_dir.iterdir()):
-            # (a run killed as it wrote its first run.json recorded nothing: it starts again)
+        elif run_dir.exists() and any(run_dir.iterdir()):
             raise RunError(f"{run_dir} exists; use --resume to continue it or choose another --out")
         if driver is not None and driver.name != spec.agent:
             raise RunError(f"the run names {spec.agent!r} but is driven by {driver.name!r}")
