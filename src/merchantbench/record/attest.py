@@ -239,15 +239,13 @@ def trusted_keys(folder: Path | None = None) -> list[Any]:
 
 
 # --- signing ------------------------------------------------------------------------------------
-def record_subjects(run_dir: Path, manifest: bytes | None = None) -> list[dict[str, Any]]:
+def record_subjects(run_dir: Path) -> list[dict[str, Any]]:
     """The in-toto subjects of a record: each record file present, with its SHA-256.
-    `manifest`: the bytes `run.json` is about to be written with (signed in their place).
 
     Raises:
         RecordFileError: a record file is a link, FIFO, device or folder (never signed).
     """
-    pending = {} if manifest is None else {RUN_FILE: hashlib.sha256(manifest).hexdigest()}
-    names = [name for name in SIGNED_FILES if name in pending or is_record_file(run_dir, name)]
+    names = [name for name in SIGNED_FILES if is_record_file(run_dir, name)]
     for name in SIGNED_FILES:
         path = run_dir / name
         if name not in names and (path.exists() or path.is_symlink()):
@@ -255,8 +253,7 @@ def record_subjects(run_dir: Path, manifest: bytes | None = None) -> list[dict[s
     for folder in SIGNED_FOLDERS:
         if (run_dir / folder).is_dir() and not (run_dir / folder).is_symlink():
             names += [f"{folder}/{name}" for name in record_files(run_dir / folder)]
-    return [{"name": name, "digest": {"sha256": pending.get(name) or file_sha256(run_dir, name)}}
-            for name in names]  # fmt: skip
+    return [{"name": name, "digest": {"sha256": file_sha256(run_dir, name)}} for name in names]
 
 
 def _predicate(meta: RunManifest, key: dict[str, Any]) -> dict[str, Any]:
@@ -298,11 +295,10 @@ def _predicate(meta: RunManifest, key: dict[str, Any]) -> dict[str, Any]:
 
 
 def statement(run_dir: Path, meta: RunManifest, key: dict[str, Any]) -> dict[str, Any]:
-    """The in-toto Statement of a finished record whose `run.json` is `meta` (as `meta.write`
-    writes it, before or after this)."""
+    """The in-toto Statement of a finished record."""
     return {
         "_type": STATEMENT_TYPE,
-        "subject": record_subjects(run_dir, meta.file_bytes()),
+        "subject": record_subjects(run_dir),
         "predicateType": PREDICATE_TYPE,
         "predicate": _predicate(meta, key),
     }
@@ -329,10 +325,8 @@ def sign_record(run_dir: Path, meta: RunManifest, signer: HostKey) -> Path:
 
 def attest_finished(run_dir: Path, meta: RunManifest) -> str | None:
     """The signing hook every host calls from its lifecycle's finish: sign the finished record
-    with the host's key (made on first use), `run.json` as `meta` (written after the signature
-    by the single-run lifecycle, so that a record says it ended only once it is signed). Never
-    fails a run: a key that cannot be made or read, or a record that cannot be signed, leaves
-    it unattested and says why (returned)."""
+    with the host's key (made on first use). Never fails a run: a key that cannot be made or
+    read, or a record that cannot be signed, leaves it unattested and says why (returned)."""
     if os.environ.get("MERCHANTBENCH_NO_SIGN"):
         return "signing turned off (MERCHANTBENCH_NO_SIGN)"
     try:

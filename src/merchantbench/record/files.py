@@ -23,13 +23,8 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
-def json_file_bytes(obj: Any) -> bytes:
-    """The bytes `atomic_write_json` writes for `obj`."""
-    return (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode()
-
-
 def atomic_write_json(path: Path, obj: Any) -> None:
-    atomic_write_bytes(path, json_file_bytes(obj))
+    atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode())
 
 
 def json_value(text: str | bytes) -> Any:

@@ -27,7 +27,7 @@ from pydantic import (
 import merchantbench
 from merchantbench.money import rmb
 from merchantbench.record.code_version import CodeVersion, current_code
-from merchantbench.record.files import atomic_write_bytes, json_file_bytes, json_value
+from merchantbench.record.files import atomic_write_json, json_value
 from merchantbench.record.safe_read import read_record_bytes
 from merchantbench.record.schema import RUN_FILE
 from merchantbench.scenario import Scenario
@@ -346,13 +346,9 @@ class RunManifest(BaseModel):
         self.ended = "interrupted"
         self.error = None
 
-    def file_bytes(self) -> bytes:
-        """The bytes `write` writes (what a signature made before the write covers)."""
-        return json_file_bytes(self.model_dump(mode="json"))
-
     def write(self, run_dir: Path) -> None:
         """Write `run.json` into `run_dir` (atomically)."""
-        atomic_write_bytes(run_dir / RUN_FILE, self.file_bytes())
+        atomic_write_json(run_dir / RUN_FILE, self.model_dump(mode="json"))
 
 
 def _one_line(exc: ValidationError) -> str:

@@ -7,9 +7,7 @@ the N-th time it passes the point NAME (N defaults to 1). The points the run wri
 - `checkpoint`: after a checkpoint file is saved, before `run.json` says so;
 - `finish`: the windows are over, the trace is closed, the tables not yet written;
 - `tables`: the Parquet tables are written, `metrics.json` is not;
-- `metrics`: `metrics.json` is written, `run.json` does not yet say the run completed;
-- `signed`: the journal is removed and the record signed, `run.json` does not yet say the run
-  completed (a single run's record: the market's arena has its own order).
+- `metrics`: `metrics.json` is written, `run.json` does not yet say the run completed.
 
 Unset (always, outside tests), a point costs one attribute test.
 """

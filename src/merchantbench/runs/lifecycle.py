@@ -594,11 +594,9 @@ class RunLifecycle:
         self.manifest.write(self.run_dir)
 
     def finish(self) -> dict[str, Any]:
-        """Checkpoint the drained state, write the tables and `metrics.json`, remove the
-        journal, sign, and only then write `run.json` saying the run ended: a kill at any step
-        before leaves a record that `--resume` completes (runs/kill_points.py names the steps),
-        and a record that says it ended has every file, no journal and its signature (the
-        signature covers `run.json` as it is about to be written). Idempotent."""
+        """Checkpoint the drained state, write the tables and `metrics.json`, and only then
+        `run.json` saying the run ended: a kill at any step before leaves a record that
+        `--resume` completes (runs/kill_points.py names the steps). Idempotent."""
         if self.metrics is not None:
             return self.metrics
         if self._trace is not None:
@@ -617,11 +615,10 @@ class RunLifecycle:
             lambda: self._kill.passed("tables"),
         )
         self._kill.passed("metrics")
-        if self._journal is not None:  # the finish's checkpoint covers every call
-            self._journal.remove()
+        meta.write(self.run_dir)
+        if self._journal is not None:
+            self._journal.remove()  # finished: nothing is left to replay
         attest_finished(self.run_dir, meta)  # the one signing hook (record/attest.py)
-        self._kill.passed("signed")
-        meta.write(self.run_dir)  # last: the record says it ended once it is whole
         self.metrics, self.record = metrics, record
         return metrics
 
