@@ -75,7 +75,7 @@ class HostedRun:
         self.summary: dict[str, Any] | None = None
         self.lock = anyio.Lock()  # MCP requests apply one at a time
         if self.life.over:  # resumed after its last window closed (killed while finishing)
-            self._summarize(self.life.finish())
+            self.summary = run_summary(self.life.manifest, self.life.finish(), self.surface)
 
     @property
     def surface(self) -> AgentSurface:
@@ -128,13 +128,9 @@ class HostedRun:
     def _after_window(self) -> dict[str, Any]:
         metrics = self.life.after_window()
         if metrics is not None:
-            return {"run_over": True, "summary": self._summarize(metrics)}
+            self.summary = run_summary(self.life.manifest, metrics, self.surface)
+            return {"run_over": True, "summary": self.summary}
         return {"run_over": False, "observation": self.surface.observation()}
-
-    def _summarize(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        """The record is finished: keep the summary the agent is told (`finished` is true)."""
-        self.summary = run_summary(self.life.manifest, metrics, self.surface)
-        return self.summary
 
     def suspend(self) -> None:
         """The agent went away before the end: checkpoint where the run stands and mark the
