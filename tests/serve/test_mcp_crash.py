@@ -108,7 +108,7 @@ def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 # Every step of the finishing phase (runs/kill_points.py): the last end_of_step is never
 # answered, and the record is whole only once the restart (`_start`) has finished it.
-@pytest.mark.parametrize("point", ["finish", "tables", "metrics"])
+@pytest.mark.parametrize("point", ["finish", "tables", "metrics", "finished"])
 def test_a_kill_while_finishing_resumes_to_the_finished_record(
     tmp_path: Path, uninterrupted: Path, point: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
