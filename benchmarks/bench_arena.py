@@ -21,10 +21,9 @@ import time
 
 from merchantbench.agents.registry import make_agent
 from merchantbench.catalog.cache import get_market, get_search_index
-from merchantbench.market_session import MarketSession
 from merchantbench.runs.arena import merchant_ids
 from merchantbench.scenario import load_scenario
-from merchantbench.session import Session
+from merchantbench.session import MarketSession, Session
 
 EIGHT = "expert,expert,expert,rule-based,rule-based,rule-based,random,random"
 

@@ -63,6 +63,7 @@ from merchantbench.session import Session
 from merchantbench.spaces import (
     COUNT_BOUND,
     TEXT_CHARSET,
+    action_call,
     action_space,
     call_action,
     observation_space,
@@ -355,10 +356,11 @@ class MerchantBenchEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     ) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
         """One tool call; `end_of_step` runs the window. See the module docstring."""
         surface = self.session.surface
-        window = surface.window
-        tool, result = call_action(surface, self.tool_names, action)
-        if self._life is not None and (surface.over or surface.window != window):
-            self._life.after_window()  # checkpoint as the policy says; finish when over
+        if self._life is None:
+            tool, result = call_action(surface, self.tool_names, action)
+        else:  # the lifecycle checkpoints as its policy says after a window, finishes when over
+            tool, args = action_call(self.tool_names, action)
+            result = self._life.call(tool, args).result
         status = surface.status()
         reward_fen = self._meter.reward_fen(fen(status.net_assets), surface.over)
         info = {"tool": tool, "result": result, **self._clock(status), "reward_fen": reward_fen}

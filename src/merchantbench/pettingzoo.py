@@ -3,7 +3,7 @@
 `MerchantBenchParallelEnv(scenario="arena", merchants=["alice", "bob"])` is one market: one
 PettingZoo agent per merchant, each a store with its own accounts, listings, orders, rating,
 memory and call budget, all sharing the catalog, supplier stock and clock
-(`merchantbench.market_session`). Every merchant's spaces are the single-store Gymnasium env's
+(`merchantbench.session`). Every merchant's spaces are the single-store Gymnasium env's
 (`merchantbench.spaces`, docs/gym.md):
 
 - **action** `{"tool": Discrete(number of tools), "args": Text}`: one tool call per merchant per
@@ -45,9 +45,9 @@ from gymnasium import spaces
 from gymnasium.utils import seeding
 from pettingzoo import ParallelEnv
 
-from merchantbench.market_session import MarketSession
 from merchantbench.money import fen
 from merchantbench.scenario import Scenario, load_scenario
+from merchantbench.session import MarketSession
 from merchantbench.sim.marketplace import MERCHANT_ID
 from merchantbench.spaces import (
     COUNT_BOUND,

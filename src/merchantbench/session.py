@@ -1,4 +1,10 @@
-"""A session: one store run on the host side. The only door to the engine.
+"""A session: one merchant's side of a market, on the host. The only door to the engine.
+
+A store alone is a market of one merchant: `Session.open(scenario, seed, catalog)` (or
+`Session(scenario, market, seed, …)`) is that merchant's session, and `MarketSession.open(
+scenario, seed, merchants)` a market of several (docs/design.md §11, docs/arena.md) with one
+`Session` per merchant. Both are the same class; what differs is only how many merchants close the
+window.
 
 Agents never hold the session: they get its `surface` (merchantbench.surface.AgentSurface),
 which exposes the agent-facing half of the contract below. The host (runner, front-end servers)
@@ -10,27 +16,33 @@ Contract:
   window's observation; `status()` its public numbers (merchantbench.tools.status).
 - `call(tool, args)` runs one environment tool and returns its JSON-able result. Bad input never
   raises: it comes back as `{"ok": false, "error": {...}}` and changes nothing.
-- `end_of_step` (a tool like any other) closes the window: the engine simulates its hours and the
-  next window opens, or the run drains and `over` becomes true. Past the per-window call cap,
-  tools answer `limit` and only `end_of_step` is accepted. A harness that gives up on a window
-  calls `force_end_of_step()`, which the trace records as forced.
+- `end_of_step` (a tool like any other) closes the window for this merchant. Windows are
+  simultaneous: the merchant then waits (`waiting`; any call answers `window_closed` and
+  changes nothing) until every merchant still trading has closed it; the last close simulates
+  the window's hours for all and opens the next window for all (a store alone never waits).
+  What one merchant does in a window shows to the others only from the next window (the board
+  of offers is posted as a window opens), so the order in which merchants act changes nothing.
+  Once the store is drained, or closed (its deposit ran out), `over` is true. Past the
+  per-window call cap, tools answer `limit` and only `end_of_step` is accepted. A harness that
+  gives up on a window calls `force_end_of_step()`, which the trace records as forced.
 - Every call goes into `trace` (window, hour, tool, arguments, ok or error code, origin).
   Environment calls carry the session's `env_origin`: `env` by default, `human` when a person
   plays (the web playground sets it before the first call).
   Framework tools of an agent (memory, plans, code) are recorded with `record_framework_call`
   and do not count as environment calls.
-- `snapshot()` / `restore()` cover the engine and everything the session keeps.
-- A `recorder` (the run record's transcript, merchantbench.runs.records) is told of every
+- `snapshot()` / `restore()` cover the whole market (the stock is shared) and every
+  merchant's session memory; for a store alone, its engine and its memory.
+- A `recorder` (the run record's transcript, merchantbench.runs.transcript) is told of every
   recorded call with the answer its caller got, and of every window that opens.
 
-Every front end (Python agents, HTTP, MCP, Gymnasium, the web playground) is a thin adapter over
-this class and hands its agent `surface` alone.
+Every front end (Python agents, HTTP, MCP, Gymnasium, PettingZoo, the web playground) is a
+thin adapter over this class and hands its agent `surface` alone.
 """
 
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -43,7 +55,8 @@ from merchantbench.record.trace import TraceEntry
 from merchantbench.refusals import Refusal
 from merchantbench.scenario import Scenario
 from merchantbench.sim.engine import Engine
-from merchantbench.sim.suppliers import StockMirror
+from merchantbench.sim.marketplace import MarketError, Marketplace
+from merchantbench.sim.suppliers import StockMirror, stock_overrides
 from merchantbench.surface import AgentSurface
 from merchantbench.tools.agent_input import (
     MAX_NAME_CHARS,
@@ -59,6 +72,11 @@ from merchantbench.tools.schema import IDEMPOTENCY_KEY
 from merchantbench.tools.status import StoreStatus, store_status
 from merchantbench.tools.toolset import END_OF_STEP, build_registry
 from merchantbench.tools.window_bound import window_bound
+
+__all__ = ["STORE", "MarketError", "MarketSession", "Session", "SessionMemory", "SessionRecorder"]
+
+TraceSink = Callable[[dict[str, Any]], None]
+STORE = "store"  # the merchant id of a store alone
 
 
 class SessionRecorder(Protocol):
@@ -85,31 +103,39 @@ class SessionMemory:
 
 
 class Session:
+    """One merchant's session (see the module docstring)."""
+
     def __init__(
         self,
         scenario: Scenario,
         market: Market,
         seed: int,
         search_index: SearchIndex | None = None,
-        trace_sink: Callable[[dict[str, Any]], None] | None = None,
+        trace_sink: TraceSink | None = None,
         *,
-        engine: Engine | None = None,
+        host: MarketSession | None = None,
+        merchant: str = STORE,
     ) -> None:
-        """`trace_sink` receives each trace entry; without one they collect in `trace`.
-        `engine` is a store made elsewhere (a merchant of a market, `market_session`)."""
+        """`trace_sink` receives each trace entry; without one they collect in `trace`. Without
+        `host` the session is a store alone (the one merchant of its own market)."""
         self.scenario = scenario
         self.market = market
         self.seed = seed
-        self.engine = Engine(scenario, market, seed) if engine is None else engine
+        self.merchant_id = merchant
         self.search_index = search_index or SearchIndex.build(market)
+        self.market_session = host if host is not None else MarketSession.alone(self)
+        self.engine: Engine = self.market_session.store(merchant)
         self.registry = build_registry(scenario)
         self.memory = SessionMemory()
         self.trace: list[dict[str, Any]] = []
         self._sink = trace_sink or self.trace.append
         self._view: CatalogView | None = None
         self._views = ViewCursor(market)  # the run's hours move forward: views build on the last
-        self._stock = StockMirror(market)
+        # A store alone mirrors its own orders' draws on the stock; in a market every
+        # merchant's purchases are in it, read from the market's stock.
+        self._stock = StockMirror(market) if host is None else None
         self._end_requested = False
+        self._waiting = False
         self._surface: AgentSurface | None = None
         # Who makes the environment calls, as the trace records it (metrics count both).
         self.env_origin: str = "env"
@@ -124,7 +150,7 @@ class Session:
         catalog: Path | None = None,
         *,
         market_seed: int | None = None,
-        trace_sink: Callable[[dict[str, Any]], None] | None = None,
+        trace_sink: TraceSink | None = None,
     ) -> Session:
         """A session of `seed` on the cached market (and search index) of `scenario` and
         `market_seed` (default: `seed`), synthetic or of a real `catalog` directory."""
@@ -162,7 +188,10 @@ class Session:
             self._view = None
             # The engine keeps (level, hour of last purchase); the view wants units now.
             state = self.engine.state
-            units = self._stock.overrides(state.stock, state.orders, t)
+            if self._stock is not None:
+                units = self._stock.overrides(state.stock, state.orders, t)
+            else:
+                units = stock_overrides(self.market, state.stock, t)
             self._view = self._views.view_at(t, units)
         return self._view
 
@@ -179,7 +208,11 @@ class Session:
 
     @property
     def over(self) -> bool:
-        return self.engine.state.drained
+        """No more windows for this merchant: its store is drained, or, in a market of several,
+        closed (its orders go on draining with the market's hours; a store alone is drained as
+        the window it closed in ends, and its tools answer `store_closed` until then)."""
+        state = self.engine.state
+        return state.drained or (state.closed and self.market_session.marketplace is not None)
 
     @property
     def window(self) -> int:
@@ -280,9 +313,9 @@ class Session:
 
     @property
     def waiting(self) -> bool:
-        """The window is closed for this store but not yet simulated (a merchant of a market
-        waits for the others); a store alone never waits."""
-        return False
+        """The window is closed for this merchant but not yet simulated (it waits for the other
+        merchants of its market); a store alone never waits."""
+        return self._waiting
 
     def _over_cap(self, tool: str) -> bool:
         return not self.registry.ends_window(tool) and self.memory.window_calls >= (
@@ -336,27 +369,188 @@ class Session:
         self._advance()
 
     def _advance(self) -> None:
-        """Simulate the closed window's hours (a market's merchant leaves it to the market)."""
-        self.engine.advance()
-        if self.engine.done:
-            self.engine.finish()
+        """The window is closed for this merchant: the market simulates its hours once every
+        merchant has closed it."""
+        self._waiting = True
+        self.market_session._closed_by(self)
+
+    def _window_opened(self, caller: bool) -> None:
+        """The market opened the next window (or drained); the caller's own transcript is
+        written by its `call`."""
+        self._waiting = False
+        self._view = None
+        if not caller and self.recorder is not None:
+            self.recorder.window_opened(self)
 
     # --- persistence ------------------------------------------------------------------------------
     def snapshot(self) -> bytes:
-        """Engine and session memory. The trace is not included: `memory.seq` says how many
-        entries had been emitted, so a resumed run drops any written after the snapshot."""
-        state = {"engine": self.engine.snapshot(), "memory": self.memory}
-        if self.answered.calls:  # the open window's keyed answers (none: the older format)
-            state["answered"] = self.answered.to_json()
-        return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+        """The market this session belongs to (for a store alone: engine and session memory).
+        The trace is not included: `memory.seq` says how many entries had been emitted, so a
+        resumed run drops any written after the snapshot."""
+        return self.market_session.snapshot()
 
     def restore(self, blob: bytes) -> None:
-        saved = pickle.loads(blob)
-        self.engine.restore(saved["engine"])
-        self.memory = saved["memory"]
-        self.answered.take(AnswerLog.from_json(saved.get("answered")))
+        self.market_session.restore(blob)
+
+    def _restored(
+        self, memory: SessionMemory, waiting: bool, answered: AnswerLog | None = None
+    ) -> None:
+        self.memory = memory
+        self._waiting = waiting
+        self.answered.take(answered if answered is not None else AnswerLog())
         self._view = None
         self._end_requested = False
 
     def state_hash(self) -> str:
+        """This merchant's store (a market's hash: `MarketSession.state_hash`)."""
         return self.engine.state_hash()
+
+
+class MarketSession:
+    """A market: its stores, the clock they share, and one `Session` per merchant.
+
+    A store alone is a market of one whose engine advances itself (`sim.engine`); a market of
+    several merchants advances them together (`sim.marketplace`; for one seller it is the same
+    bit for bit). `snapshot()` of a store alone is its engine and its session memory, as it
+    always was; of several, the marketplace and every merchant's memory."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        market: Market,
+        seed: int,
+        merchants: Iterable[str],
+        search_index: SearchIndex | None = None,
+        trace_sinks: Mapping[str, TraceSink] | None = None,
+    ) -> None:
+        self.scenario = scenario
+        self.market = market
+        self.seed = seed
+        self.marketplace: Marketplace | None = Marketplace(scenario, market, seed, merchants)
+        self._alone: Engine | None = None
+        self.search_index = search_index or SearchIndex.build(market)
+        sinks = trace_sinks or {}
+        self.sessions: dict[str, Session] = {}
+        for merchant in self.marketplace.ids:
+            self.sessions[merchant] = Session(
+                scenario, market, seed, self.search_index, sinks.get(merchant),
+                host=self, merchant=merchant,
+            )  # fmt: skip
+
+    @classmethod
+    def alone(cls, session: Session) -> MarketSession:
+        """The market of a store alone: `session` is its one merchant."""
+        market = cls.__new__(cls)
+        market.scenario, market.market, market.seed = session.scenario, session.market, session.seed
+        market.marketplace = None
+        market._alone = Engine(session.scenario, session.market, session.seed)
+        market.search_index = session.search_index
+        market.sessions = {session.merchant_id: session}
+        return market
+
+    @classmethod
+    def open(
+        cls,
+        scenario: Scenario,
+        seed: int,
+        merchants: Iterable[str],
+        catalog: Path | None = None,
+        *,
+        trace_sinks: Mapping[str, TraceSink] | None = None,
+    ) -> MarketSession:
+        """A market of `merchants` on the cached market (and search index) of `scenario` and
+        `seed`, synthetic or of a real `catalog` directory."""
+        market = get_market(scenario, seed, catalog=catalog)
+        index = get_search_index(scenario, seed, market, catalog)
+        return cls(scenario, market, seed, merchants, index, trace_sinks)
+
+    def store(self, merchant: str) -> Engine:
+        if self._alone is not None:
+            return self._alone
+        assert self.marketplace is not None
+        return self.marketplace.merchant(merchant)
+
+    @property
+    def ids(self) -> list[str]:
+        return list(self.sessions)
+
+    def session(self, merchant: str) -> Session:
+        found = self.sessions.get(merchant)
+        if found is None:
+            raise MarketError(f"no merchant {merchant!r} in this market")
+        return found
+
+    @property
+    def over(self) -> bool:
+        if self._alone is not None:
+            return self._alone.state.drained
+        assert self.marketplace is not None
+        return self.marketplace.drained
+
+    @property
+    def window(self) -> int:
+        return self._clock.window
+
+    @property
+    def _clock(self) -> Engine | Marketplace:
+        """What runs the market's hours: the store alone's engine, or the marketplace."""
+        clock = self._alone or self.marketplace
+        assert clock is not None
+        return clock
+
+    def trading(self) -> list[str]:
+        """Merchants with the window open to them (not closed for them, store not closed)."""
+        return [m for m, s in self.sessions.items() if not s.over and not s.waiting]
+
+    def close_window(self) -> None:
+        """Close the window for every merchant still in it (`force_end_of_step`, recorded as
+        forced): the hours then run."""
+        for merchant in self.trading():
+            self.sessions[merchant].force_end_of_step()
+
+    def _closed_by(self, caller: Session) -> None:
+        if self.trading():
+            return
+        clock = self._clock
+        clock.advance()
+        if clock.done:
+            clock.finish()
+        for session in self.sessions.values():
+            session._window_opened(caller=session is caller)
+
+    # --- persistence ------------------------------------------------------------------------------
+    def snapshot(self) -> bytes:
+        """The stores and every merchant's session memory (traces are not included: each
+        memory's `seq` says how many entries its trace had)."""
+        if self._alone is not None:
+            [session] = self.sessions.values()
+            saved: dict[str, Any] = {"engine": self._alone.snapshot(), "memory": session.memory}
+            if session.answered.calls:  # the open window's keyed answers (none: older format)
+                saved["answered"] = session.answered.to_json()
+        else:
+            assert self.marketplace is not None
+            sessions = {m: (s.memory, s.waiting) for m, s in self.sessions.items()}
+            saved = {"market": self.marketplace.snapshot(), "sessions": sessions}
+        return pickle.dumps(saved, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def restore(self, blob: bytes) -> None:
+        saved = pickle.loads(blob)
+        if self._alone is not None:
+            [session] = self.sessions.values()
+            self._alone.restore(saved["engine"])
+            answered = AnswerLog.from_json(saved.get("answered"))
+            session._restored(saved["memory"], False, answered)
+            return
+        assert self.marketplace is not None
+        sessions = saved.get("sessions") if isinstance(saved, dict) else None
+        if not isinstance(sessions, dict) or sorted(sessions) != self.ids:
+            raise MarketError("not a snapshot of this market's merchants")
+        if not all(isinstance(m, SessionMemory) for m, _ in sessions.values()):
+            raise MarketError("not a market snapshot")
+        self.marketplace.restore(saved["market"])
+        for merchant, session in self.sessions.items():
+            memory, waiting = sessions[merchant]
+            session._restored(memory, bool(waiting))
+
+    def state_hash(self) -> str:
+        return self._clock.state_hash()

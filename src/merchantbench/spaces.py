@@ -198,6 +198,12 @@ def tool_name(tool_names: Sequence[str], index: Any) -> str:
 def call_action(surface: AgentSurface, tool_names: Sequence[str], action: Any) -> tuple[str, Any]:
     """Make the tool call an action names (never raises for bad input: the tool answers a
     structured error); returns the tool's name and its result."""
+    tool, args = action_call(tool_names, action)
+    return tool, surface.call(tool, args)
+
+
+def action_call(tool_names: Sequence[str], action: Any) -> tuple[str, Any]:
+    """The tool and the arguments (JSON text, or what the surface refuses) an action names."""
     if not isinstance(action, dict):
         action = {"tool": None}
     tool = tool_name(tool_names, action.get("tool"))
@@ -207,4 +213,4 @@ def call_action(surface: AgentSurface, tool_names: Sequence[str], action: Any) -
             args = json.dumps(args)
         except (TypeError, ValueError):
             pass  # not JSON: the surface refuses it as hostile input
-    return tool, surface.call(tool, args)
+    return tool, args

@@ -23,12 +23,11 @@ from merchantbench.catalog.market import Market
 from merchantbench.catalog.search import SearchIndex
 from merchantbench.catalog.synthetic import generate_market
 from merchantbench.cli import app
-from merchantbench.market_session import MarketSession
 from merchantbench.runs.arena import ARENA_FILE, ArenaSpec, Entrant, read_arena, run_arena
 from merchantbench.runs.kill_points import KILL_ENV
 from merchantbench.runs.runner import RunSpec, run_agent
 from merchantbench.scenario import Scenario, load_scenario
-from merchantbench.session import Session
+from merchantbench.session import MarketSession, Session
 
 RECORD_FILES = (
     "metrics.json", "trace.jsonl", "transcript.jsonl", "orders.parquet", "daily.parquet",

@@ -235,3 +235,27 @@ def test_the_hermes_agent_is_one_merchant_of_an_arena(tmp_path, monkeypatch):
     assert [e["window"] for e in searches] == [0, 1, 2, 3] and all(e["ok"] for e in searches)
     assert set(server.authorizations) == {f"Bearer {key}"}
     assert [p for p in arena.rglob("*") if p.is_file() and key.encode() in p.read_bytes()] == []
+
+
+def test_an_llm_merchants_record_is_the_run_record_words_split_out(tmp_path):
+    # One record writer for every merchant: an LLM merchant of an arena keeps the model's words
+    # in model_words.jsonl.gz, as `merchantbench run` does, and its model-call log without them.
+    # (At 177dc89 the arena kept the words inline in model_calls.jsonl and wrote no words file.)
+    from merchantbench.record.schema import MODEL_CALLS_FILE, MODEL_WORDS_FILE
+    from merchantbench.record.words import read_words
+    from merchantbench.runs.runner import RunSpec, run_agent
+
+    scenario = load_scenario("smoke", overrides=[f"clock.days={DAYS}"])
+    with ScriptedServer(store_policy) as server:
+        settings = {"model": "scripted", "base_url": server.base_url}
+        run_arena(ArenaSpec(scenario, 1, (Entrant("llm", "react", settings),)), tmp_path / "a")
+        run_agent(RunSpec("react", scenario, 1, settings), tmp_path / "run")
+    merchant = tmp_path / "a" / "merchants" / "llm"
+    names = {p.name for p in merchant.iterdir()} - {"checkpoint"}
+    assert names == {p.name for p in (tmp_path / "run").iterdir()} - {"checkpoint"}
+    assert MODEL_WORDS_FILE in names
+    calls = [json.loads(line) for line in (merchant / MODEL_CALLS_FILE).read_text().splitlines()]
+    assert calls and not any("words" in call for call in calls)
+    words = list(read_words(merchant / MODEL_WORDS_FILE))
+    assert [w["seq"] for w in words] == [c["seq"] for c in calls]
+    assert words == list(read_words(tmp_path / "run" / MODEL_WORDS_FILE))

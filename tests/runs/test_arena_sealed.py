@@ -104,7 +104,7 @@ def test_a_killed_sealed_arena_resumes_with_its_secret(tmp_path):
     whole = run_arena(spec, tmp_path / "whole")
     life = ArenaLifecycle.open(spec, tmp_path / "cut")
     for _ in range(2):  # two windows played, checkpointed, then the arena stops
-        asyncio.run(life.window_async())
+        asyncio.run(life.play_window())
     life.checkpoint()
     life.fail(KeyboardInterrupt())
     found = sealed_of(tmp_path / "cut")

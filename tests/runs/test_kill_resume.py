@@ -22,6 +22,8 @@ import pytest
 from typer.testing import CliRunner
 
 from merchantbench.cli import app
+from merchantbench.record.attest import ATTESTATION_FILE
+from merchantbench.replay.verify import verify_record
 from merchantbench.runs.kill_points import KILL_ENV
 
 COMPARED = (
@@ -95,3 +97,20 @@ def test_kills_anywhere_resume_to_the_bytes_of_an_uninterrupted_run(tmp_path, mo
         for name in COMPARED:
             assert (out / name).read_bytes() == (whole / name).read_bytes(), (point, name)
         assert json.loads((out / "run.json").read_text())["ended"] == "completed"
+
+
+def test_a_kill_after_run_json_said_finished_is_completed_by_the_resume(tmp_path):
+    """Killed between `run.json` saying finished and the signature: the record is unsigned;
+    `--resume` signs it (the journal, if any, removed) and then refuses: already finished."""
+    out, cache = tmp_path / "run", tmp_path / "cache"
+    env = {**os.environ, "MERCHANTBENCH_CACHE": str(cache), KILL_ENV: "finished"}
+    smoke = ["--agent", "random", "--scenario", "smoke"]
+    command = [sys.executable, "-m", "merchantbench.cli", "run", "--no-progress", *smoke,
+               "--out", str(out)]  # fmt: skip
+    killed = subprocess.run(command, env=env, capture_output=True, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()[-2000:]
+    assert json.loads((out / "run.json").read_text())["ended"] == "completed"
+    assert not (out / ATTESTATION_FILE).exists()
+    again = CliRunner().invoke(app, ["run", "--no-progress", *smoke, "--out", str(out), "--resume"])
+    assert again.exit_code == 2 and "already finished" in again.output, again.output
+    assert (out / ATTESTATION_FILE).is_file() and verify_record(out).ok

@@ -52,11 +52,11 @@ def test_a_suspended_run_resumes_where_it_stood_and_a_finished_trace_refuses(tmp
     assert resumed.surface.window == 1 and resumed.state_hash() == session.state_hash()
     lines = (tmp_path / "run" / "trace.jsonl").read_text().splitlines()
     assert len(lines) == resumed.memory.seq == 2
-    metrics = None
-    while metrics is None:
-        resumed.surface.call("end_of_step")
-        metrics = again.after_window()
-    assert metrics["windows"] == SCENARIO.clock.windows and again.finished
+    while not again.finished:  # the call that closes the last window finishes the record
+        answer = again.call("end_of_step")
+        assert answer.window_closed and answer.hours_run and answer.result["ok"]
+    metrics = again.metrics
+    assert metrics is not None and metrics["windows"] == SCENARIO.clock.windows and again.finished
     assert again.finish() is metrics  # finishing twice changes nothing
     assert read_manifest(tmp_path / "run").ended == "completed"
     with pytest.raises(RunError, match="the run record is closed"):

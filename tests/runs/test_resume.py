@@ -244,3 +244,17 @@ def test_a_record_without_a_code_pin_is_refused(stopped):
     (stopped / "run.json").write_text(json.dumps(data))
     with pytest.raises(RunError, match=r"source unknown\); pass --allow-code-change"):
         run_every_10(_spec(), stopped, resume=True)
+
+
+def test_a_run_killed_before_its_run_json_starts_again(tmp_path):
+    """Killed while writing `run.json` for the first time: the folder holds only the cut
+    write's temporary file. `--resume` says there is nothing to resume and how to go on; the
+    run started again (no --resume) takes the folder and removes the leftover."""
+    run_dir = tmp_path / "r"
+    run_dir.mkdir()
+    (run_dir / ".run.json.k3j2.tmp").write_text('{"sche')
+    _refused(_resume_cli(run_dir, *BASE), "start it again without --resume")
+    started = CliRunner().invoke(app, ["run", "--no-progress", *BASE, "--out", str(run_dir)])
+    assert started.exit_code == 0, started.output
+    assert read_manifest(run_dir).ended == "completed"
+    assert not list(run_dir.glob(".*.tmp"))  # the new start removed the leftover

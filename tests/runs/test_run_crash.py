@@ -10,6 +10,7 @@ killed every 0-0.25 s might never get past its first checkpoint); runs one after
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -20,6 +21,7 @@ from typer.testing import CliRunner
 
 from crash_harness import KILLS, RECORD_FILES
 from merchantbench.cli import app
+from merchantbench.record.attest import ATTESTATION_FILE
 
 ARGS = ["run", "--no-progress", "--agent", "random", "--scenario", "smoke",
         "--checkpoint-seconds", "0"]  # fmt: skip
@@ -32,6 +34,7 @@ def _run_in_child(out: Path, resume: bool) -> int:
         try:
             result = CliRunner().invoke(app, [*ARGS, "--out", str(out), *(["--resume"] * resume)])
             code = result.exit_code
+            _said(out).write_text(result.output)
         finally:
             os._exit(code)
     return pid
@@ -57,10 +60,31 @@ def _killed_run(out: Path, reference: bytes, rng: random.Random, budget: int) ->
         if (out / "trace.jsonl").is_file():  # never a line the uninterrupted run lacks
             assert reference.startswith((out / "trace.jsonl").read_bytes().rsplit(b"\n", 1)[0])
         if not fired or os.WIFEXITED(status):
-            assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+            assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, (
+                status,
+                _said(out).read_text(),
+            )
             return kills
         kills += 1
+        if _finished(out):  # killed after run.json said so: the resume signs, then refuses
+            assert _run_in_child_status(out) == 2 and (out / ATTESTATION_FILE).is_file()
+            return kills
         resume = (out / "run.json").is_file()
+
+
+def _said(out: Path) -> Path:
+    """Where the child writes what the command printed (beside the run directory)."""
+    return out.with_name(out.name + ".output")
+
+
+def _finished(out: Path) -> bool:
+    run = out / "run.json"
+    return run.is_file() and json.loads(run.read_text()).get("ended") is not None
+
+
+def _run_in_child_status(out: Path) -> int:
+    status = os.waitpid(_run_in_child(out, True), 0)[1]
+    return os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1
 
 
 def test_a_run_killed_at_random_times_resumes_to_the_same_bytes(tmp_path: Path) -> None:

@@ -120,6 +120,21 @@ def test_the_cut_keeps_the_answers_the_checkpoint_covers_and_the_windows_they_op
     assert path.read_bytes() == data
 
 
+@pytest.mark.parametrize(
+    ("keep", "kept", "window"), [(0, 0, None), (1, 2, 0), (2, 3, 0), (3, 5, 1), (4, 6, 1)]
+)
+def test_a_merchants_cut_leaves_out_the_observation_after_its_last_kept_answer(
+    tmp_path, keep, kept, window
+) -> None:
+    """A market's merchant (runs/arena.py): the window after its last kept call may have been
+    opened by another merchant's call that the resume does not keep."""
+    path = tmp_path / TRANSCRIPT_FILE
+    _write(path, RECORDS)
+    data, last = cut_transcript(path, keep, trailing=False)
+    assert data == b"".join(json.dumps(r).encode() + b"\n" for r in RECORDS[:kept])
+    assert last == window
+
+
 def test_the_cut_of_an_empty_transcript_keeps_nothing(tmp_path) -> None:
     path = tmp_path / TRANSCRIPT_FILE
     path.write_bytes(b"")

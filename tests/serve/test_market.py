@@ -18,12 +18,12 @@ from protocol_client import ProtocolClient, assistant, tool_call
 from script import play_window
 from serve_support import ADMIN, LiveServer, start_server
 
-from merchantbench.market_session import MarketSession
 from merchantbench.record.arena import read_arena
 from merchantbench.record.sealed import read_sealed
 from merchantbench.replay.market import verify_market
 from merchantbench.scenario import load_scenario
 from merchantbench.serve.registry import TOKENS_FILE
+from merchantbench.session import MarketSession
 from timeouts import REQUEST_SECONDS
 
 DAYS = 3

@@ -12,17 +12,23 @@ import functools
 import json
 import os
 import random
+import shutil
 import signal
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from protocol_client import assistant, tool_call
 from script import play_window
 from serve_support import ADMIN, start_server
 from test_crash_durable import _serve
 
 from crash_harness import KILLS, assert_same_record, fork_server, free_port, killed_run
+from merchantbench.runs.arena import ArenaLifecycle, ArenaSpec, Entrant
+from merchantbench.runs.lifecycle import CheckpointPolicy
+from merchantbench.scenario import load_scenario
+from merchantbench.serve.external import ExternalDriver, ExternalSettings
 from timeouts import REQUEST_SECONDS
 
 AGENTS = ("alpha", "beta")
@@ -125,3 +131,54 @@ def test_a_market_keeps_every_answered_call_across_kill_9(tmp_path: Path) -> Non
             assert_same_record(record / "merchants" / agent, reference / "merchants" / agent)
         assert not (record / "journal.jsonl").exists()
         seed += 1
+
+
+def _open_market(arena: Path, resume: bool, checkpoints: CheckpointPolicy) -> ArenaLifecycle:
+    """The market of `AGENTS` as the server opens it (one external driver per merchant)."""
+    spec = ArenaSpec(load_scenario("smoke"), 3, tuple(Entrant(a, "external") for a in AGENTS))
+    drivers = {a: ExternalDriver(ExternalSettings(agent_id=a)) for a in AGENTS}
+    return ArenaLifecycle.open(spec, arena, resume=resume, checkpoints=checkpoints, drivers=drivers)
+
+
+def _play(life: ArenaLifecycle, crash_at: int | None = None, crashed: Path | None = None) -> None:
+    """Each window: alpha reads its balance and closes, then beta does, through the host's one
+    call path (`life.call`: checkpointed when the policy says, finished when over); every call
+    is acknowledged as the server acknowledges it (`life.acknowledge()`). With `crash_at`: in
+    that window, the files as a kill leaves them between beta's closing call and its
+    acknowledgement (every record flushed, the journal not yet saying so) are copied to
+    `crashed`, and play stops."""
+    while not life.over:
+        window = life.market.window
+        for agent in AGENTS:
+            for n, tool in enumerate(("query_balance", "end_of_step")):
+                life.call(agent, tool, {}, f"{agent}-w{window}c{n}")
+                if window == crash_at and agent == AGENTS[-1] and tool == "end_of_step":
+                    for record in life.records.values():
+                        record.acknowledge()  # acknowledge()'s first half: the records
+                    assert crashed is not None
+                    shutil.copytree(life.arena_dir, crashed)
+                    return
+                life.acknowledge()
+    assert life.finished
+
+
+@pytest.mark.parametrize("every", [None, 2], ids=["no-checkpoint", "checkpoint-every-2nd-window"])
+def test_a_kill_after_the_last_close_is_flushed_resumes_to_the_same_transcript(
+    tmp_path: Path, every: int | None
+) -> None:
+    """The instant the random kills found: beta's end_of_step opened the next window, which
+    wrote alpha's observation of it to alpha's transcript (flushed with every record before
+    the journal line); the kill came before the journal said that call was acknowledged. The
+    resumed market is in the window alpha closed, so that observation is not alpha's yet:
+    the resume drops it, beta's retried close writes it once, and every merchant's record is
+    the uninterrupted one's."""
+    policy = CheckpointPolicy(seconds=3600.0, windows=every)
+    reference = _open_market(tmp_path / "whole", False, policy)
+    _play(reference)
+    crashed = tmp_path / "crashed"
+    _play(_open_market(tmp_path / "live", False, policy), crash_at=4, crashed=crashed)
+    alpha = crashed / "merchants" / "alpha" / "transcript.jsonl"
+    assert b'"window":5,"observation"' in alpha.read_bytes()  # the flushed, unacknowledged line
+    _play(_open_market(crashed, True, policy))
+    for agent in AGENTS:
+        assert_same_record(crashed / "merchants" / agent, tmp_path / "whole" / "merchants" / agent)

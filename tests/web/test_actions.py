@@ -92,7 +92,7 @@ def test_a_double_click_on_end_window_closes_one_window(tmp_path: Path, browser)
             "document.querySelector('#clock').textContent.includes('window 3 of')",
         )
         page.wait_for_selector(
-            "#status:text('end of step: window closed: that action was for window 2')"
+            "#status:text('end of step: window ended: that action was for window 2')"
         )
         assert store.surface.window == 2
         ends = sent.of("end_of_step")

@@ -57,8 +57,7 @@ def test_an_operator_plays_like_the_rule_based_agent(tmp_path: Path, browser) ->
             before = ui.actions
             driver.play_window()
             per_window.append(ui.actions - before)
-            rule_based.agent.act(rule_based.surface)
-            rule_based.after_window()
+            rule_based.agent.act(rule_based.surface)  # it closes its window itself
             assert window_index(ui) == window + 1
             assert listings(store.session) == listings(rule_based.session), f"window {window}"
         assert store.state()["net_assets"] == rule_based.surface.status().net_assets

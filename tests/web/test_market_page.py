@@ -126,8 +126,7 @@ def test_a_running_market_is_followed_until_it_finishes(tmp_path: Path, browser)
 
     async def windows(n: int) -> None:
         for _ in range(n):
-            await life.window_async()
-            life.after_window()
+            await life.play_window()
 
     import asyncio
 

@@ -1,6 +1,6 @@
 """A playground server restarted after a store finished shows it again (issue 32): the finished
 record is read back (`RunLifecycle.read_finished`), never resumed nor written again. A kill at
-any step of the finish (runs/kill_points.py: `finish`, `tables`, `metrics`, `ended`) leaves
+any step of the finish (runs/kill_points.py: `finish`, `tables`, `metrics`, `finished`) leaves
 files a restarted server serves: resumed and finished again, or read back and signed; the
 record's files are those of a store never killed, its journal is gone, and no temporary file a
 cut write left is signed with it. A damaged record
@@ -72,7 +72,7 @@ def test_a_finished_store_is_shown_again_after_a_restart(tmp_path: Path) -> None
     assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == files
 
 
-@pytest.mark.parametrize("point", ["finish", "tables", "metrics", "ended"])
+@pytest.mark.parametrize("point", ["finish", "tables", "metrics", "finished"])
 def test_a_kill_while_finishing_leaves_a_store_a_restart_serves(tmp_path: Path, point: str) -> None:
     reference, _, _ = _finished(tmp_path / "whole")
     [seat] = PlayRoom(tmp_path / "killed").create(SCENARIO, [SEED])

@@ -19,8 +19,8 @@ from merchantbench.agents.registry import make_agent
 from merchantbench.check.adapter import LedgerReport
 from merchantbench.check.checks import OTHER_MERCHANT_MARK
 from merchantbench.check.python_adapter import PythonRun, session_ledger
-from merchantbench.market_session import MarketSession, MerchantSession
 from merchantbench.scenario import Scenario
+from merchantbench.session import MarketSession, Session
 
 __all__ = [
     "CHECKED",
@@ -48,7 +48,7 @@ def competing(scenario: Scenario) -> Scenario:
     return scenario.model_copy(update={"market": market})
 
 
-def rival_turn(session: MerchantSession, rival: BaseAgent, last: int) -> int:
+def rival_turn(session: Session, rival: BaseAgent, last: int) -> int:
     """The rival acts once in each window, on its opening state (the order of merchants
     within a window changes nothing): it writes its private note, plays, and closes its
     window. Returns the window it last played."""
@@ -71,7 +71,7 @@ class Rival:
         self.agent = make_agent(RIVAL_AGENT, {})
         self.window = -1
 
-    def turn(self, session: MerchantSession) -> None:
+    def turn(self, session: Session) -> None:
         """Play the rival's window if it has not played it yet (see `rival_turn`)."""
         self.window = rival_turn(session, self.agent, self.window)
 
@@ -85,7 +85,7 @@ class Rival:
         return bytes(market)
 
 
-def merchant_ledger(session: MerchantSession, market_over: bool) -> LedgerReport:
+def merchant_ledger(session: Session, market_over: bool) -> LedgerReport:
     """The checked merchant's ledger; its run ends (drains) only when the market's does."""
     return session_ledger(session, session.over and market_over)
 

@@ -19,8 +19,8 @@ from merchantbench.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from merchantbench.market_session import MarketSession
     from merchantbench.runs.arena import ArenaSpec
+    from merchantbench.session import MarketSession
 
 
 def _parse_seeds(text: str) -> list[int]:
@@ -162,7 +162,12 @@ def arena(
     from rich.console import Console
 
     from merchantbench.catalog.real_format import CatalogError
-    from merchantbench.runs.arena import ArenaSpec, Entrant, market_secret, merchant_ids
+    from merchantbench.runs.arena import (
+        ArenaSpec,
+        Entrant,
+        market_secret,
+        merchant_ids,
+    )
     from merchantbench.runs.lifecycle import CheckpointPolicy
     from merchantbench.runs.spec import RunError
 

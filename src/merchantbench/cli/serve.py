@@ -278,4 +278,7 @@ def _check_resumable(run_dir: Path) -> None:
     if hosted_settings(meta) is None:
         fail(f"{run_dir} is not a served run: nothing to resume")
     if not meta.resumable:
+        from merchantbench.runs.record_writer import complete_finished
+
+        complete_finished(run_dir)  # a kill after run.json: the journal and the signature
         fail(f"{run_dir} already finished; nothing to resume")

@@ -128,7 +128,7 @@ class _Window:
             self.agent.refused_calls += sum(
                 1 for m in messages if isinstance(m, ChatMessageTool) and m.error is not None
             )
-            if surface.over or surface.window != window:
+            if surface.window_done(window):
                 return
         self.agent.usage.forced_windows += 1
         self.note = _FORCED_NOTES[reason]
@@ -220,8 +220,9 @@ async def _play_run(state: TaskState, life: RunLifecycle, agent: InspectDriver) 
     """Every window of the run; an Inspect limit stops the model, the store idles on."""
     session = life.session
     player = _Window(state, session.surface, agent)
-    while not session.over:
-        window, began = session.window, time.monotonic()
+
+    async def play() -> None:
+        began = time.monotonic()
         try:
             if agent.stop_reason is None:
                 await player.play()
@@ -231,9 +232,10 @@ async def _play_run(state: TaskState, life: RunLifecycle, agent: InspectDriver) 
             agent.stop_reason = f"{exc} (see the compaction task parameter)"
         finally:
             agent.usage.wall_seconds += time.monotonic() - began
-        if not session.over and session.window == window:
-            session.force_end_of_step()  # a limit cut the window short, or the run idles
-        life.after_window()
+
+    while not session.over:  # a window a limit cut short (or an idle run's) is closed for it
+        await life.play_window(play)
+    life.finish()
 
 
 def play_store(

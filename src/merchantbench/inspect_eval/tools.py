@@ -34,7 +34,7 @@ class WindowGuard:
     window: int = -1
 
     def closed(self, surface: AgentSurface) -> bool:
-        return surface.over or surface.window != self.window
+        return surface.window_done(self.window)
 
 
 def _runner(surface: AgentSurface, guard: WindowGuard, name: str) -> Callable[..., Any]:

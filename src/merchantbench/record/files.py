@@ -23,12 +23,17 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
+def is_cut_write(path: Path) -> bool:
+    """A temporary file an atomic write left behind when its process was killed mid-write (it
+    never replaced its target: nothing of the record is in it)."""
+    return path.name.startswith(".") and path.name.endswith(".tmp") and path.is_file()
+
+
 def remove_cut_writes(folder: Path) -> None:
-    """Remove the temporary files (`.NAME.*.tmp`) that writes a killed process cut short left
-    in `folder`: never renamed into place, no reader saw them. For the folder's one writer as
-    it resumes (a signed record would otherwise list them among its checkpoint's files)."""
-    for path in folder.glob(".*.tmp"):
-        if path.is_file() and not path.is_symlink():
+    """Delete what killed atomic writes left in a record folder and its subfolders (a resume
+    does, before it writes anything)."""
+    for path in [*folder.glob(".*.tmp"), *folder.glob("*/.*.tmp")]:
+        if is_cut_write(path):
             path.unlink(missing_ok=True)
 
 

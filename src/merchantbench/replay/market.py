@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from merchantbench.market_session import MarketSession
 from merchantbench.record.arena import ARENA_FILE, ArenaError, read_arena
 from merchantbench.replay.replayer import Replayer
 from merchantbench.replay.source import RecordSource, ReplayError
 from merchantbench.replay.verify import VerifyReport, _recorded_metrics, verdict
+from merchantbench.session import MarketSession
 
 __all__ = ["MarketReport", "verify_market"]
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,7 +35,6 @@ from typing import Any
 import merchantbench
 from merchantbench.agents.base import BaseAgent, Player
 from merchantbench.agents.registry import agent_entry, make_agent
-from merchantbench.market_session import MarketError, MarketSession, MerchantSession
 from merchantbench.record.arena import (
     ARENA_FILE,
     MERCHANTS_DIR,
@@ -45,28 +43,25 @@ from merchantbench.record.arena import (
     MerchantEntry,
     read_arena,
 )
-from merchantbench.record.attest import attest_finished
 from merchantbench.record.checkpoint import (
     CheckpointError,
-    cut_trace,
     load_checkpoint,
     read_checkpoint_pins,
     save_checkpoint,
 )
-from merchantbench.record.files import write_cut
 from merchantbench.record.manifest import AgentRef, MarketRef, RunManifest
-from merchantbench.record.schema import MODEL_CALLS_FILE, RUN_FILE, TRACE_FILE, TRANSCRIPT_FILE
+from merchantbench.record.schema import RUN_FILE, TRACE_FILE, TRANSCRIPT_FILE
 from merchantbench.record.sealed import SealedError, SealedSeed, read_sealed
 from merchantbench.runs.driver import Driver, encode_state
 from merchantbench.runs.journal import Journal, LoggedCalls
 from merchantbench.runs.kill_points import KillPoints
-from merchantbench.runs.lifecycle import CheckpointPolicy
-from merchantbench.runs.record_writer import TraceWriter, finish_store_record, git_commit
+from merchantbench.runs.lifecycle import Answer, CheckpointPolicy
+from merchantbench.runs.record_writer import MerchantRecord, git_commit
 from merchantbench.runs.spec import RunError
-from merchantbench.runs.transcript import TranscriptFile, answers_held, cut_transcript
+from merchantbench.runs.transcript import answers_held
 from merchantbench.scenario import Scenario
+from merchantbench.session import MarketError, MarketSession, Session
 from merchantbench.sim.marketplace import MERCHANT_ID
-from merchantbench.tools.agent_input import scrub
 from merchantbench.tools.answer_log import AnswerLog
 
 __all__ = [
@@ -203,86 +198,6 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-class _MerchantRecord:
-    """One merchant's run record inside the arena directory: trace, transcript, model calls,
-    run.json, tables and metrics."""
-
-    def __init__(self, run_dir: Path, kill: KillPoints) -> None:
-        self.run_dir = run_dir
-        self._kill = kill
-        self.trace: TraceWriter | None = None
-        self.transcript: TranscriptFile | None = None
-        self.manifest: RunManifest
-        self.metrics: dict[str, Any] | None = None
-        self.replaying: LoggedCalls | None = None  # a resume makes acknowledged calls again
-
-    def write(self, entry: dict[str, Any]) -> None:
-        if self.replaying is not None:
-            self.replaying.check(entry)  # a logged call made again: its line is there
-            return
-        if self.trace is None:
-            raise RunError(f"{self.run_dir}: the run record is closed; no more trace entries")
-        self.trace.write(entry)
-
-    def cut(self, seq: int, model_calls: int | None, transcribed: int | None = None) -> int | None:
-        """Cut trace, model-call log and transcript back to a checkpoint (as a run's resume;
-        the transcript to `transcribed` answers, default `seq`)."""
-        path = self.run_dir / TRANSCRIPT_FILE
-        keep = seq if transcribed is None else transcribed
-        kept, noted = cut_transcript(path, keep) if path.is_file() else (None, None)
-        cuts = [(self.run_dir / TRACE_FILE, cut_trace(self.run_dir / TRACE_FILE, seq))]
-        if model_calls is not None:
-            calls = self.run_dir / MODEL_CALLS_FILE
-            cuts.append((calls, cut_trace(calls, model_calls)))
-        for record, data in [*cuts, (path, kept)]:
-            if data is not None:
-                write_cut(record, data)
-        return noted
-
-    def open(
-        self, session: MerchantSession, transcribe: bool, noted: int | None, replay: bool = False
-    ) -> None:
-        """Open the records for appending; the transcript notes the open window's observation
-        unless it holds it (or a replay of logged calls is to come: it notes it then)."""
-        self.trace = TraceWriter(self.run_dir / TRACE_FILE, self._kill)
-        if transcribe:
-            self.transcript = TranscriptFile(self.run_dir / TRANSCRIPT_FILE)
-            session.recorder = self.transcript
-            if noted != session.window and not replay:
-                self.transcript.window_opened(session)
-
-    def acknowledge(self) -> None:
-        """The trace synced, the transcript handed to the OS (runs/journal.py)."""
-        if self.transcript is not None:
-            self.transcript.flush()
-        if self.trace is not None:
-            self.trace.sync()
-
-    def sync(self, agent: Player[Any]) -> None:
-        if self.trace is not None:
-            self.trace.sync()
-        if self.transcript is not None:
-            self.transcript.sync()
-        records = agent.drain_model_calls()
-        if records:
-            with open(self.run_dir / MODEL_CALLS_FILE, "a") as log:
-                log.writelines(
-                    json.dumps(scrub(r), separators=(",", ":"), allow_nan=False) + "\n"
-                    for r in records
-                )
-                log.flush()
-                os.fsync(log.fileno())
-
-    def close(self, session: MerchantSession) -> None:
-        if self.trace is not None:
-            self.trace.close()
-            self.trace = None
-        if self.transcript is not None:
-            self.transcript.close()
-            self.transcript = None
-        session.recorder = None
-
-
 class ArenaLifecycle:
     """One arena record from open to finish (see the module docstring)."""
 
@@ -292,7 +207,9 @@ class ArenaLifecycle:
         self.checkpoints = checkpoints
         self._kill = KillPoints.from_env()
         self.records = {
-            e.merchant: _MerchantRecord(arena_dir / MERCHANTS_DIR / e.merchant, self._kill)
+            e.merchant: MerchantRecord(
+                arena_dir / MERCHANTS_DIR / e.merchant, self._kill, in_market=True
+            )
             for e in spec.entrants
         }
         self.agents: dict[str, BaseAgent] = {}
@@ -410,7 +327,8 @@ class ArenaLifecycle:
             record.run_dir.mkdir(parents=True, exist_ok=True)
             record.manifest = self._merchant_manifest(entrant, schema)
             record.manifest.write(record.run_dir)
-            record.open(self.market.session(entrant.merchant), transcript, None)
+            record.transcribe = transcript
+            record.open(self.market.session(entrant.merchant), None)
 
     def player(self, merchant: str) -> Player[Any]:
         """The merchant's agent, or its driver in a market played from outside."""
@@ -487,7 +405,8 @@ class ArenaLifecycle:
             except (OSError, ValueError, CheckpointError) as exc:
                 raise RunError(f"cannot resume: {record.run_dir}: {exc}") from None
             record.manifest.reopen()
-            record.open(session, transcript.is_file(), noted, replay=bool(calls.entries))
+            record.transcribe = transcript.is_file()
+            record.open(session, noted, replay=bool(calls.entries))
             if calls.entries:
                 logged[merchant] = (calls, transcribed, noted)
         if logged:
@@ -547,11 +466,9 @@ class ArenaLifecycle:
         """Play every window to the end and finish; returns each merchant's metrics."""
         try:
             while not self.market.over:
-                await self.window_async()
+                await self.play_window()
                 if on_window is not None:
                     on_window(self.market)
-                if not self.market.over:
-                    self.after_window()
         except BaseException as exc:
             self.fail(exc)
             raise
@@ -563,19 +480,80 @@ class ArenaLifecycle:
     def play(self, on_window: ArenaProgress | None = None) -> dict[str, dict[str, Any]]:
         return asyncio.run(self.play_async(on_window))
 
-    async def window_async(self) -> None:
-        """One window: every merchant still trading acts on the opening state, concurrently;
-        those that did not close it have it closed for them (in merchant order)."""
+    async def play_window(self) -> None:
+        """One window of the in-process agents: every merchant still trading acts on the
+        opening state, concurrently; those that did not close it have it closed for them (in
+        merchant order); then the checkpoint when due. The last window's record is finished
+        once the agents are closed (`finish`)."""
         market = self.market
         window = market.window
         trading = market.trading()
         await asyncio.gather(
             *(self.agents[m].act_async(market.session(m).surface) for m in trading)
         )
-        if market.window == window and not market.over:
+        if not self._closed_since(window):
             market.close_window()
+        if not market.over:
+            self._checkpoint_when_due()
 
-    def after_window(self) -> None:
+    def call(
+        self,
+        merchant: str,
+        tool: str,
+        args: dict[str, Any] | str | None = None,
+        idempotency_key: str | None = None,
+        window: int | None = None,
+    ) -> Answer:
+        """One environment call of a merchant of a market played from outside (`window`: the
+        window a write was made for, tools/window_bound.py); the call that closes the market's
+        window (the last merchant's close) returns with the after-window work done (finished
+        when the market is over, else checkpointed when due)."""
+        session = self.market.session(merchant)
+        call = lambda: session.call(tool, args, idempotency_key, window=window)  # noqa: E731
+        return self._step(session, call)
+
+    def turn(self, merchant: str, play: Callable[[Session], None]) -> Answer:
+        """A host-side turn of one merchant (`play(session)`: the conformance check's rival),
+        then the after-window work if the turn closed the market's window."""
+        session = self.market.session(merchant)
+
+        def played() -> dict[str, Any]:
+            play(session)
+            return {"ok": True}
+
+        return self._step(session, played)
+
+    def end_window(self) -> Answer:
+        """Close the window for every merchant still in it (recorded as forced), then the
+        after-window work. `result` is the last forced close's answer."""
+        closes: list[dict[str, Any]] = []
+
+        def close_all() -> dict[str, Any]:
+            for merchant in self.market.trading():
+                closes.append(self.market.session(merchant).force_end_of_step())
+            return closes[-1] if closes else {"ok": True}
+
+        return self._step(None, close_all)
+
+    def _step(self, session: Session | None, call: Callable[[], dict[str, Any]]) -> Answer:
+        """The one path of a host's call (see `RunLifecycle._step`)."""
+        market = self.market
+        window, was_over = market.window, market.over
+        was_open = session is None or not (session.over or session.waiting)
+        result = call()
+        hours_run = not was_over and self._closed_since(window)
+        if hours_run:
+            if market.over:
+                self.finish()
+            else:
+                self._checkpoint_when_due()
+        mine = session is None or session.over or session.waiting
+        return Answer(result, hours_run or (was_open and mine), hours_run)
+
+    def _closed_since(self, window: int) -> bool:
+        return self.market.over or self.market.window != window
+
+    def _checkpoint_when_due(self) -> None:
         elapsed = time.monotonic() - self._last_checkpoint
         if self.checkpoints.due(self.market.window, elapsed):
             self.checkpoint()
@@ -631,7 +609,8 @@ class ArenaLifecycle:
         for merchant, record in self.records.items():
             session = self.market.session(merchant)
             noted = record.cut(session.memory.seq, None)
-            record.open(session, (record.run_dir / TRANSCRIPT_FILE).is_file(), noted)
+            record.transcribe = (record.run_dir / TRANSCRIPT_FILE).is_file()
+            record.open(session, noted)
             record.manifest.reopen()
             record.manifest.write(record.run_dir)
         if self._journal is not None:  # the rewound market is the base (the check's host side)
@@ -675,23 +654,10 @@ class ArenaLifecycle:
         if self.metrics is not None:
             return self.metrics
         self.checkpoint()
-        self._kill.passed("finish")
-        metrics: dict[str, dict[str, Any]] = {}
-        for merchant, record in self.records.items():
-            session = self.market.session(merchant)
-            agent = self.player(merchant)
-            record.sync(agent)
-            record.close(session)
-            outcome = agent.outcome()
-            meta = record.manifest
-            meta.record_agent(outcome.usage, outcome.stop_reason)
-            engine = session.engine
-            metrics[merchant] = finish_store_record(
-                engine, session.memory.windows_closed, engine.state_hash(), meta, record.run_dir
-            )[1]
-            meta.write(record.run_dir)
-            attest_finished(record.run_dir, meta)  # the one signing hook (record/attest.py)
-        self._kill.passed("metrics")
+        metrics = {
+            merchant: record.finish(self.market.session(merchant), self.player(merchant))[1]
+            for merchant, record in self.records.items()
+        }
         self.manifest.ended = "completed"
         self.manifest.finished = _now()
         self.manifest.windows = self.spec.scenario.clock.windows

@@ -7,9 +7,9 @@ the N-th time it passes the point NAME (N defaults to 1). The points the run wri
 - `checkpoint`: after a checkpoint file is saved, before `run.json` says so;
 - `finish`: the windows are over, the trace is closed, the tables not yet written;
 - `tables`: the Parquet tables are written, `metrics.json` is not;
-- `metrics`: `metrics.json` is written (the journal of a run played from outside not yet
-  removed), `run.json` does not yet say the run completed;
-- `ended`: `run.json` says the run completed, the record is not yet signed.
+- `metrics`: `metrics.json` is written, `run.json` does not yet say the run completed.
+- `finished`: `run.json` says the run ended; the journal is not yet removed, the record not
+  signed (a resume of the finished record does both: `record_writer.complete_finished`).
 
 Unset (always, outside tests), a point costs one attribute test.
 """

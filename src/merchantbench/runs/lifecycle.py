@@ -12,8 +12,11 @@ the manifest (`run.json`) and the record files (trace, transcript, model-call lo
     life = RunLifecycle.open(spec, run_dir, driver=McpDriver()) # a run played from outside
 
     life.surface          # what the agent (or the front end, for its client) calls
-    life.after_window()   # a window closed: finish the record if the run is over, else
-                          # checkpoint when the policy says so; returns the metrics or None
+    life.call(tool, args) # a front end's call: an `Answer` (result, window_closed); a call
+                          # that closed the window comes back with the after-window work
+                          # done (finished if the run is over, else checkpointed when due)
+    life.end_window()     # the front end closes the window for its player (forced)
+    await life.play_window()  # one window of the in-process agent
     life.checkpoint()     # checkpoint now (a pause)
     life.flush()          # hand the records written so far to the OS (no sync, no checkpoint)
     life.suspend()        # the driver went away: checkpoint, mark interrupted, close
@@ -32,18 +35,17 @@ are flushed and synced to disk.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from merchantbench.agents.base import BaseAgent, Player
 from merchantbench.agents.registry import agent_entry, make_agent
-from merchantbench.record.attest import ATTESTATION_FILE, attest_finished
+from merchantbench.record.attest import ATTESTATION_FILE
 from merchantbench.record.checkpoint import (
-    CHECKPOINT,
     CheckpointError,
     cut_trace,
     load_checkpoint,
@@ -52,9 +54,9 @@ from merchantbench.record.checkpoint import (
 )
 from merchantbench.record.files import (
     atomic_write_bytes,
+    is_cut_write,
     read_json,
     remove_cut_writes,
-    write_cut,
 )
 from merchantbench.record.manifest import (
     AgentRef,
@@ -75,28 +77,43 @@ from merchantbench.record.pins import (
 )
 from merchantbench.record.schema import (
     METRICS_FILE,
-    MODEL_CALLS_FILE,
-    MODEL_WORDS_FILE,
     RUN_FILE,
     TRACE_FILE,
     TRANSCRIPT_FILE,
 )
-from merchantbench.record.words import WORDS_KEY, append_words, cut_words
 from merchantbench.runs.driver import PLAYED_BY, Driver, encode_state
 from merchantbench.runs.journal import Journal, LoggedCalls
 from merchantbench.runs.kill_points import KillPoints
-from merchantbench.runs.record_writer import TraceWriter, finish_store_record, git_commit
+from merchantbench.runs.record_writer import MerchantRecord, complete_finished, git_commit
 from merchantbench.runs.spec import RunError, RunSpec
-from merchantbench.runs.transcript import TranscriptFile, answers_held, cut_transcript
+from merchantbench.runs.transcript import answers_held, cut_transcript
 from merchantbench.session import Session
 from merchantbench.surface import AgentSurface
 from merchantbench.tools.answer_log import AnswerLog
 
 if TYPE_CHECKING:
     from merchantbench.metrics.record import RunRecord
-from merchantbench.tools.agent_input import scrub
 
-__all__ = ["CheckpointPolicy", "ForkStart", "RunLifecycle"]
+__all__ = ["Answer", "CheckpointPolicy", "ForkStart", "RunLifecycle"]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What one call through a lifecycle did, as Gymnasium's `step` reports `terminated`: hosts
+    read these flags and never compare window numbers themselves.
+
+    Attributes:
+        result: The tool's JSON-able answer.
+        window_closed: The call closed the open window for its caller (a merchant of a market
+            then waits for the others; a store alone: the hours ran).
+        hours_run: The window's hours ran and the next window opened (or the run is over):
+            the lifecycle has done its after-window work (finished the record when the run is
+            over, else checkpointed when its policy says so).
+    """
+
+    result: dict[str, Any]
+    window_closed: bool
+    hours_run: bool
 
 
 @dataclass(frozen=True)
@@ -157,24 +174,19 @@ class RunLifecycle:
         self.run_dir = run_dir
         self.checkpoints = checkpoints
         self.allow_code_change = allow_code_change
-        self.transcribe = transcript
-        self.keep_words = True  # the model's words (record/words.py); off for older records
+        self._kill = KillPoints.from_env()  # test-only (runs/kill_points.py)
+        self.writer = MerchantRecord(run_dir, self._kill, transcript)  # the record's files
         self.agent: BaseAgent | None = None
         self.driver: Driver[Any] | None = None
         self.metrics: dict[str, Any] | None = None
         self.record: RunRecord | None = None  # the finished record as read back, for a report
-        self._kill = KillPoints.from_env()  # test-only (runs/kill_points.py)
-        self._trace: TraceWriter | None = None
-        self._transcript: TranscriptFile | None = None
         self._last_checkpoint = time.monotonic()
         self._created = False  # this lifecycle made the run directory
         # A run played from outside acknowledges each call durably (runs/journal.py).
         self._journal: Journal | None = None
         self._answers: AnswerLog | None = None
         self._logged: tuple[LoggedCalls, int] | None = None  # replayed once the files are open
-        self._replaying: LoggedCalls | None = None
         self.session: Session  # set by open
-        self.manifest: RunManifest  # set by open
         self.pins: RunPins  # set by open; saved with every checkpoint
 
     # --- open -----------------------------------------------------------------------------------
@@ -227,11 +239,11 @@ class RunLifecycle:
         cls, spec: RunSpec, run_dir: Path, driver: Driver[Any] | None = None
     ) -> RunLifecycle:
         """A finished record read back, for a host that shows it again after a restart: the
-        session at the record's checkpoint (`finish` took it on the drained state, checked
+        session at the record's checkpoint (`finish` took it on the drained state; checked
         against the state hash `run.json` records) and the metrics of `metrics.json`. Nothing
-        more is recorded: a trace entry is refused (`RunError`). A record that a kill left
-        unsigned after `run.json` said finished is signed now (`attest_finished`, the bytes
-        `finish` would have written), and a journal an older version left is removed.
+        more is recorded: a trace entry is refused (`RunError`). What a kill after `run.json`
+        said finished cut off is done first (`complete_finished`: the journal removed, the
+        record signed, without the temporary files of cut writes).
 
         Raises:
             RunError: the record is not finished, or a file it needs is damaged (one line).
@@ -246,15 +258,14 @@ class RunLifecycle:
             raise RunError(f"cannot read the finished record: {exc}") from None
         if meta.resumable or checkpoint is None or not isinstance(metrics, dict):
             raise RunError("cannot read the finished record: it is not finished")
-        life.session = Session.open(spec.scenario, spec.seed, spec.catalog, trace_sink=life._write)
-        life.session.restore(checkpoint["session"])
-        if life.session.state_hash() != meta.state_hash:
+        session = Session.open(spec.scenario, spec.seed, spec.catalog, trace_sink=life.writer.write)
+        session.restore(checkpoint["session"])
+        if session.state_hash() != meta.state_hash:
             raise RunError("cannot read the finished record: its checkpoint is not its end")
-        life.manifest, life.metrics = meta, metrics
-        Journal(run_dir).remove()
-        if not (run_dir / ATTESTATION_FILE).exists():
-            _remove_cut_writes(run_dir)  # never signed among the record's files
-            attest_finished(run_dir, meta)
+        if not (run_dir / ATTESTATION_FILE).is_file():
+            remove_cut_writes(run_dir)  # never signed among the record's files
+        complete_finished(run_dir)
+        life.session, life.manifest, life.metrics = session, meta, metrics
         return life
 
     def _open(self, resume: bool, driver: Driver[Any] | None, fork: ForkStart | None) -> None:
@@ -263,14 +274,15 @@ class RunLifecycle:
             raise RunError(f"{run_dir} is a file, not a run directory; choose another --out")
         if resume:
             meta = self._recorded_run()
-        elif run_dir.exists() and any(run_dir.iterdir()):
+            remove_cut_writes(run_dir)
+        elif run_dir.exists() and not all(is_cut_write(p) for p in run_dir.iterdir()):
             raise RunError(f"{run_dir} exists; use --resume to continue it or choose another --out")
         if driver is not None and driver.name != spec.agent:
             raise RunError(f"the run names {spec.agent!r} but is driven by {driver.name!r}")
         if driver is None and spec.agent in PLAYED_BY:
             how = PLAYED_BY[spec.agent]  # type: ignore[index]
             raise RunError(f"agent {spec.agent!r} plays through {how}, not `run`")
-        session = Session.open(spec.scenario, spec.seed, spec.catalog, trace_sink=self._write)
+        session = Session.open(spec.scenario, spec.seed, spec.catalog, trace_sink=self.writer.write)
         player: Player[Any]
         hidden = None
         if driver is not None:
@@ -293,12 +305,14 @@ class RunLifecycle:
         self.session = session
         if driver is not None and driver.acknowledges:
             self._journal, self._answers = Journal(run_dir), session.answered
+            self.writer.journal = self._journal  # removed by the record's finish, before signing
         noted: int | None = None  # the last window whose observation the transcript holds
         if resume:
             noted = self._restore(meta, hidden)
         else:
             meta = self._start_manifest(player, None if fork is None else fork.ref)
             run_dir.mkdir(parents=True, exist_ok=True)  # only now: nothing before inputs passed
+            remove_cut_writes(run_dir)  # a start killed while writing its run.json, if any
             self._created = True
             if spec.sealed is not None:  # the secret first: a record never lacks its seed
                 spec.sealed.write(run_dir)
@@ -313,7 +327,10 @@ class RunLifecycle:
         scenario, seed, agent or catalog (before any market is built for it)."""
         run_dir = self.run_dir
         if not (run_dir / RUN_FILE).is_file():
-            raise RunError(f"{run_dir} is not a run directory: nothing to resume")
+            raise RunError(
+                f"{run_dir} is not a run directory: nothing to resume (a run stopped before its "
+                "run.json was written recorded nothing: start it again without --resume)"
+            )
         try:
             meta = read_manifest(run_dir)
         except ManifestError as exc:
@@ -321,6 +338,7 @@ class RunLifecycle:
         # A record whose metrics are missing was killed while finishing (by a version that
         # marked it completed first): it resumes from its last checkpoint like any other.
         if not meta.resumable and (run_dir / METRICS_FILE).is_file():
+            complete_finished(run_dir)  # a kill after run.json: the journal and the signature
             raise RunError(f"{run_dir} already finished ({meta.ended}); nothing to resume")
         spec = self.spec
         reason = request_difference(
@@ -340,7 +358,7 @@ class RunLifecycle:
             trace = cut_trace(fork.parent_dir / TRACE_FILE, seq)
             kept, noted = (
                 cut_transcript(parent_transcript, seq)
-                if parent_transcript.is_file() and self.transcribe
+                if parent_transcript.is_file() and self.writer.transcribe
                 else (None, None)
             )
         except CheckpointError as exc:
@@ -349,7 +367,7 @@ class RunLifecycle:
         if kept is not None:
             atomic_write_bytes(self.run_dir / TRANSCRIPT_FILE, kept)
         elif seq:
-            self.transcribe = False  # a transcript is never started part-way
+            self.writer.transcribe = False  # a transcript is never started part-way
         return noted
 
     def _start_manifest(self, player: Player[Any], fork: ForkRef | None = None) -> RunManifest:
@@ -377,7 +395,6 @@ class RunLifecycle:
         checkpoint, restore the checkpoint, and cut the records back to what it covers. Returns
         the last window the transcript has the observation of."""
         runtime = frozenset() if self.agent is None else self.agent.runtime_settings
-        _remove_cut_writes(self.run_dir)
         try:
             found, saved = read_checkpoint_pins(self.run_dir)
             continued = check_resume(
@@ -402,7 +419,7 @@ class RunLifecycle:
         try:
             if self._journal is not None:
                 seq, transcribed = self._acknowledged(seq)
-            noted = self._cut_records(seq, self._player.model_calls_seq, transcribed)
+            noted = self.writer.cut(seq, self._player.model_calls_seq, transcribed)
         except CheckpointError as exc:
             raise RunError(f"cannot resume: {exc}") from None
         if continued is not None:
@@ -432,48 +449,10 @@ class RunLifecycle:
         self._logged = (logged, max(seq, transcribed))
         return acknowledged, max(seq, transcribed)
 
-    def _cut_records(
-        self, seq: int, model_calls: int | None, transcribed: int | None = None
-    ) -> int | None:
-        """Cut the trace, the model-call log (unless `model_calls` is None) and the transcript
-        back to `seq` trace entries (the transcript to `transcribed` answers, default `seq`)
-        and `model_calls` model calls; every file is checked before any is changed. Returns
-        the last window whose observation the transcript keeps; a record without a transcript
-        that is already under way goes on without one.
-
-        Raises:
-            CheckpointError: a record is damaged within what the session covers.
-        """
-        path = self.run_dir / TRANSCRIPT_FILE
-        transcribed = seq if transcribed is None else transcribed
-        kept, noted = cut_transcript(path, transcribed) if path.is_file() else (None, None)
-        cuts = [(self.run_dir / TRACE_FILE, cut_trace(self.run_dir / TRACE_FILE, seq))]
-        if model_calls is not None:  # LLM agents log their model calls; keep the checkpointed
-            calls = self.run_dir / MODEL_CALLS_FILE
-            cuts.append((calls, cut_trace(calls, model_calls)))
-            words = self.run_dir / MODEL_WORDS_FILE
-            if model_calls and not words.exists():
-                self.keep_words = False  # recorded before the words were kept: go on without
-            else:
-                cuts.append((words, cut_words(words, model_calls)))
-        for record, data in [*cuts, (path, kept)]:
-            if data is not None:
-                write_cut(record, data)
-        if kept is not None:
-            self.transcribe = True
-        elif seq:
-            self.transcribe = False
-        return noted
-
     def _open_records(self, noted: int | None) -> None:
-        """Open the trace and the transcript for appending; the transcript notes the open
-        window's observation unless it holds it already."""
-        self._trace = TraceWriter(self.run_dir / TRACE_FILE, self._kill)
-        if self.transcribe:
-            self._transcript = TranscriptFile(self.run_dir / TRANSCRIPT_FILE)
-            self.session.recorder = self._transcript
-            if noted != self.session.window and self._logged is None:
-                self._transcript.window_opened(self.session)
+        """Open the record's files; a resume with acknowledged calls after its checkpoint
+        makes them again first (`_replay_logged`)."""
+        self.writer.open(self.session, noted, replay=self._logged is not None)
         if self._logged is not None:
             self._replay_logged(noted)
 
@@ -483,25 +462,25 @@ class RunLifecycle:
         assert self._logged is not None and self._answers is not None
         (logged, transcribed), self._logged = self._logged, None
         self._answers.replaying = True
-        self._replaying = logged
+        self.writer.replaying = logged
         origin = self.session.env_origin
         try:
             logged.replay(self.session, transcribed, noted)
         finally:
-            self._replaying = None
+            self.writer.replaying = None
             self._answers.replaying = False
             self.session.env_origin = origin
 
-    def _write(self, entry: dict[str, Any]) -> None:
-        if self._replaying is not None:
-            self._replaying.check(entry)  # a logged call made again: its line is there
-            return
-        if self._trace is None:
-            # The record is finished, suspended or closed: no entry may reach a closed trace.
-            raise RunError(f"{self.run_dir}: the run record is closed; no more trace entries")
-        self._trace.write(entry)
-
     # --- what hosts read ------------------------------------------------------------------------
+    @property
+    def manifest(self) -> RunManifest:
+        """`run.json` as the lifecycle keeps it."""
+        return self.writer.manifest
+
+    @manifest.setter
+    def manifest(self, meta: RunManifest) -> None:
+        self.writer.manifest = meta
+
     @property
     def surface(self) -> AgentSurface:
         """The session's agent surface: all an agent (or a front end's client) may use."""
@@ -524,23 +503,64 @@ class RunLifecycle:
         return player
 
     # --- the run goes on ------------------------------------------------------------------------
-    def after_window(self) -> dict[str, Any] | None:
-        """A window closed: finish the record if the run is over (returns the metrics), else
-        checkpoint if the policy says so (returns None)."""
-        if self.session.over:
-            return self.finish()
+    def call(
+        self,
+        tool: str,
+        args: dict[str, Any] | str | None = None,
+        idempotency_key: str | None = None,
+        window: int | None = None,
+    ) -> Answer:
+        """One environment call of a run played from outside (`AgentSurface.call`'s contract;
+        `window`: the window a write was made for, tools/window_bound.py); a call that closes
+        the window returns with the lifecycle's after-window work done."""
+        return self._step(lambda: self.session.call(tool, args, idempotency_key, window=window))
+
+    def end_window(self) -> Answer:
+        """Close the open window on the player's behalf (recorded as forced), then the
+        after-window work."""
+        return self._step(self.session.force_end_of_step)
+
+    async def play_window(self, act: Callable[[], Awaitable[None]] | None = None) -> None:
+        """One window of the in-process player: the agent acts (or `act()`, a harness that
+        plays the surface itself), a window it leaves open is closed for it (recorded as
+        forced), then the checkpoint when due. The last window's record is finished by the
+        host once the agent is closed (`finish`)."""
+        window = self.session.window
+        if act is not None:
+            await act()
+        else:
+            assert self.agent is not None
+            await self.agent.act_async(self.surface)
+        if not self._closed_since(window):
+            self.session.force_end_of_step()
+        if not self.session.over:
+            self._checkpoint_when_due()
+
+    def _step(self, call: Callable[[], dict[str, Any]]) -> Answer:
+        """The one path of a host's call: run it, and if it closed the window do the
+        after-window work (finish when the run is over, else checkpoint when due)."""
+        window, was_over = self.session.window, self.session.over
+        result = call()
+        closed = not was_over and self._closed_since(window)
+        if closed:
+            if self.session.over:
+                self.finish()
+            else:
+                self._checkpoint_when_due()
+        return Answer(result, closed, closed)
+
+    def _closed_since(self, window: int) -> bool:
+        return self.session.over or self.session.window != window
+
+    def _checkpoint_when_due(self) -> None:
         elapsed = time.monotonic() - self._last_checkpoint
         if self.checkpoints.due(self.session.window, elapsed):
             self.checkpoint()
-        return None
 
     def flush(self) -> None:
         """Hand the record files written so far to the operating system (no disk sync, no
         checkpoint): a reader of the run directory sees every entry up to now."""
-        if self._trace is not None:
-            self._trace.flush()
-        if self._transcript is not None:
-            self._transcript.flush()
+        self.writer.flush()
 
     def acknowledge(self) -> None:
         """A host is about to answer a request from outside its process: make the calls
@@ -548,11 +568,9 @@ class RunLifecycle:
         state; runs/journal.py). The transcript is handed to the OS, not synced: what a power
         loss takes of it, the resume's replay writes again. A run whose driver answers no one
         outside (an in-process agent) syncs at its checkpoints only: this is a no-op."""
-        if self._journal is None or self._trace is None:
+        if self._journal is None or not self.writer.is_open:
             return
-        if self._transcript is not None:
-            self._transcript.flush()
-        self._trace.sync()
+        self.writer.acknowledge()
         assert self.driver is not None
         self._journal.note(self.session.memory.seq, encode_state(self.driver))
         self._kill.passed("acknowledge")
@@ -560,12 +578,9 @@ class RunLifecycle:
     def checkpoint(self) -> None:
         """Save the session and the agent (or the driver's state) where they stand, mid-window
         too. Every record file the checkpoint covers is on disk first."""
-        if self._trace is None:
+        if not self.writer.is_open:
             raise RunError(f"{self.run_dir}: the run record is closed; nothing to checkpoint")
-        self._trace.sync()
-        if self._transcript is not None:
-            self._transcript.sync()
-        self._flush_model_calls()
+        self.writer.sync(self._player)
         if self._journal is not None:  # first: a kill before the checkpoint replays from it
             assert self._answers is not None and self.driver is not None
             state = encode_state(self.driver)
@@ -584,27 +599,6 @@ class RunLifecycle:
         self.manifest.progress(self.session.memory.windows_closed)
         self.manifest.write(self.run_dir)
 
-    def _flush_model_calls(self) -> None:
-        """Append the model calls made since the last flush to model_calls.jsonl (synced):
-        a checkpointed agent never holds unwritten calls."""
-        drained = self._player.drain_model_calls()
-        if drained:
-            records = [{k: v for k, v in r.items() if k != WORDS_KEY} for r in drained]
-            with open(self.run_dir / MODEL_CALLS_FILE, "a") as log:
-                log.writelines(
-                    json.dumps(scrub(r), separators=(",", ":"), allow_nan=False) + "\n"
-                    for r in records
-                )
-                log.flush()
-                os.fsync(log.fileno())
-            if self.keep_words:
-                append_words(self.run_dir, [_words_line(r) for r in drained])
-
-    def _record_outcome(self) -> None:
-        """What the agent or driver reports: usage totals and why it stopped early, if it did."""
-        outcome = self._player.outcome()
-        self.manifest.record_agent(outcome.usage, outcome.stop_reason)
-
     def write_manifest(self) -> None:
         """Write `run.json` as it stands (after a host changed it, e.g. a registration)."""
         self.manifest.write(self.run_dir)
@@ -614,10 +608,10 @@ class RunLifecycle:
         """The driver went away mid-run (a client left, a server stops): checkpoint where the
         run stands (mid-window is fine), mark the record interrupted (resumable), close. A
         finished or closed record is left as it is."""
-        if self.finished or self._trace is None:
+        if self.finished or not self.writer.is_open:
             return
         self.checkpoint()
-        self._record_outcome()
+        self.writer.record_outcome(self._player)
         self.manifest.interrupt()
         self.manifest.write(self.run_dir)
         self.close()
@@ -631,8 +625,8 @@ class RunLifecycle:
             shutil.rmtree(self.run_dir, ignore_errors=True)
             return
         self.manifest.fail(exc)
-        self._flush_model_calls()
-        self._record_outcome()
+        self.writer.sync(self._player)
+        self.writer.record_outcome(self._player)
         self.manifest.write(self.run_dir)
 
     def finish(self) -> dict[str, Any]:
@@ -641,29 +635,10 @@ class RunLifecycle:
         `--resume` completes (runs/kill_points.py names the steps). Idempotent."""
         if self.metrics is not None:
             return self.metrics
-        if self._trace is not None:
+        if self.writer.is_open:
             self.checkpoint()
-        self.close()
-        self._flush_model_calls()
-        self._record_outcome()
-        self._kill.passed("finish")
-        session, meta = self.session, self.manifest
-        record, metrics = finish_store_record(
-            session.engine,
-            session.memory.windows_closed,
-            session.state_hash(),
-            meta,
-            self.run_dir,
-            lambda: self._kill.passed("tables"),
-        )
-        self._kill.passed("metrics")
-        if self._journal is not None:  # before run.json says finished: a finished record
-            self._journal.remove()  # never has one (the checkpoint holds the drained state)
-        meta.write(self.run_dir)
-        self._kill.passed("ended")
-        attest_finished(self.run_dir, meta)  # the one signing hook (record/attest.py)
-        self.metrics, self.record = metrics, record
-        return metrics
+        self.record, self.metrics = self.writer.finish(self.session, self._player)
+        return self.metrics
 
     def write_report(self) -> Path:
         """The finished run's report (`report.md` and its figures) in the run directory, from
@@ -681,7 +656,7 @@ class RunLifecycle:
         record live again."""
         self.close()
         self.session.restore(blob)
-        noted = self._cut_records(self.session.memory.seq, None)
+        noted = self.writer.cut(self.session.memory.seq, None)
         self._open_records(noted)
         if self._journal is not None and self._answers is not None and self.driver is not None:
             self._answers.window, self._answers.calls = -1, {}
@@ -695,30 +670,6 @@ class RunLifecycle:
     def close(self) -> None:
         """Close the trace and the transcript (idempotent); later trace entries are refused
         with `RunError`."""
-        if self._trace is not None:
-            self._trace.close()
-            self._trace = None
-        if self._transcript is not None:
-            self._transcript.close()
-            self._transcript = None
+        self.writer.close(self.session)
         if self._journal is not None:
             self._journal.close()
-        self.session.recorder = None
-
-
-def _remove_cut_writes(run_dir: Path) -> None:
-    """The temporary files a killed writer left in the run directory and its checkpoint."""
-    remove_cut_writes(run_dir)
-    remove_cut_writes(run_dir / CHECKPOINT.parent)
-
-
-def _words_line(record: dict[str, Any]) -> dict[str, Any]:
-    """The words file's line for a drained model-call record (record/words.py): its seq and
-    window, then the model's words, or the call's error (a call that failed said nothing)."""
-    words = record.get(WORDS_KEY)
-    line: dict[str, Any] = {"seq": record.get("seq"), "window": record.get("window")}
-    if isinstance(words, dict):
-        line.update(scrub(words))
-    else:
-        line.update(content=None, reasoning=None, tool_calls=[], error=record.get("error"))
-    return line

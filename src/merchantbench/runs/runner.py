@@ -34,9 +34,10 @@ async def play_windows(
     on_window: ProgressHook | None = None,
     between: Callable[[], object] | None = None,
 ) -> None:
-    """Let `agent` play `session` window by window until the run is over: a window the agent
-    leaves open is closed for it (recorded as forced). After each window `on_window(session)`,
-    then, unless the run is over, `between()` (a lifecycle's `after_window`)."""
+    """Let `agent` play `session` (a session without a record: a counterfactual takeover)
+    window by window until the run is over: a window the agent leaves open is closed for it
+    (recorded as forced). After each window `on_window(session)`, then, unless the run is
+    over, `between()`. A run with a record is played by its lifecycle (`play_window`)."""
     while not session.over:
         window = session.window
         await agent.act_async(session.surface)
@@ -96,7 +97,10 @@ async def play_lifecycle(
     agent, session = life.agent, life.session
     assert agent is not None
     try:
-        await play_windows(agent, session, on_window, life.after_window)
+        while not life.over:
+            await life.play_window()
+            if on_window is not None:
+                on_window(session)
     except BaseException as exc:
         life.fail(exc)
         raise

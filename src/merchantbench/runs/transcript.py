@@ -114,11 +114,18 @@ def answers_held(path: Path) -> int:
     return answered
 
 
-def cut_transcript(path: Path, keep_seq: int) -> tuple[bytes, int | None]:
+def cut_transcript(path: Path, keep_seq: int, *, trailing: bool = True) -> tuple[bytes, int | None]:
     """What a transcript keeps when it is cut back to a checkpoint at trace entry `keep_seq`:
     the answers 1 … `keep_seq` and the observations of the windows they opened. Lines after
     (a torn last one included) are dropped; the resumed run writes them again, identically.
     Nothing is written here: `write_cut` does, once every other record is cut too.
+
+    `trailing=False` drops the observations after the last kept answer too: a merchant of a
+    market (runs/arena.py), whose next window is opened by whichever merchant closes the
+    window last. That call may lie beyond what the resume keeps (written and flushed, never
+    acknowledged), so the observation it wrote may belong to a window the resumed market has
+    not opened; the resume writes the open window's observation again (`noted` says which
+    it lacks), the same bytes when that window is open.
 
     Returns:
         The bytes to keep, and the window of the last observation kept (None if none is).
@@ -153,4 +160,9 @@ def cut_transcript(path: Path, keep_seq: int) -> tuple[bytes, int | None]:
         raise CheckpointError(
             f"{path.name} has {answered} answers; the checkpoint covers {keep_seq}"
         )
+    if not trailing:  # every kept line after the last answer is an observation
+        while kept and _seq_and_window(kept[-1])[2]:
+            kept.pop()
+        observed = [w for _, w, is_obs in map(_seq_and_window, kept) if is_obs]
+        last_window = observed[-1] if observed else None
     return b"".join(line + b"\n" for line in kept), last_window

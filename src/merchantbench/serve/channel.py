@@ -1,8 +1,8 @@
 """One agent's end of the artifact protocol: the observation packet, the turn cap, the window's
 call-id ledger and running a batch's env calls through the agent's surface. A single run's host
 (`host.RunHost`) is one channel; a market's host (`market_host.MarketHost`) has one per
-merchant. No tool or window logic here: every call goes through the surface, and whether the
-window closed for the agent is the session's to say (`window_closed`)."""
+merchant. No tool or window logic here: every env call goes through the run's lifecycle
+(`call`), which says whether it closed the window (`Answer`)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import json
 from abc import ABC, abstractmethod
 from typing import Any
 
+from merchantbench.runs.lifecycle import Answer
 from merchantbench.serve.act import (
     END_OF_STEP,
     PlannedCall,
@@ -24,8 +25,8 @@ __all__ = ["AgentChannel", "tick_of", "tool_result"]
 
 class AgentChannel(ABC):
     """The protocol state of one agent over its surface. Subclasses provide `surface`,
-    `protocol`, `agent_id` and `turns_per_window`, and may say when a window closed for the
-    agent (`window_closed`: a merchant of a market waits for the others)."""
+    `protocol`, `agent_id`, `turns_per_window` and `call` (an env call through the run's
+    lifecycle)."""
 
     surface: AgentSurface
 
@@ -41,9 +42,10 @@ class AgentChannel(ABC):
     @abstractmethod
     def turns_per_window(self) -> int: ...
 
-    def window_closed(self, window: int) -> bool:
-        """The agent's `end_of_step` in `window` closed it (for this agent)."""
-        return self.surface.over or self.surface.window != window
+    @abstractmethod
+    def call(self, tool: str, args: Any, key: str | None, made_for: int | None = None) -> Answer:
+        """One env call of the agent through its run's lifecycle (`made_for`: the window a
+        write was made for, tools/window_bound.py)."""
 
     def tick(self) -> dict[str, int]:
         """The protocol's clock, from the store status: `step` is the open window's first hour
@@ -96,11 +98,11 @@ class AgentChannel(ABC):
 
     def execute(
         self, plan: list[PlannedCall], keyed: list[tuple[PlannedCall, str]]
-    ) -> tuple[list[dict[str, Any]], bool]:
-        """Run the batch in order; stops after an `end_of_step` that closed the window.
-        Returns the results and whether the window closed for the agent."""
+    ) -> tuple[list[dict[str, Any]], Answer | None]:
+        """Run the batch in order; stops after a call that closed the window for the agent.
+        Returns the results and that call's answer (None: the window is still open)."""
         keys = {id(call): key for call, key in keyed}
-        state, window = self.protocol, self.surface.window
+        state = self.protocol
         results = []
         for call in plan:
             if not call.env:
@@ -108,11 +110,11 @@ class AgentChannel(ABC):
                 continue
             key = keys[id(call)]
             state.fingerprints[key] = f"{call.name}:{canonical_arguments(call.arguments)}"
-            result = self.surface.call(call.name, call.arguments, key)
-            results.append(tool_result(call, result))
-            if call.name == END_OF_STEP and self.window_closed(window):
-                return results, True
-        return results, False
+            answer = self.call(call.name, call.arguments, key)
+            results.append(tool_result(call, answer.result))
+            if answer.window_closed:
+                return results, answer
+        return results, None
 
     def _record_framework(self, call: PlannedCall) -> None:
         # A resent history repeats its framework calls: record each call id once per window.

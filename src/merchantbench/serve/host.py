@@ -10,7 +10,7 @@ from dataclasses import asdict
 from typing import Any
 
 from merchantbench.record.manifest import RunManifest
-from merchantbench.runs.lifecycle import RunLifecycle
+from merchantbench.runs.lifecycle import Answer, RunLifecycle
 from merchantbench.serve.act import END_OF_STEP, ProtocolError, plan_calls, stale_step
 from merchantbench.serve.channel import AgentChannel, tick_of
 from merchantbench.serve.external import ExternalDriver, ProtocolState, add_usage
@@ -111,14 +111,15 @@ class RunHost(AgentChannel, Hosting):
             ends = any(c.name == END_OF_STEP for c in env_calls)
             # Closing a window simulates its hours: off the event loop, so other runs go on.
             run = self._in_thread if ends else _inline
-            results, step_done = await run(self.execute, plan, keyed)
+            results, closing = await run(self.execute, plan, keyed)
+            step_done = closing is not None
             state = self.protocol
             turn = state.turns
             state.turns += 1
             if isinstance(token_usage, dict):
                 add_usage(state.act_usage, token_usage)
             if step_done:
-                await self._after_window()
+                await self._window_closed()
             self.life.acknowledge()  # durable before the answer leaves (runs/journal.py)
             return {
                 "ok": True,
@@ -144,27 +145,29 @@ class RunHost(AgentChannel, Hosting):
         the window the write was made for (`X-Window`; tools/window_bound.py)."""
         async with self.cond:
             self._require_open()
-            window = self.surface.window
             if tool == END_OF_STEP:
-                result = await self._in_thread(self.surface.call, tool, args, key, made_for)
+                answer = await self._in_thread(self.call, tool, args, key, made_for)
             else:
-                result = self.surface.call(tool, args, key, made_for)
-            if self.surface.over or self.surface.window != window:
-                await self._after_window()
-            self.life.acknowledge()
-            return result
+                answer = self.call(tool, args, key, made_for)
+            if answer.window_closed:
+                await self._window_closed()
+            self.life.acknowledge()  # durable before the answer leaves (runs/journal.py)
+            return answer.result
+
+    def call(self, tool: str, args: Any, key: str | None, made_for: int | None = None) -> Answer:
+        return self.life.call(tool, args, key, made_for)
 
     # --- window ends, finish ------------------------------------------------------------------
     async def _force_window(self) -> None:
         self.protocol.forced_windows.append(self.surface.window)
-        await self._in_thread(self.session.force_end_of_step)
-        await self._after_window()
+        await self._in_thread(self.life.end_window)
+        await self._window_closed()
         self.life.acknowledge()
 
-    async def _after_window(self) -> None:
-        """A window closed: finish the run, or checkpoint (when due) and open the next one."""
+    async def _window_closed(self) -> None:
+        """A window closed (the lifecycle finished the run, or checkpointed when due): open
+        the next one to the agent and wake its waiters."""
         self.protocol.enter(self.surface.window)
-        await self._in_thread(self.life.after_window)
         if self.finished:
             for callback in self.on_finish:
                 callback(self)

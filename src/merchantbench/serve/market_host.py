@@ -22,14 +22,15 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from merchantbench.market_session import MerchantSession
 from merchantbench.runs.arena import ArenaLifecycle
+from merchantbench.runs.lifecycle import Answer
 from merchantbench.serve.act import END_OF_STEP, ProtocolError, plan_calls, stale_step
 from merchantbench.serve.channel import AgentChannel, tick_of
 from merchantbench.serve.external import ExternalDriver, ProtocolState, add_usage
 from merchantbench.serve.hosting import Hosting
 from merchantbench.serve.settings import FRONT_END, gone
 from merchantbench.serve.usage import usage_record
+from merchantbench.session import Session
 from merchantbench.surface import AgentSurface
 
 __all__ = ["MarketHost", "MarketSettings", "MerchantChannel", "MerchantPort"]
@@ -63,7 +64,7 @@ class MerchantChannel(AgentChannel):
     def __init__(self, host: MarketHost, merchant: str) -> None:
         self.host = host
         self.merchant = merchant
-        self.session: MerchantSession = host.life.market.session(merchant)
+        self.session: Session = host.life.market.session(merchant)
         self.surface: AgentSurface = self.session.surface
         driver = host.life.drivers[merchant]
         assert isinstance(driver, ExternalDriver)
@@ -85,8 +86,8 @@ class MerchantChannel(AgentChannel):
     def dead(self) -> bool:
         return self.session.engine.state.closed
 
-    def window_closed(self, window: int) -> bool:
-        return self.session.waiting or super().window_closed(window)
+    def call(self, tool: str, args: Any, key: str | None, made_for: int | None = None) -> Answer:
+        return self.host.life.call(self.merchant, tool, args, key, made_for)
 
 
 class MarketHost(Hosting):
@@ -187,23 +188,24 @@ class MarketHost(Hosting):
             env_calls = [c for c in plan if c.env]
             channel.check_turn_cap(env_calls)
             keyed = channel.check_call_ids(env_calls)
-            window = self.life.market.window
             if any(c.name == END_OF_STEP for c in env_calls):
-                results, step_done = await self._in_thread(channel.execute, plan, keyed)
+                results, closing = await self._in_thread(channel.execute, plan, keyed)
             else:
-                results, step_done = channel.execute(plan, keyed)
+                results, closing = channel.execute(plan, keyed)
             state = channel.protocol
             turn = state.turns
             state.turns += 1
             if isinstance(token_usage, dict):
                 add_usage(state.act_usage, token_usage)
-            released = await self._after_call(window)
+            released = closing is not None and closing.hours_run
+            if released:
+                await self._window_closed()
             self.life.acknowledge()  # durable before the answer leaves (runs/journal.py)
             return {
                 "ok": True,
                 "turn_idx": turn,
                 "tool_results": results,
-                "step_done": step_done,
+                "step_done": closing is not None,
                 "hook_released": released,
                 "over": self.finished or channel.dead,
             }
@@ -216,14 +218,14 @@ class MarketHost(Hosting):
         channel = self.channel(agent_id)
         async with self.cond:
             self._require_open(channel)
-            window = self.life.market.window
             if tool == END_OF_STEP:
-                result = await self._in_thread(channel.surface.call, tool, args, key, made_for)
+                answer = await self._in_thread(channel.call, tool, args, key, made_for)
             else:
-                result = channel.surface.call(tool, args, key, made_for)
-            await self._after_call(window)
+                answer = channel.call(tool, args, key, made_for)
+            if answer.hours_run:
+                await self._window_closed()
             self.life.acknowledge()
-            return result
+            return answer.result
 
     async def wait_for_window(self, agent_id: str) -> None:
         """Wait until the merchant has a window open again (or its store closed, or the
@@ -234,26 +236,14 @@ class MarketHost(Hosting):
                 lambda: self.finished or channel.dead or not channel.session.waiting
             )
 
-    async def _after_call(self, window: int) -> bool:
-        """After a call under the lock: if the market's window closed (the last merchant
-        closed it), finish the market or checkpoint when due, and wake every waiter. Returns
-        whether the window closed (the artifact's `hook_released`)."""
-        market = self.life.market
-        if market.window == window and not market.over:
-            return False
-        await self._in_thread(self._window_done)
+    async def _window_closed(self) -> None:
+        """The market's window closed under the lock (the lifecycle finished the market, or
+        checkpointed when due): wake every waiter."""
         self.window_opened = time.monotonic()
         if self.finished:
             for callback in self.on_finish:
                 callback(self)
         self.cond.notify_all()
-        return True
-
-    def _window_done(self) -> None:
-        if self.life.market.over:
-            self.life.finish()
-        else:
-            self.life.after_window()
 
     # --- window ends, wall clock ----------------------------------------------------------------
     async def _force_window(self) -> None:
@@ -261,8 +251,8 @@ class MarketHost(Hosting):
         window = market.window
         for merchant in market.trading():
             self.channels[merchant].protocol.forced_windows.append(window)
-        await self._in_thread(market.close_window)
-        await self._after_call(window)
+        await self._in_thread(self.life.end_window)
+        await self._window_closed()
         self.life.acknowledge()
 
     # --- usage, registration, summary -------------------------------------------------------------
@@ -330,14 +320,14 @@ class MarketHost(Hosting):
         }
 
     # --- host side, in process only (the conformance check) -------------------------------------
-    async def host_turn(self, agent_id: str, play: Callable[[MerchantSession], None]) -> None:
+    async def host_turn(self, agent_id: str, play: Callable[[Session], None]) -> None:
         """Play a merchant's turn on the host side (the check's rival): `play` its session
         under the market's lock, then what a closed window needs. Not a route."""
-        session = self.channel(agent_id).session
+        merchant = self.channel(agent_id).merchant
         async with self.cond:
-            window = self.life.market.window
-            await self._in_thread(play, session)
-            await self._after_call(window)
+            answer = await self._in_thread(self.life.turn, merchant, play)
+            if answer.hours_run:
+                await self._window_closed()
             self.life.acknowledge()
 
     async def rewind(self, blob: bytes) -> None:

@@ -26,7 +26,6 @@ from merchantbench.refusals import Refusal
 from merchantbench.runs.driver import Driver
 from merchantbench.runs.lifecycle import CheckpointPolicy, RunLifecycle
 from merchantbench.runs.spec import RunSpec
-from merchantbench.session import END_OF_STEP
 from merchantbench.surface import AgentSurface
 from merchantbench.tools.errors import failure
 
@@ -74,6 +73,8 @@ class HostedRun:
         )
         self.summary: dict[str, Any] | None = None
         self.lock = anyio.Lock()  # MCP requests apply one at a time
+        if self.life.over:  # resumed after its last window closed (killed while finishing)
+            self.summary = run_summary(self.life.manifest, self.life.finish(), self.surface)
 
     @property
     def surface(self) -> AgentSurface:
@@ -111,9 +112,10 @@ class HostedRun:
         if self.finished:
             # The record is closed (its trace too): the surface's own answer, unrecorded.
             return failure(Refusal.RUN_OVER, "the run has ended; no more calls")
-        result = self.surface.call(tool, args, idempotency_key)
-        if tool == END_OF_STEP and result.get("ok"):
-            result = {**result, **self._after_window()}
+        answer = self.life.call(tool, args, idempotency_key)
+        result = answer.result
+        if answer.window_closed:
+            result = {**result, **self._next_window()}
         self.life.acknowledge()  # durable before the answer leaves (runs/journal.py)
         return result
 
@@ -123,8 +125,9 @@ class HostedRun:
         """`call` under the run's lock; `end_of_step` (a window's simulation) in a thread."""
         return await call_locked(self.lock, self.call, tool, args, idempotency_key)
 
-    def _after_window(self) -> dict[str, Any]:
-        metrics = self.life.after_window()
+    def _next_window(self) -> dict[str, Any]:
+        """What follows a closed window: the finished run's summary, or the next observation."""
+        metrics = self.life.metrics
         if metrics is not None:
             self.summary = run_summary(self.life.manifest, metrics, self.surface)
             return {"run_over": True, "summary": self.summary}

@@ -20,7 +20,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from merchantbench.market_session import MarketSession
 from merchantbench.money import rmb
 from merchantbench.record.arena import MERCHANTS_DIR, ArenaError, read_arena
 from merchantbench.record.files import atomic_write_json
@@ -28,7 +27,7 @@ from merchantbench.record.manifest import ManifestError, read_manifest
 from merchantbench.record.schema import METRICS_FILE, MODEL_CALLS_FILE, RUN_FILE
 from merchantbench.runs.aside import holds_a_record
 from merchantbench.runs.identity import identity_path, same_identity
-from merchantbench.session import Session
+from merchantbench.session import MarketSession, Session
 from merchantbench.sweeps.plan import SweepRun
 
 Status = Literal["done", "killed", "failed", "damaged", "stale", "new"]

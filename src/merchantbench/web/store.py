@@ -34,7 +34,7 @@ from merchantbench.record.manifest import read_manifest
 from merchantbench.record.schema import METRICS_FILE
 from merchantbench.record.sealed import read_sealed
 from merchantbench.refusals import Refusal
-from merchantbench.runs.lifecycle import RunLifecycle
+from merchantbench.runs.lifecycle import CheckpointPolicy, RunLifecycle
 from merchantbench.runs.spec import RunSpec
 from merchantbench.scenario import Scenario
 from merchantbench.session import Session
@@ -157,10 +157,13 @@ class PlayStore:
         self.run_dir = run_dir
         human = HumanDriver.from_settings(spec.agent_settings)
         # The store checkpoints itself (`settle`, fast-forward), never by the lifecycle's policy.
+        never = CheckpointPolicy(seconds=math.inf)
         if finished:  # shown as it ended (a restarted server), never written again
             self.life = RunLifecycle.read_finished(spec, run_dir, human)
         else:
-            self.life = RunLifecycle.open(spec, run_dir, resume=resume, driver=human)
+            self.life = RunLifecycle.open(
+                spec, run_dir, resume=resume, driver=human, checkpoints=never
+            )
         self.life.session.env_origin = HUMAN_ORIGIN
         self.surface = self.life.surface
         self.lock = threading.Lock()
@@ -407,11 +410,10 @@ class PlayStore:
         self.last_activity = time.time()
         if tool == END_OF_STEP:
             self.passed = []  # the person saw them: the next digest is the next window's
-        window = self.surface.window
-        result = self.surface.call(tool, args, key, made_for)
-        if self.surface.over or self.surface.window != window:
+        answer = self.life.call(tool, args, key, made_for)
+        if answer.window_closed:
             self._after_window()
-        return result
+        return answer.result
 
     def end_window(self) -> dict[str, Any]:
         return self.call(END_OF_STEP, {})
@@ -464,9 +466,7 @@ class PlayStore:
 
     def _finish(self) -> None:
         metrics_file = self.run_dir / METRICS_FILE
-        if self.life.metrics is not None:
-            self.metrics = self.life.metrics
-        elif self.life.manifest.ended is None:
+        if self.life.finished or self.life.manifest.ended is None:
             self.metrics = self.life.finish()
         elif metrics_file.is_file():
             self.metrics = read_json(metrics_file)
