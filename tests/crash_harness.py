@@ -105,8 +105,10 @@ def killed_run(
             if timer is not None:
                 timer.cancel()
                 timer.join()
-            if not fired:
-                raise  # refused, not killed: a bug
+            if not fired:  # refused, not killed: a bug (the server must not outlive the test)
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                raise
             over = False
         if timer is not None:
             timer.cancel()

@@ -67,26 +67,32 @@ class Journal:
         dict), the driver's last journaled state (None: none journaled) and the answers of the
         last base line (`AnswerLog.to_json`, or a market's dict of them). Every acknowledged
         point (base lines too) is kept in `points`, in order. A torn last line (the process died
-        writing it: that request was never answered) is ignored."""
+        writing it: that request was never answered) is ignored, and cut off the file: the next
+        line appended starts a line of its own."""
         acknowledged: Any = 0
         driver: Any = None
         answers: Any = None
         self.points = []
         if not self.path.is_file():
             return acknowledged, driver, answers
-        for line in self.path.read_bytes().split(b"\n"):
+        data = self.path.read_bytes()
+        kept = 0  # the bytes of the whole lines read
+        for line in data.split(b"\n")[:-1]:  # what follows the last newline is torn
             try:
                 record = json.loads(line)
             except ValueError:
                 break
             if not isinstance(record, dict) or not isinstance(record.get("seq"), int | dict):
                 break
+            kept += len(line) + 1
             acknowledged = record["seq"]
             if "driver" in record:
                 driver = record["driver"]
             if record.get("base"):
                 answers = record.get("answers")
             self.points.append(acknowledged)
+        if kept < len(data):
+            os.truncate(self.path, kept)
         self._seq = acknowledged
         self._driver = None if driver is None else json.dumps(driver, sort_keys=True)
         return acknowledged, driver, answers

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from merchantbench.agents.base import BaseAgent, Player
 from merchantbench.agents.registry import agent_entry, make_agent
+from merchantbench.record.attest import ATTESTATION_FILE
 from merchantbench.record.checkpoint import (
     CheckpointError,
     cut_trace,
@@ -51,7 +52,12 @@ from merchantbench.record.checkpoint import (
     read_checkpoint_pins,
     save_checkpoint,
 )
-from merchantbench.record.files import atomic_write_bytes, is_cut_write, remove_cut_writes
+from merchantbench.record.files import (
+    atomic_write_bytes,
+    is_cut_write,
+    read_json,
+    remove_cut_writes,
+)
 from merchantbench.record.manifest import (
     AgentRef,
     ForkRef,
@@ -226,6 +232,40 @@ class RunLifecycle:
             life.checkpoint()  # a killed fork resumes at its fork window, never at window 0
         if life.manifest.fork is not None and life.manifest.fork.fresh_agent and life.agent:
             life.agent.take_over(life.surface)
+        return life
+
+    @classmethod
+    def read_finished(
+        cls, spec: RunSpec, run_dir: Path, driver: Driver[Any] | None = None
+    ) -> RunLifecycle:
+        """A finished record read back, for a host that shows it again after a restart: the
+        session at the record's checkpoint (`finish` took it on the drained state; checked
+        against the state hash `run.json` records) and the metrics of `metrics.json`. Nothing
+        more is recorded: a trace entry is refused (`RunError`). What a kill after `run.json`
+        said finished cut off is done first (`complete_finished`: the journal removed, the
+        record signed, without the temporary files of cut writes).
+
+        Raises:
+            RunError: the record is not finished, or a file it needs is damaged (one line).
+        """
+        life = cls(spec, run_dir, CheckpointPolicy(), False, False)
+        life.driver = driver
+        try:
+            meta = read_manifest(run_dir)
+            checkpoint = load_checkpoint(run_dir)
+            metrics = read_json(run_dir / METRICS_FILE)
+        except (ManifestError, CheckpointError, OSError, ValueError) as exc:
+            raise RunError(f"cannot read the finished record: {exc}") from None
+        if meta.resumable or checkpoint is None or not isinstance(metrics, dict):
+            raise RunError("cannot read the finished record: it is not finished")
+        session = Session.open(spec.scenario, spec.seed, spec.catalog, trace_sink=life.writer.write)
+        session.restore(checkpoint["session"])
+        if session.state_hash() != meta.state_hash:
+            raise RunError("cannot read the finished record: its checkpoint is not its end")
+        if not (run_dir / ATTESTATION_FILE).is_file():
+            remove_cut_writes(run_dir)  # never signed among the record's files
+        complete_finished(run_dir)
+        life.session, life.manifest, life.metrics = session, meta, metrics
         return life
 
     def _open(self, resume: bool, driver: Driver[Any] | None, fork: ForkStart | None) -> None:

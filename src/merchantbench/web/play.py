@@ -31,13 +31,14 @@ from starlette.background import BackgroundTask
 from merchantbench.scenario import Scenario
 from merchantbench.web.forms import page_config, panel_forms
 from merchantbench.web.pages import templates
-from merchantbench.web.room import PlayRoom
+from merchantbench.web.room import PlayRoom, StoreDamaged
 from merchantbench.web.store import FORWARD_MAX, PlayStore
 
 # In the OpenAPI document the web app builds (not published; the tests fuzz the routes with it).
 ANSWERS: dict[int | str, dict[str, Any]] = {
     400: {"description": "the body is not JSON"},
     404: {"description": "no such store"},
+    409: {"description": "the store's record cannot be opened (a damaged file); says why"},
     413: {"description": "the body is over the server's limit"},
 }
 router = APIRouter(prefix="/play", responses=ANSWERS)
@@ -45,7 +46,10 @@ router = APIRouter(prefix="/play", responses=ANSWERS)
 
 def _store(request: Request, token: str) -> PlayStore:
     room: PlayRoom | None = getattr(request.app.state, "play_room", None)
-    store = room.store(token) if room is not None and len(token) <= 64 else None
+    try:
+        store = room.store(token) if room is not None and len(token) <= 64 else None
+    except StoreDamaged as exc:
+        raise HTTPException(409, str(exc)) from None
     if store is None:
         raise HTTPException(404, "no such store: check your link")
     return store

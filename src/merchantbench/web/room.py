@@ -20,6 +20,7 @@ from merchantbench.record.files import atomic_write_bytes, read_json
 from merchantbench.record.manifest import read_manifest
 from merchantbench.record.schema import METRICS_FILE
 from merchantbench.scenario import Scenario
+from merchantbench.web.records import read_json_or_empty
 from merchantbench.web.store import HISTORY_FILE, PlayStore
 
 PARTICIPANTS_FILE = "participants.json"
@@ -28,6 +29,20 @@ OPERATOR_FILE = "operator.json"  # the study view's token (mode 0600)
 
 class RoomError(ValueError):
     """A playground directory that cannot be used; the message says why in one line."""
+
+
+class StoreDamaged(RoomError):
+    """A store whose record cannot be opened (a damaged or foreign file); the message says why
+    in one line, with paths given from the playground directory."""
+
+    def __init__(self, exc: BaseException, root: Path) -> None:
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        for prefix in (f"{root.resolve()}/", f"{root}/"):
+            text = text.replace(prefix, "")
+        super().__init__(f"this store's record cannot be opened: {text}"[:MAX_REASON_CHARS])
+
+
+MAX_REASON_CHARS = 300
 
 
 @dataclass(frozen=True)
@@ -106,13 +121,20 @@ class PlayRoom:
         return created
 
     def store(self, token: str) -> PlayStore | None:
-        """The store a token opens (reopened from disk the first time), or None."""
+        """The store a token opens (reopened from disk the first time), or None.
+
+        Raises:
+            StoreDamaged: its record cannot be opened (asked again at the next request).
+        """
         seat = self.seats.get(token)
         if seat is None:
             return None
         with self._opening:
             if token not in self._stores:
-                self._stores[token] = PlayStore.reopen(self.root / seat.run)
+                try:
+                    self._stores[token] = PlayStore.reopen(self.root / seat.run)
+                except Exception as exc:  # whatever is damaged, only this store is refused
+                    raise StoreDamaged(exc, self.root) from exc
             return self._stores[token]
 
     def operator_token(self) -> str:
@@ -169,8 +191,8 @@ class PlayRoom:
             activity = {"active_seconds": saved.get("active_seconds", 0.0),
                         "last_activity": saved.get("last_activity")}  # fmt: skip
             paused = bool(saved.get("paused"))
-        if finished and (run_dir / METRICS_FILE).is_file():
-            net = read_json(run_dir / METRICS_FILE).get("final_net_assets", net)
+        if finished:
+            net = read_json_or_empty(run_dir / METRICS_FILE).get("final_net_assets", net)
         state = ("finished" if finished else "paused" if paused
                  else "playing" if store is not None and activity["last_activity"]
                  else "not opened" if not activity["last_activity"] else "away")  # fmt: skip

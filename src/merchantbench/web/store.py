@@ -153,32 +153,31 @@ def clock_of(status: StoreStatus) -> dict[str, Any]:
 class PlayStore:
     """A person's store (see the module docstring). Thread-safe: one call at a time."""
 
-    def __init__(self, spec: RunSpec, run_dir: Path, resume: bool) -> None:
+    def __init__(self, spec: RunSpec, run_dir: Path, resume: bool, finished: bool = False) -> None:
         self.run_dir = run_dir
         human = HumanDriver.from_settings(spec.agent_settings)
         # The store checkpoints itself (`settle`, fast-forward), never by the lifecycle's policy.
         never = CheckpointPolicy(seconds=math.inf)
-        self.life = RunLifecycle.open(spec, run_dir, resume=resume, driver=human, checkpoints=never)
+        if finished:  # shown as it ended (a restarted server), never written again
+            self.life = RunLifecycle.read_finished(spec, run_dir, human)
+        else:
+            self.life = RunLifecycle.open(
+                spec, run_dir, resume=resume, driver=human, checkpoints=never
+            )
         self.life.session.env_origin = HUMAN_ORIGIN
         self.surface = self.life.surface
         self.lock = threading.Lock()
         self._unsaved = False  # a window closed since the last checkpoint
-        saved = read_json(run_dir / HISTORY_FILE) if (run_dir / HISTORY_FILE).is_file() else {}
         # The pages' file may run ahead of the checkpoint a killed server resumed from.
         window = self.surface.window
-        self.history = [WindowPoint(**p) for p in saved.get("history", [])]
-        self.history = [p for p in self.history if p.window <= window]
+        self.history, self.passed, saved = _read_history(run_dir, window)
         self.paused: bool = bool(saved.get("paused", False))
-        self.active_seconds = float(saved.get("active_seconds", 0.0))
-        # The digest lines of the windows a fast-forward ended before the open one (each line
-        # with its `window`): the digest shows them until the person ends a window again.
-        self.passed: list[dict[str, Any]] = [
-            d for d in saved.get("passed", []) if d.get("window", window) < window
-        ]
-        self.last_activity: float | None = saved.get("last_activity")
+        self.active_seconds = _number(saved.get("active_seconds"))
+        last = saved.get("last_activity")
+        self.last_activity: float | None = _number(last) if last is not None else None
         self._counted_until = float(self.last_activity or 0.0)  # wall time counted up to here
         self.metrics: dict[str, Any] | None = None
-        if not resume:
+        if not resume and not finished:
             self.life.checkpoint()
         if self.surface.over:
             self._finish()
@@ -206,7 +205,7 @@ class PlayStore:
         if seed is None:
             raise ValueError(f"{run_dir}: the run records neither a seed nor a sealed secret")
         spec = RunSpec("human", meta.scenario_model(), seed, meta.agent.settings, sealed=secret)
-        return cls(spec, run_dir, resume=meta.resumable)
+        return cls(spec, run_dir, resume=meta.resumable, finished=not meta.resumable)
 
     # --- what the pages read --------------------------------------------------------------------
     @property
@@ -479,6 +478,30 @@ class PlayStore:
         if self.metrics is None:
             return None
         return {k: self.metrics.get(k) for k in HEADLINE_METRICS}
+
+
+def _read_history(
+    run_dir: Path, window: int
+) -> tuple[list[WindowPoint], list[dict[str, Any]], dict[str, Any]]:
+    """The pages' file (`_save_history`), cut back to the open `window`: the charts' points, the
+    digests fast-forward passed (each with its `window`: shown until the person ends a window
+    again) and the whole file. It holds only what the pages drew: a damaged one (unreadable, or
+    not of this shape) is read as empty, never refused."""
+    try:
+        saved = read_json(run_dir / HISTORY_FILE) if (run_dir / HISTORY_FILE).is_file() else {}
+        points = [WindowPoint(**p) for p in saved.get("history", [])]
+        points = [p for p in points if p.window <= window]
+        passed = [d for d in saved.get("passed", []) if d.get("window", window) < window]
+    except (OSError, ValueError, TypeError, AttributeError):
+        return [], [], {}
+    return points, passed, saved
+
+
+def _number(value: Any) -> float:
+    """A non-negative finite number of the pages' file, else 0."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0.0
+    return float(value) if math.isfinite(value) and value >= 0 else 0.0
 
 
 def forward_reasons(
