@@ -388,3 +388,32 @@ def test_line_actions_fit_their_kind_and_sections_open_at_their_top(
         page.keyboard.press("8")
         assert page.evaluate("window.scrollY") == 0  # a section opens at its top
         page.close()
+
+
+def test_end_window_asked_while_a_read_loads_waits_its_turn(tmp_path: Path, browser) -> None:
+    """A read under way (a search whose answer is slow) never swallows the End window asked
+    meanwhile: it goes out once the read is answered (only a second change during a change is
+    dropped, the double click)."""
+    [seat] = PlayRoom(tmp_path / "play").create(load_scenario("smoke"), [7])
+    app = create_web_app(play_dir=tmp_path / "play")
+    with LiveServer(app) as server:
+        page = open_page(browser, server, seat.token)
+        held: list[Any] = []
+
+        def hold(route: Any) -> None:
+            held.append(route)
+
+        page.route("**/call/search_products", hold)
+        page.keyboard.press("2")
+        page.fill("#f-search_products-query", "bag")
+        page.keyboard.press("Enter")
+        page.wait_for_function("document.body.classList.contains('busy')")
+        page.click("#end-window")  # while the search is held
+        page.wait_for_timeout(300)
+        assert "window 1 of" in page.locator("#clock").inner_text()
+        for route in held:
+            route.continue_()
+        page.unroute("**/call/search_products", hold)
+        wait_window(page, 2)
+        assert not page.errors
+        page.close()

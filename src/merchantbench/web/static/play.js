@@ -50,15 +50,19 @@ async function post(path, headers, body) {
   return answer;
 }
 
-// Calls go one at a time (each answer's state is drawn before the next call goes out). A read
-// that comes while another call is under way waits its turn: a click on an order or a product
-// while a table is still loading is never lost. A call that changes the store is dropped
-// instead: it is the second click of a double click (the first one acts).
+// Calls go one at a time (each answer's state is drawn before the next call goes out). A call
+// that comes while another is under way waits its turn: a click on an order while a table is
+// still loading, or E pressed while Today's report loads, is never lost. A call that changes
+// the store while another change is under way is dropped instead: it is the second click of a
+// double click (the first one acts).
+let writing = 0;  // changes under way or waiting their turn
 function send(action, panel) {
   const read = !WRITE_TOOLS.has(action.tool) && action.tool !== CONFIG.window_closer;
   if (paused) { say("the store is paused: press Continue first (nothing was done)"); return Promise.resolve(null); }
-  if (busy && !read) return Promise.resolve(null);
-  return inTurn(() => sendNow(action, panel));
+  if (read) return inTurn(() => sendNow(action, panel));
+  if (writing) return Promise.resolve(null);
+  writing += 1;
+  return inTurn(() => sendNow(action, panel)).finally(() => { writing -= 1; });
 }
 
 // Run `job` (a request and the drawing of its answer) after every request before it.
