@@ -332,3 +332,31 @@ def test_the_site_leaves_out_and_names_a_hostile_record(rule_record, tmp_path):
     index = (tmp_path / "site" / "index.html").read_text()
     assert "runs/bad" in index and "left out of the ranking" in index
     assert "transcript.jsonl is a link" in index
+
+
+def test_a_market_verifies_with_every_merchants_signature_and_not_without(tmp_path):
+    """`verify --trust` of a market checks each merchant record's signature: the untouched
+    market verifies; a merchant whose signature is gone cannot be verified (exit 2); a signed
+    file changed after signing (the key-free checks cannot see a consistent change of run.json's
+    timestamps) differs (exit 1)."""
+    arena = tmp_path / "market"
+    args = ["arena", "--no-progress", "--agent", "random", "--agent", "rule-based",
+            "--scenario", "smoke", "--seed", "3", "--out", str(arena)]  # fmt: skip
+    made = CliRunner().invoke(app, args)
+    assert made.exit_code == 0, made.output
+    mine = _public_key_file(tmp_path)
+    result = _verify(str(arena), "--trust", str(mine))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count("self-attested by trusted key") == 2
+    merchants = sorted(p for p in (arena / "merchants").iterdir() if p.is_dir())
+    assert len(merchants) == 2
+    (merchants[0] / ATTESTATION_FILE).unlink()
+    unsigned = _verify(str(arena), "--trust", str(mine), "--json")
+    assert unsigned.exit_code == 2, unsigned.output
+    data = json.loads(unsigned.stdout)
+    assert data["ok"] is False
+    assert data["merchants"][merchants[0].name]["attestation"]["status"] == "unsigned"
+    assert _verify(str(arena)).exit_code == 0  # without --trust the signature does not count
+    _edit_run(merchants[1], lambda meta: meta.update(started=meta["started"][:-1] + "0"))
+    edited = json.loads(_verify(str(arena), "--trust", str(mine), "--json").stdout)
+    assert edited["merchants"][merchants[1].name]["attestation"]["status"] == "differs"

@@ -68,7 +68,7 @@ def verify(
     for run_dir in _records(run_dirs, out):
         try:
             if _market(run_dir) == run_dir:
-                found = _verify_market(run_dir, out)
+                found = _verify_market(run_dir, keys, out)
             else:
                 found = _verify_one(run_dir, opened, keys, out)
         except Exception as exc:  # noqa: BLE001 (any error: one line, exit 2, never a traceback)
@@ -143,7 +143,6 @@ def _keys(trust: list[Path] | None) -> list[Any] | None:
 def _verify_one(
     run_dir: Path, opened: tuple[int | None, str | None], keys: list[Any] | None, out: _Printer
 ) -> int:
-    from merchantbench.record.attest import check_attestation, trusted_keys
     from merchantbench.replay import ReplayError, verify_record
     from merchantbench.replay.evidence import keep
 
@@ -156,12 +155,7 @@ def _verify_one(
     keep(report)
     code = {"verified": VERIFIED, "differs": DIFFERS}.get(report.status, CANNOT)
     summary = report.summary()
-    attestation = check_attestation(run_dir, trusted_keys() if keys is None else keys)
-    if keys is not None:
-        if attestation.status == "differs" and code == VERIFIED:
-            code = DIFFERS
-        elif not attestation.ok and code == VERIFIED:
-            code = CANNOT
+    code, attestation = _attested(run_dir, code, keys)
     if report.ok and code != VERIFIED:
         summary = summary.replace(": verified (", ": replayed (", 1) + "; NOT VERIFIED"
     summary += f"; model, tokens, cost: {attestation.summary()}"
@@ -177,9 +171,21 @@ def _verify_one(
     return code
 
 
-def _verify_market(arena_dir: Path, out: _Printer) -> int:
-    """Verify a market (all its merchants at once: none can be replayed alone); the exit
-    code's share (0, 1 or 2)."""
+def _attested(run_dir: Path, code: int, keys: list[Any] | None) -> tuple[int, Any]:
+    """The record's attestation checked against the keys given (else the trusted ones), and
+    the exit code's share once it counts: with --trust, a changed or bad signature differs and
+    a missing or untrusted one cannot verify."""
+    from merchantbench.record.attest import check_attestation, trusted_keys
+
+    attestation = check_attestation(run_dir, trusted_keys() if keys is None else keys)
+    if keys is not None and code == VERIFIED and not attestation.ok:
+        code = DIFFERS if attestation.status == "differs" else CANNOT
+    return code, attestation
+
+
+def _verify_market(arena_dir: Path, keys: list[Any] | None, out: _Printer) -> int:
+    """Verify a market (all its merchants at once: none can be replayed alone) and each
+    merchant record's signature (with --trust, it must be good); the exit code's share."""
     from merchantbench.replay import ReplayError
     from merchantbench.replay.evidence import keep
     from merchantbench.replay.market import verify_market
@@ -189,18 +195,23 @@ def _verify_market(arena_dir: Path, out: _Printer) -> int:
     except ReplayError as exc:
         out.refused(arena_dir, str(exc))
         return CANNOT
+    for verdict in report.merchants.values():
+        keep(verdict)
+    failed = [m.status for m in report.merchants.values() if not m.ok]
+    code = VERIFIED if report.ok else CANNOT if "cannot verify" in failed else DIFFERS
+    attested: dict[str, Any] = {}
+    for merchant, verdict in report.merchants.items():
+        merchant_code, attested[merchant] = _attested(verdict.run_dir, VERIFIED, keys)
+        code = max(code, merchant_code)
     if out.as_json:
-        merchants = {m: r.to_dict() for m, r in report.merchants.items()}
-        out.line({"arena_dir": _shown(arena_dir), "ok": report.ok,
+        merchants = {m: {**r.to_dict(), "attestation": attested[m].to_dict()}
+                     for m, r in report.merchants.items()}  # fmt: skip
+        out.line({"arena_dir": _shown(arena_dir), "ok": code == VERIFIED,
                   "final_state_hash": report.final_state_hash, "merchants": merchants})  # fmt: skip
     else:
-        out.line(report.summary())
-    for merchant in report.merchants.values():
-        keep(merchant)
-    failed = [m.status for m in report.merchants.values() if not m.ok]
-    if report.ok:
-        return VERIFIED
-    return CANNOT if "cannot verify" in failed else DIFFERS
+        signed = [f"{m}: model, tokens, cost: {a.summary()}" for m, a in attested.items()]
+        out.line("\n".join([report.summary(), *signed]))
+    return code
 
 
 def _beneath(path: Path) -> list[Path]:
