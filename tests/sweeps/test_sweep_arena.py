@@ -108,6 +108,26 @@ def test_the_report_has_the_arena_reports_numbers(swept: Path) -> None:
     assert "arena_net_assets-1.png" not in (swept / "report" / "report.html").read_text()
 
 
+def test_a_market_whose_merchant_record_was_edited_is_left_out(swept: Path, tmp_path) -> None:
+    """The arena section counts a market only when its merchants' records verify (the market
+    replayed whole): a merchant's metrics.json edited leaves that market out, with why."""
+    import shutil
+
+    copy = Path(shutil.copytree(swept, tmp_path / "copy"))
+    metrics = copy / "runs" / LABEL / "s1" / "merchants" / "random" / "metrics.json"
+    data = json.loads(metrics.read_text())
+    data["final_net_assets"] = 1_000_000.0
+    metrics.write_text(json.dumps(data))
+    write_sweep_report(copy)
+    report = json.loads((copy / "report" / "report.json").read_text())
+    [left] = report["not_done"]
+    assert left["run"] == f"{LABEL}/s1" and left["status"] == "left out"
+    assert "random: differs" in left["reason"], left["reason"]
+    [group] = report["arenas"]
+    assert all(row["runs"] == 1 for row in group["table1"])  # seed 2 alone
+    assert 1_000_000.0 not in group["net_assets_by_configuration"]["random"]
+
+
 KILLER = """
 import sys
 from pathlib import Path

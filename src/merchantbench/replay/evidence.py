@@ -59,6 +59,50 @@ def _replayed(run_dir: Path, key: str | None, replay: bool) -> RunCheck:
     return check
 
 
+def check_market(
+    arena_dir: Path, trusted: Sequence[Any] | None = None, replay: bool = True
+) -> dict[str, RunCheck]:
+    """Each merchant's check of a finished market, by merchant id: found in the cache when
+    every merchant record's files are there, else one replay of the whole market (a merchant
+    cannot be replayed alone: `replay.market.verify_market`), cached per merchant record; a
+    market whose state hash differs from `arena.json`'s differs for every merchant."""
+    from merchantbench.record.arena import ArenaError, read_arena
+    from merchantbench.replay.market import verify_market
+
+    try:
+        arena = read_arena(arena_dir)
+        dirs = {e.id: arena.merchant_dir(arena_dir, e.id) for e in arena.merchants}
+        keys_of = {m: record_key(d) for m, d in dirs.items()}
+    except (ArenaError, OSError):
+        return {}  # not a market that can be read: nothing of it is counted
+    cached = {m: cached_check(k) for m, k in keys_of.items()}
+    checks = {m: c for m, c in cached.items() if c is not None}
+    if len(checks) < len(dirs):
+        skipped = RunCheck(CANNOT, "not replayed (the check was skipped) and not in the cache")
+        checks = dict.fromkeys(dirs, skipped)
+        if replay:
+            checks = _market_replayed(Path(arena_dir), list(dirs), verify_market)
+            for merchant, check in checks.items():
+                cache_check(keys_of[merchant], check)
+    keys = trusted_keys() if trusted is None else list(trusted)
+    return {m: with_attestation(c, check_attestation(dirs[m], keys)) for m, c in checks.items()}
+
+
+def _market_replayed(
+    arena_dir: Path, merchants: list[str], verify: Callable[[Path], Any]
+) -> dict[str, RunCheck]:
+    try:
+        report = verify(arena_dir)
+    except ReplayError as exc:
+        return dict.fromkeys(merchants, RunCheck(CANNOT, one_line(exc)))
+    except (OSError, ValueError, RecursionError, MemoryError) as exc:
+        return dict.fromkeys(merchants, RunCheck(CANNOT, one_line(f"{type(exc).__name__}: {exc}")))
+    if report.final_state_hash != report.recorded_state_hash:
+        why = f"the market's state hash is not arena.json's ({report.recorded_state_hash})"
+        return dict.fromkeys(merchants, RunCheck(DIFFERS, why))
+    return {m: replay_check(r) for m, r in report.merchants.items()}
+
+
 def with_attestation(check: RunCheck, attestation: AttestationCheck) -> RunCheck:
     return RunCheck(check.status, check.detail, check.sealed, attestation.status,
                     attestation.key_id, attestation.assurance)  # fmt: skip

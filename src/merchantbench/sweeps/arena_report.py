@@ -12,34 +12,66 @@ differences compare merchants within each market, never markets across configura
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from merchantbench.record.arena import ArenaError, read_arena
-from merchantbench.record.comparable import PooledRun, pool_runs, provenance, read_finished
+from merchantbench.record.comparable import (
+    NOT_CHECKED,
+    PooledRun,
+    pool_runs,
+    provenance,
+    read_finished,
+)
+from merchantbench.record.verification import RunCheck
 from merchantbench.report.arena import markets_analysis, render_markets_sections
 from merchantbench.sweeps.analysis import table1
 from merchantbench.sweeps.index import record_rows
 
 
-def _merchant_runs(arena_dir: Path) -> list[PooledRun] | None:
-    """Each merchant's finished run record of an arena, or None if one cannot be read."""
+def _merchant_runs(arena_dir: Path) -> tuple[list[PooledRun], str | None]:
+    """Each merchant's finished run record of an arena, checked (`replay.evidence.check_market`:
+    the market replayed whole, or found in the check cache), and why the market is left out
+    (None: counted). A market counts only when every merchant's record verifies."""
+    from merchantbench.replay.evidence import check_market
+
     try:
         arena = read_arena(arena_dir)
-    except ArenaError:
-        return None
-    runs = [read_finished(arena.merchant_dir(arena_dir, e.id), e.id) for e in arena.merchants]
-    return None if any(run is None for run in runs) else [r for r in runs if r is not None]
+    except ArenaError as exc:
+        return [], f"its arena.json cannot be read ({exc})"
+    checks = check_market(arena_dir)
+    runs = [
+        read_finished(arena.merchant_dir(arena_dir, e.id), e.id,
+                      _given(checks.get(e.id, NOT_CHECKED)))
+        for e in arena.merchants
+    ]  # fmt: skip
+    if any(run is None for run in runs):
+        return [], "a merchant's record cannot be read as a finished run"
+    found = [r for r in runs if r is not None]
+    failed = [f"{r.label}: {r.check.status}: {r.check.detail}" for r in found if not r.verified]
+    return (found, None) if not failed else ([], "; ".join(failed))
 
 
-def sweep_arenas(sweep_dir: Path) -> list[dict[str, Any]]:
-    """The arena groups of the sweep in `sweep_dir` (its finished arenas, from the records)."""
+def _given(check: RunCheck) -> Callable[[Path], RunCheck]:
+    """A check that answers what was found already (the market was checked whole)."""
+    return lambda _: check
+
+
+def sweep_arenas(
+    sweep_dir: Path, left_out: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """The arena groups of the sweep in `sweep_dir` (its finished arenas whose merchants'
+    records verify); each market left out is added to `left_out` with the reason."""
     rows = [r for r in record_rows(sweep_dir) if r.get("arena") and r["status"] == "done"]
-    return arena_groups(sweep_dir, rows)
+    return arena_groups(sweep_dir, rows, left_out)
 
 
-def arena_groups(sweep_dir: Path, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def arena_groups(
+    sweep_dir: Path,
+    rows: Sequence[Mapping[str, Any]],
+    left_out: list[dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
     """Every number of the arena sections, from the index rows of finished arenas: one group
     per arena configuration and setting, in the index's order."""
     cells: dict[str, dict[Path, int | None]] = {}  # arena directory → its seed (None: sealed)
@@ -49,8 +81,13 @@ def arena_groups(sweep_dir: Path, rows: Sequence[Mapping[str, Any]]) -> list[dic
     groups = []
     for label, seed_of in cells.items():
         runs = []
-        for arena_dir in seed_of:
-            runs += _merchant_runs(arena_dir) or []
+        for arena_dir, seed in seed_of.items():
+            counted, why = _merchant_runs(arena_dir)
+            runs += counted
+            if why is not None and left_out is not None:
+                where = f"{label}/s{seed}" if seed is not None else f"{label}/{arena_dir.name}"
+                reason = f"{arena_dir.relative_to(sweep_dir)}: {why}"
+                left_out.append({"run": where, "status": "left out", "reason": reason})
         for setting, pools in pool_runs(runs).items():
             arena_dirs = {run.run_dir.parent.parent for pool in pools for run in pool.runs}
             ordered = sorted(
