@@ -21,6 +21,7 @@ from merchantbench.agents.llm.scripted_server import ScriptedServer
 from merchantbench.cli import app
 from merchantbench.record.attest import ATTESTATION_FILE, check_attestation, load_signer
 from merchantbench.replay import verify_record
+from merchantbench.replay.evidence import check_run
 from merchantbench.runs.runner import RunSpec, run_agent
 from merchantbench.scenario import load_scenario
 from merchantbench.seeds import commitment
@@ -334,7 +335,7 @@ def test_the_site_leaves_out_and_names_a_hostile_record(rule_record, tmp_path):
     assert "transcript.jsonl is a link" in index
 
 
-def test_a_market_verifies_with_every_merchants_signature_and_not_without(tmp_path):
+def test_a_market_verifies_with_every_merchants_signature_and_not_without(tmp_path, monkeypatch):
     """`verify --trust` of a market checks each merchant record's signature: the untouched
     market verifies; a merchant whose signature is gone cannot be verified (exit 2); a signed
     file changed after signing (the key-free checks cannot see a consistent change of run.json's
@@ -350,6 +351,11 @@ def test_a_market_verifies_with_every_merchants_signature_and_not_without(tmp_pa
     assert result.stdout.count("self-attested by trusted key") == 2
     merchants = sorted(p for p in (arena / "merchants").iterdir() if p.is_dir())
     assert len(merchants) == 2
+    # a table's check of one merchant replays its market, never the merchant alone (an empty
+    # check cache: `verify` above cached the market's verdicts)
+    with monkeypatch.context() as patched:
+        patched.setenv("MERCHANTBENCH_CHECKS", str(tmp_path / "no-cache"))
+        assert all(check_run(m).ok for m in merchants), [check_run(m) for m in merchants]
     (merchants[0] / ATTESTATION_FILE).unlink()
     unsigned = _verify(str(arena), "--trust", str(mine), "--json")
     assert unsigned.exit_code == 2, unsigned.output

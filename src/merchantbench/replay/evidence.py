@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from merchantbench.record.arena import ARENA_FILE
 from merchantbench.record.attest import AttestationCheck, check_attestation, trusted_keys
 from merchantbench.record.verification import (
     CANNOT,
@@ -118,6 +119,11 @@ def check_run(run_dir: Path, trusted: Sequence[Any] | None = None, replay: bool 
             `cannot verify`, "not replayed").
     """
     run_dir = Path(run_dir)
+    arena_dir = run_dir.parent.parent
+    if run_dir.parent.name == "merchants" and (arena_dir / ARENA_FILE).is_file():
+        # a merchant of a market is checked with its market (never replayed alone)
+        found = check_market(arena_dir, trusted, replay).get(run_dir.name)
+        return found or RunCheck(CANNOT, f"not a merchant of {arena_dir.name}'s arena.json")
     try:
         key: str | None = record_key(run_dir)
     except OSError as exc:
