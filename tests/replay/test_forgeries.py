@@ -366,3 +366,21 @@ def test_a_market_verifies_with_every_merchants_signature_and_not_without(tmp_pa
     _edit_run(merchants[1], lambda meta: meta.update(started=meta["started"][:-1] + "0"))
     edited = json.loads(_verify(str(arena), "--trust", str(mine), "--json").stdout)
     assert edited["merchants"][merchants[1].name]["attestation"]["status"] == "differs"
+
+
+def test_a_cached_market_verdict_does_not_outlive_an_edit_of_arena_json(tmp_path):
+    """Each merchant's cached verdict is keyed by every file of its market: `verify` caches a
+    market; then arena.json's state hash edited is a new state for every merchant, replayed
+    again, and differs."""
+    arena = tmp_path / "market"
+    args = ["arena", "--no-progress", "--agent", "random", "--agent", "idle",
+            "--scenario", "smoke", "--seed", "4", "--out", str(arena)]  # fmt: skip
+    assert CliRunner().invoke(app, args).exit_code == 0
+    assert _verify(str(arena)).exit_code == 0
+    merchant = sorted(p for p in (arena / "merchants").iterdir() if p.is_dir())[0]
+    assert check_run(merchant, replay=False).ok  # found in the cache `verify` filled
+    manifest = json.loads((arena / "arena.json").read_text())
+    manifest["state_hash"] = "0" * len(manifest["state_hash"])
+    (arena / "arena.json").write_text(json.dumps(manifest))
+    assert not check_run(merchant, replay=False).ok  # not in the cache any more
+    assert check_run(merchant).status == "differs"

@@ -187,7 +187,7 @@ def _verify_market(arena_dir: Path, keys: list[Any] | None, out: _Printer) -> in
     """Verify a market (all its merchants at once: none can be replayed alone) and each
     merchant record's signature (with --trust, it must be good); the exit code's share."""
     from merchantbench.replay import ReplayError
-    from merchantbench.replay.evidence import keep
+    from merchantbench.replay.evidence import keep_market
     from merchantbench.replay.market import verify_market
 
     try:
@@ -195,8 +195,7 @@ def _verify_market(arena_dir: Path, keys: list[Any] | None, out: _Printer) -> in
     except ReplayError as exc:
         out.refused(arena_dir, str(exc))
         return CANNOT
-    for verdict in report.merchants.values():
-        keep(verdict)
+    keep_market(report)
     failed = [m.status for m in report.merchants.values() if not m.ok]
     code = VERIFIED if report.ok else CANNOT if "cannot verify" in failed else DIFFERS
     attested: dict[str, Any] = {}

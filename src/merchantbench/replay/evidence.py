@@ -8,12 +8,14 @@ the attestation is checked each time, against the keys the caller trusts (by def
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from merchantbench.record.arena import ARENA_FILE
 from merchantbench.record.attest import AttestationCheck, check_attestation, trusted_keys
+from merchantbench.record.safe_read import file_sha256
 from merchantbench.record.verification import (
     CANNOT,
     DIFFERS,
@@ -73,7 +75,7 @@ def check_market(
     try:
         arena = read_arena(arena_dir)
         dirs = {e.id: arena.merchant_dir(arena_dir, e.id) for e in arena.merchants}
-        keys_of = {m: record_key(d) for m, d in dirs.items()}
+        keys_of = market_keys(Path(arena_dir), dirs)
     except (ArenaError, OSError):
         return {}  # not a market that can be read: nothing of it is counted
     cached = {m: cached_check(k) for m, k in keys_of.items()}
@@ -89,6 +91,41 @@ def check_market(
     return {m: with_attestation(c, check_attestation(dirs[m], keys)) for m, c in checks.items()}
 
 
+def market_keys(arena_dir: Path, dirs: dict[str, Path]) -> dict[str, str]:
+    """Each merchant's key in the check cache: its record's files, every other merchant's and
+    `arena.json` (a change to any file of the market is a new state of every merchant).
+
+    Raises:
+        OSError: a file is hostile or unreadable.
+    """
+    own = {m: record_key(d) for m, d in dirs.items()}
+    market = hashlib.sha256(file_sha256(arena_dir, ARENA_FILE).encode())
+    for merchant in sorted(own):
+        market.update(f"{merchant}\0{own[merchant]}\n".encode())
+    return {m: hashlib.sha256(f"{k}\n{market.hexdigest()}".encode()).hexdigest()
+            for m, k in own.items()}  # fmt: skip
+
+
+def keep_market(report: Any) -> None:
+    """Cache what `merchantbench verify` found of a market (`replay.market.MarketReport`), by
+    the keys `check_market` looks up."""
+    try:
+        keys = market_keys(report.arena_dir, {m: r.run_dir for m, r in report.merchants.items()})
+    except OSError:
+        return
+    for merchant, check in market_checks(report).items():
+        cache_check(keys[merchant], check)
+
+
+def market_checks(report: Any) -> dict[str, RunCheck]:
+    """A market's verify report as each merchant's check (without the attestation): a market
+    whose state hash is not `arena.json`'s differs for every merchant."""
+    if report.final_state_hash != report.recorded_state_hash:
+        why = f"the market's state hash is not arena.json's ({report.recorded_state_hash})"
+        return dict.fromkeys(report.merchants, RunCheck(DIFFERS, why))
+    return {m: replay_check(r) for m, r in report.merchants.items()}
+
+
 def _market_replayed(
     arena_dir: Path, merchants: list[str], verify: Callable[[Path], Any]
 ) -> dict[str, RunCheck]:
@@ -98,10 +135,7 @@ def _market_replayed(
         return dict.fromkeys(merchants, RunCheck(CANNOT, one_line(exc)))
     except (OSError, ValueError, RecursionError, MemoryError) as exc:
         return dict.fromkeys(merchants, RunCheck(CANNOT, one_line(f"{type(exc).__name__}: {exc}")))
-    if report.final_state_hash != report.recorded_state_hash:
-        why = f"the market's state hash is not arena.json's ({report.recorded_state_hash})"
-        return dict.fromkeys(merchants, RunCheck(DIFFERS, why))
-    return {m: replay_check(r) for m, r in report.merchants.items()}
+    return market_checks(report)
 
 
 def with_attestation(check: RunCheck, attestation: AttestationCheck) -> RunCheck:
