@@ -70,7 +70,6 @@ def check_market(
     cannot be replayed alone: `replay.market.verify_market`), cached per merchant record; a
     market whose state hash differs from `arena.json`'s differs for every merchant."""
     from merchantbench.record.arena import ArenaError, read_arena
-    from merchantbench.replay.market import verify_market
 
     try:
         arena = read_arena(arena_dir)
@@ -84,7 +83,7 @@ def check_market(
         skipped = RunCheck(CANNOT, "not replayed (the check was skipped) and not in the cache")
         checks = dict.fromkeys(dirs, skipped)
         if replay:
-            checks = _market_replayed(Path(arena_dir), list(dirs), verify_market)
+            checks = _market_replayed(Path(arena_dir), list(dirs))
             for merchant, check in checks.items():
                 cache_check(keys_of[merchant], check)
     keys = trusted_keys() if trusted is None else list(trusted)
@@ -126,11 +125,11 @@ def market_checks(report: Any) -> dict[str, RunCheck]:
     return {m: replay_check(r) for m, r in report.merchants.items()}
 
 
-def _market_replayed(
-    arena_dir: Path, merchants: list[str], verify: Callable[[Path], Any]
-) -> dict[str, RunCheck]:
+def _market_replayed(arena_dir: Path, merchants: list[str]) -> dict[str, RunCheck]:
+    from merchantbench.replay.market import verify_market
+
     try:
-        report = verify(arena_dir)
+        report = verify_market(arena_dir)
     except ReplayError as exc:
         return dict.fromkeys(merchants, RunCheck(CANNOT, one_line(exc)))
     except (OSError, ValueError, RecursionError, MemoryError) as exc:

@@ -44,7 +44,6 @@ from typing import TYPE_CHECKING, Any
 
 from merchantbench.agents.base import BaseAgent, Player
 from merchantbench.agents.registry import agent_entry, make_agent
-from merchantbench.record.attest import ATTESTATION_FILE
 from merchantbench.record.checkpoint import (
     CheckpointError,
     cut_trace,
@@ -243,7 +242,7 @@ class RunLifecycle:
         against the state hash `run.json` records) and the metrics of `metrics.json`. Nothing
         more is recorded: a trace entry is refused (`RunError`). What a kill after `run.json`
         said finished cut off is done first (`complete_finished`: the journal removed, the
-        record signed, without the temporary files of cut writes).
+        record signed without the temporary files of cut writes).
 
         Raises:
             RunError: the record is not finished, or a file it needs is damaged (one line).
@@ -262,8 +261,6 @@ class RunLifecycle:
         session.restore(checkpoint["session"])
         if session.state_hash() != meta.state_hash:
             raise RunError("cannot read the finished record: its checkpoint is not its end")
-        if not (run_dir / ATTESTATION_FILE).is_file():
-            remove_cut_writes(run_dir)  # never signed among the record's files
         complete_finished(run_dir)
         life.session, life.manifest, life.metrics = session, meta, metrics
         return life

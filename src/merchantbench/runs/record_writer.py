@@ -28,7 +28,7 @@ import merchantbench
 from merchantbench.agents.base import Player
 from merchantbench.record.attest import ATTESTATION_FILE, attest_finished
 from merchantbench.record.checkpoint import cut_trace
-from merchantbench.record.files import write_cut
+from merchantbench.record.files import remove_cut_writes, write_cut
 from merchantbench.record.manifest import FinalAccounts, RunManifest, read_manifest
 from merchantbench.record.schema import (
     MODEL_CALLS_FILE,
@@ -304,6 +304,7 @@ def complete_finished(run_dir: Path) -> None:
 
     Journal(run_dir).remove()
     if not (run_dir / ATTESTATION_FILE).is_file():
+        remove_cut_writes(run_dir)  # never signed among the record's files
         attest_finished(run_dir, read_manifest(run_dir))
 
 

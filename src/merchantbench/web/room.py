@@ -31,6 +31,9 @@ class RoomError(ValueError):
     """A playground directory that cannot be used; the message says why in one line."""
 
 
+MAX_REASON_CHARS = 300  # a damaged store's reason, as the page shows it
+
+
 class StoreDamaged(RoomError):
     """A store whose record cannot be opened (a damaged or foreign file); the message says why
     in one line, with paths given from the playground directory."""
@@ -40,9 +43,6 @@ class StoreDamaged(RoomError):
         for prefix in (f"{root.resolve()}/", f"{root}/"):
             text = text.replace(prefix, "")
         super().__init__(f"this store's record cannot be opened: {text}"[:MAX_REASON_CHARS])
-
-
-MAX_REASON_CHARS = 300
 
 
 @dataclass(frozen=True)
