@@ -7,9 +7,12 @@ them, however it ends:
   when its parent dies (`prctl(PR_SET_PDEATHSIG)`, for a pool used from the main thread, as the
   CLI's are); everywhere, a watchdog thread in each worker checks once a second that its parent
   is still the one it started under and that the driver is alive, and exits otherwise;
-- SIGTERM or Ctrl-C: while the pool is open, SIGTERM in the driver raises `KeyboardInterrupt`
-  as Ctrl-C does; leaving the pool by any exception terminates the workers (SIGTERM, then
-  SIGKILL after `GRACE_SECONDS`) instead of waiting for their runs to finish.
+- SIGTERM or Ctrl-C: while the pool is open, SIGTERM in the driver does what Ctrl-C does
+  there: under `asyncio.run` the runner cancels its main task (an exception raised at whatever
+  line the signal lands on could land inside the event loop's own machinery and leave it
+  waiting), elsewhere it raises `KeyboardInterrupt`; leaving the pool by any exception
+  terminates the workers (SIGTERM, then SIGKILL after `GRACE_SECONDS`) instead of waiting for
+  their runs to finish.
 
 A run cut off this way is an ordinary killed run: its record resumes from its last checkpoint.
 """
@@ -76,12 +79,18 @@ def tie_to_driver(driver: int, from_main_thread: bool) -> None:
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
+    """Stop as Ctrl-C stops here: hand the signal to the SIGINT handler in place (asyncio's
+    runner installs one that cancels its main task), or raise `KeyboardInterrupt`."""
+    on_ctrl_c = signal.getsignal(signal.SIGINT)
+    if callable(on_ctrl_c) and on_ctrl_c is not signal.default_int_handler:
+        on_ctrl_c(signal.SIGINT, frame)
+        return
     raise KeyboardInterrupt(f"signal {signum}")
 
 
 @contextmanager
 def _sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM raises `KeyboardInterrupt` in this (main) thread while the block runs."""
+    """SIGTERM in this (main) thread stops the block as Ctrl-C would (`_interrupt`)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
