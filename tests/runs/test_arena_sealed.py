@@ -94,7 +94,8 @@ def test_a_sealed_arena_hides_its_seed_and_reveals_per_merchant(tmp_path):
 
 def test_a_killed_sealed_arena_resumes_with_its_secret(tmp_path):
     from merchantbench.record.sealed import SealedSeed
-    from merchantbench.runs.arena import ArenaLifecycle, ArenaSpec, Entrant, run_arena, sealed_of
+    from merchantbench.runs.arena import ArenaSpec, Entrant, run_arena, sealed_of
+    from merchantbench.runs.lifecycle import RunLifecycle
     from merchantbench.scenario import load_scenario
 
     scenario = load_scenario("smoke", overrides=["clock.days=3"])
@@ -102,7 +103,7 @@ def test_a_killed_sealed_arena_resumes_with_its_secret(tmp_path):
     entrants = tuple(Entrant(m, a) for m, a in zip(MERCHANTS, AGENTS, strict=True))
     spec = ArenaSpec(scenario, secret.seed, entrants, None, secret)
     whole = run_arena(spec, tmp_path / "whole")
-    life = ArenaLifecycle.open(spec, tmp_path / "cut")
+    life = RunLifecycle.open_market(spec, tmp_path / "cut")
     for _ in range(2):  # two windows played, checkpointed, then the arena stops
         asyncio.run(life.play_window())
     life.checkpoint()

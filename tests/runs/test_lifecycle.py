@@ -57,7 +57,7 @@ def test_a_suspended_run_resumes_where_it_stood_and_a_finished_trace_refuses(tmp
         assert answer.window_closed and answer.hours_run and answer.result["ok"]
     metrics = again.metrics
     assert metrics is not None and metrics["windows"] == SCENARIO.clock.windows and again.finished
-    assert again.finish() is metrics  # finishing twice changes nothing
+    assert again.store_metrics() is metrics  # finishing twice changes nothing
     assert read_manifest(tmp_path / "run").ended == "completed"
     with pytest.raises(RunError, match="the run record is closed"):
         resumed.surface.call("get_store_snapshot")

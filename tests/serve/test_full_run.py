@@ -89,7 +89,7 @@ def play_in_process(scenario: Scenario, seed: int, out: Path) -> dict[str, Any]:
     while not surface.over:
         play_window(lambda name, args: surface.call(name, args), surface.window)
         surface.call("end_of_step")
-    return life.finish()
+    return life.store_metrics()
 
 
 @pytest.fixture(scope="module")

@@ -25,8 +25,8 @@ from serve_support import ADMIN, start_server
 from test_crash_durable import _serve
 
 from crash_harness import KILLS, assert_same_record, fork_server, free_port, killed_run
-from merchantbench.runs.arena import ArenaLifecycle, ArenaSpec, Entrant
-from merchantbench.runs.lifecycle import CheckpointPolicy
+from merchantbench.runs.arena import ArenaSpec, Entrant
+from merchantbench.runs.lifecycle import CheckpointPolicy, RunLifecycle
 from merchantbench.scenario import load_scenario
 from merchantbench.serve.external import ExternalDriver, ExternalSettings
 from timeouts import REQUEST_SECONDS
@@ -133,14 +133,16 @@ def test_a_market_keeps_every_answered_call_across_kill_9(tmp_path: Path) -> Non
         seed += 1
 
 
-def _open_market(arena: Path, resume: bool, checkpoints: CheckpointPolicy) -> ArenaLifecycle:
+def _open_market(arena: Path, resume: bool, checkpoints: CheckpointPolicy) -> RunLifecycle:
     """The market of `AGENTS` as the server opens it (one external driver per merchant)."""
     spec = ArenaSpec(load_scenario("smoke"), 3, tuple(Entrant(a, "external") for a in AGENTS))
     drivers = {a: ExternalDriver(ExternalSettings(agent_id=a)) for a in AGENTS}
-    return ArenaLifecycle.open(spec, arena, resume=resume, checkpoints=checkpoints, drivers=drivers)
+    return RunLifecycle.open_market(
+        spec, arena, resume=resume, checkpoints=checkpoints, drivers=drivers
+    )
 
 
-def _play(life: ArenaLifecycle, crash_at: int | None = None, crashed: Path | None = None) -> None:
+def _play(life: RunLifecycle, crash_at: int | None = None, crashed: Path | None = None) -> None:
     """Each window: alpha reads its balance and closes, then beta does, through the host's one
     call path (`life.call`: checkpointed when the policy says, finished when over); every call
     is acknowledged as the server acknowledges it (`life.acknowledge()`). With `crash_at`: in
@@ -151,12 +153,12 @@ def _play(life: ArenaLifecycle, crash_at: int | None = None, crashed: Path | Non
         window = life.market.window
         for agent in AGENTS:
             for n, tool in enumerate(("query_balance", "end_of_step")):
-                life.call(agent, tool, {}, f"{agent}-w{window}c{n}")
+                life.call(tool, {}, f"{agent}-w{window}c{n}", merchant=agent)
                 if window == crash_at and agent == AGENTS[-1] and tool == "end_of_step":
                     for record in life.records.values():
                         record.acknowledge()  # acknowledge()'s first half: the records
                     assert crashed is not None
-                    shutil.copytree(life.arena_dir, crashed)
+                    shutil.copytree(life.layout.root, crashed)
                     return
                 life.acknowledge()
     assert life.finished

@@ -6,6 +6,7 @@ state; no serious accessibility violation."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -15,8 +16,8 @@ import pytest
 from web_support import LiveServer, assert_clean, collect_answers
 
 from merchantbench.report.arena import arena_analysis, contested_products, listing_spells
-from merchantbench.runs.arena import ArenaLifecycle, ArenaSpec, Entrant, run_arena
-from merchantbench.runs.lifecycle import CheckpointPolicy
+from merchantbench.runs.arena import ArenaSpec, Entrant, run_arena
+from merchantbench.runs.lifecycle import CheckpointPolicy, RunLifecycle
 from merchantbench.scenario import load_scenario
 from merchantbench.web.app import create_web_app
 
@@ -120,7 +121,7 @@ def test_a_market_shows_its_merchants_side_by_side(root: Path, browser, shots: P
 
 def test_a_running_market_is_followed_until_it_finishes(tmp_path: Path, browser) -> None:
     root = tmp_path / "runs"
-    life = ArenaLifecycle.open(
+    life = RunLifecycle.open_market(
         _spec(5, days=3), root / "live", checkpoints=CheckpointPolicy(seconds=0)
     )
 
@@ -141,7 +142,9 @@ def test_a_running_market_is_followed_until_it_finishes(tmp_path: Path, browser)
             page.goto(server.url + "/markets/view?path=live")
             assert page.locator("#running-note").is_visible()
             assert page.locator("[data-key=order_share]").first.inner_text() == "—"
-            pool.submit(life.play).result()  # the rest of the market, while the page polls
+            pool.submit(
+                asyncio.run, life.play()
+            ).result()  # the rest of the market, while the page polls
             page.wait_for_function(
                 "document.querySelector('[data-status]').textContent === 'completed'",
                 timeout=60_000,

@@ -266,7 +266,7 @@ def play_store(
             except BaseException as exc:
                 life.fail(exc)
                 raise
-            metrics = life.finish()
+            metrics = life.store_metrics()
             state.store.set(RESULT_KEY, {"run_dir": str(run_dir), "metrics": metrics})
             state.completed = True
             return state

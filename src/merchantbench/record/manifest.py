@@ -146,6 +146,12 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def stopped_from_outside(exc: BaseException) -> bool:
+    """A run that broke off with `exc` was stopped from outside (Ctrl-C, SIGTERM, its task
+    cancelled): `interrupted`, not `error`."""
+    return isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
+
+
 class RunManifest(BaseModel):
     """The content of `run.json`. Keys and meaning: docs/run-record.md."""
 
@@ -331,8 +337,7 @@ class RunManifest(BaseModel):
     def fail(self, exc: BaseException) -> None:
         """The run broke off: `interrupted` when stopped from outside (Ctrl-C, SIGTERM, its task
         cancelled), else `error` (both resumable)."""
-        stopped = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
-        self.ended = "interrupted" if stopped else "error"
+        self.ended = "interrupted" if stopped_from_outside(exc) else "error"
         self.error = f"{type(exc).__name__}: {exc}"
 
     def reopen(self) -> None:

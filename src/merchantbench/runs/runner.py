@@ -94,19 +94,10 @@ async def play_lifecycle(
     """Play an opened lifecycle's in-process agent to the end of the run and finish the record
     (the last window is finished once the agent is closed); returns the metrics. `report`:
     write the run's report too (`RunLifecycle.write_report`)."""
-    agent, session = life.agent, life.session
-    assert agent is not None
-    try:
-        while not life.over:
-            await life.play_window()
-            if on_window is not None:
-                on_window(session)
-    except BaseException as exc:
-        life.fail(exc)
-        raise
-    finally:
-        await agent.aclose()
-    metrics = life.finish()
-    if report and life.finished:
+    session = life.session
+    hook = None if on_window is None else lambda _market: on_window(session)
+    await life.play(hook)
+    if report:
         life.write_report()
-    return metrics
+    assert life.metrics is not None
+    return life.metrics

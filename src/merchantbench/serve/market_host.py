@@ -1,18 +1,17 @@
 """A hosted market (docs/design.md §11): several merchants, each an agent outside our process with
 its own agent id and token, in one market served over HTTP (and MCP).
 
-The market is an `ArenaLifecycle` (runs/arena.py) driven by one `ExternalDriver` per merchant:
-the same arena record as `merchantbench arena` writes (arena.json, each merchant's run record in
-`merchants/<id>/`, driver `external`). The window logic is the market session's: a merchant's
-`end_of_step` closes the window for it alone, the hours run when every merchant still trading
-has closed it, a merchant whose deposit runs out is closed on its own. Here there is only the
-protocol: one `AgentChannel` per merchant (its packet, turn cap and call-id ledger), one lock
-for the whole market (calls of different merchants never interleave inside the session), and a
-condition that wakes every long-poll when a window opens.
+The market is a market's `RunLifecycle` (runs/lifecycle.py) driven by one `ExternalDriver` per
+merchant: the same arena record as `merchantbench arena` writes (arena.json, each merchant's run
+record in `merchants/<id>/`, driver `external`). The window logic is the market session's: a
+merchant's `end_of_step` closes the window for it alone, the hours run when every merchant still
+trading has closed it, a merchant whose deposit runs out is closed on its own. Here there is
+only the protocol: one `AgentChannel` per merchant (its packet, turn cap and call-id ledger),
+one lock for the whole market (calls of different merchants never interleave inside the
+session), and a condition that wakes every long-poll when a window opens.
 
 A merchant is only ever answered about itself: its observation, its tool results, its store
-status and its own metrics. The market's summary for a merchant names no other merchant.
-"""
+status and its own metrics. The market's summary for a merchant names no other merchant."""
 
 from __future__ import annotations
 
@@ -22,8 +21,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from merchantbench.runs.arena import ArenaLifecycle
-from merchantbench.runs.lifecycle import Answer
+from merchantbench.runs.layout import MarketLayout
+from merchantbench.runs.lifecycle import Answer, RunLifecycle
 from merchantbench.serve.act import END_OF_STEP, ProtocolError, plan_calls, stale_step
 from merchantbench.serve.channel import AgentChannel, tick_of
 from merchantbench.serve.external import ExternalDriver, ProtocolState, add_usage
@@ -87,13 +86,13 @@ class MerchantChannel(AgentChannel):
         return self.session.engine.state.closed
 
     def call(self, tool: str, args: Any, key: str | None, made_for: int | None = None) -> Answer:
-        return self.host.life.call(self.merchant, tool, args, key, made_for)
+        return self.host.life.call(tool, args, key, made_for, merchant=self.merchant)
 
 
 class MarketHost(Hosting):
     """A live market on the server (see the module docstring)."""
 
-    def __init__(self, settings: MarketSettings, life: ArenaLifecycle) -> None:
+    def __init__(self, settings: MarketSettings, life: RunLifecycle) -> None:
         super().__init__()
         self.settings = settings
         self.life = life
@@ -127,8 +126,10 @@ class MarketHost(Hosting):
 
     def save_settings(self) -> None:
         """Record how the server hosts the market in arena.json (`front_end`)."""
-        self.life.manifest.front_end = {"name": FRONT_END, "settings": asdict(self.settings)}
-        self.life.manifest.write(self.life.arena_dir)
+        arena = self.life.layout
+        assert isinstance(arena, MarketLayout)
+        arena.manifest.front_end = {"name": FRONT_END, "settings": asdict(self.settings)}
+        arena.manifest.write(arena.root)
 
     # --- observation --------------------------------------------------------------------------
     async def observation(self, agent_id: str, timeout: float, nowait: bool) -> dict[str, Any]:
@@ -290,12 +291,12 @@ class MarketHost(Hosting):
         merchant, itself only."""
         first = next(iter(self.channels.values()))
         shown = list(self.channels) if viewer is None else [viewer]
-        metrics = self.life.metrics or {}
+        metrics = self.life.results or {}
         return {
             "run_id": self.run_id,
             "label": self.settings.label,
             "status": self.status,
-            "scenario": self.life.spec.scenario.name,
+            "scenario": self.life.layout.spec.scenario.name,
             "market": True,
             "sealed": self.settings.sealed,
             "tick": tick_of(first.surface.status()),

@@ -111,7 +111,7 @@ class ServedMerchantMcpRun:
             return result
         await self.host.wait_for_window(self.agent_id)
         async with self.host.cond:
-            metrics = (self.host.life.metrics or {}).get(self.agent_id)
+            metrics = (self.host.life.results or {}).get(self.agent_id)
             if self.host.finished and metrics is not None:
                 meta = self.host.life.records[self.agent_id].manifest
                 summary = run_summary(meta, metrics, self.surface)

@@ -74,7 +74,7 @@ class HostedRun:
         self.summary: dict[str, Any] | None = None
         self.lock = anyio.Lock()  # MCP requests apply one at a time
         if self.life.over:  # resumed after its last window closed (killed while finishing)
-            self.summary = run_summary(self.life.manifest, self.life.finish(), self.surface)
+            self.summary = run_summary(self.life.manifest, self.life.store_metrics(), self.surface)
 
     @property
     def surface(self) -> AgentSurface:

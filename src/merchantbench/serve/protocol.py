@@ -99,8 +99,8 @@ def _market_schema(run_id: str, host: MarketHost, viewer: str | None) -> dict[st
     channel = host.channels[viewer] if viewer is not None else next(iter(host.channels.values()))
     settings = host.settings
     answer = _schema(
-        run_id, channel.surface, host.life.spec.scenario, viewer or "<agent_id>",
-        host.life.spec.catalog, settings.turns_per_window, settings.window_seconds,
+        run_id, channel.surface, host.life.layout.spec.scenario, viewer or "<agent_id>",
+        host.life.layout.spec.catalog, settings.turns_per_window, settings.window_seconds,
     )  # fmt: skip
     answer["protocol"]["merchants"] = len(host.channels)
     return answer

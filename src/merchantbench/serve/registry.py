@@ -16,7 +16,7 @@ from merchantbench.record.files import atomic_write_bytes, read_json
 from merchantbench.record.manifest import ManifestError, RunManifest, read_manifest
 from merchantbench.record.schema import METRICS_FILE, RUN_FILE
 from merchantbench.record.sealed import SealedSeed, read_sealed
-from merchantbench.runs.arena import ArenaLifecycle, ArenaSpec, Entrant, sealed_of
+from merchantbench.runs.arena import ArenaSpec, Entrant, sealed_of
 from merchantbench.runs.lifecycle import CheckpointPolicy, RunLifecycle
 from merchantbench.runs.spec import RunError, RunSpec
 from merchantbench.scenario import Scenario
@@ -311,7 +311,7 @@ class RunRegistry:
             e.merchant: ExternalDriver.from_settings({"agent_id": e.merchant})
             for e in spec.entrants
         }
-        life = ArenaLifecycle.open(
+        life = RunLifecycle.open_market(
             spec, arena_dir, resume=resume, checkpoints=self.checkpoints, drivers=drivers
         )
         host = MarketHost(settings, life)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from merchantbench.runs.arena import ArenaLifecycle, ArenaSpec, Entrant, market_secret
-from merchantbench.runs.lifecycle import CheckpointPolicy
+from merchantbench.runs.arena import ArenaSpec, Entrant, market_secret
+from merchantbench.runs.lifecycle import CheckpointPolicy, RunLifecycle
 from merchantbench.sweeps.plan import SweepRun
 from merchantbench.sweeps.state import ArenaProgressWriter
 
@@ -36,11 +36,11 @@ def arena_spec(run: SweepRun, arena_dir: Path | None = None, resume: bool = Fals
 
 async def execute_arena_async(run: SweepRun, arena_dir: Path, resume: bool, progress: Path) -> None:
     """Play (or resume) the arena to its end in this event loop (its agents act concurrently)."""
-    life = ArenaLifecycle.open(
+    life = RunLifecycle.open_market(
         arena_spec(run, arena_dir, resume),
         arena_dir,
         resume=resume,
         checkpoints=CheckpointPolicy(seconds=ARENA_CHECKPOINT_SECONDS),
         transcript=run.transcript,
     )
-    await life.play_async(ArenaProgressWriter(arena_dir, progress))
+    await life.play(ArenaProgressWriter(arena_dir, progress))

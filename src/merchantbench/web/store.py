@@ -467,7 +467,7 @@ class PlayStore:
     def _finish(self) -> None:
         metrics_file = self.run_dir / METRICS_FILE
         if self.life.finished or self.life.manifest.ended is None:
-            self.metrics = self.life.finish()
+            self.metrics = self.life.store_metrics()
         elif metrics_file.is_file():
             self.metrics = read_json(metrics_file)
         else:
