@@ -129,8 +129,6 @@ def test_a_running_market_is_followed_until_it_finishes(tmp_path: Path, browser)
         for _ in range(n):
             await life.play_window()
 
-    import asyncio
-
     with ThreadPoolExecutor(1) as pool:
         pool.submit(asyncio.run, windows(2)).result()
         with LiveServer(create_web_app(runs_root=root)) as server:
