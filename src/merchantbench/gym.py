@@ -1,35 +1,26 @@
 """The Gymnasium front end: `MerchantBench-v0`, one store run as a Gymnasium environment.
 
 Importing this module registers `MerchantBench-v0`; `gymnasium.make("MerchantBench-v0",
-scenario="smoke")` then builds one. It is a thin adapter over the agent surface:
+scenario="smoke")` then builds one. It is the Gymnasium API on the one env core,
+`merchantbench.market_env.MarketEnv`: this env IS the core's market of one merchant (the store
+alone `merchantbench run` plays), whose PettingZoo view with several merchants is
+`merchantbench.pettingzoo`. The spaces (one tool call; the window's text and store state),
+rewards, seeds and sealed seeds, training episodes (`length`, `start_day`, …), run records
+(`record_dir`), `restore` and `market_seed` are the core's, described there once. What is
+Gymnasium's here:
 
-The Gymnasium API on the one env core, `merchantbench.market_env.MarketEnv`: this env IS its
-market of one merchant (the store alone `merchantbench run` plays), and every behaviour below is
-the core's, defined there once (the PettingZoo env of `merchantbench.pettingzoo` is the same
-core with several merchants):
-
-- **action**: one tool call, `{"tool": Discrete(number of tools), "args": Text}`; `tool` indexes
-  `env.unwrapped.tool_names` (the order of `surface.tool_schemas()`), `args` is a JSON object
-  string (an empty string means no arguments). Bad arguments are never an exception: the tool
-  answers a structured error, changes nothing, and the step's reward is 0.
-- **observation**: `{"text": the open window's observation, "store": the public store state}`,
-  the state being the surface's store status (`surface.status()`: the numbers the observation
-  text states, plus open orders, orders placed and calls left; reading it costs no call of the
-  window and is not in the trace) as arrays: see `store_state_space`.
 - **reward**: the change in net assets (RMB) since the previous step; only `end_of_step`,
-  which runs the window's 12 simulated hours, moves it.
+  which runs the window's 12 simulated hours, moves it. Bad arguments are never an exception:
+  the tool answers a structured error, changes nothing, and the step's reward is 0.
 - **terminated**: the run is over (horizon reached or store closed). `truncated` is never set;
   wrap the env in `TimeLimit` to bound an episode's steps.
 - **info**: `{"tool": name, "result": the tool's JSON result, "window": index, "hour": the
   window's first hour, "reward_fen": the reward in integer fen}`; `reset`'s info carries the
   clock, the system `brief` and the `tool_schemas` (OpenAI function schemas; `tool` indexes
-  them).
+  them), and `run_dir` when recording.
 - **reset(seed=N)** plays the run of seed N (the same run as `merchantbench run --seed N`);
   `reset()` without a seed draws the run's seed from the env's `np_random`, so a sequence of
   episodes is reproducible from the first seed (Gymnasium's seeding contract).
-- **sealed**, **training episodes** (`length`, `start_day`, `reward`, `normalise`,
-  `observation_chars`, `memory_chars`), **records** (`record_dir`), `restore`, `market_seed`:
-  the core's (`merchantbench.market_env`, docs/gym.md).
 """
 
 from __future__ import annotations

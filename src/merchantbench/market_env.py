@@ -277,7 +277,8 @@ class MarketEnv:
 
     def merchant_session(self, merchant: str) -> Session:
         """One merchant's session (host side); reset() first."""
-        self.market  # noqa: B018  (reset() first)
+        if self._market is None:
+            raise RuntimeError("call reset() before using the environment")
         return self._sessions[merchant]
 
     def state_hash(self) -> str:
