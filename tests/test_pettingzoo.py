@@ -246,9 +246,9 @@ def _play_recorded(env: MerchantBenchEnv | MerchantBenchParallelEnv, merchant: s
 
 def test_a_market_of_one_records_the_run_the_gymnasium_env_records(tmp_path) -> None:
     gym_env = MerchantBenchEnv(SCENARIO, record_dir=tmp_path / "gym")
-    zoo = MerchantBenchParallelEnv(SCENARIO, ["solo"], record_dir=tmp_path / "zoo")
+    zoo = MerchantBenchParallelEnv(SCENARIO, ["store"], record_dir=tmp_path / "zoo")
     _play_recorded(gym_env, None)
-    _play_recorded(zoo, "solo")
+    _play_recorded(zoo, "store")
     gym_run, zoo_run = tmp_path / "gym" / "episode-0001", tmp_path / "zoo" / "episode-0001"
     files = sorted(p.relative_to(gym_run).as_posix() for p in gym_run.rglob("*") if p.is_file())
     assert "trace.jsonl" in files and "metrics.json" in files
@@ -260,8 +260,9 @@ def test_a_market_of_one_records_the_run_the_gymnasium_env_records(tmp_path) -> 
 def test_a_market_of_several_refuses_a_record_and_a_later_start_day(tmp_path) -> None:
     import pytest
 
-    with pytest.raises(ValueError, match="record_dir records a market of one"):
-        MerchantBenchParallelEnv(SCENARIO, 2, record_dir=tmp_path)
+    for merchants in (2, ["solo"]):  # a run record's store is `store`
+        with pytest.raises(ValueError, match="record_dir records a store alone"):
+            MerchantBenchParallelEnv(SCENARIO, merchants, record_dir=tmp_path)
     with pytest.raises(ValueError, match="opens on day 0"):
         MerchantBenchParallelEnv(SCENARIO, 2, length=3, start_day=2)
     env = MerchantBenchParallelEnv(SCENARIO, 2, length=3)

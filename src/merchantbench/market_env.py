@@ -37,11 +37,12 @@ What the core defines, for every merchant the same:
   `memory_chars`): the episodes of `merchantbench.rl.episode` (docs/rl.md);
   `reset(options={"start_day": d})` moves one episode's first day. A store opening on a later
   day is a store alone's: a market of several opens on day 0 (refused otherwise).
-- **records** (`record_dir`): each episode of a market of one is a run record (driver `gym`)
-  written by the run lifecycle (`runs.lifecycle.RunLifecycle`) in `record_dir/episode-NNNN`,
-  as `merchantbench run` writes it; an episode left by `reset` or `close` before its end is
-  suspended (resumable). A market of several is not recorded here (refused: `merchantbench
-  arena` records markets).
+- **records** (`record_dir`): each episode of a store alone (the one merchant `store`, the
+  Gymnasium env's) is a run record (driver `gym`) written by the run lifecycle
+  (`runs.lifecycle.RunLifecycle`) in `record_dir/episode-NNNN`, as `merchantbench run` writes
+  it; an episode left by `reset` or `close` before its end is suspended (resumable). Other
+  merchant ids and markets of several are not recorded here (refused: `merchantbench arena`
+  records markets).
 - **host side**: `market` (the `MarketSession`), `state_hash()`, `restore(snapshot)` (the next
   reward counts from the restored net assets; a record is cut back too), `run_dir`.
 """
@@ -75,7 +76,7 @@ from merchantbench.runs.driver import Driver
 from merchantbench.runs.lifecycle import RunLifecycle
 from merchantbench.runs.spec import RunSpec
 from merchantbench.scenario import Scenario, load_scenario
-from merchantbench.session import MarketSession, Session
+from merchantbench.session import STORE, MarketSession, Session
 from merchantbench.sim.marketplace import MERCHANT_ID
 from merchantbench.spaces import (
     COUNT_BOUND,
@@ -145,7 +146,8 @@ class MarketEnv:
         sealed: Play sealed runs (see the module docstring).
         record_dir: Write each episode as a run record in a new directory under this one
             (`episode-0001`, …): trace, transcript, checkpoints, and the tables and metrics
-            once the run ends; a record `merchantbench verify` can replay. A market of one only.
+            once the run ends; a record `merchantbench verify` can replay. A store alone only
+            (`merchants=["store"]`, the Gymnasium env's).
         length: A training episode of `30d`, `90d`, `365d` or a number of days (None: the
             scenario's run, from `start_day`).
         start_day: The market day (0-based) the store opens; the days before are simulated
@@ -162,7 +164,7 @@ class MarketEnv:
             `market_seed` with `sealed` (a public market would unseal the run) or with
             `record_dir` (a record plays the run seed's market), a training option that cannot
             be used (`EpisodeError`), `start_day` with `record_dir` (a record starts on day 0),
-            `record_dir` or `start_day` for a market of several merchants.
+            `record_dir` but for a store alone, `start_day` for a market of several.
     """
 
     def __init__(
@@ -192,10 +194,10 @@ class MarketEnv:
                              "run seed's market")  # fmt: skip
         self.possible_agents: list[str] = merchant_ids(merchants)
         self.agents: list[str] = []
-        several = len(self.possible_agents) > 1
-        if several and record_dir is not None:
-            raise ValueError("record_dir records a market of one merchant; `merchantbench "
-                             "arena` records a market of several")  # fmt: skip
+        if record_dir is not None and self.possible_agents != [STORE]:
+            raise ValueError(f"record_dir records a store alone, merchants=[{STORE!r}] (the id "
+                             "of a run record's store); `merchantbench arena` records a market "
+                             "of several")  # fmt: skip
         if isinstance(scenario, str):
             scenario = load_scenario(scenario, overrides=list(overrides))
         if record_dir is not None and start_day:

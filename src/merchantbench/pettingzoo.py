@@ -26,7 +26,8 @@ training options and `restore` are the core's, defined there once. What is Petti
 Host side: `state_hash()` (the market's: in a market of one, the single store's, so a
 one-merchant env gives the Gymnasium env's hash for the same actions), `market` (the
 `MarketSession`). A market of several writes no run record (use `merchantbench arena` for
-recorded markets); a market of one records as the Gymnasium env does (`record_dir`).
+recorded markets); the store alone (`merchants=["store"]`) records as the Gymnasium env does
+(`record_dir`).
 """
 
 from __future__ import annotations
