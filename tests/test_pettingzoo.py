@@ -320,3 +320,12 @@ def test_a_sealed_market_plays_sealed_seeds() -> None:
     public = MerchantBenchParallelEnv(SCENARIO, 2)
     public.reset(seed=revealed.seed)
     assert public.state_hash() == sealed_hash
+
+
+def test_both_envs_ask_for_reset_before_a_step() -> None:
+    import pytest
+
+    gym_env, zoo = MerchantBenchEnv(SCENARIO), MerchantBenchParallelEnv(SCENARIO, 2)
+    for step in (lambda: gym_env.step(end(zoo)), lambda: zoo.step({})):
+        with pytest.raises(RuntimeError, match="reset"):
+            step()

@@ -273,15 +273,18 @@ class MarketEnv:
     @property
     def market(self) -> MarketSession:
         """The market's host side (every merchant's session, snapshots); reset() first."""
-        if self._market is None:
-            raise RuntimeError("call reset() before using the environment")
+        self._started()
+        assert self._market is not None
         return self._market
 
     def merchant_session(self, merchant: str) -> Session:
         """One merchant's session (host side); reset() first."""
+        self._started()
+        return self._sessions[merchant]
+
+    def _started(self) -> None:
         if self._market is None:
             raise RuntimeError("call reset() before using the environment")
-        return self._sessions[merchant]
 
     def state_hash(self) -> str:
         """The market's state hash (in a market of one, its store's; host side, e.g.
@@ -424,6 +427,7 @@ class MarketEnv:
     def _step(self, actions: Mapping[str, Any], merchants: Sequence[str]) -> StepResult:
         """Make the calls of `actions` (merchant: action) in the step's order, then each of
         `merchants`' outcome; merchants no longer trading leave `agents`."""
+        self._started()
         calls = {m: self._call(m, actions[m]) for m in self._call_order(actions)}
         observations, rewards, closed, over, infos = {}, {}, {}, {}, {}
         for merchant in merchants:
