@@ -207,3 +207,125 @@ def test_garbage_and_calls_after_end_of_step_answer_errors_and_change_nothing() 
     # of the noise is left: the same market and store as a merchant who sent nothing.
     assert noisy.state_hash() == quiet.state_hash()
     assert noisy.market.session("noisy").status() == quiet.market.session("noisy").status()
+
+
+# --- one core: the Gymnasium env is the market of one of the same env --------------------------
+def test_the_gymnasium_and_pettingzoo_envs_are_views_of_one_core() -> None:
+    from gymnasium import Env
+    from pettingzoo import ParallelEnv
+
+    from merchantbench.market_env import MarketEnv
+
+    assert issubclass(MerchantBenchEnv, MarketEnv) and issubclass(
+        MerchantBenchParallelEnv, MarketEnv
+    )
+    assert not issubclass(MerchantBenchEnv, ParallelEnv)
+    assert not issubclass(MerchantBenchParallelEnv, Env)
+    gym_env, zoo = MerchantBenchEnv(SCENARIO), MerchantBenchParallelEnv(SCENARIO, ["solo"])
+    gym_env.reset(seed=SEED)
+    zoo.reset(seed=SEED)
+    # Neither holds the other: each steps the market itself.
+    for env, other in ((gym_env, MerchantBenchParallelEnv), (zoo, MerchantBenchEnv)):
+        assert not any(isinstance(value, other) for value in vars(env).values())
+    assert type(gym_env.market) is type(zoo.market)
+
+
+def _play_recorded(env: MerchantBenchEnv | MerchantBenchParallelEnv, merchant: str | None) -> None:
+    if merchant is None:
+        assert isinstance(env, MerchantBenchEnv)
+        env.reset(seed=SEED)
+    else:
+        env.reset(seed=SEED)
+    for action in _script_actions(env):
+        if merchant is None:
+            env.step(action)  # type: ignore[arg-type]
+        elif env.agents:
+            env.step({merchant: action})  # type: ignore[dict-item]
+    env.close()
+
+
+def test_a_market_of_one_records_the_run_the_gymnasium_env_records(tmp_path) -> None:
+    gym_env = MerchantBenchEnv(SCENARIO, record_dir=tmp_path / "gym")
+    zoo = MerchantBenchParallelEnv(SCENARIO, ["store"], record_dir=tmp_path / "zoo")
+    _play_recorded(gym_env, None)
+    _play_recorded(zoo, "store")
+    gym_run, zoo_run = tmp_path / "gym" / "episode-0001", tmp_path / "zoo" / "episode-0001"
+    files = sorted(p.relative_to(gym_run).as_posix() for p in gym_run.rglob("*") if p.is_file())
+    assert "trace.jsonl" in files and "metrics.json" in files
+    for name in ("trace.jsonl", "transcript.jsonl", "metrics.json", "orders.parquet"):
+        assert (gym_run / name).read_bytes() == (zoo_run / name).read_bytes(), name
+    assert zoo.state_hash() == gym_env.state_hash()
+
+
+def test_a_market_of_several_refuses_a_record_and_a_later_start_day(tmp_path) -> None:
+    import pytest
+
+    for merchants in (2, ["solo"]):  # a run record's store is `store`
+        with pytest.raises(ValueError, match="record_dir records a store alone"):
+            MerchantBenchParallelEnv(SCENARIO, merchants, record_dir=tmp_path)
+    with pytest.raises(ValueError, match="opens on day 0"):
+        MerchantBenchParallelEnv(SCENARIO, 2, length=3, start_day=2)
+    env = MerchantBenchParallelEnv(SCENARIO, 2, length=3)
+    with pytest.raises(ValueError, match="opens on day 0"):
+        env.reset(seed=SEED, options={"start_day": 1})
+
+
+def test_a_market_plays_training_episodes_with_rewards_at_the_end() -> None:
+    env = MerchantBenchParallelEnv(SCENARIO, ["lister", "idle"], length=6, reward="end")
+    env.reset(seed=SEED)
+    start = {m: env.market.session(m).status().net_assets for m in env.possible_agents}
+    env.step({"lister": _listings(env, "lister", 4)})
+    paid: dict[str, list[int]] = {m: [] for m in env.possible_agents}
+    rewards_seen: dict[str, list[float]] = {m: [] for m in env.possible_agents}
+    while env.agents:
+        _, rewards, _, _, infos = env.step({m: end(env) for m in env.agents})
+        for merchant, info in infos.items():
+            paid[merchant].append(info["reward_fen"])
+            rewards_seen[merchant].append(rewards[merchant])
+    assert env.market.window == 12  # six days of two windows
+    for merchant in env.possible_agents:
+        change = env.market.session(merchant).status().net_assets - start[merchant]
+        assert all(r == 0 for r in paid[merchant][:-1])  # "end": all on the last step
+        assert paid[merchant][-1] == round(change * 100)
+        assert rewards_seen[merchant][-1] == paid[merchant][-1] / 100
+    assert paid["lister"][-1] != 0
+
+
+def test_restoring_a_market_rewinds_every_merchant_and_its_rewards() -> None:
+    def play(env: MerchantBenchParallelEnv, windows: int) -> list[Any]:
+        seen = []
+        for _ in range(windows):
+            out = env.step({m: end(env) for m in env.agents})
+            seen.append(json.dumps([out[1], out[4]], sort_keys=True, default=str))
+        return seen
+
+    env = MerchantBenchParallelEnv(SCENARIO, ["a", "b"])
+    env.reset(seed=SEED)
+    env.step({"a": _listings(env, "a", 3), "b": _listings(env, "b", 2)})
+    play(env, 2)
+    blob = env.market.snapshot()
+    first, first_hash = play(env, 4), env.state_hash()
+    env.restore(blob)
+    assert play(env, 4) == first and env.state_hash() == first_hash
+
+
+def test_a_sealed_market_plays_sealed_seeds() -> None:
+    env = MerchantBenchParallelEnv(SCENARIO, 2, sealed=True)
+    env.reset(seed=3)
+    sealed_hash = env.state_hash()
+    revealed = env.reveal()
+    assert revealed.seed >= 2**64 and len(env.seed_commitment) == 64
+    env.reset(seed=3)
+    assert env.state_hash() == sealed_hash
+    public = MerchantBenchParallelEnv(SCENARIO, 2)
+    public.reset(seed=revealed.seed)
+    assert public.state_hash() == sealed_hash
+
+
+def test_both_envs_ask_for_reset_before_a_step() -> None:
+    import pytest
+
+    gym_env, zoo = MerchantBenchEnv(SCENARIO), MerchantBenchParallelEnv(SCENARIO, 2)
+    for step in (lambda: gym_env.step(end(zoo)), lambda: zoo.step({})):
+        with pytest.raises(RuntimeError, match="reset"):
+            step()

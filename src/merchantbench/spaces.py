@@ -1,6 +1,6 @@
-"""The Gymnasium spaces of one store's tool calls and observations, shared by the single-store
-Gymnasium env (`merchantbench.gym`) and the multi-merchant PettingZoo env
-(`merchantbench.pettingzoo`), so that one merchant looks the same in both.
+"""The Gymnasium spaces of one store's tool calls and observations: every merchant's in the one
+env core (`merchantbench.market_env`), whose market of one is the Gymnasium env
+(`merchantbench.gym`) and of several the PettingZoo env (`merchantbench.pettingzoo`).
 
 - **action** `Dict(tool=Discrete(number of tools), args=Text)`: `tool` indexes the tool names in
   the order of `surface.tool_schemas()`; `args` is a JSON object string (`""` for none).
@@ -19,7 +19,6 @@ from gymnasium import spaces
 from gymnasium.vector.utils.shared_memory import read_from_shared_memory
 
 from merchantbench.scenario import Scenario
-from merchantbench.surface import AgentSurface
 from merchantbench.tools.status import ACCOUNTS, StoreStatus
 
 __all__ = [
@@ -27,9 +26,7 @@ __all__ = [
     "TEXT_CHARSET",
     "StoreText",
     "action_space",
-    "call_action",
     "observation_space",
-    "observe",
     "store_state",
     "store_state_space",
     "tool_name",
@@ -178,11 +175,6 @@ def observation_space(scenario: Scenario, windows: int | None = None) -> spaces.
     )
 
 
-def observe(surface: AgentSurface, status: StoreStatus) -> dict[str, Any]:
-    """The observation of `observation_space` for a surface and its current status."""
-    return {"text": surface.observation(), "store": store_state(status)}
-
-
 def tool_name(tool_names: Sequence[str], index: Any) -> str:
     """The tool an action's `tool` names; out of the action space, its text (the surface then
     answers `unknown_tool`)."""
@@ -193,13 +185,6 @@ def tool_name(tool_names: Sequence[str], index: Any) -> str:
     if 0 <= position < len(tool_names):
         return tool_names[position]
     return str(index)
-
-
-def call_action(surface: AgentSurface, tool_names: Sequence[str], action: Any) -> tuple[str, Any]:
-    """Make the tool call an action names (never raises for bad input: the tool answers a
-    structured error); returns the tool's name and its result."""
-    tool, args = action_call(tool_names, action)
-    return tool, surface.call(tool, args)
 
 
 def action_call(tool_names: Sequence[str], action: Any) -> tuple[str, Any]:
