@@ -55,7 +55,7 @@ from merchantbench.record.trace import TraceEntry
 from merchantbench.refusals import Refusal
 from merchantbench.scenario import Scenario
 from merchantbench.sim.engine import Engine
-from merchantbench.sim.marketplace import MarketError, Marketplace
+from merchantbench.sim.marketplace import MarketError, Marketplace, merchant_of
 from merchantbench.sim.suppliers import StockMirror, stock_overrides
 from merchantbench.surface import AgentSurface
 from merchantbench.tools.agent_input import (
@@ -475,10 +475,7 @@ class MarketSession:
         return list(self.sessions)
 
     def session(self, merchant: str) -> Session:
-        found = self.sessions.get(merchant)
-        if found is None:
-            raise MarketError(f"no merchant {merchant!r} in this market")
-        return found
+        return merchant_of(self.sessions, merchant)
 
     @property
     def over(self) -> bool:

@@ -34,7 +34,8 @@ from __future__ import annotations
 import hashlib
 import pickle
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import TypeVar
 
 import numpy as np
 
@@ -47,7 +48,7 @@ from merchantbench.sim.rivals import Offers, RivalView
 from merchantbench.sim.state import StoreState
 from merchantbench.sim.suppliers import SupplierBook
 
-__all__ = ["MERCHANT_ID", "MarketError", "Marketplace", "seller_shares"]
+__all__ = ["MERCHANT_ID", "MarketError", "Marketplace", "merchant_of", "seller_shares"]
 
 MERCHANT_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
 
@@ -57,6 +58,21 @@ WindowPlan = dict[int, list[tuple[int, list[tuple[int, str]]]]]
 
 class MarketError(ValueError):
     """A market that cannot be: no merchant, a duplicate or unusable id, a foreign snapshot."""
+
+
+Of = TypeVar("Of")
+
+
+def merchant_of(merchants: Mapping[str, Of], merchant: str) -> Of:
+    """`merchant`'s entry of a market's `merchants` (its store, its session …).
+
+    Raises:
+        MarketError: the market has no such merchant.
+    """
+    found = merchants.get(merchant)
+    if found is None:
+        raise MarketError(f"no merchant {merchant!r} in this market")
+    return found
 
 
 def seller_shares(lam: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndarray]:
@@ -118,10 +134,7 @@ class Marketplace:
         return list(self.merchants)
 
     def merchant(self, merchant: str) -> Engine:
-        engine = self.merchants.get(merchant)
-        if engine is None:
-            raise MarketError(f"no merchant {merchant!r} in this market")
-        return engine
+        return merchant_of(self.merchants, merchant)
 
     @property
     def _first(self) -> Engine:

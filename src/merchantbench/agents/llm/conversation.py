@@ -18,9 +18,8 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
-from merchantbench.refusals import Refusal
 from merchantbench.tools.agent_input import HostileInput, decode_arguments, safe_text, scrub
-from merchantbench.tools.errors import failure
+from merchantbench.tools.errors import unknown_tool
 
 _FRAMING_TOKENS = 4
 
@@ -81,17 +80,14 @@ def parse_tool_calls(message: dict[str, Any], known_tools: AbstractSet[str]) -> 
         error = None
         args: Any = None
         if name not in known_tools:
-            available = ", ".join(sorted(known_tools))
-            message_text = (
-                f"parsing error: there is no tool named {safe_text(name)!r}. Tools: {available}."
-            )
-            error = failure(Refusal.UNKNOWN_TOOL, message_text)
+            error = unknown_tool(safe_text(name), sorted(known_tools))  # the one answer to it
         else:
             try:
                 args = decode_arguments(text)
             except HostileInput as refusal:
                 error = refusal.result
-                error["error"]["message"] = "parsing error: " + error["error"]["message"]
+        if error is not None:
+            error["error"]["message"] = "parsing error: " + error["error"]["message"]
         calls.append(ToolCall(scrub(raw["id"]), name, args, error))
     return calls
 

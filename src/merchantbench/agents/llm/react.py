@@ -49,7 +49,7 @@ from merchantbench.agents.llm.usage import Budget, CallRecord, UsageTotals
 from merchantbench.refusals import Refusal
 from merchantbench.surface import AgentSurface
 from merchantbench.tools.agent_input import scrub
-from merchantbench.tools.errors import failure
+from merchantbench.tools.errors import failure, unknown_tool
 
 _FORCED_NOTES = {
     "no_tool_calls": "you replied without calling a tool",
@@ -143,7 +143,7 @@ class ReActAgent(BaseAgent[ReActSettings]):
         self, surface: AgentSurface, name: str, args: dict[str, Any]
     ) -> dict[str, Any]:
         """Run one framework tool; the harness traces it. ReAct has none."""
-        return failure(Refusal.UNKNOWN_TOOL, f"there is no framework tool named {name!r}")
+        return unknown_tool(name, sorted(self._framework_names))
 
     def system_prompt(self, surface: AgentSurface) -> str:
         return surface.brief()
