@@ -257,12 +257,47 @@ def test_a_market_of_one_records_the_run_the_gymnasium_env_records(tmp_path) -> 
     assert zoo.state_hash() == gym_env.state_hash()
 
 
-def test_a_market_of_several_refuses_a_record_and_a_later_start_day(tmp_path) -> None:
+def test_a_recorded_market_is_an_arena_record_that_verifies(tmp_path) -> None:
+    """A market of several records through the one lifecycle as `merchantbench arena` does
+    (arena.json, one run record per merchant); `verify` replays it whole and agrees."""
+    from merchantbench.record.arena import read_arena
+    from merchantbench.replay.evidence import check_market
+
+    env = MerchantBenchParallelEnv(SCENARIO, ["lister", "idle"], record_dir=tmp_path)
+    env.reset(seed=SEED)
+    arena_dir = env.run_dir
+    assert arena_dir is not None and arena_dir.parent == tmp_path
+    script = action_script(SEED)
+    window = 0
+    while env.agents:
+        lister = [
+            {"tool": t, "args": json.dumps(a)} for t, a in script[min(window, len(script) - 1)]
+        ]
+        for call in lister:
+            if not env.agents:
+                break
+            actions = {m: call if m == "lister" else {"tool": "query_balance", "args": "{}"}
+                       for m in env.agents}  # fmt: skip
+            env.step(actions)
+        if env.agents:
+            env.step({m: {"tool": "end_of_step", "args": "{}"} for m in env.agents})
+        window += 1
+    arena = read_arena(arena_dir)
+    assert arena.ended == "completed" and sorted(m.id for m in arena.merchants) == ["idle", "lister"]
+    assert arena.state_hash == env.market.state_hash()
+    for merchant in ("lister", "idle"):
+        record = arena_dir / "merchants" / merchant
+        assert json.loads((record / "run.json").read_text())["driver"] == "gym"
+        assert (record / "metrics.json").is_file()
+    verdicts = check_market(arena_dir)
+    assert {m: v.status for m, v in verdicts.items()} == {"lister": "verified", "idle": "verified"}, {
+        m: v.detail for m, v in verdicts.items()
+    }
+
+
+def test_a_market_of_several_refuses_a_later_start_day(tmp_path) -> None:
     import pytest
 
-    for merchants in (2, ["solo"]):  # a run record's store is `store`
-        with pytest.raises(ValueError, match="record_dir records a store alone"):
-            MerchantBenchParallelEnv(SCENARIO, merchants, record_dir=tmp_path)
     with pytest.raises(ValueError, match="opens on day 0"):
         MerchantBenchParallelEnv(SCENARIO, 2, length=3, start_day=2)
     env = MerchantBenchParallelEnv(SCENARIO, 2, length=3)

@@ -37,12 +37,12 @@ What the core defines, for every merchant the same:
   `memory_chars`): the episodes of `merchantbench.rl.episode` (docs/rl.md);
   `reset(options={"start_day": d})` moves one episode's first day. A store opening on a later
   day is a store alone's: a market of several opens on day 0 (refused otherwise).
-- **records** (`record_dir`): each episode of a store alone (the one merchant `store`, the
-  Gymnasium env's) is a run record (driver `gym`) written by the run lifecycle
-  (`runs.lifecycle.RunLifecycle`) in `record_dir/episode-NNNN`, as `merchantbench run` writes
-  it; an episode left by `reset` or `close` before its end is suspended (resumable). Other
-  merchant ids and markets of several are not recorded here (refused: `merchantbench arena`
-  records markets).
+- **records** (`record_dir`): each episode is written by the one run lifecycle
+  (`runs.lifecycle.RunLifecycle`, a `gym` driver per merchant) in `record_dir/episode-NNNN`:
+  a store alone's (the one merchant `store`, the Gymnasium env's) as the run record
+  `merchantbench run` writes, any other market's as the arena record `merchantbench arena`
+  writes (arena.json, one run record per merchant in `merchants/<id>/`). An episode left by
+  `reset` or `close` before its end is suspended (resumable).
 - **host side**: `market` (the `MarketSession`), `state_hash()`, `restore(snapshot)` (the next
   reward counts from the restored net assets; a record is cut back too), `run_dir`.
 """
@@ -72,6 +72,7 @@ from merchantbench.rl.episode import (
     episode_scenario,
     open_on_start_day,
 )
+from merchantbench.runs.arena import ArenaSpec, Entrant
 from merchantbench.runs.driver import Driver
 from merchantbench.runs.lifecycle import RunLifecycle
 from merchantbench.runs.spec import RunSpec
@@ -164,7 +165,7 @@ class MarketEnv:
             `market_seed` with `sealed` (a public market would unseal the run) or with
             `record_dir` (a record plays the run seed's market), a training option that cannot
             be used (`EpisodeError`), `start_day` with `record_dir` (a record starts on day 0),
-            `record_dir` but for a store alone, `start_day` for a market of several.
+            `start_day` for a market of several.
     """
 
     def __init__(
@@ -194,10 +195,6 @@ class MarketEnv:
                              "run seed's market")  # fmt: skip
         self.possible_agents: list[str] = merchant_ids(merchants)
         self.agents: list[str] = []
-        if record_dir is not None and self.possible_agents != [STORE]:
-            raise ValueError(f"record_dir records a store alone, merchants=[{STORE!r}] (the id "
-                             "of a run record's store); `merchantbench arena` records a market "
-                             "of several")  # fmt: skip
         if isinstance(scenario, str):
             scenario = load_scenario(scenario, overrides=list(overrides))
         if record_dir is not None and start_day:
@@ -329,7 +326,7 @@ class MarketEnv:
         ids = self.possible_agents
         if self.record_dir is not None:
             self._life = self._record(run_seed)
-            return {ids[0]: self._life.session}  # a record starts on day 0
+            return dict(self._life.market.sessions)  # a record starts on day 0
         market_seed = run_seed if self.market_seed is None else self.market_seed
         market = get_market(self.scenario, market_seed, catalog=self.catalog)
         index = get_search_index(self.scenario, market_seed, market, self.catalog)
@@ -340,14 +337,25 @@ class MarketEnv:
         return {ids[0]: alone}
 
     def _record(self, run_seed: int) -> RunLifecycle:
-        """A new run record of the episode under `record_dir`."""
+        """A new record of the episode under `record_dir`: a run record of the store alone
+        (`merchants=["store"]`), else an arena record of the market (one run record per
+        merchant in `merchants/<id>/`, as `merchantbench arena` writes), by the one lifecycle
+        with a `gym` driver per merchant."""
         assert self.record_dir is not None
-        spec = RunSpec("gym", self.scenario, run_seed, catalog=self.catalog, sealed=self._episode)
         number = 1
         while (self.record_dir / f"episode-{number:04d}").exists():
             number += 1
-        run_dir = self.record_dir / f"episode-{number:04d}"
-        return RunLifecycle.open(spec, run_dir, driver=GymDriver())
+        out = self.record_dir / f"episode-{number:04d}"
+        ids = self.possible_agents
+        if ids == [STORE]:
+            spec = RunSpec(
+                GymDriver.name, self.scenario, run_seed, catalog=self.catalog, sealed=self._episode
+            )
+            return RunLifecycle.open(spec, out, driver=GymDriver())
+        entrants = tuple(Entrant(m, GymDriver.name) for m in ids)
+        market = ArenaSpec(self.scenario, run_seed, entrants, self.catalog, self._episode)
+        drivers = {m: GymDriver() for m in ids}
+        return RunLifecycle.open_market(market, out, drivers=drivers)
 
     def _leave_record(self) -> None:
         """Suspend the episode's record if it has not ended (resumable), and forget it."""
@@ -357,8 +365,9 @@ class MarketEnv:
 
     @property
     def run_dir(self) -> Path | None:
-        """The recorded episode's run directory (None without `record_dir`)."""
-        return None if self._life is None else self._life.run_dir
+        """The recorded episode's directory: a store's run directory, a market's arena
+        directory (None without `record_dir`)."""
+        return None if self._life is None else self._life.layout.root
 
     def close(self) -> None:
         """Suspend the episode's record if one is being written and has not ended."""
@@ -403,7 +412,7 @@ class MarketEnv:
                 "brief": self._brief(merchant),
                 "tool_schemas": surface.tool_schemas(),
                 **self._clock(status),
-                **({} if self._life is None else {"run_dir": str(self._life.run_dir)}),
+                **({} if self.run_dir is None else {"run_dir": str(self.run_dir)}),
             }
         return observations, infos
 
@@ -451,7 +460,7 @@ class MarketEnv:
         episode's goes through its lifecycle, which checkpoints and finishes the record."""
         tool, args = action_call(self.tool_names, action)
         if self._life is not None:
-            return tool, self._life.call(tool, args).result
+            return tool, self._life.call(tool, args, merchant=merchant).result
         return tool, self._sessions[merchant].surface.call(tool, args)
 
     def _call_order(self, given: Mapping[str, Any]) -> list[str]:

@@ -26,6 +26,7 @@ from merchantbench.replay.replayer import Replayer
 from merchantbench.replay.source import RecordSource, ReplayError
 from merchantbench.replay.verify import VerifyReport, _recorded_metrics, verdict
 from merchantbench.session import MarketSession
+from merchantbench.tools.toolset import END_OF_STEP
 
 __all__ = ["MarketReport", "verify_market"]
 
@@ -106,9 +107,11 @@ def _replay_windows(market: MarketSession, replayers: dict[str, Replayer]) -> No
     """Each merchant replays until it waits for the others (or its trace ends), in turn,
     until every trace is replayed or one diverges."""
     pending: dict[str, Iterator[int]] = {m: r.windows() for m, r in replayers.items()}
+    waited_in = {m: _calls_while_waiting(r.source) for m, r in replayers.items()}
     while pending:
         moved = False
-        for merchant in list(pending):
+        # A merchant that called while it waited closed before the last closer: it goes first.
+        for merchant in sorted(pending, key=lambda m: market.window not in waited_in[m]):
             replayer = replayers[merchant]
             if replayer.session.waiting:
                 continue
@@ -125,3 +128,18 @@ def _replay_windows(market: MarketSession, replayers: dict[str, Replayer]) -> No
                 f"the traces of {waiting} end in window {market.window} waiting for merchants "
                 "whose traces do not close it: the market's record is truncated"
             )
+
+
+def _calls_while_waiting(source: RecordSource) -> set[int]:
+    """The windows in which the merchant called after it had closed the window (answered
+    `window_closed` while it waited for the others: an env that lets a waiting merchant call,
+    as the PettingZoo env does, records them; the HTTP host refuses them unrecorded)."""
+    windows: set[int] = set()
+    closed: int | None = None
+    for line in source.trace():
+        entry = line.entry
+        if entry.window == closed:
+            windows.add(entry.window)
+        elif entry.tool == END_OF_STEP and entry.ok:
+            closed = entry.window
+    return windows

@@ -112,7 +112,10 @@ class Replayer:
         if self._check_transcript(None):
             return
         yield self.session.window
-        for line in self.source.trace():
+        lines = iter(self.source.trace())
+        line = next(lines, None)
+        while line is not None:
+            following = next(lines, None)
             window = self.session.window
             if self._step(line):
                 return
@@ -120,8 +123,9 @@ class Replayer:
                 if self._on_window is not None:
                     self._on_window(self.session)
                 yield self.session.window
-            elif self.session.waiting:  # a merchant of a market waits for the others
-                yield self.session.window
+            elif self.session.waiting and not self._called_while_waiting(following):
+                yield self.session.window  # a merchant of a market waits for the others
+            line = following
         if self._on_window is not None:
             self._on_window(self.session)
         if self.source.finished and not self.session.over:
@@ -137,6 +141,11 @@ class Replayer:
                     TRANSCRIPT_FILE, "(line)", _parsed(extra), None,
                     line=self._transcript.number,
                 )  # fmt: skip
+
+    def _called_while_waiting(self, line: TraceLine | None) -> bool:
+        """The next line is a call the merchant made while it waited for the others (answered
+        `window_closed`, in the window it closed): it is replayed before the hours run."""
+        return line is not None and line.entry.window == self.session.window
 
     def run(self) -> None:
         """Replay the whole trace (or up to the first divergence)."""
