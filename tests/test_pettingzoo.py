@@ -283,16 +283,16 @@ def test_a_recorded_market_is_an_arena_record_that_verifies(tmp_path) -> None:
             env.step({m: {"tool": "end_of_step", "args": "{}"} for m in env.agents})
         window += 1
     arena = read_arena(arena_dir)
-    assert arena.ended == "completed" and sorted(m.id for m in arena.merchants) == ["idle", "lister"]
+    assert arena.ended == "completed"
+    assert sorted(m.id for m in arena.merchants) == ["idle", "lister"]
     assert arena.state_hash == env.market.state_hash()
     for merchant in ("lister", "idle"):
         record = arena_dir / "merchants" / merchant
         assert json.loads((record / "run.json").read_text())["driver"] == "gym"
         assert (record / "metrics.json").is_file()
     verdicts = check_market(arena_dir)
-    assert {m: v.status for m, v in verdicts.items()} == {"lister": "verified", "idle": "verified"}, {
-        m: v.detail for m, v in verdicts.items()
-    }
+    statuses = {m: (v.status, v.detail) for m, v in verdicts.items()}
+    assert all(status == "verified" for status, _ in statuses.values()), statuses
 
 
 def test_a_market_of_several_refuses_a_later_start_day(tmp_path) -> None:

@@ -23,6 +23,7 @@ from merchantbench.catalog.market import Market
 from merchantbench.catalog.search import SearchIndex
 from merchantbench.catalog.synthetic import generate_market
 from merchantbench.cli import app
+from merchantbench.record.attest import ATTESTATION_FILE
 from merchantbench.runs.arena import ARENA_FILE, ArenaSpec, Entrant, read_arena, run_arena
 from merchantbench.runs.kill_points import KILL_ENV
 from merchantbench.runs.runner import RunSpec, run_agent
@@ -225,7 +226,9 @@ def _arena_command(out: Path, *extra: str) -> list[str]:
             "--out", str(out), *extra]  # fmt: skip
 
 
-@pytest.mark.parametrize("point", ["trace:700", "checkpoint:5", "finish", "metrics"])
+@pytest.mark.parametrize(
+    "point", ["trace:700", "checkpoint:5", "finish", "metrics", "finished", "finished:3"]
+)
 def test_a_killed_arena_resumes_to_the_same_bytes(tmp_path, point):
     whole = tmp_path / "whole"
     result = CliRunner().invoke(app, ["arena", "--no-progress", *ARGS, "--out", str(whole)])
@@ -243,6 +246,9 @@ def test_a_killed_arena_resumes_to_the_same_bytes(tmp_path, point):
     assert read_arena(killed).state_hash == read_arena(whole).state_hash
     for merchant in ("expert", "rule-based", "random"):
         _same_records(whole / "merchants" / merchant, killed / "merchants" / merchant)
+        record = killed / "merchants" / merchant
+        assert (record / ATTESTATION_FILE).is_file()  # signed, a kill after run.json too
+        assert not list(record.glob(".*.tmp")) and not list(killed.glob(".*.tmp"))
 
 
 def test_arena_cli_refusals(tmp_path):

@@ -354,6 +354,8 @@ class MarketLayout:
                 raise RunError(str(exc)) from None
             if recorded.ended == "completed":
                 raise RunError(f"{arena_dir} already finished; nothing to resume")
+            for folder in [arena_dir, *(self.record_dir(m) for m in self.ids)]:
+                remove_cut_writes(folder)  # what writes a kill cut short left
         elif arena_dir.exists() and any(arena_dir.iterdir()):
             raise RunError(
                 f"{arena_dir} exists; use --resume to continue it or choose another --out"
