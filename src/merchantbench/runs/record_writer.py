@@ -3,8 +3,8 @@
 A merchant's record is the run directory of `merchantbench run` (a store alone), or
 `ARENA/merchants/<id>/` of a market: the same files either way (docs/run-record.md) — the
 trace, the transcript, the model-call log with the model's words split out into
-`model_words.jsonl.gz`, the tables, `metrics.json` and the finished `run.json`. `RunLifecycle`
-(`runs/lifecycle.py`) keeps one, `ArenaLifecycle` (`runs/arena.py`) one per merchant:
+`model_words.jsonl.gz`, the tables, `metrics.json` and the finished `run.json`. The one
+lifecycle (`runs/lifecycle.py`) keeps one per merchant, for a store alone and a market alike:
 
     record = MerchantRecord(run_dir, kill)
     record.open(session, noted)      # trace and transcript open for appending
