@@ -14,6 +14,7 @@ operations (the same floats, hence the same draws).
 from __future__ import annotations
 
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,6 +26,8 @@ from merchantbench.random_streams import (
     poisson_from_uniform,
     uniform,
 )
+
+_HOURS: dict[int, np.ndarray] = {}  # hours → arange(hours), int64
 from merchantbench.scenario import DemandConfig
 
 
@@ -153,8 +156,102 @@ def arrival_cells(
 ) -> list[tuple[int, int]]:
     """The window's orders as (cell, count > 0) in cell order, where cell = listing · hours +
     hour of λ[listing, hour]; the uniforms are keyed by (seed, product, hour)."""
-    hours = t0 + np.arange(lam.shape[1])
-    u = uniform(seed, Stream.ARRIVALS, products[:, None], hours[None, :])
+    return _cells(seed, products, (t0 + np.arange(lam.shape[1]))[None, :], lam)
+
+
+@dataclass(frozen=True, slots=True)
+class StoreWindow:
+    """One store's open window as the arrivals see it: its listings in `products` order
+    (ascending), their prices and listing hours, the window's first hour and the rating's
+    demand multiplier."""
+
+    demand: WindowDemand
+    seed: int
+    t0: int
+    products: list[int]
+    prices: list[int]
+    listed_t: list[int]
+    multiplier: float
+
+
+def window_arrivals(windows: Sequence[StoreWindow]) -> list[list[tuple[int, int]]]:
+    """`arrival_cells` of each window's `intensity`, for many stores at once: per store, its
+    orders as (cell, count > 0) in cell order, cell = position in `products` · hours + hour.
+
+    Stores on the same market, seed and demand rules are computed together, their listings
+    end to end, with one set of array operations: every element goes through the operations
+    of `WindowDemand.intensity` and `arrival_cells` in the same order (elementwise, so the
+    same floats and draws as a store computed alone). A single store's window is the case of
+    one (`Engine.advance`), so there is one definition of the arrivals."""
+    found: list[list[tuple[int, int]]] = [[] for _ in windows]
+    groups: dict[tuple[int, int, DemandConfig, int], list[int]] = {}
+    for i, window in enumerate(windows):
+        if window.products:
+            demand = window.demand
+            key = (id(demand.market), window.seed, demand.config, demand.hours)
+            groups.setdefault(key, []).append(i)
+    for members in groups.values():
+        _group_arrivals([windows[i] for i in members], [found[i] for i in members])
+    return found
+
+
+def _group_arrivals(windows: list[StoreWindow], into: list[list[tuple[int, int]]]) -> None:
+    """`window_arrivals` of stores sharing market, seed, demand rules and window length."""
+    first = windows[0].demand
+    market, terms, hours = first.market, first._terms, first.hours
+    sizes = [len(w.products) for w in windows]
+    if len(windows) == 1:
+        w = windows[0]
+        products = np.array(w.products, dtype=np.int64)
+        prices = np.array(w.prices, dtype=np.int64)
+        ages = w.t0 - np.array(w.listed_t, dtype=np.int64)
+        t0: int | np.ndarray = w.t0
+        multiplier: float | np.ndarray = w.multiplier
+    else:
+        products = np.array([p for w in windows for p in w.products], dtype=np.int64)
+        prices = np.array([p for w in windows for p in w.prices], dtype=np.int64)
+        starts = np.array([w.t0 for w in windows], dtype=np.int64).repeat(sizes)
+        ages = starts - np.array([t for w in windows for t in w.listed_t], dtype=np.int64)
+        t0 = starts[:, None]
+        multiplier = np.array([w.multiplier for w in windows]).repeat(sizes)
+    if ages.min() < 0:  # a negative row would silently read the table's end
+        raise ValueError("a listing is from after its window's first hour")
+    days = np.floor_divide(t0, 24) + market.history_days
+    base = terms.demand[days if np.ndim(days) == 0 else days[:, 0], products].astype(np.float64)
+    price = price_term(
+        prices, terms.p_ref_fen[products], terms.elasticity[products], first.config.price_term_cap
+    )
+    step = _HOURS.get(hours)
+    if step is None:
+        step = _HOURS[hours] = np.arange(hours, dtype=np.int64)
+    hour_of_day = np.remainder(t0, 24) + step
+    weights = market.hourly_weights[market.category[products][:, None], hour_of_day]
+    if len(windows) == 1:
+        exposure = first._exposure_rows[ages]
+    else:
+        bounds = np.cumsum([0, *sizes]).tolist()
+        exposure = np.concatenate(
+            [w.demand._exposure_rows[ages[a:b]] for w, a, b in zip(windows, bounds, bounds[1:])]
+        )
+    per_listing = base * price * multiplier
+    lam = per_listing[:, None] * weights * exposure
+    cells = _cells(windows[0].seed, products, np.add(t0, step), lam)
+    if len(windows) == 1:
+        into[0].extend(cells)
+        return
+    ends, k = np.cumsum(sizes).tolist(), 0
+    offset = 0
+    for cell, count in cells:
+        listing = cell // hours
+        while listing >= ends[k]:
+            offset, k = ends[k], k + 1
+        into[k].append((cell - offset * hours, count))
+
+
+def _cells(seed: int, products: np.ndarray, hours: np.ndarray, lam: np.ndarray) -> list[tuple[int, int]]:
+    """The orders of λ[listing, hour] as (cell, count > 0) in cell order; `hours` the market
+    hour of each cell (broadcast to λ's shape), the uniforms keyed by (seed, product, hour)."""
+    u = uniform(seed, Stream.ARRIVALS, products[:, None], hours)
     # Below SUM_FROM_ZERO_UP_TO the inverse CDF gives 0 where u ≤ P(X = 0) = e^(−λ). A
     # listing-hour rarely sees an order, so only the cells that may are drawn; the margin
     # keeps every cell within rounding of the boundary among them, where the draw decides.
