@@ -26,9 +26,9 @@ from merchantbench.random_streams import (
     poisson_from_uniform,
     uniform,
 )
+from merchantbench.scenario import DemandConfig
 
 _HOURS: dict[int, np.ndarray] = {}  # hours → arange(hours), int64
-from merchantbench.scenario import DemandConfig
 
 
 def exposure(age_days: np.ndarray | float, config: DemandConfig) -> np.ndarray:
@@ -230,9 +230,8 @@ def _group_arrivals(windows: list[StoreWindow], into: list[list[tuple[int, int]]
         exposure = first._exposure_rows[ages]
     else:
         bounds = np.cumsum([0, *sizes]).tolist()
-        exposure = np.concatenate(
-            [w.demand._exposure_rows[ages[a:b]] for w, a, b in zip(windows, bounds, bounds[1:])]
-        )
+        spans = zip(windows, bounds, bounds[1:], strict=False)
+        exposure = np.concatenate([w.demand._exposure_rows[ages[a:b]] for w, a, b in spans])
     per_listing = base * price * multiplier
     lam = per_listing[:, None] * weights * exposure
     cells = _cells(windows[0].seed, products, np.add(t0, step), lam)
@@ -248,7 +247,9 @@ def _group_arrivals(windows: list[StoreWindow], into: list[list[tuple[int, int]]
         into[k].append((cell - offset * hours, count))
 
 
-def _cells(seed: int, products: np.ndarray, hours: np.ndarray, lam: np.ndarray) -> list[tuple[int, int]]:
+def _cells(
+    seed: int, products: np.ndarray, hours: np.ndarray, lam: np.ndarray
+) -> list[tuple[int, int]]:
     """The orders of λ[listing, hour] as (cell, count > 0) in cell order; `hours` the market
     hour of each cell (broadcast to λ's shape), the uniforms keyed by (seed, product, hour)."""
     u = uniform(seed, Stream.ARRIVALS, products[:, None], hours)

@@ -27,8 +27,6 @@ import pickle
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from merchantbench.catalog.market import Market
 from merchantbench.scenario import Scenario
 from merchantbench.sim.actions import ActionRejected, StoreActions
