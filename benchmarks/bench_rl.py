@@ -10,15 +10,17 @@ Episodes are train-split episodes 0, 1, … starting on day 0. Run with:
 
     uv run python benchmarks/bench_rl.py [--scenario smoke] [--episodes 16] [--workers 2]
 
-`--classic` measures the classic store env instead (`rl.classic.StoreEnv`, 30-day episodes
-of the `small` market, 32 slots): windows per second of one env, and of Gymnasium's
-`SyncVectorEnv` of 4 and of 64, under a fixed action (the first 16 slots at markup 3.0) with
-resets included (markets built and the stores' opening days prepared before the clock starts).
-A fixed Python loop (`reference_loop`) is timed beside it so a loaded machine's figures can be
-compared as ratios, and each figure is given per CPU second of this process too (what the
-process got of a shared machine):
+`--classic` measures the classic store env instead (`rl.classic`, 30-day episodes of the
+`small` market, 32 slots, random start days over the 16 training markets): windows per second
+of one `StoreEnv`, and of `StoreVectorEnv`s of 4 and of 64 stores (their windows advanced
+together, `sim.engine.advance_stores`), under a fixed action (the first 16 slots at markup 3.0)
+with resets included. The markets and the opened store of every start day are prepared before
+the clock starts (a training run pays for them once: about 7 ms a start day). A fixed Python
+loop (`reference_loop`) is timed beside it so a loaded machine's figures can be compared as
+ratios, and each figure is given per CPU second of this process too (what the process got of
+a shared machine); `--profile` prints where a window's time goes (cProfile, cumulative shares):
 
-    uv run python benchmarks/bench_rl.py --classic [--seconds 20]
+    uv run python benchmarks/bench_rl.py --classic [--seconds 20] [--profile]
 
 and record the printed figures, with the machine, in docs/performance.md.
 """
@@ -30,7 +32,9 @@ import asyncio
 import os
 import platform
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from merchantbench.rl.episode import Episode, EpisodeConfig
 from merchantbench.rl.rollouts import Batch, ScriptedPolicy, play_many, play_on_ray
@@ -67,31 +71,79 @@ def reference_loop(seconds: float) -> float:
     return count / (time.perf_counter() - started)
 
 
-def classic(seconds: float) -> None:
+def classic(seconds: float, profile: bool) -> None:
     """Windows per second of the classic store env: 1 env, vectors of 4 and 64."""
-    import gymnasium as gym
     import numpy as np
 
-    from merchantbench.rl.classic import StoreEnv
+    from merchantbench.rl.classic import StoreEnv, StoreVectorEnv
 
     action = np.zeros(32, dtype=np.int64)
     action[:16] = 4
+    probe = StoreEnv()
+    for index in range(probe.pool):  # the training markets
+        probe.reset(options={"index": index, "start_day": 0})
+    for day in range(probe.last_start + 1):  # the opened store of every start day
+        probe.reset(options={"index": 0, "start_day": day})
     print(f"reference loop: {reference_loop(2.0):,.0f} iterations/s")
     for n in (1, 4, 64):
-        envs = gym.vector.SyncVectorEnv([StoreEnv for _ in range(n)])
-        envs.reset(seed=0)
-        actions = np.tile(action, (n, 1))
-        for _ in range(120):  # two episodes each: markets and opening days are ready
-            envs.step(actions)
+        step = (
+            _stepper(StoreVectorEnv(n), np.tile(action, (n, 1)))
+            if n > 1
+            else _stepper(probe, action)
+        )
+        for _ in range(120):  # two episodes each
+            step()
         windows, started, cpu = 0, time.perf_counter(), time.process_time()
         while time.perf_counter() - started < seconds:
-            envs.step(actions)
+            step()
             windows += n
         rate = windows / (time.perf_counter() - started)
         per_cpu = windows / (time.process_time() - cpu)
         print(f"classic env, {n} at once: {rate:,.0f} windows/s, {per_cpu:,.0f} per CPU second")
-        envs.close()
+        if profile:
+            _profile(step, max(1, 6400 // n))
     print(f"reference loop: {reference_loop(2.0):,.0f} iterations/s")
+
+
+def _stepper(envs: Any, actions: Any) -> Callable[[], None]:
+    """One step of `envs` (a store, reset when its episode ends; or a vector, which resets its
+    stores itself)."""
+    envs.reset(seed=0)
+    single = not hasattr(envs, "num_envs")
+
+    def step() -> None:
+        done = envs.step(actions)[2]
+        if single and done:
+            envs.reset()
+
+    return step
+
+
+_PARTS = {  # (function, file) of a window's parts, as cProfile names them
+    "_prepare": "classic.py",  # the action brought to the listings
+    "window_arrivals": "demand.py",  # intensities and draws (batched over the stores)
+    "_play_window": "engine.py",  # the window's hours: orders, transitions, samples
+    "_conclude": "classic.py",  # drain at the end, reward, observation
+    "_observe": "classic.py",
+    "_look_up_suppliers": "classic.py",  # supplier facts whose span ended
+    "reset": "classic.py",
+}
+
+
+def _profile(step: Callable[[], None], steps: int) -> None:
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(steps):
+        step()
+    profiler.disable()
+    stats = pstats.Stats(profiler)
+    total = stats.total_tt  # type: ignore[attr-defined]
+    for (file, _, name), (_, _, _, cumulative, _) in stats.stats.items():  # type: ignore[attr-defined]
+        if _PARTS.get(name) and file.endswith(_PARTS[name]):
+            print(f"    {name}: {cumulative / total:.0%} of the profiled time")
 
 
 def figure(run: Path, svg: Path) -> None:
@@ -154,6 +206,7 @@ def main() -> None:
     parser.add_argument("--address", default=None, help="a Ray cluster (default: a local one)")
     parser.add_argument("--classic", action="store_true", help="the classic store env instead")
     parser.add_argument("--seconds", type=float, default=20.0, help="per classic measurement")
+    parser.add_argument("--profile", action="store_true", help="with --classic: where time goes")
     parser.add_argument(
         "--figure",
         type=Path,
@@ -167,7 +220,7 @@ def main() -> None:
     print(f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
     if args.classic:
         print(f"load average: {os.getloadavg()[0]:.1f}")
-        classic(args.seconds)
+        classic(args.seconds, args.profile)
         return
     config = _config(args.scenario)
     started = time.perf_counter()

@@ -405,7 +405,7 @@ class StoreVectorEnv(gym.vector.VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
             seeds = list(seed)
         if len(seeds) != self.num_envs:
             raise ValueError(f"{len(seeds)} seeds for {self.num_envs} stores")
-        observations, infos = [], {}
+        observations, infos = [], dict[str, Any]()
         for i, (env, one) in enumerate(zip(self.envs, seeds, strict=True)):
             obs, info = env.reset(seed=one, options=options)
             observations.append(obs)
