@@ -34,15 +34,7 @@ import torch
 from torch import nn
 
 from merchantbench.rl.classic import GLOBAL, SLOT, StoreEnv, StoreVectorEnv
-from merchantbench.rl.classic_eval import (
-    best_constant,
-    constant_action,
-    episodes,
-    paired,
-    play,
-    play_rule_based,
-    random_policy,
-)
+from merchantbench.rl.classic_eval import best_constant, comparison, episodes, play
 
 __all__ = ["SlotAgent", "main"]
 
@@ -124,7 +116,6 @@ def main(argv: list[str] | None = None) -> int:
     tune = episodes("train", args.tune, probe.last_start)
     tuning = time.perf_counter()
     (count, level), means = best_constant(probe, tune)  # on training episodes
-    constant = constant_action(probe, count, level)
     tune_seconds = time.perf_counter() - tuning
     print(json.dumps({"best_constant": [count, level], "tune_seconds": round(tune_seconds)}))
 
@@ -227,12 +218,6 @@ def main(argv: list[str] | None = None) -> int:
     log(learnt)
     torch.save(agent.state_dict(), args.out / "slot_agent.pt")
 
-    rows = {
-        "slot_ppo": learnt,
-        "random": [play(probe, random_policy(probe, i), s) for i, s in enumerate(test)],
-        "best_constant": [play(probe, lambda _o: constant, s) for s in test],
-        "rule_based": [play_rule_based(probe, s) for s in test],
-    }
     results = {
         "scenario": args.scenario,
         "length": args.length,
@@ -241,12 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         "tune_seconds": round(tune_seconds, 1),
         "train_windows": windows,
         "args": {k: str(v) for k, v in vars(args).items()},
-        "test": [vars(s) for s in test],
-        "best_constant": {"count": count, "level": level, "markup": probe.markups[level - 1]},
-        "constant_means_on_train": {f"{c}x{lv}": m for (c, lv), m in means.items()},
-        "scores": rows,
-        "means": {name: float(np.mean(v)) for name, v in rows.items()},
-        "slot_ppo_vs": {name: paired(learnt, v) for name, v in rows.items() if name != "slot_ppo"},
+        **comparison(probe, test, "slot_ppo", learnt, (count, level), means),
     }
     (args.out / "results.json").write_text(json.dumps(results, indent=1))
     print(json.dumps({"means": results["means"], "vs": results["slot_ppo_vs"]}, indent=1))
