@@ -4,11 +4,15 @@ an agent of its own, all sharing one network, each trained on its own reward.
 Why: the store's reward is one number a window for 32 decisions, so a policy trained on it (SB3's
 PPO, docs/rl.md) cannot tell which listing earned or lost it. The env splits the window's change
 in net assets by slot exactly (`info["slot_rewards_fen"]`: each listing's margins, fees and
-fines; they sum to the reward), so each slot's decision is judged by what that listing did. The
-shared actor reads a slot's features with the store's and gives that slot's 8 markup logits; the
-shared critic estimates that slot's own return. The stores run as a `StoreVectorEnv` (their
-windows advanced together on the one engine). What it ignores: a listing's effect on the others
-(the store's rating, the shared balance), which reaches them only as their own later rewards.
+fines; they sum to the reward), so each slot's decision is judged mostly by what that listing
+did. The shared actor reads a slot's features with the store's and gives that slot's 8 markup
+logits; the shared critic estimates that slot's own return. A slot's reward is
+`(1 − s) × its own + s × the store's / slots` (`--store-share` s, 0.5): a listing's effect on
+the others (its bad reviews lower the store's rating and so their demand, its purchases draw on
+the shared balance) reaches it only through the store's part. Returns are undiscounted over
+the episode (`--gamma` 1: the last window's drain pays out every open order, which a discount
+would weigh less for slow-selling high markups). The stores run as a `StoreVectorEnv` (their
+windows advanced together on the one engine).
 
 Runs in the sb3 environment (torch; `uv run python -m merchantbench.training_envs sb3`), with
 this checkout on `PYTHONPATH`:
