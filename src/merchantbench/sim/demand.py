@@ -6,16 +6,16 @@ numbers).
 
 A window has a few dozen listings × 12 hours, so numpy's cost per call, not per element,
 dominates: `WindowDemand` keeps what does not change between windows (float64 copies of the
-market's per-product terms, the category weights of each window's hours, ℓ tabulated by age in
-hours) and computes the rest with as few calls as the formula allows, in the formula's order of
-operations (the same floats, hence the same draws).
+market's per-product terms, ℓ tabulated by age in hours) and computes the rest with as few
+calls as the formula allows, in the formula's order of operations (the same floats, hence the
+same draws); `window_arrivals` computes many stores' windows in one set of those calls.
 """
 
 from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -57,16 +57,6 @@ class _MarketTerms:
     demand: np.ndarray  # a plain view of the memory map (the subclass costs per call)
     p_ref_fen: np.ndarray  # float64
     elasticity: np.ndarray  # float64
-    # (first hour of day, hours) → weights[category, hour] of a window's hours
-    weights: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
-
-    def window_weights(self, market: Market, first_hour: int, hours: int) -> np.ndarray:
-        key = (first_hour, hours)
-        cached = self.weights.get(key)
-        if cached is None:
-            span = market.hourly_weights[:, first_hour : first_hour + hours]
-            cached = self.weights[key] = np.ascontiguousarray(span)
-        return cached
 
 
 _TERMS: weakref.WeakKeyDictionary[Market, _MarketTerms] = weakref.WeakKeyDictionary()
@@ -117,20 +107,46 @@ class WindowDemand:
         """λ[listing, hour] for hours t0 … t0+hours−1; `listed_t` ≤ t0 (listings so far).
         `rating_multiplier` is the store's, or one per listing (a market of several merchants):
         the same floats either way."""
-        market, terms = self.market, self._terms
         ages = t0 - listed_t
         if len(ages) and ages.min() < 0:  # a negative row would silently read the table's end
             raise ValueError(f"a listing is from after hour {t0}")
-        base = terms.demand[t0 // 24 + market.history_days][products].astype(np.float64)
-        price = price_term(
-            prices_fen,
-            terms.p_ref_fen[products],
-            terms.elasticity[products],
-            self.config.price_term_cap,
+        return _intensity(
+            self, products, prices_fen, t0, rating_multiplier, self._exposure_rows[ages]
         )
-        weights = terms.window_weights(market, t0 % 24, self.hours)[market.category[products]]
-        per_listing = base * price * rating_multiplier
-        return per_listing[:, None] * weights * self._exposure_rows[ages]
+
+
+def _intensity(
+    demand: WindowDemand,
+    products: np.ndarray,
+    prices_fen: np.ndarray,
+    t0: int | np.ndarray,
+    multiplier: float | np.ndarray,
+    exposure_rows: np.ndarray,
+) -> np.ndarray:
+    """λ[listing, hour], the formula in its order of operations: `t0` the window's first hour
+    (or one per listing, a column), `multiplier` the rating's (or one per listing),
+    `exposure_rows` ℓ of each listing's hours."""
+    market, terms = demand.market, demand._terms
+    days = np.floor_divide(t0, 24) + market.history_days
+    base = terms.demand[days if np.ndim(days) == 0 else days[:, 0], products].astype(np.float64)
+    price = price_term(
+        prices_fen,
+        terms.p_ref_fen[products],
+        terms.elasticity[products],
+        demand.config.price_term_cap,
+    )
+    hour_of_day = np.remainder(t0, 24) + _hours(demand.hours)
+    weights = market.hourly_weights[market.category[products][:, None], hour_of_day]
+    per_listing = base * price * multiplier
+    return per_listing[:, None] * weights * exposure_rows
+
+
+def _hours(hours: int) -> np.ndarray:
+    """arange(hours), int64, made once per length."""
+    step = _HOURS.get(hours)
+    if step is None:
+        step = _HOURS[hours] = np.arange(hours, dtype=np.int64)
+    return step
 
 
 def window_intensity(
@@ -198,7 +214,7 @@ def window_arrivals(windows: Sequence[StoreWindow]) -> list[list[tuple[int, int]
 def _group_arrivals(windows: list[StoreWindow], into: list[list[tuple[int, int]]]) -> None:
     """`window_arrivals` of stores sharing market, seed, demand rules and window length."""
     first = windows[0].demand
-    market, terms, hours = first.market, first._terms, first.hours
+    hours = first.hours
     sizes = [len(w.products) for w in windows]
     if len(windows) == 1:
         w = windows[0]
@@ -216,25 +232,14 @@ def _group_arrivals(windows: list[StoreWindow], into: list[list[tuple[int, int]]
         multiplier = np.array([w.multiplier for w in windows]).repeat(sizes)
     if ages.min() < 0:  # a negative row would silently read the table's end
         raise ValueError("a listing is from after its window's first hour")
-    days = np.floor_divide(t0, 24) + market.history_days
-    base = terms.demand[days if np.ndim(days) == 0 else days[:, 0], products].astype(np.float64)
-    price = price_term(
-        prices, terms.p_ref_fen[products], terms.elasticity[products], first.config.price_term_cap
-    )
-    step = _HOURS.get(hours)
-    if step is None:
-        step = _HOURS[hours] = np.arange(hours, dtype=np.int64)
-    hour_of_day = np.remainder(t0, 24) + step
-    weights = market.hourly_weights[market.category[products][:, None], hour_of_day]
     if len(windows) == 1:
         exposure = first._exposure_rows[ages]
     else:
         bounds = np.cumsum([0, *sizes]).tolist()
         spans = zip(windows, bounds, bounds[1:], strict=False)
         exposure = np.concatenate([w.demand._exposure_rows[ages[a:b]] for w, a, b in spans])
-    per_listing = base * price * multiplier
-    lam = per_listing[:, None] * weights * exposure
-    cells = _cells(windows[0].seed, products, np.add(t0, step), lam)
+    lam = _intensity(first, products, prices, t0, multiplier, exposure)
+    cells = _cells(windows[0].seed, products, np.add(t0, _hours(hours)), lam)
     if len(windows) == 1:
         into[0].extend(cells)
         return
