@@ -147,8 +147,9 @@ def _profile(step: Callable[[], None], steps: int) -> None:
 
 
 def figure(run: Path, svg: Path) -> None:
-    """The training curve of an `sb3_train` run (`curve.json`) as an SVG, with the held-out
-    means of its `results.json` as reference lines; prints the held-out table (Markdown)."""
+    """The training curve of an `sb3_train` or `slot_ppo` run (`curve.json`) as an SVG, with
+    the held-out means of its `results.json` as reference lines; prints the held-out table
+    (Markdown)."""
     import json
 
     import numpy as np
@@ -157,42 +158,54 @@ def figure(run: Path, svg: Path) -> None:
 
     curve = json.loads((run / "curve.json").read_text())
     results = json.loads((run / "results.json").read_text())
-    minutes = np.array([point["seconds"] / 60 for point in curve])
-    held = np.array([point["held_out_mean_rmb"] for point in curve], dtype=float)
-    train = np.array([point["train_return_rmb"] or np.nan for point in curve], dtype=float)
+    name = "slot_ppo" if "slot_ppo_vs" in results else "ppo"
+    label = "slot PPO (per-listing credit)" if name == "slot_ppo" else "PPO (SlotPolicy)"
+    evaluated = [point for point in curve if point["held_out_mean_rmb"] is not None]
+    minutes = np.array([point["seconds"] / 60 for point in evaluated])
+    held = np.array([point["held_out_mean_rmb"] for point in evaluated], dtype=float)
+    trained = [point for point in curve if point["train_return_rmb"] is not None]
+    every = max(1, len(trained) // 60)  # a point a window of updates is enough to see
+    train_minutes = np.array([point["seconds"] / 60 for point in trained[::every]])
+    train = np.array([point["train_return_rmb"] for point in trained[::every]], dtype=float)
     means = results["means"]
     others = []  # other runs' held-out curves beside it (folders run-<label>/curve.json)
-    for colour, label in (("#ff7f0e", "mlp"), ("#17becf", "noprior")):
-        other = run.parent / f"{run.name}-{label}" / "curve.json"
+    for colour, other_label in (
+        ("#ff7f0e", "mlp"),
+        ("#17becf", "noprior"),
+        ("#8c564b", "own-reward"),
+    ):
+        other = run.parent / f"{run.name}-{other_label}" / "curve.json"
         if other.exists():
-            points = json.loads(other.read_text())
+            points = [
+                p for p in json.loads(other.read_text()) if p["held_out_mean_rmb"] is not None
+            ]
             x = np.array([point["seconds"] / 60 for point in points])
             y = np.array([point["held_out_mean_rmb"] for point in points], dtype=float)
-            others.append(Line(x, y, colour, 1.5, f"held-out, {label} run", markers=True))
+            others.append(Line(x, y, colour, 1.5, f"held-out, {other_label} run", markers=True))
     marks = [
-        Line(minutes, held, "#1f77b4", 2.0, "PPO, held-out mean", markers=True),
+        Line(minutes, held, "#1f77b4", 2.0, "held-out mean", markers=True),
         *others,
-        Line(minutes, train, "#9467bd", 1.2, "PPO, last training episodes", "dashed", markers=True),
+        Line(train_minutes, train, "#9467bd", 1.2, "last training episodes", "dashed"),
         HLine(means["best_constant"], "#d62728", "dashed", 1.2, "best constant"),
         HLine(means["rule_based"], "#2ca02c", "dotted", 1.5, "rule-based"),
         HLine(means["random"], "#7f7f7f", "dotted", 1.2, "random"),
     ]
+    top = float(np.nanmax([*held, *train, means["best_constant"]])) * 1.1
+    end = float(max(minutes.max(), 1.0))
     Figure(
-        f"Classic store env ({results['scenario']}, {results['length']}): PPO (SlotPolicy)",
-        [Panel("change in net assets (RMB)", marks, ylim=(0.0, 500.0))],
-        xlim=(0.0, float(max(minutes.max(), 1.0))),
-        xticks=[(m, f"{m:g}") for m in range(0, int(minutes.max()) + 1, 5)],
+        f"Classic store env ({results['scenario']}, {results['length']}): {label}",
+        [Panel("change in net assets (RMB)", marks, ylim=(0.0, max(500.0, top)))],
+        xlim=(0.0, end),
+        xticks=[(m, f"{m:g}") for m in range(0, int(end) + 1, 5)],
         xlabel="training wall-clock minutes (2 cores shared with other jobs)",
     ).save(svg)
-    print(
-        "| policy | held-out mean (RMB) | PPO − policy (mean ± s.e.) | PPO wins / ties / losses |"
-    )
+    print("| policy | held-out mean (RMB) | learnt − policy (mean ± s.e.) | wins / ties / losses |")
     print("|---|---:|---:|---:|")
-    print(f"| PPO (SlotPolicy) | {means['ppo']:.1f} | | |")
-    for name in ("best_constant", "rule_based", "random"):
-        p = results["ppo_vs"][name]
+    print(f"| {label} | {means[name]:.1f} | | |")
+    for other_name in ("best_constant", "rule_based", "random"):
+        p = results[f"{name}_vs"][other_name]
         print(
-            f"| {name.replace('_', ' ')} | {means[name]:.1f} | {p['mean_diff']:+.1f} ± "
+            f"| {other_name.replace('_', ' ')} | {means[other_name]:.1f} | {p['mean_diff']:+.1f} ± "
             f"{p['se']:.1f} | {p['wins']} / {p['ties']} / {p['losses']} |"
         )
 
@@ -211,11 +224,13 @@ def main() -> None:
         "--figure",
         type=Path,
         default=None,
-        help="an sb3_train output folder: its curve as docs/img/rl-classic.svg",
+        help="an sb3_train or slot_ppo output folder: its curve as docs/img/rl-classic.svg "
+        "(sb3_train) or docs/img/rl-slot.svg (slot_ppo)",
     )
     args = parser.parse_args()
     if args.figure is not None:
-        figure(args.figure, Path("docs/img/rl-classic.svg"))
+        slot = "slot_ppo_vs" in (args.figure / "results.json").read_text()
+        figure(args.figure, Path("docs/img/rl-slot.svg" if slot else "docs/img/rl-classic.svg"))
         return
     print(f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
     if args.classic:
