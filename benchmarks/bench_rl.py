@@ -10,15 +10,17 @@ Episodes are train-split episodes 0, 1, … starting on day 0. Run with:
 
     uv run python benchmarks/bench_rl.py [--scenario smoke] [--episodes 16] [--workers 2]
 
-`--classic` measures the classic store env instead (`rl.classic.StoreEnv`, 30-day episodes
-of the `small` market, 32 slots): windows per second of one env, and of Gymnasium's
-`SyncVectorEnv` of 4 and of 64, under a fixed action (the first 16 slots at markup 3.0) with
-resets included (markets built and the stores' opening days prepared before the clock starts).
-A fixed Python loop (`reference_loop`) is timed beside it so a loaded machine's figures can be
-compared as ratios, and each figure is given per CPU second of this process too (what the
-process got of a shared machine):
+`--classic` measures the classic store env instead (`rl.classic`, 30-day episodes of the
+`small` market, 32 slots, random start days over the 16 training markets): windows per second
+of one `StoreEnv`, and of `StoreVectorEnv`s of 4 and of 64 stores (their windows advanced
+together, `sim.engine.advance_stores`), under a fixed action (the first 16 slots at markup 3.0)
+with resets included. The markets and the opened store of every start day are prepared before
+the clock starts (a training run pays for them once: about 7 ms a start day). A fixed Python
+loop (`reference_loop`) is timed beside it so a loaded machine's figures can be compared as
+ratios, and each figure is given per CPU second of this process too (what the process got of
+a shared machine); `--profile` prints where a window's time goes (cProfile, cumulative shares):
 
-    uv run python benchmarks/bench_rl.py --classic [--seconds 20]
+    uv run python benchmarks/bench_rl.py --classic [--seconds 20] [--profile]
 
 and record the printed figures, with the machine, in docs/performance.md.
 """
@@ -30,7 +32,9 @@ import asyncio
 import os
 import platform
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from merchantbench.rl.episode import Episode, EpisodeConfig
 from merchantbench.rl.rollouts import Batch, ScriptedPolicy, play_many, play_on_ray
@@ -67,36 +71,85 @@ def reference_loop(seconds: float) -> float:
     return count / (time.perf_counter() - started)
 
 
-def classic(seconds: float) -> None:
+def classic(seconds: float, profile: bool) -> None:
     """Windows per second of the classic store env: 1 env, vectors of 4 and 64."""
-    import gymnasium as gym
     import numpy as np
 
-    from merchantbench.rl.classic import StoreEnv
+    from merchantbench.rl.classic import StoreEnv, StoreVectorEnv
 
     action = np.zeros(32, dtype=np.int64)
     action[:16] = 4
+    probe = StoreEnv()
+    for index in range(probe.pool):  # the training markets
+        probe.reset(options={"index": index, "start_day": 0})
+    for day in range(probe.last_start + 1):  # the opened store of every start day
+        probe.reset(options={"index": 0, "start_day": day})
     print(f"reference loop: {reference_loop(2.0):,.0f} iterations/s")
     for n in (1, 4, 64):
-        envs = gym.vector.SyncVectorEnv([StoreEnv for _ in range(n)])
-        envs.reset(seed=0)
-        actions = np.tile(action, (n, 1))
-        for _ in range(120):  # two episodes each: markets and opening days are ready
-            envs.step(actions)
+        step = (
+            _stepper(StoreVectorEnv(n), np.tile(action, (n, 1)))
+            if n > 1
+            else _stepper(probe, action)
+        )
+        for _ in range(120):  # two episodes each
+            step()
         windows, started, cpu = 0, time.perf_counter(), time.process_time()
         while time.perf_counter() - started < seconds:
-            envs.step(actions)
+            step()
             windows += n
         rate = windows / (time.perf_counter() - started)
         per_cpu = windows / (time.process_time() - cpu)
         print(f"classic env, {n} at once: {rate:,.0f} windows/s, {per_cpu:,.0f} per CPU second")
-        envs.close()
+        if profile:
+            _profile(step, max(1, 6400 // n))
     print(f"reference loop: {reference_loop(2.0):,.0f} iterations/s")
 
 
+def _stepper(envs: Any, actions: Any) -> Callable[[], None]:
+    """One step of `envs` (a store, reset when its episode ends; or a vector, which resets its
+    stores itself)."""
+    envs.reset(seed=0)
+    single = not hasattr(envs, "num_envs")
+
+    def step() -> None:
+        done = envs.step(actions)[2]
+        if single and done:
+            envs.reset()
+
+    return step
+
+
+_PARTS = {  # (function, file) of a window's parts, as cProfile names them
+    "_prepare": "classic.py",  # the action brought to the listings
+    "window_arrivals": "demand.py",  # intensities and draws (batched over the stores)
+    "_play_window": "engine.py",  # the window's hours: orders, transitions, samples
+    "_conclude": "classic.py",  # drain at the end, reward, observation
+    "_observe": "classic.py",
+    "_look_up_suppliers": "classic.py",  # supplier facts whose span ended
+    "reset": "classic.py",
+}
+
+
+def _profile(step: Callable[[], None], steps: int) -> None:
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(steps):
+        step()
+    profiler.disable()
+    stats = pstats.Stats(profiler)
+    total = stats.total_tt  # type: ignore[attr-defined]
+    for (file, _, name), (_, _, _, cumulative, _) in stats.stats.items():  # type: ignore[attr-defined]
+        if _PARTS.get(name) and file.endswith(_PARTS[name]):
+            print(f"    {name}: {cumulative / total:.0%} of the profiled time")
+
+
 def figure(run: Path, svg: Path) -> None:
-    """The training curve of an `sb3_train` run (`curve.json`) as an SVG, with the held-out
-    means of its `results.json` as reference lines; prints the held-out table (Markdown)."""
+    """The training curve of an `sb3_train` or `slot_ppo` run (`curve.json`) as an SVG, with
+    the held-out means of its `results.json` as reference lines; prints the held-out table
+    (Markdown)."""
     import json
 
     import numpy as np
@@ -105,42 +158,54 @@ def figure(run: Path, svg: Path) -> None:
 
     curve = json.loads((run / "curve.json").read_text())
     results = json.loads((run / "results.json").read_text())
-    minutes = np.array([point["seconds"] / 60 for point in curve])
-    held = np.array([point["held_out_mean_rmb"] for point in curve], dtype=float)
-    train = np.array([point["train_return_rmb"] or np.nan for point in curve], dtype=float)
+    name = "slot_ppo" if "slot_ppo_vs" in results else "ppo"
+    label = "slot PPO (per-listing credit)" if name == "slot_ppo" else "PPO (SlotPolicy)"
+    evaluated = [point for point in curve if point["held_out_mean_rmb"] is not None]
+    minutes = np.array([point["seconds"] / 60 for point in evaluated])
+    held = np.array([point["held_out_mean_rmb"] for point in evaluated], dtype=float)
+    trained = [point for point in curve if point["train_return_rmb"] is not None]
+    every = max(1, len(trained) // 60)  # a point a window of updates is enough to see
+    train_minutes = np.array([point["seconds"] / 60 for point in trained[::every]])
+    train = np.array([point["train_return_rmb"] for point in trained[::every]], dtype=float)
     means = results["means"]
     others = []  # other runs' held-out curves beside it (folders run-<label>/curve.json)
-    for colour, label in (("#ff7f0e", "mlp"), ("#17becf", "noprior")):
-        other = run.parent / f"{run.name}-{label}" / "curve.json"
+    for colour, other_label in (
+        ("#ff7f0e", "mlp"),
+        ("#17becf", "noprior"),
+        ("#8c564b", "own-reward"),
+    ):
+        other = run.parent / f"{run.name}-{other_label}" / "curve.json"
         if other.exists():
-            points = json.loads(other.read_text())
+            points = [
+                p for p in json.loads(other.read_text()) if p["held_out_mean_rmb"] is not None
+            ]
             x = np.array([point["seconds"] / 60 for point in points])
             y = np.array([point["held_out_mean_rmb"] for point in points], dtype=float)
-            others.append(Line(x, y, colour, 1.5, f"held-out, {label} run", markers=True))
+            others.append(Line(x, y, colour, 1.5, f"held-out, {other_label} run", markers=True))
     marks = [
-        Line(minutes, held, "#1f77b4", 2.0, "PPO, held-out mean", markers=True),
+        Line(minutes, held, "#1f77b4", 2.0, "held-out mean", markers=True),
         *others,
-        Line(minutes, train, "#9467bd", 1.2, "PPO, last training episodes", "dashed", markers=True),
+        Line(train_minutes, train, "#9467bd", 1.2, "last training episodes", "dashed"),
         HLine(means["best_constant"], "#d62728", "dashed", 1.2, "best constant"),
         HLine(means["rule_based"], "#2ca02c", "dotted", 1.5, "rule-based"),
         HLine(means["random"], "#7f7f7f", "dotted", 1.2, "random"),
     ]
+    top = float(np.nanmax([*held, *train, means["best_constant"]])) * 1.1
+    end = float(max(minutes.max(), 1.0))
     Figure(
-        f"Classic store env ({results['scenario']}, {results['length']}): PPO (SlotPolicy)",
-        [Panel("change in net assets (RMB)", marks, ylim=(0.0, 500.0))],
-        xlim=(0.0, float(max(minutes.max(), 1.0))),
-        xticks=[(m, f"{m:g}") for m in range(0, int(minutes.max()) + 1, 5)],
+        f"Classic store env ({results['scenario']}, {results['length']}): {label}",
+        [Panel("change in net assets (RMB)", marks, ylim=(0.0, max(500.0, top)))],
+        xlim=(0.0, end),
+        xticks=[(m, f"{m:g}") for m in range(0, int(end) + 1, 5)],
         xlabel="training wall-clock minutes (2 cores shared with other jobs)",
     ).save(svg)
-    print(
-        "| policy | held-out mean (RMB) | PPO − policy (mean ± s.e.) | PPO wins / ties / losses |"
-    )
+    print("| policy | held-out mean (RMB) | learnt − policy (mean ± s.e.) | wins / ties / losses |")
     print("|---|---:|---:|---:|")
-    print(f"| PPO (SlotPolicy) | {means['ppo']:.1f} | | |")
-    for name in ("best_constant", "rule_based", "random"):
-        p = results["ppo_vs"][name]
+    print(f"| {label} | {means[name]:.1f} | | |")
+    for other_name in ("best_constant", "rule_based", "random"):
+        p = results[f"{name}_vs"][other_name]
         print(
-            f"| {name.replace('_', ' ')} | {means[name]:.1f} | {p['mean_diff']:+.1f} ± "
+            f"| {other_name.replace('_', ' ')} | {means[other_name]:.1f} | {p['mean_diff']:+.1f} ± "
             f"{p['se']:.1f} | {p['wins']} / {p['ties']} / {p['losses']} |"
         )
 
@@ -154,20 +219,23 @@ def main() -> None:
     parser.add_argument("--address", default=None, help="a Ray cluster (default: a local one)")
     parser.add_argument("--classic", action="store_true", help="the classic store env instead")
     parser.add_argument("--seconds", type=float, default=20.0, help="per classic measurement")
+    parser.add_argument("--profile", action="store_true", help="with --classic: where time goes")
     parser.add_argument(
         "--figure",
         type=Path,
         default=None,
-        help="an sb3_train output folder: its curve as docs/img/rl-classic.svg",
+        help="an sb3_train or slot_ppo output folder: its curve as docs/img/rl-classic.svg "
+        "(sb3_train) or docs/img/rl-slot.svg (slot_ppo)",
     )
     args = parser.parse_args()
     if args.figure is not None:
-        figure(args.figure, Path("docs/img/rl-classic.svg"))
+        slot = "slot_ppo_vs" in (args.figure / "results.json").read_text()
+        figure(args.figure, Path("docs/img/rl-slot.svg" if slot else "docs/img/rl-classic.svg"))
         return
     print(f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
     if args.classic:
         print(f"load average: {os.getloadavg()[0]:.1f}")
-        classic(args.seconds)
+        classic(args.seconds, args.profile)
         return
     config = _config(args.scenario)
     started = time.perf_counter()

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from merchantbench.rl.classic import GLOBAL, SLOT, StoreEnv
+from merchantbench.rl.classic import GLOBAL, SLOT, StoreEnv, StoreVectorEnv
 from merchantbench.rl.classic_eval import (
     EpisodeSpec,
     constant_action,
@@ -115,3 +115,55 @@ def test_the_sb3_training_script_runs_and_reports(tmp_path: Path) -> None:
     assert results["train_steps"] > 0 and results["ppo_vs"]["random"]["n"] == 2
     curve = json.loads((tmp_path / "curve.json").read_text())
     assert curve[-1]["held_out_mean_rmb"] == results["means"]["ppo"]
+
+
+def test_slot_rewards_split_the_window_reward_exactly() -> None:
+    env = StoreEnv(scenario="smoke", length=7, slots=8, pool=2)
+    env.reset(options={"split": "train", "index": 1, "start_day": 20})
+    action = constant_action(env, 8, 1)
+    total, slots, done = 0, np.zeros(8, dtype=np.int64), False
+    while not done:
+        _, _, done, _, info = env.step(action)
+        assert int(info["slot_rewards_fen"].sum()) == info["reward_fen"]
+        total += info["reward_fen"]
+        slots += info["slot_rewards_fen"]
+    assert total == info["net_assets_change_fen"] and np.count_nonzero(slots) >= 2
+
+
+def test_an_opening_day_is_the_episodes_store_on_every_market() -> None:
+    """The opened store is kept per day, not per market: opening day 90 on one market, then on
+    another, gives the `rl.episode` store of each (same state hash)."""
+    env = _env()
+    for split, index in (("train", 0), ("validation", 5)):
+        env.reset(options={"split": split, "index": index, "start_day": 90})
+        episode = Episode(
+            EpisodeConfig("smoke", length=3, start_day=90), episode_seed(split, index)
+        )
+        assert env.engine is not None
+        assert env.engine.state_hash() == episode.session.state_hash()
+
+
+def test_the_vector_env_steps_stores_together_as_each_alone() -> None:
+    """`StoreVectorEnv` (the stores' windows advanced together) gives each store the
+    observations, rewards and resets that a `StoreEnv` of the same seed gives alone."""
+    vector = StoreVectorEnv(3, scenario="smoke", length=2, slots=8, pool=2)
+    alone = [StoreEnv(scenario="smoke", length=2, slots=8, pool=2) for _ in range(3)]
+    obs, _ = vector.reset(seed=10)
+    for i, env in enumerate(alone):
+        assert np.array_equal(obs[i], env.reset(seed=10 + i)[0])
+    rng = np.random.default_rng(0)
+    finished = 0
+    for _ in range(12):  # 4 windows an episode: each store resets twice or more
+        actions = rng.integers(0, 8, size=(3, 8))
+        obs, rewards, done, _, infos = vector.step(actions)
+        for i, env in enumerate(alone):
+            one, reward, over, _, info = env.step(actions[i])
+            assert reward == rewards[i] and over == done[i]
+            if over:  # the infos are the new episode's; the last step's are final_info
+                finished += 1
+                assert info["reward_fen"] == infos["final_info"]["reward_fen"][i]
+                assert np.array_equal(infos["final_obs"][i], one)
+                one, info = env.reset()
+            assert info["reward_fen"] == infos["reward_fen"][i]
+            assert np.array_equal(obs[i], one)
+    assert finished >= 6

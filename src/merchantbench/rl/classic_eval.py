@@ -25,6 +25,7 @@ from merchantbench.rl.splits import episode_seed
 
 __all__ = [
     "EpisodeSpec",
+    "comparison",
     "Policy",
     "best_constant",
     "constant_action",
@@ -120,4 +121,33 @@ def paired(ours: Sequence[float], theirs: Sequence[float]) -> dict[str, Any]:
         "ties": int((diff == 0).sum()),
         "losses": int((diff < 0).sum()),
         "n": n,
+    }
+
+
+def comparison(
+    env: StoreEnv,
+    test: Sequence[EpisodeSpec],
+    name: str,
+    learnt: Sequence[float],
+    constant: tuple[int, int],
+    means: dict[tuple[int, int], float],
+) -> dict[str, Any]:
+    """The held-out table of a learnt policy: its scores on `test` beside random actions, the
+    best constant action `(count, level)` (chosen on training episodes, whose means are
+    `means`) and the rule-based agent, each paired with it episode by episode."""
+    count, level = constant
+    action = constant_action(env, count, level)
+    rows = {
+        name: list(learnt),
+        "random": [play(env, random_policy(env, i), spec) for i, spec in enumerate(test)],
+        "best_constant": [play(env, constant_policy(action), spec) for spec in test],
+        "rule_based": [play_rule_based(env, spec) for spec in test],
+    }
+    return {
+        "test": [vars(spec) for spec in test],
+        "best_constant": {"count": count, "level": level, "markup": env.markups[level - 1]},
+        "constant_means_on_train": {f"{c}x{lv}": m for (c, lv), m in means.items()},
+        "scores": rows,
+        "means": {key: float(np.mean(v)) for key, v in rows.items()},
+        f"{name}_vs": {key: paired(learnt, v) for key, v in rows.items() if key != name},
     }

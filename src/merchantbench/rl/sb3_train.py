@@ -24,12 +24,9 @@ import numpy as np
 from merchantbench.rl.classic import StoreEnv
 from merchantbench.rl.classic_eval import (
     best_constant,
-    constant_action,
+    comparison,
     episodes,
-    paired,
     play,
-    play_rule_based,
-    random_policy,
 )
 
 
@@ -78,7 +75,6 @@ def main(argv: list[str] | None = None) -> int:
         probe.reset(options={"index": index, "start_day": 0})
     tuning = time.perf_counter()
     (count, level), means = best_constant(probe, tune)  # on training episodes
-    constant = constant_action(probe, count, level)
     tune_seconds = time.perf_counter() - tuning
     print(json.dumps({"best_constant": [count, level], "tune_seconds": round(tune_seconds)}))
     started = time.perf_counter()
@@ -138,12 +134,6 @@ def main(argv: list[str] | None = None) -> int:
     ppo = held_out(model)
     budget._log(train_seconds, ppo)
 
-    rows = {
-        "ppo": ppo,
-        "random": [play(probe, random_policy(probe, i), s) for i, s in enumerate(test)],
-        "best_constant": [play(probe, lambda _o: constant, s) for s in test],
-        "rule_based": [play_rule_based(probe, s) for s in test],
-    }
     results = {
         "scenario": args.scenario,
         "length": args.length,
@@ -156,12 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         "n_steps": args.n_steps,
         "gamma": args.gamma,
         "train_steps": int(model.num_timesteps),
-        "test": [vars(s) for s in test],
-        "best_constant": {"count": count, "level": level, "markup": probe.markups[level - 1]},
-        "constant_means_on_train": {f"{c}x{lv}": m for (c, lv), m in means.items()},
-        "scores": rows,
-        "means": {name: float(np.mean(v)) for name, v in rows.items()},
-        "ppo_vs": {name: paired(ppo, v) for name, v in rows.items() if name != "ppo"},
+        **comparison(probe, test, "ppo", ppo, (count, level), means),
     }
     (args.out / "results.json").write_text(json.dumps(results, indent=1))
     print(json.dumps({"means": results["means"], "ppo_vs": results["ppo_vs"]}, indent=1))

@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import heapq
 import pickle
+from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
 
 from merchantbench.catalog.market import Market
 from merchantbench.scenario import Scenario
 from merchantbench.sim.actions import ActionRejected, StoreActions
-from merchantbench.sim.demand import WindowDemand, arrival_cells
+from merchantbench.sim.demand import StoreWindow, WindowDemand, window_arrivals
 from merchantbench.sim.ledger import Ledger
 from merchantbench.sim.lifecycle import Lifecycle
 from merchantbench.sim.rating import RatingState
@@ -39,7 +38,7 @@ from merchantbench.sim.rivals import RivalView
 from merchantbench.sim.state import Samples, StoreState
 from merchantbench.sim.suppliers import SupplierBook
 
-__all__ = ["ActionRejected", "Engine", "SharedParts"]
+__all__ = ["ActionRejected", "Engine", "SharedParts", "advance_stores"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -106,13 +105,35 @@ class Engine(StoreActions, Lifecycle):
     # --- time ----------------------------------------------------------------------------------
     def advance(self) -> None:
         """Close the open window and simulate its hours; the next window opens after."""
+        advance_stores((self,))
+
+    def _window(self) -> StoreWindow:
+        """The open window's listings as the arrivals read them (none once closed)."""
         if self.done:
             raise RuntimeError("the run is over: call finish()")
         if self.in_market:
             raise RuntimeError("a merchant of a market: the market advances its hours")
+        state = self.state
+        listings = state.listings
+        products = [] if state.closed else sorted(listings)
+        items = [listings[p] for p in products]
+        return StoreWindow(
+            self.demand,
+            self.seed,
+            state.t,
+            products,
+            [item.price for item in items],
+            [item.listed_t for item in items],
+            state.rating.multiplier,
+        )
+
+    def _play_window(self, products: list[int], cells: list[tuple[int, int]]) -> None:
+        """Simulate the open window's hours given its arrivals (`window_arrivals`' cells)."""
         t0 = self.state.t
-        products = sorted(self.state.listings)
-        arrivals = self._arrivals_by_hour(t0, products)
+        arrivals: dict[int, list[tuple[int, int]]] = {}
+        for cell, count in cells:
+            j, k = divmod(cell, self.window_hours)
+            arrivals.setdefault(k, []).append((j, count))
         pending = self.state.pending
         unsampled = t0  # the first hour whose sample is not written yet
         for k in range(self.window_hours):
@@ -155,22 +176,6 @@ class Engine(StoreActions, Lifecycle):
             self.advance()
         self.finish()
 
-    def _arrivals_by_hour(self, t0: int, order: list[int]) -> dict[int, list[tuple[int, int]]]:
-        """The window's arrivals: hour k → (position in `order`, count) in position order."""
-        by_hour: dict[int, list[tuple[int, int]]] = {}
-        listings = self.state.listings
-        if not order or self.state.closed:
-            return by_hour
-        products = np.array(order, dtype=np.int64)
-        prices = np.array([listings[p].price for p in order], dtype=np.int64)
-        listed = np.array([listings[p].listed_t for p in order], dtype=np.int64)
-        lam = self.demand.intensity(products, prices, listed, t0, self.state.rating.multiplier)
-        # Cells run listing-major, so each hour's list comes out in position order.
-        for cell, count in arrival_cells(self.seed, products, t0, lam):
-            j, k = divmod(cell, self.window_hours)
-            by_hour.setdefault(k, []).append((j, count))
-        return by_hour
-
     def _transitions_due(self, t: int) -> None:
         pending = self.state.pending
         while pending and pending[0][0] <= t:
@@ -212,3 +217,14 @@ class Engine(StoreActions, Lifecycle):
 
     def state_hash(self) -> str:
         return self.state.digest()
+
+
+def advance_stores(engines: Sequence[Engine]) -> None:
+    """Advance each store one window: close its open window and simulate its hours. The
+    arrivals of all of them are computed together (`demand.window_arrivals`: one set of array
+    operations per market), then each store's hours run in turn. `Engine.advance` is this with
+    one store, so a store stepped in a batch runs the same code as one stepped alone (the same
+    state, tests/sim/test_advance_stores.py)."""
+    windows = [engine._window() for engine in engines]
+    for engine, window, cells in zip(engines, windows, window_arrivals(windows), strict=True):
+        engine._play_window(window.products, cells)

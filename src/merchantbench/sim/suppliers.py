@@ -95,6 +95,14 @@ class SupplierBook:
         self._known[product] = (since, until, state)
         return state
 
+    def state_span(self, product: int, hour: int) -> tuple[int, int, SupplierState]:
+        """`state(product, hour)` and the hours [since, until) it holds over unchanged (a
+        caller watching many products asks again only once `until` has passed)."""
+        known = self._known.get(product)
+        if known is None or not known[0] <= hour < known[1]:
+            known = self._known[product] = self._compute_state(product, hour)
+        return known
+
     def _compute_state(self, product: int, hour: int) -> tuple[int, int, SupplierState]:
         """The state at `hour` and the hours [since, until) it holds over unchanged."""
         columns = self._columns
