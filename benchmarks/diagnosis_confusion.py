@@ -163,7 +163,30 @@ def policies_of(label: str) -> list[str]:
     policy (idle, expert) and rule-based; a validation agent its base's policy and idle."""
     if label in HEALTHY:
         return ["idle", "expert", "rule-based"]
-    return ["rule-based" if VALIDATION[label].agent.endswith("-rb") else "expert", "idle"]
+    return [base_of(label), "idle"]
+
+
+def base_of(label: str) -> str:
+    """The healthy agent a validation configuration is built on."""
+    return "rule-based" if VALIDATION[label].agent.endswith("-rb") else "expert"
+
+
+def value_differs_from(out: Path, run_dir: str, label: str, seed: int) -> int | None:
+    """The first day the run's net assets (its hourly time series) differ from those of its
+    base's run on the same seed: the earliest day a failure has cost or made any money. None
+    when they never differ (or the base's run is missing)."""
+    import pyarrow.parquet as pq
+
+    base = out / "runs" / base_of(label) / f"s{seed}" / "timeseries.parquet"
+    if not base.is_file():
+        return None
+    mine = pq.read_table(out / run_dir / "timeseries.parquet", columns=["day", "net_assets"])
+    theirs = pq.read_table(base, columns=["net_assets"]).column("net_assets").to_pylist()
+    days = mine.column("day").to_pylist()
+    for day, a, b in zip(days, mine.column("net_assets").to_pylist(), theirs, strict=False):
+        if abs(a - b) > 0.005:
+            return int(day)
+    return None
 
 
 def counterfactual_of(out: Path, run_dir: str, label: str, jobs: int) -> dict[str, Any]:
@@ -189,12 +212,19 @@ def counterfactual_of(out: Path, run_dir: str, label: str, jobs: int) -> dict[st
 def counterfactuals(
     out: Path, jobs: int, labels: Sequence[str], seeds: Sequence[int]
 ) -> dict[str, list[dict[str, Any]]]:
+    """Each configuration's analysed runs: their onsets by policy, with `seed` and, for a
+    validation agent, `value_day` (value_differs_from)."""
     found: dict[str, list[dict[str, Any]]] = {}
     for row in sorted(read_index(out), key=lambda r: (r["seed"], r["label"])):
         if row["status"] == "done" and row["label"] in labels and row["seed"] in seeds:
             print(f"counterfactual: {row['run_dir']}", file=sys.stderr, flush=True)
             onset = counterfactual_of(out, row["run_dir"], row["label"], jobs)
-            found.setdefault(row["label"], []).append(onset)
+            extra: dict[str, Any] = {"seed": row["seed"]}
+            if row["label"] in VALIDATION:
+                extra["value_day"] = value_differs_from(
+                    out, row["run_dir"], row["label"], row["seed"]
+                )
+            found.setdefault(row["label"], []).append({**onset, **extra})
     return found
 
 
@@ -204,40 +234,65 @@ def _margin(onset: dict[str, Any]) -> float:
                      default=onset["margin"]))  # fmt: skip
 
 
+def _errors(days: Sequence[int | None], truths: Sequence[int | None]) -> list[int]:
+    return [d - t for d, t in zip(days, truths, strict=True) if d is not None and t is not None]
+
+
 def counterfactual_markdown(found: dict[str, list[dict[str, Any]]]) -> str:
     from merchantbench.report.markdown import markdown_table
 
-    rows, healthy_runs, healthy_flags = [], 0, 0
+    rows, healthy_runs, healthy_flags, by_base = [], 0, 0, {}
     for label in [*HEALTHY, *VALIDATION]:
         for policy in policies_of(label):
-            runs = [r[policy] for r in found.get(label, []) if policy in r]
+            runs = [r for r in found.get(label, []) if policy in r]
             if not runs:
                 continue
-            days = [r["onset_day"] for r in runs]
+            days = [r[policy]["onset_day"] for r in runs]
             truth = VALIDATION[label].onset if label in VALIDATION else None
-            errors = [d - truth for d in days if d is not None and truth is not None]
-            within = sum(abs(e) <= 15 for e in errors)
-            forks = [len(r["bisection_forks"]) for r in runs if r["onset_day"] is not None]
+            errors = _errors(days, [truth] * len(days))
+            value_days = [r.get("value_day") for r in runs]
+            after_value = _errors(days, value_days)
+            forks = [len(r[policy]["bisection_forks"]) for r in runs
+                     if r[policy]["onset_day"] is not None]  # fmt: skip
             if label in HEALTHY:
-                healthy_runs, healthy_flags = (
-                    healthy_runs + len(runs),
-                    healthy_flags + sum(d is not None for d in days),
-                )
+                healthy_runs += len(runs)
+                healthy_flags += sum(d is not None for d in days)
+            else:
+                tally = by_base.setdefault((base_of(label), policy), [0, 0, 0, 0])
+                tally[0] += len(runs)
+                tally[1] += sum(abs(e) <= 15 for e in errors)
+                tally[2] += sum(abs(e) <= 15 for e in after_value)
+                tally[3] += sum(d is not None for d in days)
             rows.append([
                 label, policy, "none" if truth is None else truth,
                 ", ".join("none" if d is None else str(d) for d in days),
-                "–" if truth is None else f"{within}/{len(runs)}",
+                "–" if truth is None else f"{sum(abs(e) <= 15 for e in errors)}/{len(runs)}",
                 "–" if not errors else ", ".join(f"{e:+d}" for e in errors),
+                "–" if truth is None else
+                ", ".join("never" if v is None else str(v) for v in value_days),
+                "–" if truth is None else f"{sum(abs(e) <= 15 for e in after_value)}/{len(runs)}",
                 "–" if not forks else f"{min(forks)}–{max(forks)}",
-                f"{min(_margin(r) for r in runs):,.0f}–{max(_margin(r) for r in runs):,.0f}",
+                f"{min(_margin(r[policy]) for r in runs):,.0f}–"
+                f"{max(_margin(r[policy]) for r in runs):,.0f}",
             ])  # fmt: skip
     rate = f"{100 * healthy_flags / healthy_runs:.1f} %" if healthy_runs else "–"
+    summary = markdown_table(
+        ["base", "policy", "runs", "onset found", "within ±15 d of the failure day",
+         "within ±15 d of the first day net assets differ"],
+        [[base, policy, n, found_, f"{near}/{n}", f"{near_value}/{n}"]
+         for (base, policy), (n, near, near_value, found_) in by_base.items()],
+    )  # fmt: skip
     return "\n\n".join([
         "Counterfactual onset of damage (every 30 days, bisected to 7 days; "
-        "docs/counterfactual.md):",
+        "docs/counterfactual.md). `net assets differ from day`: the first day the run's net "
+        "assets differ from those of its base's run on the same seed (`never`: they never "
+        "do).",
         markdown_table(["configuration", "policy", "true onset day", "onset days found",
-                        "within ±15 d", "errors (days)", "bisection steps", "margin (RMB)"],
+                        "within ±15 d", "errors (days)", "net assets differ from day",
+                        "within ±15 d of it", "bisection steps", "margin (RMB)"],
                        rows),
+        "By base and policy (validation agents):",
+        summary,
         f"Healthy runs × policies with an onset (false positives): {healthy_flags} of "
         f"{healthy_runs} ({rate}).",
     ]) + "\n"  # fmt: skip
