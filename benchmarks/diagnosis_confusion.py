@@ -189,42 +189,58 @@ def value_differs_from(out: Path, run_dir: str, label: str, seed: int) -> int | 
     return None
 
 
-def counterfactual_of(out: Path, run_dir: str, label: str, jobs: int) -> dict[str, Any]:
-    """Each policy's onset over a run (`analyse`, every 30 days, bisection), cached in
-    OUT/counterfactual-cache/ under the package's source hash."""
+def _cache_file(out: Path, run_dir: str, policy: str) -> Path:
+    return (out / "counterfactual-cache" / source_sha256()[:16]
+            / f"{run_dir.replace('/', '_')}.{policy}.json")  # fmt: skip
+
+
+def analyse_seed(out: Path, rows: Sequence[dict[str, Any]], policy: str, jobs: int) -> None:
+    """The onset under `policy` of every run of `rows` (one seed) without one cached, in one
+    analysis (`analyse`, every 30 days, bisection): the policy's takeovers of its own run are
+    played once for all of them. Each run's onset is cached in OUT/counterfactual-cache/ under
+    the package's source hash."""
     from merchantbench.counterfactual.analysis import analyse
     from merchantbench.counterfactual.execute import executor_of
     from merchantbench.counterfactual.parent import Parent
     from merchantbench.counterfactual.takeover import Policy
 
-    cache = (out / "counterfactual-cache" / source_sha256()[:16]
-             / (run_dir.replace("/", "_") + ".json"))  # fmt: skip
-    if cache.is_file():
-        return dict(json.loads(cache.read_text()))
-    policies = [Policy(p) for p in policies_of(label)]
-    [analysis] = analyse([Parent.read(out / run_dir)], policies, 30, executor_of("local", jobs))
-    found = {c.policy.label: c.to_json()["onset"] for c in analysis.curves}
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps(found))
-    return found
+    todo = [r for r in rows if not _cache_file(out, r["run_dir"], policy).is_file()]
+    if not todo:
+        return
+    print(f"counterfactual {policy}: {', '.join(r['run_dir'] for r in todo)}", file=sys.stderr,
+          flush=True)  # fmt: skip
+    parents = [Parent.read(out / r["run_dir"]) for r in todo]
+    analyses = analyse(parents, [Policy(policy)], 30, executor_of("local", jobs))
+    for row, analysis in zip(todo, analyses, strict=True):
+        cache = _cache_file(out, row["run_dir"], policy)
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps(analysis.curves[0].to_json()["onset"]))
 
 
 def counterfactuals(
-    out: Path, jobs: int, labels: Sequence[str], seeds: Sequence[int]
+    out: Path, jobs: int, labels: Sequence[str], seeds: Sequence[int], policies: Sequence[str]
 ) -> dict[str, list[dict[str, Any]]]:
-    """Each configuration's analysed runs: their onsets by policy, with `seed` and, for a
-    validation agent, `value_day` (value_differs_from)."""
+    """Each configuration's analysed runs (seeds in order): their onsets by policy (those of
+    `policies_of` among `policies`), with `seed` and, for a validation agent, `value_day`
+    (value_differs_from). Seed by seed, one analysis per policy."""
+    done = [r for r in read_index(out) if r["status"] == "done" and r["label"] in labels
+            and r["seed"] in seeds]  # fmt: skip
+    for seed in sorted({r["seed"] for r in done}):
+        for policy in policies:
+            rows = [r for r in done if r["seed"] == seed and policy in policies_of(r["label"])]
+            if rows:
+                analyse_seed(out, rows, policy, jobs)
     found: dict[str, list[dict[str, Any]]] = {}
-    for row in sorted(read_index(out), key=lambda r: (r["seed"], r["label"])):
-        if row["status"] == "done" and row["label"] in labels and row["seed"] in seeds:
-            print(f"counterfactual: {row['run_dir']}", file=sys.stderr, flush=True)
-            onset = counterfactual_of(out, row["run_dir"], row["label"], jobs)
-            extra: dict[str, Any] = {"seed": row["seed"]}
-            if row["label"] in VALIDATION:
-                extra["value_day"] = value_differs_from(
-                    out, row["run_dir"], row["label"], row["seed"]
-                )
-            found.setdefault(row["label"], []).append({**onset, **extra})
+    for row in sorted(done, key=lambda r: (r["seed"], r["label"])):
+        onsets: dict[str, Any] = {"seed": row["seed"]}
+        for policy in policies_of(row["label"]):
+            cache = _cache_file(out, row["run_dir"], policy)
+            if cache.is_file():
+                onsets[policy] = json.loads(cache.read_text())
+        if row["label"] in VALIDATION:
+            onsets["value_day"] = value_differs_from(out, row["run_dir"], row["label"],
+                                                     row["seed"])  # fmt: skip
+        found.setdefault(row["label"], []).append(onsets)
     return found
 
 
@@ -370,6 +386,11 @@ def main() -> None:
         default="",
         help="comma-separated configurations for the counterfactual (all)",
     )
+    parser.add_argument(
+        "--counterfactual-policies",
+        default="idle,rule-based,expert",
+        help="comma-separated policies to analyse with (each configuration's own among them)",
+    )
     args = parser.parse_args()
     if not args.no_run:
         run_grid(args.out, args.seeds, args.scenario, args.jobs)
@@ -382,7 +403,11 @@ def main() -> None:
             else [*HEALTHY, *VALIDATION]
         )
         found = counterfactuals(
-            args.out, args.jobs, labels, range(1, args.counterfactual_seeds + 1)
+            args.out,
+            args.jobs,
+            labels,
+            range(1, args.counterfactual_seeds + 1),
+            args.counterfactual_policies.split(","),
         )
         text += "\n" + counterfactual_markdown(found)
     print(text)
