@@ -218,17 +218,23 @@ def analyse_seed(out: Path, rows: Sequence[dict[str, Any]], policy: str, jobs: i
 
 
 def counterfactuals(
-    out: Path, jobs: int, labels: Sequence[str], seeds: Sequence[int], policies: Sequence[str]
+    out: Path,
+    jobs: int,
+    labels: Sequence[str],
+    seeds: Sequence[int],
+    policies: Sequence[str],
+    analyse_missing: bool = True,
 ) -> dict[str, list[dict[str, Any]]]:
     """Each configuration's analysed runs (seeds in order): their onsets by policy (those of
     `policies_of` among `policies`), with `seed` and, for a validation agent, `value_day`
-    (value_differs_from). Seed by seed, one analysis per policy."""
+    (value_differs_from). Seed by seed, one analysis per policy (with `analyse_missing`; else
+    only the cached analyses are read)."""
     done = [r for r in read_index(out) if r["status"] == "done" and r["label"] in labels
             and r["seed"] in seeds]  # fmt: skip
     for seed in sorted({r["seed"] for r in done}):
         for policy in policies:
             rows = [r for r in done if r["seed"] == seed and policy in policies_of(r["label"])]
-            if rows:
+            if rows and analyse_missing:
                 analyse_seed(out, rows, policy, jobs)
     found: dict[str, list[dict[str, Any]]] = {}
     for row in sorted(done, key=lambda r: (r["seed"], r["label"])):
@@ -391,6 +397,8 @@ def main() -> None:
         default="idle,rule-based,expert",
         help="comma-separated policies to analyse with (each configuration's own among them)",
     )
+    parser.add_argument("--counterfactual-cached", action="store_true",
+                        help="table only the counterfactual analyses already cached")  # fmt: skip
     args = parser.parse_args()
     if not args.no_run:
         run_grid(args.out, args.seeds, args.scenario, args.jobs)
@@ -408,6 +416,7 @@ def main() -> None:
             labels,
             range(1, args.counterfactual_seeds + 1),
             args.counterfactual_policies.split(","),
+            not args.counterfactual_cached,
         )
         text += "\n" + counterfactual_markdown(found)
     print(text)
