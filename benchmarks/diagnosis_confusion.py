@@ -10,8 +10,11 @@ the table as Markdown:
 With `--counterfactual-seeds N`, each run of seeds 1..N is also analysed by counterfactual
 takeovers (`merchantbench counterfactual`, every 30 days with bisection; a healthy run under
 idle, expert and rule-based, a validation agent under its base's policy and idle; a pool of
-`--jobs` workers) and the onsets are tabled against the true days, with the healthy runs' false
-positives.
+`--jobs` workers; seed by seed, one analysis per policy, so the policy's takeovers of its own
+run are played once per seed; `--counterfactual-labels` and `--counterfactual-policies`
+narrow it, `--counterfactual-cached` tables only what was analysed) and the onsets are tabled
+against the true days and the first day each run's net assets differ from its base's run,
+with the healthy runs' false positives.
 
 Each cell counts the seeds a detector flagged; on an agent's own detector it also counts the
 flags whose onset falls within the stated tolerance of the agent's true onset day. `--markdown

@@ -70,6 +70,21 @@ def test_the_margin_comes_from_the_noise_of_the_paired_difference_not_the_drift(
     assert curve([3000] * 5, 3000).margin == 30.0  # no damage at all: the floor
 
 
+def test_a_spread_of_two_differences_does_not_judge_a_scattered_run_alone():
+    # A healthy random run under the expert policy (small, seed 2): damage 2,762–4,372 RMB a
+    # month over its first three periods, then 7,331 — its scatter, not a failure. The spread
+    # of those three periods alone (two differences) made a margin of 2,532 RMB and an onset at
+    # day 90; with damage before, a spread needs five periods, or the whole run's counts too.
+    damage = [4372, 3118, 2762, 7331, 6990, 7785, -426, 4336, 2848, 1985, 4432]
+    gaps = [0.0]
+    for d in damage:
+        gaps.append(gaps[-1] + d)
+    own = [50_000.0] * 12
+    values = [o - g for o, g in zip(own, gaps, strict=True)]
+    found = curve(values, values[0] - gaps[-1] - 2282, own)
+    assert found.onset_day() is None
+
+
 def test_regret_by_period_adds_up_to_the_total_regret_and_names_its_dates():
     decaying = curve([6000, 5800, 5000, 4500], continuing=3000)
     rows = decaying.regret_by_period()

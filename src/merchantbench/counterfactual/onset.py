@@ -49,6 +49,7 @@ MARGIN_NOISES = 3.0
 MIN_MARGIN_SHARE = 0.01  # of the initial net assets
 BRACKET_DAYS = 7
 SPREAD_PERIODS = 3  # earlier periods needed to measure the run's own spread before a period
+SPREAD_DAMAGED_PERIODS = 5  # as many, when some of them have damage (4 differences or more)
 
 
 @dataclass(frozen=True)
@@ -129,12 +130,22 @@ class OnsetSearch:
         """How much the run's damage scatters from period to period, robust to a change of
         level: the median absolute difference of consecutive periods' daily damage rates,
         over the normal's 0.954 (the median of |X − Y| for X, Y ~ N(0, σ²) is 0.954 σ), for
-        the grid's period length (its first period). Over the periods before k when there
-        are at least SPREAD_PERIODS of them (a failure's own scatter does not hide its
-        start), else over the whole run."""
+        the grid's period length (its first period). Over the periods before k (a failure's
+        own scatter does not hide its start) when there are at least SPREAD_PERIODS of them
+        with no damage at all (the run was the policy's own store, hash for hash: its spread
+        is exactly 0) or SPREAD_DAMAGED_PERIODS with some; with fewer (a median of two or
+        three differences is no measure of a scatter) the larger of that and the whole run's;
+        with fewer than SPREAD_PERIODS, over the whole run."""
         periods = self.damage()
-        if k is not None and k >= SPREAD_PERIODS:
-            periods = periods[:k]
+        if k is None or k < SPREAD_PERIODS:
+            return self._spread_of(periods)
+        before = periods[:k]
+        if all(d == 0 for _, _, d in before) or k >= SPREAD_DAMAGED_PERIODS:
+            return self._spread_of(before)
+        return max(self._spread_of(before), self._spread_of(periods))
+
+    @staticmethod
+    def _spread_of(periods: list[tuple[int, int, float]]) -> float:
         rates = [d / (b - a) for a, b, d in periods if b > a]
         steps = [abs(x - y) for x, y in zip(rates, rates[1:], strict=False)]
         if not steps:
