@@ -15,7 +15,9 @@ seed: the day-0 takeover, forked again). Then:
 - **the noise of the damage** is that of the paired difference D, measured on D itself: the
   run's own spread, how much its damage scatters from one period to the next (the median
   absolute difference of consecutive periods' daily damage, over the normal's 0.954; over
-  the periods before a period when there are `SPREAD_PERIODS`, else over the run). Not the
+  the periods before a period when there are `SPREAD_PERIODS` undamaged or
+  `SPREAD_DAMAGED_PERIODS` in all, with fewer damaged ones also the run's, else over the run:
+  `spread`). Not the
   natural drift's spread (`drift_noise`, reported): a drift moves the *day* a fresh copy
   takes over, which D never does; both takeovers of a D share it. On `small` the rule-based
   policy's own takeovers move by up to 600 RMB from one fork day to one 5 days later, while
