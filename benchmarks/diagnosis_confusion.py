@@ -10,8 +10,11 @@ the table as Markdown:
 With `--counterfactual-seeds N`, each run of seeds 1..N is also analysed by counterfactual
 takeovers (`merchantbench counterfactual`, every 30 days with bisection; a healthy run under
 idle, expert and rule-based, a validation agent under its base's policy and idle; a pool of
-`--jobs` workers) and the onsets are tabled against the true days, with the healthy runs' false
-positives.
+`--jobs` workers; seed by seed, one analysis per policy, so the policy's takeovers of its own
+run are played once per seed; `--counterfactual-labels` and `--counterfactual-policies`
+narrow it, `--counterfactual-cached` tables only what was analysed) and the onsets are tabled
+against the true days and the first day each run's net assets differ from its base's run,
+with the healthy runs' false positives.
 
 Each cell counts the seeds a detector flagged; on an agent's own detector it also counts the
 flags whose onset falls within the stated tolerance of the agent's true onset day. `--markdown
@@ -163,38 +166,90 @@ def policies_of(label: str) -> list[str]:
     policy (idle, expert) and rule-based; a validation agent its base's policy and idle."""
     if label in HEALTHY:
         return ["idle", "expert", "rule-based"]
-    return ["rule-based" if VALIDATION[label].agent.endswith("-rb") else "expert", "idle"]
+    return [base_of(label), "idle"]
 
 
-def counterfactual_of(out: Path, run_dir: str, label: str, jobs: int) -> dict[str, Any]:
-    """Each policy's onset over a run (`analyse`, every 30 days, bisection), cached in
-    OUT/counterfactual-cache/ under the package's source hash."""
+def base_of(label: str) -> str:
+    """The healthy agent a validation configuration is built on."""
+    return "rule-based" if VALIDATION[label].agent.endswith("-rb") else "expert"
+
+
+def value_differs_from(out: Path, run_dir: str, label: str, seed: int) -> int | None:
+    """The first day the run's net assets (its hourly time series) differ from those of its
+    base's run on the same seed: the earliest day a failure has cost or made any money. None
+    when they never differ (or the base's run is missing)."""
+    import pyarrow.parquet as pq
+
+    base = out / "runs" / base_of(label) / f"s{seed}" / "timeseries.parquet"
+    if not base.is_file():
+        return None
+    mine = pq.read_table(out / run_dir / "timeseries.parquet", columns=["day", "net_assets"])
+    theirs = pq.read_table(base, columns=["net_assets"]).column("net_assets").to_pylist()
+    days = mine.column("day").to_pylist()
+    for day, a, b in zip(days, mine.column("net_assets").to_pylist(), theirs, strict=False):
+        if abs(a - b) > 0.005:
+            return int(day)
+    return None
+
+
+def _cache_file(out: Path, run_dir: str, policy: str) -> Path:
+    return (out / "counterfactual-cache" / source_sha256()[:16]
+            / f"{run_dir.replace('/', '_')}.{policy}.json")  # fmt: skip
+
+
+def analyse_seed(out: Path, rows: Sequence[dict[str, Any]], policy: str, jobs: int) -> None:
+    """The onset under `policy` of every run of `rows` (one seed) without one cached, in one
+    analysis (`analyse`, every 30 days, bisection): the policy's takeovers of its own run are
+    played once for all of them. Each run's onset is cached in OUT/counterfactual-cache/ under
+    the package's source hash."""
     from merchantbench.counterfactual.analysis import analyse
     from merchantbench.counterfactual.execute import executor_of
     from merchantbench.counterfactual.parent import Parent
     from merchantbench.counterfactual.takeover import Policy
 
-    cache = (out / "counterfactual-cache" / source_sha256()[:16]
-             / (run_dir.replace("/", "_") + ".json"))  # fmt: skip
-    if cache.is_file():
-        return dict(json.loads(cache.read_text()))
-    policies = [Policy(p) for p in policies_of(label)]
-    [analysis] = analyse([Parent.read(out / run_dir)], policies, 30, executor_of("local", jobs))
-    found = {c.policy.label: c.to_json()["onset"] for c in analysis.curves}
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps(found))
-    return found
+    todo = [r for r in rows if not _cache_file(out, r["run_dir"], policy).is_file()]
+    if not todo:
+        return
+    print(f"counterfactual {policy}: {', '.join(r['run_dir'] for r in todo)}", file=sys.stderr,
+          flush=True)  # fmt: skip
+    parents = [Parent.read(out / r["run_dir"]) for r in todo]
+    analyses = analyse(parents, [Policy(policy)], 30, executor_of("local", jobs))
+    for row, analysis in zip(todo, analyses, strict=True):
+        cache = _cache_file(out, row["run_dir"], policy)
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps(analysis.curves[0].to_json()["onset"]))
 
 
 def counterfactuals(
-    out: Path, jobs: int, labels: Sequence[str], seeds: Sequence[int]
+    out: Path,
+    jobs: int,
+    labels: Sequence[str],
+    seeds: Sequence[int],
+    policies: Sequence[str],
+    analyse_missing: bool = True,
 ) -> dict[str, list[dict[str, Any]]]:
+    """Each configuration's analysed runs (seeds in order): their onsets by policy (those of
+    `policies_of` among `policies`), with `seed` and, for a validation agent, `value_day`
+    (value_differs_from). Seed by seed, one analysis per policy (with `analyse_missing`; else
+    only the cached analyses are read)."""
+    done = [r for r in read_index(out) if r["status"] == "done" and r["label"] in labels
+            and r["seed"] in seeds]  # fmt: skip
+    for seed in sorted({r["seed"] for r in done}):
+        for policy in policies:
+            rows = [r for r in done if r["seed"] == seed and policy in policies_of(r["label"])]
+            if rows and analyse_missing:
+                analyse_seed(out, rows, policy, jobs)
     found: dict[str, list[dict[str, Any]]] = {}
-    for row in sorted(read_index(out), key=lambda r: (r["seed"], r["label"])):
-        if row["status"] == "done" and row["label"] in labels and row["seed"] in seeds:
-            print(f"counterfactual: {row['run_dir']}", file=sys.stderr, flush=True)
-            onset = counterfactual_of(out, row["run_dir"], row["label"], jobs)
-            found.setdefault(row["label"], []).append(onset)
+    for row in sorted(done, key=lambda r: (r["seed"], r["label"])):
+        onsets: dict[str, Any] = {"seed": row["seed"]}
+        for policy in policies_of(row["label"]):
+            cache = _cache_file(out, row["run_dir"], policy)
+            if cache.is_file():
+                onsets[policy] = json.loads(cache.read_text())
+        if row["label"] in VALIDATION:
+            onsets["value_day"] = value_differs_from(out, row["run_dir"], row["label"],
+                                                     row["seed"])  # fmt: skip
+        found.setdefault(row["label"], []).append(onsets)
     return found
 
 
@@ -204,40 +259,65 @@ def _margin(onset: dict[str, Any]) -> float:
                      default=onset["margin"]))  # fmt: skip
 
 
+def _errors(days: Sequence[int | None], truths: Sequence[int | None]) -> list[int]:
+    return [d - t for d, t in zip(days, truths, strict=True) if d is not None and t is not None]
+
+
 def counterfactual_markdown(found: dict[str, list[dict[str, Any]]]) -> str:
     from merchantbench.report.markdown import markdown_table
 
-    rows, healthy_runs, healthy_flags = [], 0, 0
+    rows, healthy_runs, healthy_flags, by_base = [], 0, 0, {}
     for label in [*HEALTHY, *VALIDATION]:
         for policy in policies_of(label):
-            runs = [r[policy] for r in found.get(label, []) if policy in r]
+            runs = [r for r in found.get(label, []) if policy in r]
             if not runs:
                 continue
-            days = [r["onset_day"] for r in runs]
+            days = [r[policy]["onset_day"] for r in runs]
             truth = VALIDATION[label].onset if label in VALIDATION else None
-            errors = [d - truth for d in days if d is not None and truth is not None]
-            within = sum(abs(e) <= 15 for e in errors)
-            forks = [len(r["bisection_forks"]) for r in runs if r["onset_day"] is not None]
+            errors = _errors(days, [truth] * len(days))
+            value_days = [r.get("value_day") for r in runs]
+            after_value = _errors(days, value_days)
+            forks = [len(r[policy]["bisection_forks"]) for r in runs
+                     if r[policy]["onset_day"] is not None]  # fmt: skip
             if label in HEALTHY:
-                healthy_runs, healthy_flags = (
-                    healthy_runs + len(runs),
-                    healthy_flags + sum(d is not None for d in days),
-                )
+                healthy_runs += len(runs)
+                healthy_flags += sum(d is not None for d in days)
+            else:
+                tally = by_base.setdefault((base_of(label), policy), [0, 0, 0, 0])
+                tally[0] += len(runs)
+                tally[1] += sum(abs(e) <= 15 for e in errors)
+                tally[2] += sum(abs(e) <= 15 for e in after_value)
+                tally[3] += sum(d is not None for d in days)
             rows.append([
                 label, policy, "none" if truth is None else truth,
                 ", ".join("none" if d is None else str(d) for d in days),
-                "–" if truth is None else f"{within}/{len(runs)}",
+                "–" if truth is None else f"{sum(abs(e) <= 15 for e in errors)}/{len(runs)}",
                 "–" if not errors else ", ".join(f"{e:+d}" for e in errors),
+                "–" if truth is None else
+                ", ".join("never" if v is None else str(v) for v in value_days),
+                "–" if truth is None else f"{sum(abs(e) <= 15 for e in after_value)}/{len(runs)}",
                 "–" if not forks else f"{min(forks)}–{max(forks)}",
-                f"{min(_margin(r) for r in runs):,.0f}–{max(_margin(r) for r in runs):,.0f}",
+                f"{min(_margin(r[policy]) for r in runs):,.0f}–"
+                f"{max(_margin(r[policy]) for r in runs):,.0f}",
             ])  # fmt: skip
     rate = f"{100 * healthy_flags / healthy_runs:.1f} %" if healthy_runs else "–"
+    summary = markdown_table(
+        ["base", "policy", "runs", "onset found", "within ±15 d of the failure day",
+         "within ±15 d of the first day net assets differ"],
+        [[base, policy, n, found_, f"{near}/{n}", f"{near_value}/{n}"]
+         for (base, policy), (n, near, near_value, found_) in by_base.items()],
+    )  # fmt: skip
     return "\n\n".join([
         "Counterfactual onset of damage (every 30 days, bisected to 7 days; "
-        "docs/counterfactual.md):",
+        "docs/counterfactual.md). `net assets differ from day`: the first day the run's net "
+        "assets differ from those of its base's run on the same seed (`never`: they never "
+        "do).",
         markdown_table(["configuration", "policy", "true onset day", "onset days found",
-                        "within ±15 d", "errors (days)", "bisection steps", "margin (RMB)"],
+                        "within ±15 d", "errors (days)", "net assets differ from day",
+                        "within ±15 d of it", "bisection steps", "margin (RMB)"],
                        rows),
+        "By base and policy (validation agents):",
+        summary,
         f"Healthy runs × policies with an onset (false positives): {healthy_flags} of "
         f"{healthy_runs} ({rate}).",
     ]) + "\n"  # fmt: skip
@@ -315,6 +395,13 @@ def main() -> None:
         default="",
         help="comma-separated configurations for the counterfactual (all)",
     )
+    parser.add_argument(
+        "--counterfactual-policies",
+        default="idle,rule-based,expert",
+        help="comma-separated policies to analyse with (each configuration's own among them)",
+    )
+    parser.add_argument("--counterfactual-cached", action="store_true",
+                        help="table only the counterfactual analyses already cached")  # fmt: skip
     args = parser.parse_args()
     if not args.no_run:
         run_grid(args.out, args.seeds, args.scenario, args.jobs)
@@ -327,7 +414,12 @@ def main() -> None:
             else [*HEALTHY, *VALIDATION]
         )
         found = counterfactuals(
-            args.out, args.jobs, labels, range(1, args.counterfactual_seeds + 1)
+            args.out,
+            args.jobs,
+            labels,
+            range(1, args.counterfactual_seeds + 1),
+            args.counterfactual_policies.split(","),
+            not args.counterfactual_cached,
         )
         text += "\n" + counterfactual_markdown(found)
     print(text)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import math
 
+import numpy as np
 import pytest
 
 from merchantbench.metrics import compute_metrics
@@ -225,3 +226,27 @@ def test_an_agent_that_never_reprices_is_not_judged_on_rating_drops(records):
         ratings=ratings, windows=60, timeseries=records.hourly(30), scenario=records.horizon(30)
     )
     assert not diagnosis_of(run_dir)["rating_adaptation"]["flagged"]
+
+
+def test_a_gentle_straight_decline_is_dated_by_the_likelihood_of_the_windows():
+    """The validation agents' default straight decline (8 points a month) over 20 skip seeds
+    and three onsets: the binomial fit dates 52 of 60 within 15 days (least squares on the
+    daily rates: 42, its errors up to +112 days; docs/diagnosis.md). The first skipped window
+    comes about 16 days after the onset at that slope, so no fit dates every one."""
+    from merchantbench.agents.baselines.failing import (
+        RuleBasedDecayAgent,
+        RuleBasedDecaySettings,
+    )
+    from merchantbench.metrics.diagnosis import _change_point
+
+    errors = []
+    for onset in (97, 143, 211):
+        for seed in range(20):
+            agent = RuleBasedDecayAgent(RuleBasedDecaySettings(onset_day=onset, skip_seed=seed))
+            acted = [not agent.skips(w, w // 2) for w in range(YEAR)]
+            rates = [(a + b) / 2 for a, b in zip(acted[::2], acted[1::2], strict=True)]
+            days = list(range(YEAR // 2))
+            found = _change_point(np.array(days), np.array(rates), np.full(len(days), 2.0))
+            errors.append(found[0] - onset)
+    assert sum(abs(e) <= 15 for e in errors) >= 50, errors
+    assert max(abs(e) for e in errors) <= 30, errors

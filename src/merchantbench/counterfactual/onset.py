@@ -4,33 +4,39 @@ For a takeover policy P, `P(t)` is the final net assets had P taken the store ov
 and `Q(t)` the same for P taking over **its own run** at day t (P played from day 0 on the same
 seed: the day-0 takeover, forked again). Then:
 
-- `D(t) = Q(t) − P(t)`: what P loses by taking over this run rather than its own at day t.
-  `D(0) = 0` (both stores are empty); at the end, `D = P(0) − continuing`.
+- `D(t) = Q(t) − P(t)`: what P loses by taking over this run rather than its own at day t, a
+  **paired** takeover difference: two fresh copies of P, handed two stores on the same day,
+  under common random numbers. `D(0) = 0` (both stores are empty); at the end,
+  `D = P(0) − continuing`.
 - **damage in a period** `[a, b]`: `D(b) − D(a)`, i.e. what P would have kept had it taken
   over at a rather than at b (`P(a) − P(b)`), less what P loses over the same period when it
   takes over its own run (`Q(a) − Q(b)`, its natural drift: a fresh copy forgets what its
   own run had learnt). A period the agent played as P would have is no damage.
-- **noise**: the root mean square of the natural drifts `Q(t_k) − Q(t_{k+1})` over the fork
-  periods: paired takeovers of one store under common random numbers, differing only by when
-  the fresh copy takes over (a policy with no drift, like idle, has none: the margin is then
-  at least `MIN_MARGIN_SHARE` of the initial net assets).
+- **the noise of the damage** is that of the paired difference D, measured on D itself: the
+  run's own spread, how much its damage scatters from one period to the next (the median
+  absolute difference of consecutive periods' daily damage, over the normal's 0.954; over
+  the periods before a period when there are `SPREAD_PERIODS` undamaged or
+  `SPREAD_DAMAGED_PERIODS` in all, with fewer damaged ones also the run's, else over the run:
+  `spread`). Not the
+  natural drift's spread (`drift_noise`, reported): a drift moves the *day* a fresh copy
+  takes over, which D never does; both takeovers of a D share it. On `small` the rule-based
+  policy's own takeovers move by up to 600 RMB from one fork day to one 5 days later, while
+  D over a store that is its own run until a failure is exactly 0 until then.
 - **the run's own rate**: an agent worse (or better) than P damages P's store at a steady
   rate all year (the rule-based operator under the expert policy: about 5,000 RMB a month on
   `small`), which is not a failure. The excess of a period is its damage less the median daily
   damage of the periods before it (when positive) times its length.
-- **onset**: the first fork period after the first whose excess exceeds its margin and whose
-  excess summed from it to the end of the run (each later period against the same rate, the
-  one before the candidate) does too: the damage lasts. A period's margin
-  is `MARGIN_NOISES` times the larger of the noise and the run's own spread (how much its
-  damage scatters from one period to the next, over the periods before it when there are
-  `SPREAD_PERIODS`, else over the run: a run whose monthly damage scatters needs a
-  larger excess; idle, which has no drift, is judged by this alone). The
-  first period has no earlier run to compare with: a failure from day 0 has no onset here (the
-  detectors of metrics/diagnosis.py judge those).
+- **onset**: the first fork period after the first whose excess exceeds its margin
+  (`MARGIN_NOISES` times the noise, at least `MIN_MARGIN_SHARE` of the initial net assets) and
+  whose excess summed from it to the end of the run (each later period against the same rate,
+  the one before the candidate) does too: the damage lasts. The first period has no earlier
+  run to compare with: a failure from day 0 has no onset here (the detectors of
+  metrics/diagnosis.py judge those).
 - **bisection**: the onset period `[a, b]` is halved with forks at its middle day m (P(m) and
   Q(m)): the onset is in `[a, m]` when the excess by m exceeds the period's noise (a third of
-  its margin), else in `[m, b]`,
-  until the bracket is at most `BRACKET_DAYS` wide; the onset day is the bracket's start.
+  its margin) times the square root of the share of the period from the bracket's start to m,
+  at least the floor, else in `[m, b]`, until the bracket is at most
+  `BRACKET_DAYS` wide; the onset day is the bracket's start.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ MARGIN_NOISES = 3.0
 MIN_MARGIN_SHARE = 0.01  # of the initial net assets
 BRACKET_DAYS = 7
 SPREAD_PERIODS = 3  # earlier periods needed to measure the run's own spread before a period
+SPREAD_DAMAGED_PERIODS = 5  # as many, when some of them have damage (4 differences or more)
 
 
 @dataclass(frozen=True)
@@ -93,12 +100,20 @@ class OnsetSearch:
         return [a - b for a, b in zip(own, own[1:], strict=False)]
 
     @property
-    def noise(self) -> float:
+    def drift_noise(self) -> float:
+        """The root mean square of the natural drifts (reported; not the noise of D)."""
         drifts = self.drifts()
         return math.sqrt(sum(d * d for d in drifts) / len(drifts)) if drifts else 0.0
 
     @property
+    def noise(self) -> float:
+        """The noise of the damage over a grid period: the run's own spread over the run."""
+        return self.spread()
+
+    @property
     def margin(self) -> float:
+        """The margin of a grid period judged against the whole run's spread (each period's
+        own is `margin_at`)."""
         if self.fixed_margin is not None:
             return self.fixed_margin
         return round(max(self.floor, MARGIN_NOISES * self.noise), 2)
@@ -117,12 +132,22 @@ class OnsetSearch:
         """How much the run's damage scatters from period to period, robust to a change of
         level: the median absolute difference of consecutive periods' daily damage rates,
         over the normal's 0.954 (the median of |X − Y| for X, Y ~ N(0, σ²) is 0.954 σ), for
-        the grid's period length (its first period). Over the periods before k when there
-        are at least SPREAD_PERIODS of them (a failure's own scatter does not hide its
-        start), else over the whole run."""
+        the grid's period length (its first period). Over the periods before k (a failure's
+        own scatter does not hide its start) when there are at least SPREAD_PERIODS of them
+        with no damage at all (the run was the policy's own store, hash for hash: its spread
+        is exactly 0) or SPREAD_DAMAGED_PERIODS with some; with fewer (a median of two or
+        three differences is no measure of a scatter) the larger of that and the whole run's;
+        with fewer than SPREAD_PERIODS, over the whole run."""
         periods = self.damage()
-        if k is not None and k >= SPREAD_PERIODS:
-            periods = periods[:k]
+        if k is None or k < SPREAD_PERIODS:
+            return self._spread_of(periods)
+        before = periods[:k]
+        if all(d == 0 for _, _, d in before) or k >= SPREAD_DAMAGED_PERIODS:
+            return self._spread_of(before)
+        return max(self._spread_of(before), self._spread_of(periods))
+
+    @staticmethod
+    def _spread_of(periods: list[tuple[int, int, float]]) -> float:
         rates = [d / (b - a) for a, b, d in periods if b > a]
         steps = [abs(x - y) for x, y in zip(rates, rates[1:], strict=False)]
         if not steps:
@@ -130,13 +155,13 @@ class OnsetSearch:
         return statistics.median(steps) / 0.954 * (periods[0][1] - periods[0][0])
 
     def margin_at(self, k: int) -> float:
-        """The margin of period k: MARGIN_NOISES times the larger of the drift noise and the
-        run's own spread (scaled to the period's length), or a fixed `margin`."""
+        """The margin of period k: MARGIN_NOISES times the run's own spread (scaled to the
+        period's length), at least the floor, or a fixed `margin`."""
         if self.fixed_margin is not None:
             return self.fixed_margin
         a, b, _ = self.damage()[k]
         grid = self.damage()[0][1] - self.damage()[0][0]
-        noise = max(self.noise, self.spread(k) * (b - a) / grid if grid else 0.0)
+        noise = self.spread(k) * (b - a) / grid if grid else 0.0
         return round(max(self.floor, MARGIN_NOISES * noise), 2)
 
     def onset_period(self) -> tuple[int, int] | None:
@@ -162,7 +187,9 @@ class OnsetSearch:
         k = next(i for i, (a, b, _) in enumerate(self.damage()) if a <= lo < b)
         excess = fork.gap - self._gap_at(lo) - self.rate_before(k) * (fork.day - lo)
         self.bisection.append(fork)
-        threshold = max(self.noise, self.spread(k) * (fork.day - lo) / (hi - lo), self.floor)
+        a, b, _ = self.damage()[k]
+        noise = self.margin_at(k) / MARGIN_NOISES * math.sqrt((fork.day - lo) / (b - a))
+        threshold = max(noise, self.floor)
         self.bracket = (lo, fork.day) if excess > threshold else (fork.day, hi)
 
     def _gap_at(self, day: int) -> float:
@@ -178,6 +205,7 @@ class OnsetSearch:
             "period": None if self.onset_period() is None else list(self.onset_period() or ()),
             "bracket": None if self.bracket is None else list(self.bracket),
             "noise": round(self.noise, 2),
+            "drift_noise": round(self.drift_noise, 2),
             "margin": self.margin,
             "damage": [
                 {

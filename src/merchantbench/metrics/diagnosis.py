@@ -40,6 +40,7 @@ DECAY_HALF_LIVES = (10, 20, 30, 45)  # days: the halving shapes tried
 DECAY_RAMP_DAYS = (15, 30, 60, 90, 120, 180, 270, 365)  # days: the straight declines tried
 DECAY_DROP = 0.20  # the fitted fall of the daily effective-window rate, plateau to the last day
 DECAY_LAST_DAYS = 30  # the last days' mean rate must be DECAY_DROP / 2 below the plateau
+DECAY_RATE_CLIP = 0.001  # a fitted rate counts as within [0.01, 0.99] in the likelihood
 NARROW_MIN_CALLS = 20  # months with fewer calls are not judged
 NARROW_REFERENCE_MONTHS = 2  # the first judged months set the reference sourcing share
 NARROW_MIN_REFERENCE = 0.02  # an agent that hardly ever sources is not judged
@@ -101,15 +102,23 @@ def premature_abandonment(activity: WindowActivity, info: RunInfo) -> dict[str, 
 
 def _daily_rates(
     activity: WindowActivity, opened: int, until_day: int | None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Days with an open window before `until_day`, and the share of their windows that were
-    effective (window level: each day's own windows, not months)."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Days with an open window before `until_day`, the share of their windows that were
+    effective (window level: each day's own windows, not months), and their open windows."""
     day = activity.day[:opened]
     keep = day < until_day if until_day is not None else np.ones(len(day), bool)
     counted = np.bincount(day[keep], minlength=1)
     acted = np.bincount(day[keep], weights=activity.effective[:opened][keep], minlength=1)
     days = np.flatnonzero(counted)
-    return days, acted[days] / counted[days]
+    return days, acted[days] / counted[days], counted[days].astype(np.float64)
+
+
+def _log_likelihood(fitted: np.ndarray, rates: np.ndarray, windows: np.ndarray) -> np.ndarray:
+    """The binomial log-likelihood of each row of fitted daily rates (clipped to
+    DECAY_RATE_CLIP from 0 and 1) given the days' effective and open windows."""
+    p = np.clip(fitted, DECAY_RATE_CLIP, 1.0 - DECAY_RATE_CLIP)
+    acted = rates * windows
+    return np.asarray((acted * np.log(p) + (windows - acted) * np.log(1.0 - p)).sum(axis=-1))
 
 
 def _decline_shapes(after: np.ndarray) -> dict[str, np.ndarray]:
@@ -125,29 +134,35 @@ def _decline_shapes(after: np.ndarray) -> dict[str, np.ndarray]:
     return shapes
 
 
-def _change_point(days: np.ndarray, rates: np.ndarray) -> tuple[int, str, float, float]:
-    """The best plateau-then-decline least-squares fit over every break day (DECAY_EDGE_DAYS
-    from either end) and shape: (break day, shape, plateau, size of the decline). Ties go to
-    the earliest break. No decline fits (a rising or flat rate): (first day, "none", mean, 0)."""
+def _change_point(
+    days: np.ndarray, rates: np.ndarray, windows: np.ndarray
+) -> tuple[int, str, float, float]:
+    """The best plateau-then-decline fit over every break day (DECAY_EDGE_DAYS from either end)
+    and shape: (break day, shape, plateau, size of the decline). Each break and shape gets its
+    least-squares plateau and size; the break and shape kept are those under which the days'
+    effective windows are likeliest (binomial: a day's windows at a rate near 1 vary far less
+    than at ½, which least squares would weigh alike). Ties go to the earliest break. No
+    decline is likelier than a flat rate (a rising or flat rate): (first day, "none", mean, 0)."""
     breaks = np.arange(int(days[0]) + DECAY_EDGE_DAYS, int(days[-1]) - DECAY_EDGE_DAYS + 1)
     best = (int(days[0]), "none", float(rates.mean()), 0.0)
     if not len(breaks):
         return best
     after = np.maximum(0.0, days[None, :] - breaks[:, None]).astype(np.float64)
     centred = rates - rates.mean()
-    best_sse = float((centred**2).sum()) - 1e-9
+    best_ll = float(_log_likelihood(np.full(len(rates), rates.mean()), rates, windows)) + 1e-9
     for shape, basis in _decline_shapes(after).items():
         spread = basis - basis.mean(axis=1, keepdims=True)
         sbb = (spread**2).sum(axis=1)
         sby = spread @ centred
         with np.errstate(divide="ignore", invalid="ignore"):
-            gain = np.where((sbb > 0) & (sby < 0), sby**2 / sbb, 0.0)
-        k = int(np.argmax(gain))  # the first of equal gains: the earliest break
-        if float((centred**2).sum()) - gain[k] < best_sse:
-            best_sse = float((centred**2).sum()) - gain[k]
-            size = float(-sby[k] / sbb[k])
-            level = float(rates.mean() + size * basis[k].mean())
-            best = (int(breaks[k]), shape, level, size)
+            size = np.where((sbb > 0) & (sby < 0), -sby / sbb, 0.0)
+        level = rates.mean() + size * basis.mean(axis=1)
+        ll = _log_likelihood(level[:, None] - size[:, None] * basis, rates, windows)
+        ll = np.where(size > 0, ll, -np.inf)
+        k = int(np.argmax(ll))  # the first of equal likelihoods: the earliest break
+        if ll[k] > best_ll:
+            best_ll = float(ll[k])
+            best = (int(breaks[k]), shape, float(level[k]), float(size[k]))
     return best
 
 
@@ -158,7 +173,7 @@ def activity_decay(
     of the daily rates (a plateau, then a straight, stepwise or halving decline from a break
     day, the best least-squares fit), dated to its break day."""
     opened = _open_windows(activity, info)
-    days, rates = _daily_rates(activity, opened, abandoned_day)
+    days, rates, windows = _daily_rates(activity, opened, abandoned_day)
     months = info.calendar.month_of_day(days)
     labels = info.calendar.month_labels(int(months.max()) + 1 if len(months) else 0)
     evidence: dict[str, Any] = {
@@ -168,7 +183,7 @@ def activity_decay(
     }
     if len(days) < DECAY_MIN_DAYS:
         return _result(False, None, evidence)
-    t0, shape, level, size = _change_point(days, rates)
+    t0, shape, level, size = _change_point(days, rates, windows)
     after = np.maximum(0.0, days[-1:] - t0).astype(np.float64)
     drop = size * float(_decline_shapes(after)[shape][0]) if size else 0.0
     last = rates[days > days[-1] - DECAY_LAST_DAYS].mean()
