@@ -19,7 +19,7 @@ from serve_support import LiveServer, start_server
 
 from merchantbench.cli.serve import LIMIT_HELP
 from merchantbench.limits import MIB, ServerLimits
-from merchantbench.serve.host import RunHost
+from merchantbench.serve.host import Host
 from merchantbench.serve.mcp_mount import McpMounts, mcp_extension
 from timeouts import REQUEST_SECONDS
 
@@ -64,7 +64,7 @@ def test_deeply_nested_arguments_get_400_and_change_nothing(limited: LiveServer)
     client, run = agent(limited)
     client.observation()
     host = limited.registry.hosts[run["run_id"]]
-    assert isinstance(host, RunHost)
+    assert isinstance(host, Host)
     before = host.session.state_hash()
     for depth in (40, 990, 50_000):  # 990: the old code's json.loads hit its recursion limit
         response = client.act(assistant(nested_call(depth)))
@@ -108,7 +108,7 @@ def test_bodies_over_the_limit_get_413_before_any_route(limited: LiveServer) -> 
         body = b'{"scenario": "smoke", "label": "' + b"z" * LIMITS.max_body_bytes + b'"}'
         assert admin.post("/api/runs", content=body, headers=headers).status_code == 413
     host = limited.registry.hosts[run["run_id"]]
-    assert isinstance(host, RunHost) and host.protocol.turns == 0
+    assert isinstance(host, Host) and host.protocol.turns == 0
     assert client.observation().status_code == 200  # the server goes on
 
 

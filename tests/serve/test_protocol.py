@@ -13,19 +13,19 @@ from protocol_client import ProtocolClient, assistant, tool_call
 from serve_support import LiveServer
 
 from frontend_script import assert_status_states
-from merchantbench.serve.host import RunHost
+from merchantbench.serve.host import Host
 from merchantbench.tools.toolset import DECLARED
 
 
-def client_for(live: LiveServer, **create: Any) -> tuple[ProtocolClient, RunHost]:
+def client_for(live: LiveServer, **create: Any) -> tuple[ProtocolClient, Host]:
     run = live.create_run(**create)
     client = ProtocolClient(live.base_url, run["run_id"], run["agent_id"], run["agent_token"])
     host = live.registry.hosts[run["run_id"]]
-    assert isinstance(host, RunHost)
+    assert isinstance(host, Host)
     return client, host
 
 
-def fingerprint(host: RunHost) -> tuple[Any, ...]:
+def fingerprint(host: Host) -> tuple[Any, ...]:
     """Everything a refused request must leave as it was."""
     state = host.protocol
     return (host.session.state_hash(), host.session.memory.seq, state.turns,
@@ -211,7 +211,7 @@ def test_the_json_api_serves_the_store_status_the_tick_and_the_text_agree(
 ) -> None:
     run = live.create_run(days=2, seed=7)
     host = live.registry.hosts[run["run_id"]]
-    assert isinstance(host, RunHost)
+    assert isinstance(host, Host)
     base = f"/api/runs/{host.run_id}"
     with live.client(run["agent_token"]) as agent:
         search = {"page_size": 3, "sort": "sales_30d"}

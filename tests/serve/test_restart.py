@@ -120,7 +120,7 @@ def test_after_kill_9_the_run_resumes_at_its_last_answered_call(tmp_path) -> Non
 
 def test_a_run_over_but_not_recorded_is_finished_when_picked_up(tmp_path) -> None:
     """The last window closed, then the server stopped before the record was finished."""
-    from merchantbench.serve.host import HostSettings, RunHost
+    from merchantbench.serve.host import Host, HostSettings
     from merchantbench.serve.registry import RunRegistry
 
     runs = tmp_path / "runs"
@@ -135,7 +135,7 @@ def test_a_run_over_but_not_recorded_is_finished_when_picked_up(tmp_path) -> Non
     again = RunRegistry(runs, ADMIN)
     assert again.load_existing() == ["late"]
     picked = again.hosts["late"]
-    assert isinstance(picked, RunHost) and picked.finished
+    assert isinstance(picked, Host) and picked.finished
     assert json.loads((runs / "late" / "run.json").read_text())["ended"] == "completed"
     assert picked.summary()["metrics"]["windows"] == 28
 
@@ -148,7 +148,7 @@ def test_a_restarted_run_answers_the_protocol_from_its_saved_state(tmp_path) -> 
 
     from merchantbench.record.checkpoint import load_checkpoint
     from merchantbench.serve.act import ProtocolError
-    from merchantbench.serve.host import HostSettings, RunHost
+    from merchantbench.serve.host import Host, HostSettings
     from merchantbench.serve.registry import RunRegistry
 
     runs = tmp_path / "runs"
@@ -169,7 +169,7 @@ def test_a_restarted_run_answers_the_protocol_from_its_saved_state(tmp_path) -> 
     again = RunRegistry(runs, ADMIN)
     assert again.load_existing() == ["r"]
     picked = again.hosts["r"]
-    assert isinstance(picked, RunHost)
+    assert isinstance(picked, Host)
 
     async def second() -> None:
         packet = await picked.observation(1.0, nowait=True)

@@ -11,7 +11,7 @@ from test_protocol import fingerprint
 from typer.testing import CliRunner
 
 from merchantbench.cli import app
-from merchantbench.serve.host import RunHost
+from merchantbench.serve.host import Host
 from timeouts import REQUEST_SECONDS
 
 ACT = {"messages": [assistant(tool_call("c", "write_memory_doc", {"content": "x"}))]}
@@ -46,7 +46,7 @@ def admin_routes(run_id: str) -> list[tuple[str, str, dict | None]]:
 def two_runs(live: LiveServer):
     a, b = live.create_run(label="a"), live.create_run(label="b")
     hosts = [live.registry.hosts[r["run_id"]] for r in (a, b)]
-    assert all(isinstance(h, RunHost) for h in hosts)
+    assert all(isinstance(h, Host) for h in hosts)
     return a, b, hosts
 
 
