@@ -62,7 +62,7 @@ def world(server: LiveServer) -> tuple[Any, ...]:
         if isinstance(host, Host):
             memory = host.session.memory
             state.append((run_id, host.session.state_hash(), memory.seq, memory.memory_doc,
-                          pickle.dumps(host.protocol), host.settings.paused))  # fmt: skip
+                          pickle.dumps(host.only.protocol), host.settings.paused))  # fmt: skip
     return tuple(state)
 
 

@@ -27,7 +27,7 @@ def client_for(live: LiveServer, **create: Any) -> tuple[ProtocolClient, Host]:
 
 def fingerprint(host: Host) -> tuple[Any, ...]:
     """Everything a refused request must leave as it was."""
-    state = host.protocol
+    state = host.only.protocol
     return (host.session.state_hash(), host.session.memory.seq, state.turns,
             dict(state.fingerprints), dict(state.auxiliary), host.surface.window)  # fmt: skip
 
@@ -189,17 +189,17 @@ def test_usage_is_recorded_once_per_id_and_a_different_report_is_409(live: LiveS
     changed = client.usage(**{**report, "token_usage": {"input": 1}})
     assert changed.status_code == 409 and fingerprint(host) == before
     assert client.usage(usage_id="x").status_code == 400
-    assert host.driver.usage_summary()["auxiliary"] == {"input": 200, "output": 50}
+    assert host.only.driver.usage_summary()["auxiliary"] == {"input": 200, "output": 50}
     client.observation()
     client.act(assistant(tool_call("q", "query_balance")), token_usage={"input": 7, "total": 9})
-    assert host.driver.usage_summary()["act"] == {"input": 7, "total": 9}
+    assert host.only.driver.usage_summary()["act"] == {"input": 7, "total": 9}
 
 
 def test_register_records_the_agent_and_rejects_another_agent_id(live: LiveServer) -> None:
     client, host = client_for(live)
     assert client.register(model="m1", version="3").json()["model"] == "m1"
-    assert host.protocol.registration is not None
-    assert host.protocol.registration["version"] == "3"
+    assert host.only.protocol.registration is not None
+    assert host.only.protocol.registration["version"] == "3"
     other = client.http.post(f"{client.run}/agent/register", json={"agent_id": "agent_9"})
     assert other.status_code == 404
     wrong = client.http.get(f"{client.run}/agents/agent_9/observation")

@@ -156,10 +156,10 @@ def test_a_restarted_run_answers_the_protocol_from_its_saved_state(tmp_path) -> 
     usage = {"usage_id": "u1", "token_usage": {"input": 5}}
 
     async def first() -> None:
-        await host.observation(1.0, nowait=True)
-        await host.register({"agent_id": "agent_0", "model": "m"})
-        await host.act([assistant(tool_call("c1", "query_balance"))], {"input": 3}, None)
-        await host.record_usage(usage)
+        await host.observation("agent_0", 1.0, nowait=True)
+        await host.register("agent_0", {"agent_id": "agent_0", "model": "m"})
+        await host.act("agent_0", [assistant(tool_call("c1", "query_balance"))], {"input": 3}, None)
+        await host.record_usage("agent_0", usage)
 
     asyncio.run(first())
     host.close()
@@ -172,14 +172,14 @@ def test_a_restarted_run_answers_the_protocol_from_its_saved_state(tmp_path) -> 
     assert isinstance(picked, Host)
 
     async def second() -> None:
-        packet = await picked.observation(1.0, nowait=True)
+        packet = await picked.observation("agent_0", 1.0, nowait=True)
         assert "brief" not in packet and packet["turn_count"] == 1
         with pytest.raises(ProtocolError) as conflict:
-            await picked.act([assistant(tool_call("c1", "query_products"))], None, None)
+            await picked.act("agent_0", [assistant(tool_call("c1", "query_products"))], None, None)
         assert conflict.value.status == 409
-        assert (await picked.record_usage(usage))["duplicate"] is True
+        assert (await picked.record_usage("agent_0", usage))["duplicate"] is True
 
     asyncio.run(second())
-    assert picked.protocol.registration == {"agent_id": "agent_0", "model": "m"}
-    assert picked.driver.usage_summary()["act"] == {"input": 3}
+    assert picked.only.protocol.registration == {"agent_id": "agent_0", "model": "m"}
+    assert picked.only.driver.usage_summary()["act"] == {"input": 3}
     picked.close()

@@ -32,7 +32,7 @@ from merchantbench.runs.layout import MarketLayout
 from merchantbench.runs.lifecycle import RunLifecycle
 from merchantbench.serve.act import END_OF_STEP, ProtocolError, plan_calls, stale_step
 from merchantbench.serve.channel import AgentChannel
-from merchantbench.serve.external import ExternalDriver, ProtocolState, add_usage
+from merchantbench.serve.external import add_usage
 from merchantbench.serve.settings import (
     FRONT_END,
     HostSettings,
@@ -95,22 +95,14 @@ class Host:
         [channel] = self.channels.values()
         return channel
 
-    # A store alone's agent, as in-process readers (server extensions, tests) name it.
     @property
     def surface(self) -> AgentSurface:
+        """A store alone's agent surface, as server extensions read it."""
         return self.only.surface
 
     @property
     def session(self) -> Session:
         return self.only.session
-
-    @property
-    def protocol(self) -> ProtocolState:
-        return self.only.protocol
-
-    @property
-    def driver(self) -> ExternalDriver:
-        return self.only.driver
 
     def save_settings(self) -> None:
         """Record how the server hosts the run (`front_end`), so a restart keeps it: a store's

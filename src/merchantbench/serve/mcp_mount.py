@@ -97,7 +97,7 @@ class McpMounts:
         self.registry = registry
         self.host = host
         self.limits = limits
-        self.endpoints: dict[str, McpHttpEndpoint] = {}
+        self.endpoints: dict[str, McpHttpEndpoint] = {}  # by path under /runs: run/…/mcp
         self.task_group: TaskGroup | None = None
         self._making = anyio.Lock()
 
