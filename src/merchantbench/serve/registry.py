@@ -181,12 +181,16 @@ class RunRegistry:
             tokens = {}
         self._tokens = tokens
 
-    def _new_tokens(self, settings: HostSettings) -> dict[str, str]:
-        """A token for every agent of the run that has none; returns each agent's."""
-        return {
-            agent_id: self._tokens.setdefault(token_key(settings, agent_id), new_token())
-            for agent_id in settings.merchants
-        }
+    def _give_tokens(self, settings: HostSettings, fresh: bool) -> dict[str, str]:
+        """A new token for every agent of the run (`fresh`: a new run), or for those that
+        have none; returns each agent's."""
+        tokens = {}
+        for agent_id in settings.merchants:
+            key = token_key(settings, agent_id)
+            if fresh or key not in self._tokens:
+                self._tokens[key] = new_token()
+            tokens[agent_id] = self._tokens[key]
+        return tokens
 
     def _save_tokens(self) -> None:
         path = self.runs_dir / TOKENS_FILE
@@ -228,7 +232,7 @@ class RunRegistry:
         if not self._tokens:
             self._load_tokens()
         host = self._open(spec, self.runs_dir / settings.run_id, settings, False)
-        tokens = self._new_tokens(settings)
+        tokens = self._give_tokens(settings, fresh=True)
         self._save_tokens()
         return self._adopt(host), tokens
 
@@ -276,7 +280,7 @@ class RunRegistry:
         if self.tokens_problem is not None:  # a new agent token for every live run
             for host in self.hosts.values():
                 if isinstance(host, Host):
-                    self._new_tokens(host.settings)
+                    self._give_tokens(host.settings, fresh=False)
             self._save_tokens()
         return resumed
 
