@@ -59,7 +59,7 @@ def test_an_agent_token_cannot_read_or_act_on_another_run(live: LiveServer, two_
             assert response.status_code == 403, (method, path, response.text)
         # An unknown run looks the same as a foreign one.
         assert agent_a.get("/api/runs/nope-0000").status_code == 403
-    assert fingerprint(host_b) == before and not host_b.protocol.auxiliary
+    assert fingerprint(host_b) == before and not host_b.only.protocol.auxiliary
 
 
 def test_an_agent_token_cannot_reach_admin_routes(live: LiveServer, two_runs) -> None:
