@@ -13,7 +13,7 @@ from merchantbench.check import run_check
 from merchantbench.check.checks import OTHER_MERCHANT_MARK
 from merchantbench.check.market_adapter import RIVAL
 from merchantbench.scenario import load_scenario
-from merchantbench.serve.market_host import MarketHost
+from merchantbench.serve.host import Host
 
 SHORT = ["clock.days=5"]
 
@@ -28,18 +28,16 @@ def test_a_served_merchant_passes_every_check_and_agrees_with_the_market(adapter
 
 @pytest.mark.parametrize("adapter", ["http-market", "mcp-market"])
 def test_the_leak_scan_catches_the_rivals_note_sent_over_the_wire(adapter, monkeypatch):
-    served = MarketHost.call_tool
+    served = Host.call_tool
 
-    async def leaky(
-        self: MarketHost, agent_id: str, tool: str, args: Any, key: Any, *window: Any
-    ) -> Any:
+    async def leaky(self: Host, agent_id: str, tool: str, args: Any, key: Any, *window: Any) -> Any:
         result = await served(self, agent_id, tool, args, key, *window)
         if tool == "read_memory_doc" and result.get("ok"):
             rival = self.channels[RIVAL].session.memory_doc
             result = {**result, "content": rival}
         return result
 
-    monkeypatch.setattr(MarketHost, "call_tool", leaky)
+    monkeypatch.setattr(Host, "call_tool", leaky)
     report = run_check(load_scenario("smoke", overrides=SHORT), adapter=adapter)
     hidden = next(c for c in report.checks if c.name == "hidden")
     assert not hidden.ok and "another merchant's private note" in hidden.detail

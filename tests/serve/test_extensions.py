@@ -11,7 +11,7 @@ from serve_support import ADMIN
 
 from merchantbench.serve import ServeConfig, create_app
 from merchantbench.serve.auth import require_run
-from merchantbench.serve.host import RunHost
+from merchantbench.serve.host import Host
 from merchantbench.serve.registry import RunRegistry
 
 
@@ -20,7 +20,7 @@ def clock_extension(app: FastAPI, registry: RunRegistry) -> None:
 
     @router.get("/runs/{run_id}/clock")
     async def clock(host=Depends(require_run)) -> dict[str, int]:
-        assert isinstance(host, RunHost) and registry.hosts[host.run_id] is host
+        assert isinstance(host, Host) and registry.hosts[host.run_id] is host
         return {"window": host.surface.window, "hour": host.surface.hour}
 
     app.include_router(router)

@@ -25,7 +25,7 @@ from serve_support import ADMIN, LiveServer, start_server
 
 from merchantbench.serve import ServeConfig, create_app
 from merchantbench.serve.dashboard_mount import dashboard_extension
-from merchantbench.serve.host import RunHost
+from merchantbench.serve.host import Host
 from merchantbench.serve.mcp_mount import mcp_extension
 from merchantbench.web.app import web_extension
 
@@ -59,10 +59,10 @@ def world(server: LiveServer) -> tuple[Any, ...]:
     """Every run's state, protocol state and settings, comparable before and after."""
     state = []
     for run_id, host in sorted(server.registry.hosts.items()):
-        if isinstance(host, RunHost):
+        if isinstance(host, Host):
             memory = host.session.memory
             state.append((run_id, host.session.state_hash(), memory.seq, memory.memory_doc,
-                          pickle.dumps(host.protocol), host.settings.paused))  # fmt: skip
+                          pickle.dumps(host.only.protocol), host.settings.paused))  # fmt: skip
     return tuple(state)
 
 

@@ -19,8 +19,8 @@ from serve_support import LiveServer, start_server
 
 from merchantbench.cli.serve import LIMIT_HELP
 from merchantbench.limits import MIB, ServerLimits
-from merchantbench.serve.host import RunHost
-from merchantbench.serve.mcp_mount import McpMounts, mcp_extension
+from merchantbench.serve.host import Host
+from merchantbench.serve.mcp_mount import MCP_PATH, McpMounts, mcp_extension
 from timeouts import REQUEST_SECONDS
 
 LIMITS = ServerLimits(
@@ -64,7 +64,7 @@ def test_deeply_nested_arguments_get_400_and_change_nothing(limited: LiveServer)
     client, run = agent(limited)
     client.observation()
     host = limited.registry.hosts[run["run_id"]]
-    assert isinstance(host, RunHost)
+    assert isinstance(host, Host)
     before = host.session.state_hash()
     for depth in (40, 990, 50_000):  # 990: the old code's json.loads hit its recursion limit
         response = client.act(assistant(nested_call(depth)))
@@ -82,7 +82,7 @@ def test_deeply_nested_arguments_get_400_and_change_nothing(limited: LiveServer)
     framework = {**nested_call(990, "own"), "tool_origin": "agent_framework"}
     response = client.act(assistant(framework))
     assert response.status_code == 400 and response.json()["error"] == "invalid_argument"
-    assert host.session.state_hash() == before and host.protocol.turns == 0
+    assert host.session.state_hash() == before and host.only.protocol.turns == 0
     # Shallow arguments still work, and a malformed (not deep) string is the tool's refusal.
     ok = client.act(assistant(nested_call(3, "shallow")))
     assert ok.status_code == 200
@@ -108,7 +108,7 @@ def test_bodies_over_the_limit_get_413_before_any_route(limited: LiveServer) -> 
         body = b'{"scenario": "smoke", "label": "' + b"z" * LIMITS.max_body_bytes + b'"}'
         assert admin.post("/api/runs", content=body, headers=headers).status_code == 413
     host = limited.registry.hosts[run["run_id"]]
-    assert isinstance(host, RunHost) and host.protocol.turns == 0
+    assert isinstance(host, Host) and host.only.protocol.turns == 0
     assert client.observation().status_code == 200  # the server goes on
 
 
@@ -151,7 +151,7 @@ def test_a_run_holds_at_most_so_many_mcp_sessions(limited: LiveServer) -> None:
     _, other = agent(limited)
     opened = [open_session(limited, run) for _ in range(LIMITS.mcp_sessions_per_run)]
     assert all(r.status_code == 200 and r.headers.get("mcp-session-id") for r in opened)
-    endpoint = mounts_of(limited).endpoints[run["run_id"]]
+    endpoint = mounts_of(limited).endpoints[run["run_id"] + MCP_PATH]
     assert endpoint.live_sessions == LIMITS.mcp_sessions_per_run
     refused = open_session(limited, run)
     assert refused.status_code == 429 and refused.json()["error"] == "too_many_mcp_sessions"
@@ -174,14 +174,14 @@ def test_idle_mcp_sessions_expire_and_their_memory_is_freed(tmp_path) -> None:
         sessions, transports = [], []
         for _ in range(limits.mcp_sessions_per_run):
             session = open_session(server, run).headers["mcp-session-id"]
-            manager = mounts.endpoints[run["run_id"]].server.session_manager
+            manager = mounts.endpoints[run["run_id"] + MCP_PATH].server.session_manager
             transport = manager._server_instances.get(session)
             if transport is not None:  # None only if it expired already (a stalled machine)
                 transports.append(weakref.ref(transport))
             sessions.append(session)
             del transport
         assert transports, "no session was seen open"
-        endpoint = mounts.endpoints[run["run_id"]]
+        endpoint = mounts.endpoints[run["run_id"] + MCP_PATH]
         # Nobody uses them: they expire, are forgotten, and their memory is freed.
         wait_until(lambda: endpoint.live_sessions == 0)
         gc.collect()

@@ -46,8 +46,10 @@ def play_two_windows(url: str, token: str) -> tuple[list, str, list]:
 
 def test_a_run_played_over_mcp_on_the_serve_app(serve) -> None:
     scenario = load_scenario("smoke")
-    host, token = serve.create(scenario, SEED)
-    _, other_token = serve.create(scenario, SEED + 1)
+    host, tokens = serve.create(scenario, SEED)
+    token = tokens[host.settings.agent_id]
+    _, others = serve.create(scenario, SEED + 1)
+    other_token = others["agent_0"]
     url = f"{serve.base_url}/runs/{host.run_id}/mcp"
     tools, rules, results = play_two_windows(url, token)
     assert tools == [s["function"]["name"] for s in host.surface.tool_schemas()]

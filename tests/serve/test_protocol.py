@@ -13,21 +13,21 @@ from protocol_client import ProtocolClient, assistant, tool_call
 from serve_support import LiveServer
 
 from frontend_script import assert_status_states
-from merchantbench.serve.host import RunHost
+from merchantbench.serve.host import Host
 from merchantbench.tools.toolset import DECLARED
 
 
-def client_for(live: LiveServer, **create: Any) -> tuple[ProtocolClient, RunHost]:
+def client_for(live: LiveServer, **create: Any) -> tuple[ProtocolClient, Host]:
     run = live.create_run(**create)
     client = ProtocolClient(live.base_url, run["run_id"], run["agent_id"], run["agent_token"])
     host = live.registry.hosts[run["run_id"]]
-    assert isinstance(host, RunHost)
+    assert isinstance(host, Host)
     return client, host
 
 
-def fingerprint(host: RunHost) -> tuple[Any, ...]:
+def fingerprint(host: Host) -> tuple[Any, ...]:
     """Everything a refused request must leave as it was."""
-    state = host.protocol
+    state = host.only.protocol
     return (host.session.state_hash(), host.session.memory.seq, state.turns,
             dict(state.fingerprints), dict(state.auxiliary), host.surface.window)  # fmt: skip
 
@@ -189,17 +189,17 @@ def test_usage_is_recorded_once_per_id_and_a_different_report_is_409(live: LiveS
     changed = client.usage(**{**report, "token_usage": {"input": 1}})
     assert changed.status_code == 409 and fingerprint(host) == before
     assert client.usage(usage_id="x").status_code == 400
-    assert host.driver.usage_summary()["auxiliary"] == {"input": 200, "output": 50}
+    assert host.only.driver.usage_summary()["auxiliary"] == {"input": 200, "output": 50}
     client.observation()
     client.act(assistant(tool_call("q", "query_balance")), token_usage={"input": 7, "total": 9})
-    assert host.driver.usage_summary()["act"] == {"input": 7, "total": 9}
+    assert host.only.driver.usage_summary()["act"] == {"input": 7, "total": 9}
 
 
 def test_register_records_the_agent_and_rejects_another_agent_id(live: LiveServer) -> None:
     client, host = client_for(live)
     assert client.register(model="m1", version="3").json()["model"] == "m1"
-    assert host.protocol.registration is not None
-    assert host.protocol.registration["version"] == "3"
+    assert host.only.protocol.registration is not None
+    assert host.only.protocol.registration["version"] == "3"
     other = client.http.post(f"{client.run}/agent/register", json={"agent_id": "agent_9"})
     assert other.status_code == 404
     wrong = client.http.get(f"{client.run}/agents/agent_9/observation")
@@ -211,7 +211,7 @@ def test_the_json_api_serves_the_store_status_the_tick_and_the_text_agree(
 ) -> None:
     run = live.create_run(days=2, seed=7)
     host = live.registry.hosts[run["run_id"]]
-    assert isinstance(host, RunHost)
+    assert isinstance(host, Host)
     base = f"/api/runs/{host.run_id}"
     with live.client(run["agent_token"]) as agent:
         search = {"page_size": 3, "sort": "sales_30d"}

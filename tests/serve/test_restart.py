@@ -120,7 +120,7 @@ def test_after_kill_9_the_run_resumes_at_its_last_answered_call(tmp_path) -> Non
 
 def test_a_run_over_but_not_recorded_is_finished_when_picked_up(tmp_path) -> None:
     """The last window closed, then the server stopped before the record was finished."""
-    from merchantbench.serve.host import HostSettings, RunHost
+    from merchantbench.serve.host import Host, HostSettings
     from merchantbench.serve.registry import RunRegistry
 
     runs = tmp_path / "runs"
@@ -135,7 +135,7 @@ def test_a_run_over_but_not_recorded_is_finished_when_picked_up(tmp_path) -> Non
     again = RunRegistry(runs, ADMIN)
     assert again.load_existing() == ["late"]
     picked = again.hosts["late"]
-    assert isinstance(picked, RunHost) and picked.finished
+    assert isinstance(picked, Host) and picked.finished
     assert json.loads((runs / "late" / "run.json").read_text())["ended"] == "completed"
     assert picked.summary()["metrics"]["windows"] == 28
 
@@ -148,7 +148,7 @@ def test_a_restarted_run_answers_the_protocol_from_its_saved_state(tmp_path) -> 
 
     from merchantbench.record.checkpoint import load_checkpoint
     from merchantbench.serve.act import ProtocolError
-    from merchantbench.serve.host import HostSettings, RunHost
+    from merchantbench.serve.host import Host, HostSettings
     from merchantbench.serve.registry import RunRegistry
 
     runs = tmp_path / "runs"
@@ -156,10 +156,10 @@ def test_a_restarted_run_answers_the_protocol_from_its_saved_state(tmp_path) -> 
     usage = {"usage_id": "u1", "token_usage": {"input": 5}}
 
     async def first() -> None:
-        await host.observation(1.0, nowait=True)
-        await host.register({"agent_id": "agent_0", "model": "m"})
-        await host.act([assistant(tool_call("c1", "query_balance"))], {"input": 3}, None)
-        await host.record_usage(usage)
+        await host.observation("agent_0", 1.0, nowait=True)
+        await host.register("agent_0", {"agent_id": "agent_0", "model": "m"})
+        await host.act("agent_0", [assistant(tool_call("c1", "query_balance"))], {"input": 3}, None)
+        await host.record_usage("agent_0", usage)
 
     asyncio.run(first())
     host.close()
@@ -169,17 +169,17 @@ def test_a_restarted_run_answers_the_protocol_from_its_saved_state(tmp_path) -> 
     again = RunRegistry(runs, ADMIN)
     assert again.load_existing() == ["r"]
     picked = again.hosts["r"]
-    assert isinstance(picked, RunHost)
+    assert isinstance(picked, Host)
 
     async def second() -> None:
-        packet = await picked.observation(1.0, nowait=True)
+        packet = await picked.observation("agent_0", 1.0, nowait=True)
         assert "brief" not in packet and packet["turn_count"] == 1
         with pytest.raises(ProtocolError) as conflict:
-            await picked.act([assistant(tool_call("c1", "query_products"))], None, None)
+            await picked.act("agent_0", [assistant(tool_call("c1", "query_products"))], None, None)
         assert conflict.value.status == 409
-        assert (await picked.record_usage(usage))["duplicate"] is True
+        assert (await picked.record_usage("agent_0", usage))["duplicate"] is True
 
     asyncio.run(second())
-    assert picked.protocol.registration == {"agent_id": "agent_0", "model": "m"}
-    assert picked.driver.usage_summary()["act"] == {"input": 3}
+    assert picked.only.protocol.registration == {"agent_id": "agent_0", "model": "m"}
+    assert picked.only.driver.usage_summary()["act"] == {"input": 3}
     picked.close()

@@ -11,7 +11,7 @@ from test_protocol import fingerprint
 from typer.testing import CliRunner
 
 from merchantbench.cli import app
-from merchantbench.serve.host import RunHost
+from merchantbench.serve.host import Host
 from timeouts import REQUEST_SECONDS
 
 ACT = {"messages": [assistant(tool_call("c", "write_memory_doc", {"content": "x"}))]}
@@ -46,7 +46,7 @@ def admin_routes(run_id: str) -> list[tuple[str, str, dict | None]]:
 def two_runs(live: LiveServer):
     a, b = live.create_run(label="a"), live.create_run(label="b")
     hosts = [live.registry.hosts[r["run_id"]] for r in (a, b)]
-    assert all(isinstance(h, RunHost) for h in hosts)
+    assert all(isinstance(h, Host) for h in hosts)
     return a, b, hosts
 
 
@@ -59,7 +59,7 @@ def test_an_agent_token_cannot_read_or_act_on_another_run(live: LiveServer, two_
             assert response.status_code == 403, (method, path, response.text)
         # An unknown run looks the same as a foreign one.
         assert agent_a.get("/api/runs/nope-0000").status_code == 403
-    assert fingerprint(host_b) == before and not host_b.protocol.auxiliary
+    assert fingerprint(host_b) == before and not host_b.only.protocol.auxiliary
 
 
 def test_an_agent_token_cannot_reach_admin_routes(live: LiveServer, two_runs) -> None:

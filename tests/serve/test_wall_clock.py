@@ -25,7 +25,7 @@ def test_a_window_held_past_the_limit_is_forced_closed(live: LiveServer) -> None
     deadline = time.monotonic() + 60  # bounded poll: a loaded machine wakes the watchdog late
     while not host.finished and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert host.finished and host.protocol.forced_windows == [0, 1]
+    assert host.finished and host.only.protocol.forced_windows == [0, 1]
     assert client.observation().status_code == 410
     trace = [json.loads(line) for line in (host.life.run_dir / "trace.jsonl").open()]
     ends = [e for e in trace if e["tool"] == "end_of_step"]

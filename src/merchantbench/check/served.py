@@ -1,26 +1,26 @@
 """The adapters of the served front ends, one family: a transport (how the checked merchant's
 agent talks: `HttpRun`, the JSON API and the artifact protocol's routes; `McpRun`, the official
-`mcp` client over streamable HTTP) over a stage (what is served: `ServedStore`, a run of
-`merchantbench serve`, the one merchant of its market; `ServedMarket`, the merchant `check` of a
-served market of two beside a rule-based rival). The four adapters are the four pairs: `http`,
-`mcp` (the store) and `http-market`, `mcp-market` (the market).
+`mcp` client over streamable HTTP) over a stage (`ServedStage`, what is served: a store of
+`merchantbench serve`, the one merchant of its market; or the merchant `check` of a served
+market of two beside a rule-based rival). The four adapters are the four pairs: `http`, `mcp`
+(the store) and `http-market`, `mcp-market` (the market).
 
 Each adapter starts a real `merchantbench serve` app (`create_app` with the MCP extension) with
 uvicorn on a free 127.0.0.1 port, in a thread of this process, with an admin token. A run or
-market is created by the operator (`RunRegistry.create_now` / `create_market_now`, so any
-scenario, overrides included, can be checked), and the checked merchant plays through the
+market is created by the operator (`RunRegistry.create_now`, so any scenario, overrides
+included, can be checked), and the checked merchant plays through the
 network with its own agent bearer token only: in a market, the `hidden` check's leak scan then
 covers everything the merchant is sent over the wire (the rival's private note, like any hidden
 field, must show nowhere).
 
-The rival plays host side, in process (`MarketHost.host_turn`, under the market's lock), once
+The rival plays host side, in process (`Host.host_turn`, under the market's lock), once
 per window as the window opens, before the checked merchant's first call: so the checked
 merchant's `end_of_step` is the window's last close, and over MCP (where `end_of_step` answers
 with the next window) it never waits. A store has no rival: its turn is empty.
 
 The host side reads the stage's host in process: `state_hash`, `snapshot` and `ledger` from its
-session (or market), `restore` through `RunHost.restore` / `MarketHost.rewind` (under the lock,
-reopening a finished record). None of this is a route: a snapshot is a pickle, and a server
+market (a store's: the store's own), `restore` through `Host.rewind` (under the lock, reopening
+a finished record). None of this is a route: a snapshot is a pickle, and a server
 that unpickled what a client sent would run the client's code (docs/check.md).
 """
 
@@ -33,13 +33,12 @@ import tempfile
 import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import httpx
 
 from merchantbench.check.adapter import LedgerReport
 from merchantbench.check.market_adapter import CHECKED, RIVAL, Rival, competing, merchant_ledger
-from merchantbench.check.python_adapter import session_ledger
 from merchantbench.scenario import Scenario
 from merchantbench.tools.toolset import END_OF_STEP
 
@@ -52,9 +51,7 @@ __all__ = [
     "McpMarketAdapter",
     "McpRun",
     "ServedAdapter",
-    "ServedMarket",
-    "ServedStore",
-    "Stage",
+    "ServedStage",
 ]
 
 T = TypeVar("T")
@@ -96,30 +93,20 @@ class LiveServe:
             raise RuntimeError("the check's server did not start in 60 s")
         atexit.register(self.stop)
 
-    def create_market(
-        self, scenario: Scenario, seed: int, agents: list[str]
+    def create(
+        self, scenario: Scenario, seed: int, agents: list[str] | None = None
     ) -> tuple[Any, dict[str, str]]:
-        """A new market (operator side); returns its host and each merchant's token."""
-        from merchantbench.serve.market_host import MarketSettings
-        from merchantbench.serve.registry import new_run_id
-
-        settings = MarketSettings(
-            run_id=new_run_id("check-market"),
-            agents=agents,
-            turns_per_window=scenario.clock.calls_per_window,
-        )
-        return self.registry.create_market_now(scenario, seed, settings)
-
-    def create(self, scenario: Scenario, seed: int) -> tuple[Any, str]:
-        """A new run (operator side); returns its host and the agent's token."""
+        """A new run (operator side): a store alone, or a market of `agents`; returns its host
+        and each agent's token."""
         from merchantbench.serve.registry import new_run_id
         from merchantbench.serve.settings import HostSettings
 
         settings = HostSettings(
-            run_id=new_run_id("check"), turns_per_window=scenario.clock.calls_per_window
+            run_id=new_run_id("check" if agents is None else "check-market"),
+            turns_per_window=scenario.clock.calls_per_window,
+            agents=agents,
         )
-        host, token = self.registry.create_now(scenario, seed, settings)
-        return host, token
+        return self.registry.create_now(scenario, seed, settings)  # type: ignore[no-any-return]
 
     def on_loop(self, coro: Awaitable[T]) -> T:
         """Run a coroutine on the server's event loop and wait for it."""
@@ -133,105 +120,66 @@ class LiveServe:
         self._dir.cleanup()
 
 
-class Stage(Protocol):
-    """What is served, seen by the check: the checked merchant's token and routes, its
-    surface (the clock MCP lacks), the host side, and the turn the host plays around each of
-    the merchant's calls (a store: none)."""
+class ServedStage:
+    """What is served, seen by the check: a store alone (`market` False: the one merchant of
+    its market, no rival, its run-level routes), or the merchant `check` of a market of two
+    beside the rival, which plays host side. The stage holds the checked agent's token and
+    routes, its surface (the clock MCP lacks), the host side, and the turn the host plays
+    around each of the agent's calls (a store: none)."""
 
-    token: str
-    run_id: str
-    agent_id: str
-    agent_api: str  # the JSON API of the merchant: observation, tools, end-window
-    mcp_path: str
-
-    @property
-    def surface(self) -> Any: ...
-    def over_in(self, summary: dict[str, Any]) -> bool: ...
-    def turn(self) -> None: ...
-    def state_hash(self) -> str: ...
-    def snapshot(self) -> bytes: ...
-    def restore(self, blob: bytes) -> None: ...
-    def ledger(self) -> LedgerReport: ...
-
-
-class ServedStore:
-    """A served run (`RunHost`): the store is the one merchant of its market."""
-
-    def __init__(self, serve: LiveServe, scenario: Scenario, seed: int) -> None:
+    def __init__(self, serve: LiveServe, scenario: Scenario, seed: int, market: bool) -> None:
         self.serve = serve
-        self.host, self.token = serve.create(scenario, seed)
-        run = self.run_id = str(self.host.run_id)
-        self.agent_id = str(self.host.settings.agent_id)
-        self.agent_api, self.mcp_path = f"/api/runs/{run}", f"/runs/{run}/mcp"
-
-    @property
-    def surface(self) -> Any:
-        return self.host.surface
-
-    def over_in(self, summary: dict[str, Any]) -> bool:
-        """Whether the merchant's run is over, from the run's summary as its agent reads it."""
-        return bool(summary["over"])
-
-    def turn(self) -> None:
-        """Nobody else plays in a store."""
-
-    def state_hash(self) -> str:
-        return str(self.host.session.state_hash())
-
-    def snapshot(self) -> bytes:
-        blob: bytes = self.host.session.snapshot()
-        return blob
-
-    def restore(self, blob: bytes) -> None:
-        self.serve.on_loop(self.host.restore(blob))
-
-    def ledger(self) -> LedgerReport:
-        return session_ledger(self.host.session, self.host.session.over)
-
-
-class ServedMarket:
-    """A served market of two (`MarketHost`): the checked merchant and the rival."""
-
-    def __init__(self, serve: LiveServe, scenario: Scenario, seed: int) -> None:
-        self.serve = serve
-        self.host, tokens = serve.create_market(competing(scenario), seed, [CHECKED, RIVAL])
-        self.token, self.agent_id = tokens[CHECKED], CHECKED
-        self.run_id = str(self.host.run_id)
-        merchant = f"/runs/{self.run_id}/agents/{CHECKED}"
-        self.agent_api, self.mcp_path = f"/api{merchant}", f"{merchant}/mcp"
-        self.rival = Rival()
+        self.rival = Rival() if market else None
+        if market:
+            self.host, tokens = serve.create(competing(scenario), seed, [CHECKED, RIVAL])
+        else:
+            self.host, tokens = serve.create(scenario, seed)
+        self.agent_id = str(CHECKED if market else self.host.settings.agent_id)
+        self.token, self.run_id = tokens[self.agent_id], str(self.host.run_id)
+        run = f"/runs/{self.run_id}"
+        routes = f"{run}/agents/{self.agent_id}" if market else run
+        self.agent_api = f"/api{routes}"  # the JSON API of the agent: observation, tools, end
+        self.mcp_path = f"{routes}/mcp"
+        self.session = self.host.agent(self.agent_id).session
         self.turn()
 
     @property
     def surface(self) -> Any:
-        return self.host.channels[CHECKED].session.surface
+        return self.session.surface
 
     def over_in(self, summary: dict[str, Any]) -> bool:
-        return bool(summary["over"] or summary["agents"][CHECKED]["closed"])
+        """Whether the agent's run is over, from the run's summary as its agent reads it (a
+        market's merchant: also when its store closed)."""
+        if self.rival is None:
+            return bool(summary["over"])
+        return bool(summary["over"] or summary["agents"][self.agent_id]["closed"])
 
     def turn(self) -> None:
-        """The rival plays its window if it has not yet (host side, under the market's lock)."""
-        self.serve.on_loop(self.host.host_turn(RIVAL, self.rival.turn))
+        """The rival plays its window if it has not yet (host side, under the market's lock);
+        nobody else plays in a store."""
+        if self.rival is not None:
+            self.serve.on_loop(self.host.host_turn(RIVAL, self.rival.turn))
 
     def state_hash(self) -> str:
         return str(self.host.life.market.state_hash())
 
     def snapshot(self) -> bytes:
-        return self.rival.pack(self.host.life.market.snapshot())
+        blob: bytes = self.host.life.market.snapshot()
+        return blob if self.rival is None else self.rival.pack(blob)
 
     def restore(self, blob: bytes) -> None:
-        self.serve.on_loop(self.host.rewind(self.rival.unpack(blob)))
+        market = blob if self.rival is None else self.rival.unpack(blob)
+        self.serve.on_loop(self.host.rewind(market))
 
     def ledger(self) -> LedgerReport:
-        session = self.host.channels[CHECKED].session
-        return merchant_ledger(session, self.host.life.market.over)
+        return merchant_ledger(self.session, self.host.life.market.over)
 
 
 class _Transport:
     """A checked merchant's agent side over a stage: each call goes between the host's turns;
     the host side is the stage's."""
 
-    def __init__(self, stage: Stage) -> None:
+    def __init__(self, stage: ServedStage) -> None:
         self.stage = stage
 
     def send(self, tool: str, args: dict[str, Any] | None, key: str | None) -> dict[str, Any]:
@@ -262,7 +210,7 @@ class HttpRun(_Transport):
     """Agent side over HTTP: the artifact protocol's tool schema and first observation packet
     (the brief), and the JSON API's observation, tool calls and run summary (the clock)."""
 
-    def __init__(self, stage: Stage, serve: LiveServe) -> None:
+    def __init__(self, stage: ServedStage, serve: LiveServe) -> None:
         super().__init__(stage)
         self.http = httpx.Client(
             base_url=serve.base_url,
@@ -388,7 +336,7 @@ class McpRun(_Transport):
     the next observation or the summary) is set aside, so results compare with the surface's.
     The clock (`window`, `hour`, `over`) is read on the host side: MCP has none of its own."""
 
-    def __init__(self, stage: Stage, serve: LiveServe) -> None:
+    def __init__(self, stage: ServedStage, serve: LiveServe) -> None:
         super().__init__(stage)
         self.session = _ClientThread(f"{serve.base_url}{stage.mcp_path}", stage.token)
 
@@ -452,7 +400,7 @@ class ServedAdapter:
 
     name: ClassVar[str] = ""
     transport: ClassVar[type[HttpRun] | type[McpRun]]
-    stage: ClassVar[type[ServedStore] | type[ServedMarket]]
+    market: ClassVar[bool]  # the checked merchant is a served market's, else a store
     _serve: LiveServe | None = None
 
     def server(self) -> LiveServe:
@@ -462,28 +410,28 @@ class ServedAdapter:
 
     def open(self, scenario: Scenario, seed: int) -> HttpRun | McpRun:
         serve = self.server()
-        return self.transport(self.stage(serve, scenario, seed), serve)
+        return self.transport(ServedStage(serve, scenario, seed, self.market), serve)
 
 
 class HttpAdapter(ServedAdapter):
     """`merchantbench check --adapter http`."""
 
-    name, transport, stage = "http", HttpRun, ServedStore
+    name, transport, market = "http", HttpRun, False
 
 
 class McpAdapter(ServedAdapter):
     """`merchantbench check --adapter mcp`."""
 
-    name, transport, stage = "mcp", McpRun, ServedStore
+    name, transport, market = "mcp", McpRun, False
 
 
 class HttpMarketAdapter(ServedAdapter):
     """`merchantbench check --adapter http-market`."""
 
-    name, transport, stage = "http-market", HttpRun, ServedMarket
+    name, transport, market = "http-market", HttpRun, True
 
 
 class McpMarketAdapter(ServedAdapter):
     """`merchantbench check --adapter mcp-market`."""
 
-    name, transport, stage = "mcp-market", McpRun, ServedMarket
+    name, transport, market = "mcp-market", McpRun, True

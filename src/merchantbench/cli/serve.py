@@ -45,8 +45,7 @@ def _admin_token(no_auth: bool, host: str) -> str | None:
 
 def _announce(base_url: str):
     from merchantbench.serve.dashboard_mount import dashboard_link
-    from merchantbench.serve.market_host import MarketHost
-    from merchantbench.serve.registry import RecordedMarket, RunRegistry, market_env, run_env
+    from merchantbench.serve.registry import RunRegistry, agent_environment
 
     def on_ready(registry: RunRegistry) -> None:
         report_damage(registry)
@@ -54,18 +53,15 @@ def _announce(base_url: str):
         typer.echo(f"dashboard (operator): {dashboard_link(base_url, registry.admin_token)}")
         for run_id, host in registry.hosts.items():
             typer.echo(f"\n# run {run_id} ({host.status})")
-            if isinstance(host, MarketHost | RecordedMarket):  # each merchant its own env
-                for agent_id in host.settings.agents:
-                    token = registry.agent_token(run_id, agent_id)
+            market = host.settings.market  # each merchant its own env and MCP endpoint
+            for agent_id in host.settings.merchants:
+                token = registry.agent_token(run_id, agent_id)
+                if market:
                     typer.echo(f"# merchant {agent_id}")
-                    for key, value in market_env(base_url, run_id, agent_id, token).items():
-                        typer.echo(f"export {key}={value}")
-                    mcp = f"{base_url}/runs/{run_id}/agents/{agent_id}/mcp"
-                    typer.echo(f"# MCP (streamable HTTP, same token): {mcp}")
-                continue
-            for key, value in run_env(base_url, host, registry.agent_token(run_id)).items():
-                typer.echo(f"export {key}={value}")
-            typer.echo(f"# MCP (streamable HTTP, same token): {base_url}/runs/{run_id}/mcp")
+                for key, value in agent_environment(base_url, run_id, agent_id, token).items():
+                    typer.echo(f"export {key}={value}")
+                mcp = f"/agents/{agent_id}/mcp" if market else "/mcp"
+                typer.echo(f"# MCP (streamable HTTP, same token): {base_url}/runs/{run_id}{mcp}")
 
     return on_ready
 

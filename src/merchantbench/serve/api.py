@@ -14,19 +14,10 @@ from merchantbench.serve.act import ProtocolError
 from merchantbench.serve.auth import require_admin, require_run
 from merchantbench.serve.external import PROTOCOL
 from merchantbench.serve.fastjson import JSONResponse, fast_json
-from merchantbench.serve.host import RunHost
-from merchantbench.serve.market_host import MarketHost, MarketSettings, MerchantPort
+from merchantbench.serve.host import Host
 from merchantbench.serve.protocol import agent_side
-from merchantbench.serve.registry import (
-    Hosted,
-    RecordedMarket,
-    RecordedRun,
-    RunRegistry,
-    market_env,
-    new_run_id,
-    run_env,
-)
-from merchantbench.serve.settings import HostSettings, gone
+from merchantbench.serve.registry import Hosted, RunRegistry, agent_environment, new_run_id
+from merchantbench.serve.settings import HostSettings
 from merchantbench.sim.marketplace import MERCHANT_ID
 from merchantbench.tools.toolset import END_OF_STEP
 from merchantbench.tools.window_bound import WINDOW_ENDED, WINDOW_HEADER
@@ -99,13 +90,15 @@ async def health() -> dict[str, Any]:
 
 @router.post("/runs", status_code=201, dependencies=Admin)
 async def create_run(body: CreateRun, request: Request) -> dict[str, Any]:
-    """Create a run (operator). The answer carries the agent's token and environment."""
+    """Create a run (operator). The answer carries the agent's token and environment; for a
+    market (`agents`), each merchant's (give each agent its own, and nothing of the others')."""
     seed = _seed(body)
     overrides = [f"clock.days={body.days}"] if body.days is not None else []
     try:
         scenario = load_scenario(body.scenario, overrides=overrides)
     except ScenarioError as exc:
         raise ProtocolError(400, "invalid_scenario", str(exc)) from None
+    agents = None if body.agents is None else _market_agents(body.agents)
     settings = HostSettings(
         run_id=new_run_id(body.label or body.scenario),
         agent_id=body.agent_id,
@@ -114,40 +107,29 @@ async def create_run(body: CreateRun, request: Request) -> dict[str, Any]:
         window_seconds=body.window_seconds,
         paused=body.paused,
         sealed=body.sealed,
+        agents=agents,
     )
-    if body.agents is not None:
-        return await _create_market(body, scenario, seed, settings, request)
-    host, token = await _registry(request).create(scenario, seed, settings)
-    return {**host.summary(), "agent_token": token, "env": run_env(_base_url(request), host, token)}
+    host, tokens = await _registry(request).create(scenario, seed, settings)
+    base, run_id = _base_url(request), host.run_id
+    if agents is None:
+        token = tokens[body.agent_id]
+        return {**host.summary(), "agent_token": token,
+                "env": agent_environment(base, run_id, body.agent_id, token)}  # fmt: skip
+    return {
+        **host.summary(),
+        "agent_tokens": tokens,
+        "envs": {a: agent_environment(base, run_id, a, tokens[a]) for a in agents},
+    }
 
 
-async def _create_market(
-    body: CreateRun, scenario: Any, seed: int, hosted: HostSettings, request: Request
-) -> dict[str, Any]:
-    """A market of `body.agents` merchants; the answer carries each merchant's token and
-    environment (give each agent its own, and nothing of the others')."""
-    agents = list(body.agents or [])
+def _market_agents(agents: list[str]) -> list[str]:
+    """A market's agent ids, each the id of the merchant it plays."""
     bad = [a for a in agents if not MERCHANT_ID.fullmatch(a)]
     if bad or len(set(agents)) != len(agents):
         why = f"agent id {bad[0]!r} is not allowed" if bad else "an agent id is given twice"
         raise ProtocolError(400, "invalid_run", f"{why}: ids are lower case letters, digits, "
                             "'-' and '_', at most 32, each once")  # fmt: skip
-    settings = MarketSettings(
-        run_id=hosted.run_id,
-        agents=agents,
-        label=hosted.label,
-        turns_per_window=hosted.turns_per_window,
-        window_seconds=hosted.window_seconds,
-        paused=hosted.paused,
-        sealed=hosted.sealed,
-    )
-    host, tokens = await _registry(request).create_market(scenario, seed, settings)
-    base = _base_url(request)
-    return {
-        **host.summary(),
-        "agent_tokens": tokens,
-        "envs": {a: market_env(base, host.run_id, a, tokens[a]) for a in agents},
-    }
+    return list(agents)
 
 
 @router.get("/runs", dependencies=Admin)
@@ -166,90 +148,37 @@ async def list_runs(request: Request) -> list[dict[str, Any]]:
 async def summary(host: Run, request: Request) -> dict[str, Any]:
     """Where the run stands; its metrics once it is over. A market's merchant sees itself
     only; the operator sees every merchant."""
-    if isinstance(host, MarketHost | RecordedMarket):
-        viewer = request.state.viewer
-        if isinstance(host, MarketHost):
-            async with host.cond:
-                return host.summary(viewer)
-        return host.summary(viewer)
-    if isinstance(host, RunHost):
+    if isinstance(host, Host):
         async with host.cond:
-            return host.summary()
-    return host.summary()
+            return host.summary(request.state.viewer)
+    return host.summary(request.state.viewer)
 
 
 @router.get("/runs/{run_id}/env", dependencies=Admin)
 async def agent_env(host: Run, request: Request) -> dict[str, Any]:
     """The environment an agent of this run needs, token included (operator); for a market,
     `agents`: each merchant's."""
-    registry, base = _registry(request), _base_url(request)
-    if isinstance(host, MarketHost | RecordedMarket):
-        return {
-            "agents": {
-                a: market_env(base, host.run_id, a, registry.agent_token(host.run_id, a))
-                for a in host.settings.agents
-            }
-        }
-    return run_env(base, host, registry.agent_token(host.run_id))
+    registry, base, run_id = _registry(request), _base_url(request), host.run_id
+    envs = {
+        a: agent_environment(base, run_id, a, registry.agent_token(run_id, a))
+        for a in host.settings.merchants
+    }
+    return {"agents": envs} if host.settings.market else envs[host.settings.agent_id]
 
 
-Side = RunHost | MerchantPort
-
-
-def _single(host: Hosted) -> RunHost | RecordedRun:
-    """A single run's host; a market's run-level agent routes need an agent id (404)."""
-    if isinstance(host, MarketHost | RecordedMarket):
+def _single(host: Hosted) -> str:
+    """A store's agent, for the run-level routes; a market's need an agent id (404)."""
+    if host.settings.market:
         raise ProtocolError(
             404, "unknown_agent",
             "this run is a market: use /api/runs/{run}/agents/{agent}/... with your agent id",
         )  # fmt: skip
-    return host
+    return host.settings.agent_id
 
 
-def _side(host: Hosted, agent_id: str, request: Request) -> Side | RecordedRun | RecordedMarket:
-    """One agent's side of a run: a single run (whose agent id it must be) or a merchant."""
-    return agent_side(host, agent_id, request)
-
-
-async def _observation(side: Side | RecordedRun | RecordedMarket) -> dict[str, Any]:
-    if isinstance(side, RecordedRun | RecordedMarket):
-        raise gone()
-    async with side.cond:  # not while a window is being simulated in a worker thread
-        if isinstance(side, MerchantPort):
-            side.host.require_live(side.channel)
-        elif side.finished:
-            raise gone()
-        return {
-            "text": side.surface.observation(),
-            "tick": side.tick(),
-            "status": side.status,
-            "store": side.surface.status().to_json(),
-        }
-
-
-async def _store(side: Side | RecordedRun | RecordedMarket) -> dict[str, Any]:
-    if isinstance(side, RecordedRun | RecordedMarket):
-        raise gone()
-    async with side.cond:
-        return side.surface.status().to_json()
-
-
-async def _end_window(
-    side: Side | RecordedRun | RecordedMarket, made_for: int | None
-) -> JSONResponse:
-    result = await side.call_tool(END_OF_STEP, {}, None, made_for)
-    if isinstance(side, RecordedRun | RecordedMarket):
-        return _tool_answer({"result": result}, result)
-    async with side.cond:  # not while another request simulates a window
-        return _tool_answer(
-            {
-                "result": result,
-                "tick": side.tick(),
-                "status": side.status,
-                "store": side.surface.status().to_json(),
-            },
-            result,
-        )
+async def _end_window(host: Hosted, agent_id: str, made_for: int | None) -> JSONResponse:
+    result = await host.call_tool(agent_id, END_OF_STEP, {}, None, made_for)
+    return _tool_answer({"result": result, **await host.view(agent_id)}, result)
 
 
 def _tool_answer(body: dict[str, Any], result: dict[str, Any] | None = None) -> JSONResponse:
@@ -263,7 +192,7 @@ def _tool_answer(body: dict[str, Any], result: dict[str, Any] | None = None) -> 
 @router.get("/runs/{run_id}/observation", responses=GONE)
 async def observation(host: Run) -> dict[str, Any]:
     """The open window's observation text and clock (no waiting)."""
-    return await _observation(_single(host))
+    return await host.view(_single(host), observation=True)
 
 
 @router.get("/runs/{run_id}/store", responses=GONE)
@@ -271,7 +200,7 @@ async def store_status(host: Run) -> dict[str, Any]:
     """The store status: the public numbers of the open window (clock, accounts, net assets,
     rating, listings, orders, calls left; `merchantbench.surface.StoreStatus`), or where the
     store ended (`over: true`) once the run is over. Costs no call of the window."""
-    return await _store(_single(host))
+    return await host.store_status(_single(host))
 
 
 @router.post("/runs/{run_id}/tools/{tool}", responses=WINDOW_BOUND)
@@ -286,15 +215,15 @@ async def call_tool(
     refusal is `{"ok": false, "error": ...}` with HTTP 200, as the agent would see it). With
     `X-Window` (the 0-based window the write was made for), a write for a window that has
     ended is refused, changing nothing: HTTP 409, error code `window_ended`."""
-    side = _single(host)
-    return _tool_answer(await side.call_tool(tool, arguments or {}, idempotency_key, x_window))
+    result = await host.call_tool(_single(host), tool, arguments or {}, idempotency_key, x_window)
+    return _tool_answer(result)
 
 
 @router.post("/runs/{run_id}/end-window", responses=WINDOW_BOUND)
 async def end_window(host: Run, x_window: WindowHeader = None) -> JSONResponse:
     """Close the open window (`end_of_step`); the next one opens at once (`X-Window`: as for
     a tool call)."""
-    return await _end_window(_single(host), x_window)
+    return await _end_window(host, _single(host), x_window)
 
 
 # --- one agent's JSON API (a market's merchants; a single run's agent too) -----------------------
@@ -305,13 +234,13 @@ AGENT = "/runs/{run_id}/agents/{agent_id}"
 async def agent_observation(agent_id: str, host: Run, request: Request) -> dict[str, Any]:
     """One agent's open window: observation text, clock and store status (no waiting); a
     merchant whose store closed answers 410 `agent_dead`."""
-    return await _observation(_side(host, agent_id, request))
+    return await host.view(agent_side(host, agent_id, request), observation=True)
 
 
 @router.get(AGENT + "/store", responses=GONE)
 async def agent_store(agent_id: str, host: Run, request: Request) -> dict[str, Any]:
     """One agent's store status (free; where the store ended once it is over)."""
-    return await _store(_side(host, agent_id, request))
+    return await host.store_status(agent_side(host, agent_id, request))
 
 
 @router.post(AGENT + "/tools/{tool}", responses=WINDOW_BOUND)
@@ -325,8 +254,10 @@ async def agent_call_tool(
     x_window: WindowHeader = None,
 ) -> JSONResponse:
     """One tool call of one agent (as `POST /api/runs/{run}/tools/{tool}`, `X-Window` too)."""
-    side = _side(host, agent_id, request)
-    return _tool_answer(await side.call_tool(tool, arguments or {}, idempotency_key, x_window))
+    agent = agent_side(host, agent_id, request)
+    return _tool_answer(
+        await host.call_tool(agent, tool, arguments or {}, idempotency_key, x_window)
+    )
 
 
 @router.post(AGENT + "/end-window", responses=WINDOW_BOUND)
@@ -335,7 +266,7 @@ async def agent_end_window(
 ) -> JSONResponse:
     """Close one agent's window. In a market the hours run when every merchant still trading
     has closed it; until then this merchant's calls answer 425 `window_closed`."""
-    return await _end_window(_side(host, agent_id, request), x_window)
+    return await _end_window(host, agent_side(host, agent_id, request), x_window)
 
 
 @router.post("/runs/{run_id}/pause", dependencies=Admin, responses=GONE)

@@ -2,8 +2,8 @@
 where other front ends (the MCP server) mount their per-run sub-apps: `create_app(...,
 extensions=[...])`, each extension called as `extension(app, registry)` once the core routes are
 in, so it can `app.mount("/runs/{run_id}/mcp", ...)` or `app.include_router(...)` and reach each
-run's agent surface through `registry.hosts[run_id].surface` (checking tokens with
-`merchantbench.serve.auth.require_run`)."""
+agent's surface through `registry.hosts[run_id].agent(agent_id).surface` (a store's agent:
+`registry.hosts[run_id].surface`), checking tokens with `merchantbench.serve.auth.require_run`."""
 
 from __future__ import annotations
 
@@ -25,8 +25,7 @@ from merchantbench.limits import BodyLimit, ServerLimits
 from merchantbench.runs.lifecycle import CheckpointPolicy
 from merchantbench.serve import api, protocol
 from merchantbench.serve.act import ProtocolError
-from merchantbench.serve.host import RunHost
-from merchantbench.serve.market_host import MarketHost
+from merchantbench.serve.host import Host
 from merchantbench.serve.openapi import document_answers
 from merchantbench.serve.registry import RunRegistry
 
@@ -56,7 +55,7 @@ async def _watch_windows(registry: RunRegistry) -> None:
         await asyncio.sleep(WATCH_SECONDS)
         now = time.monotonic()
         for host in list(registry.hosts.values()):
-            if not isinstance(host, RunHost | MarketHost):
+            if not isinstance(host, Host):
                 continue
             if host.settings.window_seconds is not None:
                 await host.force_if_overdue(now)

@@ -1,51 +1,64 @@
 """One agent's end of the artifact protocol: the observation packet, the turn cap, the window's
-call-id ledger and running a batch's env calls through the agent's surface. A single run's host
-(`host.RunHost`) is one channel; a market's host (`market_host.MarketHost`) has one per
-merchant. No tool or window logic here: every env call goes through the run's lifecycle
-(`call`), which says whether it closed the window (`Answer`)."""
+call-id ledger and running a batch's env calls. A host (`host.Host`) has one channel per agent:
+a store alone's one agent, or each merchant of a market. No tool or window logic here: every env
+call goes through the run's lifecycle (`RunLifecycle.call`), which says whether it closed the
+window (`Answer`)."""
 
 from __future__ import annotations
 
 import json
-from abc import ABC, abstractmethod
 from typing import Any
 
-from merchantbench.runs.lifecycle import Answer
+from merchantbench.runs.lifecycle import Answer, RunLifecycle
 from merchantbench.serve.act import (
     END_OF_STEP,
     PlannedCall,
     ProtocolError,
     canonical_arguments,
 )
-from merchantbench.serve.external import ProtocolState
+from merchantbench.serve.external import ExternalDriver, ProtocolState
+from merchantbench.serve.settings import HostSettings
+from merchantbench.session import Session
 from merchantbench.surface import AgentSurface, StoreStatus
 
 __all__ = ["AgentChannel", "tick_of", "tool_result"]
 
 
-class AgentChannel(ABC):
-    """The protocol state of one agent over its surface. Subclasses provide `surface`,
-    `protocol`, `agent_id`, `turns_per_window` and `call` (an env call through the run's
-    lifecycle)."""
+class AgentChannel:
+    """The protocol state of one agent (`agent_id`), which plays `merchant` of the run's
+    market through that merchant's surface."""
 
-    surface: AgentSurface
+    def __init__(self, life: RunLifecycle, settings: HostSettings, agent_id: str) -> None:
+        self.life = life
+        self.settings = settings
+        self.agent_id = agent_id
+        self.merchant = settings.merchants[agent_id]
+        self.session: Session = life.market.session(self.merchant)
+        self.surface: AgentSurface = self.session.surface
+        driver = life.drivers[self.merchant]
+        assert isinstance(driver, ExternalDriver)
+        self.driver = driver
 
     @property
-    @abstractmethod
-    def protocol(self) -> ProtocolState: ...
+    def protocol(self) -> ProtocolState:
+        """What the protocol remembers of the agent (its driver's state: checkpointed)."""
+        return self.driver.protocol
 
     @property
-    @abstractmethod
-    def agent_id(self) -> str: ...
+    def turns_per_window(self) -> int:
+        return self.settings.turns_per_window
 
     @property
-    @abstractmethod
-    def turns_per_window(self) -> int: ...
+    def dead(self) -> bool:
+        """A merchant of a market whose store closed (its deposit ran out): it is answered
+        `agent_dead`. A store alone that closed keeps its window (its tools answer
+        `store_closed`) until the run ends with it."""
+        return self.life.layout.in_market and self.session.engine.state.closed
 
-    @abstractmethod
     def call(self, tool: str, args: Any, key: str | None, made_for: int | None = None) -> Answer:
         """One env call of the agent through its run's lifecycle (`made_for`: the window a
         write was made for, tools/window_bound.py)."""
+        return self.life.call(tool, args, key, made_for, merchant=self.merchant)
 
     def tick(self) -> dict[str, int]:
         """The protocol's clock, from the store status: `step` is the open window's first hour

@@ -1,18 +1,16 @@
-"""The MCP server on the HTTP server: streamable HTTP at `/runs/{run}/mcp` for every run.
+"""The MCP server on the HTTP server: streamable HTTP, one endpoint per agent of every run.
 
     app = create_app(config, extensions=[mcp_extension()])
 
-A client reaches a run's MCP endpoint with the run's agent bearer token (or the admin token),
-exactly as the run's other routes; another run's token is refused (403) before anything of
-the MCP session starts. Each run gets its own `McpHttpEndpoint` the first time it is reached;
-its session manager runs in a task group the extension adds to the app's lifespan, and stops
-when the server does. The MCP run is a `ServedMcpRun`: calls go through the run's host
-(`RunHost.call_tool`, the same lock, checkpoints and record as the JSON API), so a run can be
-played over the artifact protocol, the JSON API and MCP alike.
-
-A market (several merchants, `market_host.MarketHost`) has one MCP endpoint per merchant, at
-`/runs/{run}/agents/{agent}/mcp`, reached with that merchant's token only (another merchant's
-token is refused, 403, as on every agent path); its MCP run is a `ServedMerchantMcpRun`.
+A store's agent reaches its run's MCP at `/runs/{run}/mcp`; each merchant of a market has its
+own, at `/runs/{run}/agents/{agent}/mcp`. A client reaches it with its agent bearer token (or the
+admin token), exactly as the run's other routes: another run's token is refused (403) before
+anything of the MCP session starts, and so is another merchant's token (as on every agent
+path). Each endpoint is made the first time it is reached; its session manager runs in a task
+group the extension adds to the app's lifespan, and stops when the server does. The MCP run is a
+`ServedMcpRun`: calls go through the run's host (`Host.call_tool`, the same lock, checkpoints
+and record as the JSON API), so a run can be played over the artifact protocol, the JSON API
+and MCP alike.
 """
 
 from __future__ import annotations
@@ -34,10 +32,9 @@ from merchantbench.mcp_surface import McpHttpEndpoint
 from merchantbench.serve.act import ProtocolError
 from merchantbench.serve.app import AppExtension
 from merchantbench.serve.auth import require_run, viewer_may_be
-from merchantbench.serve.host import RunHost
-from merchantbench.serve.market_host import MarketHost
+from merchantbench.serve.host import Host
 from merchantbench.serve.mcp_run import run_summary
-from merchantbench.serve.registry import Hosted, RecordedMarket, RecordedRun, RunRegistry
+from merchantbench.serve.registry import Hosted, RunRegistry
 from merchantbench.serve.settings import gone
 from merchantbench.session import END_OF_STEP
 from merchantbench.surface import AgentSurface
@@ -51,46 +48,16 @@ MCP_SESSION_HEADER = "mcp-session-id"  # a request without one opens a new sessi
 
 
 class ServedMcpRun:
-    """A run of the HTTP server as an MCP run (`merchantbench.mcp_surface.McpRun`)."""
+    """One agent of a served run as an MCP run (`merchantbench.mcp_surface.McpRun`): its own
+    surface, the run's lock, its calls through `Host.call_tool`. Its `end_of_step` answers once
+    the agent's next window is open (in a market: once every merchant still trading has closed
+    this one), with that window's observation, or the agent's summary once the run is over."""
 
-    def __init__(self, host: RunHost) -> None:
-        self.host = host
-
-    @property
-    def surface(self) -> AgentSurface:
-        return self.host.surface
-
-    @property
-    def lock(self) -> AbstractAsyncContextManager[Any]:
-        return self.host.cond
-
-    async def call_async(
-        self, tool: str, args: dict[str, Any] | None, idempotency_key: str | None
-    ) -> dict[str, Any]:
-        """One call through the host; a refused request (run over, paused) is a tool error."""
-        try:
-            result = await self.host.call_tool(tool, args, idempotency_key)
-        except ProtocolError as exc:
-            return failure(str(exc.body["error"]), str(exc))
-        if tool != END_OF_STEP or not result.get("ok"):
-            return result
-        async with self.host.cond:
-            if self.host.finished and self.host.metrics is not None:
-                summary = run_summary(self.host.meta, self.host.metrics, self.surface)
-                return {**result, "run_over": True, "summary": summary}
-            return {**result, "run_over": False, "observation": self.surface.observation()}
-
-
-class ServedMerchantMcpRun:
-    """One merchant of a served market as an MCP run: its own surface, the market's lock, its
-    calls through `MarketHost.call_tool`. Its `end_of_step` answers once the merchant's next
-    window is open (every merchant still trading has closed this one), with that window's
-    observation, or the merchant's summary once the market is over."""
-
-    def __init__(self, host: MarketHost, agent_id: str) -> None:
+    def __init__(self, host: Host, agent_id: str, path: str) -> None:
         self.host = host
         self.agent_id = agent_id
-        self.channel = host.channels[agent_id]
+        self.path = path  # under /runs/{run_id}
+        self.channel = host.agent(agent_id)
 
     @property
     def surface(self) -> AgentSurface:
@@ -103,6 +70,7 @@ class ServedMerchantMcpRun:
     async def call_async(
         self, tool: str, args: dict[str, Any] | None, idempotency_key: str | None
     ) -> dict[str, Any]:
+        """One call through the host; a refused request (run over, paused) is a tool error."""
         try:
             result = await self.host.call_tool(self.agent_id, tool, args, idempotency_key)
         except ProtocolError as exc:
@@ -111,10 +79,10 @@ class ServedMerchantMcpRun:
             return result
         await self.host.wait_for_window(self.agent_id)
         async with self.host.cond:
-            metrics = (self.host.life.results or {}).get(self.agent_id)
+            life, merchant = self.host.life, self.channel.merchant
+            metrics = (life.results or {}).get(merchant)
             if self.host.finished and metrics is not None:
-                meta = self.host.life.records[self.agent_id].manifest
-                summary = run_summary(meta, metrics, self.surface)
+                summary = run_summary(life.records[merchant].manifest, metrics, self.surface)
                 return {**result, "run_over": True, "summary": summary}
             if self.channel.dead:
                 return {**result, "run_over": True, "store_closed": True}
@@ -129,7 +97,7 @@ class McpMounts:
         self.registry = registry
         self.host = host
         self.limits = limits
-        self.endpoints: dict[str, McpHttpEndpoint] = {}
+        self.endpoints: dict[str, McpHttpEndpoint] = {}  # by path under /runs: run/…/mcp
         self.task_group: TaskGroup | None = None
         self._making = anyio.Lock()
 
@@ -163,31 +131,26 @@ class McpMounts:
         )
         return {"ok": False, "error": "too_many_mcp_sessions", "message": message, "limit": cap}
 
-    def _run_of(
-        self, hosted: Hosted, agent_id: str | None, request: Request
-    ) -> ServedMcpRun | ServedMerchantMcpRun:
-        """The MCP run of the path: a single run at `/mcp`, one merchant of a market at
+    def _run_of(self, hosted: Hosted, agent_id: str | None, request: Request) -> ServedMcpRun:
+        """The MCP run of the path: a store's agent at `/mcp`, one merchant of a market at
         `/agents/{agent}/mcp` (its own token only: another merchant's is refused, 403)."""
-        if isinstance(hosted, RecordedRun | RecordedMarket):
+        if not isinstance(hosted, Host):
             raise gone("the run is over")
+        market = hosted.settings.market
         if agent_id is None:
-            if isinstance(hosted, MarketHost):
+            if market:
                 raise ProtocolError(
                     404, "unknown_agent",
                     "this run is a market: each merchant's MCP is /runs/{run}/agents/{agent}/mcp",
                 )  # fmt: skip
-            return ServedMcpRun(hosted)
-        if not isinstance(hosted, MarketHost):
+            return ServedMcpRun(hosted, hosted.settings.agent_id, MCP_PATH)
+        if not market:
             raise ProtocolError(404, "not_found", "a single run's MCP is /runs/{run}/mcp")
         viewer_may_be(request, agent_id)
-        hosted.channel(agent_id)  # 404 for the operator's unknown agent
-        return ServedMerchantMcpRun(hosted, agent_id)
+        return ServedMcpRun(hosted, agent_id, f"/agents/{agent_id}{MCP_PATH}")  # 404: unknown
 
-    async def _endpoint(self, run: ServedMcpRun | ServedMerchantMcpRun) -> McpHttpEndpoint:
-        key, path = run.host.run_id, MCP_PATH
-        if isinstance(run, ServedMerchantMcpRun):
-            path = f"/agents/{run.agent_id}{MCP_PATH}"
-            key = f"{key}{path}"
+    async def _endpoint(self, run: ServedMcpRun) -> McpHttpEndpoint:
+        key = f"{run.host.run_id}{run.path}"
         async with self._making:
             endpoint = self.endpoints.get(key)
             if endpoint is None:
@@ -195,11 +158,11 @@ class McpMounts:
                     raise RuntimeError("the MCP mounts start with the app's lifespan")
                 endpoint = McpHttpEndpoint(
                     run,
-                    path=path,
+                    path=run.path,
                     host=self.host,
                     idle_seconds=self.limits.mcp_idle_seconds,
-                    max_sessions=self.limits.mcp_sessions_per_run,
                     max_body_bytes=self.limits.max_body_bytes,
+                    max_sessions=self.limits.mcp_sessions_per_run,
                 )
                 await self.task_group.start(endpoint.serve)
                 self.endpoints[key] = endpoint

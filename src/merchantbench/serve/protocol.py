@@ -9,16 +9,13 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from merchantbench.limits import ServerLimits, json_size, nests_deeper, too_large
-from merchantbench.scenario import Scenario
 from merchantbench.serve.act import ENV_ORIGIN, ProtocolError
 from merchantbench.serve.auth import require_run, viewer_may_be
 from merchantbench.serve.external import PROTOCOL
 from merchantbench.serve.fastjson import JSONResponse, fast_json
-from merchantbench.serve.host import RunHost
-from merchantbench.serve.market_host import MarketHost, MerchantPort
-from merchantbench.serve.registry import Hosted, RecordedMarket, RecordedRun
+from merchantbench.serve.host import Host
+from merchantbench.serve.registry import Hosted
 from merchantbench.serve.settings import gone
-from merchantbench.surface import AgentSurface
 from merchantbench.tools.agent_input import MAX_DEPTH, scrub
 
 __all__ = ["agent_side", "router"]
@@ -64,57 +61,30 @@ class UsageBody(BaseModel):
     cost_source: str | None = Field(None, max_length=200)
 
 
-Agent = RunHost | RecordedRun | MerchantPort | RecordedMarket  # one agent's side of a run
-
-
-def agent_side(host: Hosted, agent_id: str, request: Request) -> Agent:
-    """The agent's side of the run: a single run's host, or one merchant of a market. A
-    merchant's token reaches its own agent id only (403 for another, whether it exists or
-    not); the operator's unknown agent id is 404."""
-    if isinstance(host, MarketHost | RecordedMarket):
+def agent_side(host: Hosted, agent_id: str, request: Request) -> str:
+    """The agent id of a request's path, if its token may act as that agent: a store's agent,
+    or a market's merchant. A merchant's token reaches its own agent id only (403 for another,
+    whether it exists or not: a market's merchants are not told of each other); an agent id the
+    run does not have is 404."""
+    if host.settings.market:
         viewer_may_be(request, agent_id)
-        return host.port(agent_id)
-    if agent_id != host.settings.agent_id:
+    if agent_id not in host.settings.merchants:
         raise ProtocolError(404, "unknown_agent", f"this run has no agent {agent_id}")
-    return host
+    return agent_id
 
 
 @router.get("/runs/{run_id}/tools/schema", responses={410: {"description": "the run is over"}})
 async def tools_schema(run_id: str, host: Run, request: Request) -> dict[str, Any]:
-    """The environment tools (each with its OpenAI schema), their hash and protocol facts."""
-    if isinstance(host, MarketHost):
-        return _market_schema(run_id, host, request.state.viewer)
-    if not isinstance(host, RunHost):
+    """The environment tools (each with its OpenAI schema), their hash and protocol facts; a
+    market's (the same tools for every merchant) name the agent id of the token that asks, or
+    `<agent_id>` for the operator."""
+    if not isinstance(host, Host):
         raise gone()
-    settings = host.settings
-    return _schema(
-        run_id, host.surface, host.session.scenario, settings.agent_id, host.meta.market.catalog,
-        settings.turns_per_window, settings.window_seconds,
-    )  # fmt: skip
-
-
-def _market_schema(run_id: str, host: MarketHost, viewer: str | None) -> dict[str, Any]:
-    """A market's schema (the same tools for every merchant): the agent id of the token that
-    asks, or `<agent_id>` for the operator."""
-    channel = host.channels[viewer] if viewer is not None else next(iter(host.channels.values()))
-    settings = host.settings
-    answer = _schema(
-        run_id, channel.surface, host.life.layout.spec.scenario, viewer or "<agent_id>",
-        host.life.layout.spec.catalog, settings.turns_per_window, settings.window_seconds,
-    )  # fmt: skip
-    answer["protocol"]["merchants"] = len(host.channels)
-    return answer
-
-
-def _schema(
-    run_id: str,
-    surface: AgentSurface,
-    scenario: Scenario,
-    agent_id: str,
-    catalog: Any,
-    turns_per_window: int,
-    window_seconds: float | None,
-) -> dict[str, Any]:
+    settings, viewer = host.settings, request.state.viewer
+    agent_id = (viewer or "<agent_id>") if settings.market else settings.agent_id
+    channel = host.channels.get(agent_id) or next(iter(host.channels.values()))
+    surface, spec = channel.surface, host.life.layout.spec
+    scenario, clock = spec.scenario, spec.scenario.clock
     tools = [
         {
             "name": tool["function"]["name"],
@@ -124,22 +94,25 @@ def _schema(
         }
         for tool in surface.tool_schemas()
     ]
+    protocol: dict[str, Any] = {
+        "name": PROTOCOL,
+        "agent_id": agent_id,
+        "env_tool_origin": ENV_ORIGIN,
+        "windows_total": surface.windows_total,
+        "hours_per_window": clock.hours_per_window,
+        "calls_per_window": clock.calls_per_window,
+        "turns_per_window": settings.turns_per_window,
+        "window_seconds": settings.window_seconds,
+    }
+    if settings.market:
+        protocol["merchants"] = len(host.channels)
     return {
         "tools": tools,
         "tool_schema_sha256": surface.tool_schema_sha256(),
         "scenario_id": scenario.name,
-        "dataset": {"market": "synthetic" if catalog is None else "catalog"},
+        "dataset": {"market": "synthetic" if spec.catalog is None else "catalog"},
         "base_path": f"/runs/{run_id}/agents/{agent_id}/act",
-        "protocol": {
-            "name": PROTOCOL,
-            "agent_id": agent_id,
-            "env_tool_origin": ENV_ORIGIN,
-            "windows_total": surface.windows_total,
-            "hours_per_window": scenario.clock.hours_per_window,
-            "calls_per_window": scenario.clock.calls_per_window,
-            "turns_per_window": turns_per_window,
-            "window_seconds": window_seconds,
-        },
+        "protocol": protocol,
     }
 
 
@@ -154,7 +127,7 @@ def _schema(
 async def register(host: Run, body: RegisterBody, request: Request) -> dict[str, Any]:
     """Say who the agent is (framework, model, version); may be repeated, the last one counts.
     `extra` is kept in the run record: at most the server's `max_extra_bytes` as JSON."""
-    agent = agent_side(host, body.agent_id, request)
+    agent_id = agent_side(host, body.agent_id, request)
     limits: ServerLimits = request.app.state.limits
     if nests_deeper(body.extra, MAX_DEPTH):
         raise ProtocolError(400, "invalid_extra", f"extra nests deeper than {MAX_DEPTH} levels")
@@ -162,7 +135,7 @@ async def register(host: Run, body: RegisterBody, request: Request) -> dict[str,
     if size > limits.max_extra_bytes:
         answer = too_large("extra", size, limits.max_extra_bytes)
         raise ProtocolError(413, answer["error"], answer["message"], limit=answer["limit"])
-    return await agent.register(scrub(body.model_dump()))  # text as it can be written
+    return await host.register(agent_id, scrub(body.model_dump()))  # text as it can be written
 
 
 @router.get(
@@ -180,7 +153,7 @@ async def observation(
     """Long-poll for the open window: `text`, `tick` (step = hour since the start, day, hour),
     `turn_count`; the first packet also carries the `brief` (the system prompt)."""
     agent = agent_side(host, agent_id, request)
-    return fast_json(await agent.observation(timeout, nowait in ("1", "true", "yes")))
+    return fast_json(await host.observation(agent, timeout, nowait in ("1", "true", "yes")))
 
 
 @router.post(
@@ -201,7 +174,7 @@ async def act(
     """Run the batch's env tool calls in order; returns their results, `step_done` and
     `hook_released` (the window closed with `end_of_step`)."""
     agent = agent_side(host, agent_id, request)
-    return fast_json(await agent.act(body.messages, body.token_usage, x_agent_step))
+    return fast_json(await host.act(agent, body.messages, body.token_usage, x_agent_step))
 
 
 @router.post(
@@ -214,4 +187,4 @@ async def act(
 async def usage(agent_id: str, host: Run, body: UsageBody, request: Request) -> dict[str, Any]:
     """Record token usage idempotently by `usage_id` (also after the run ended)."""
     agent = agent_side(host, agent_id, request)
-    return await agent.record_usage(body.model_dump(exclude_none=True))
+    return await host.record_usage(agent, body.model_dump(exclude_none=True))

@@ -11,7 +11,13 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from merchantbench.record.arena import ARENA_FILE, MERCHANTS_DIR, ArenaError, read_arena
+from merchantbench.record.arena import (
+    ARENA_FILE,
+    MERCHANTS_DIR,
+    ArenaError,
+    ArenaManifest,
+    read_arena,
+)
 from merchantbench.record.files import atomic_write_bytes, read_json
 from merchantbench.record.manifest import ManifestError, RunManifest, read_manifest
 from merchantbench.record.schema import METRICS_FILE, RUN_FILE
@@ -20,42 +26,36 @@ from merchantbench.runs.arena import ArenaSpec, Entrant, sealed_of
 from merchantbench.runs.lifecycle import CheckpointPolicy, RunLifecycle
 from merchantbench.runs.spec import RunError, RunSpec
 from merchantbench.scenario import Scenario
-from merchantbench.serve.act import ProtocolError
 from merchantbench.serve.auth import new_token, same_secret
 from merchantbench.serve.external import EXTERNAL, ExternalDriver
-from merchantbench.serve.host import RunHost
-from merchantbench.serve.market_host import MarketHost, MarketSettings
-from merchantbench.serve.settings import FRONT_END, HostSettings, gone, hosted_settings
+from merchantbench.serve.host import Host
+from merchantbench.serve.settings import (
+    FRONT_END,
+    HostSettings,
+    gone,
+    hosted_settings,
+    public_metrics,
+    summary_of,
+)
 
 __all__ = [
     "TOKENS_FILE",
     "Hosted",
-    "RecordedMarket",
     "RecordedRun",
     "RunRegistry",
+    "agent_environment",
     "damage_of",
-    "market_env",
-    "run_env",
 ]
 
 TOKENS_FILE = ".serve-tokens.json"  # agent tokens, readable by the operator only (0600)
 MAX_REASON_CHARS = 300
 
 
-def run_env(base_url: str, host: RunHost | RecordedRun, token: str | None) -> dict[str, str]:
-    """The environment variables an agent written for the public protocol reads."""
-    env = {
-        "MERCHANTBENCH_BASE_URL": base_url,
-        "MERCHANTBENCH_RUN_ID": host.run_id,
-        "MERCHANTBENCH_AGENT_ID": host.settings.agent_id,
-    }
-    if token is not None:
-        env["MERCHANTBENCH_AGENT_TOKEN"] = token
-    return env
-
-
-def market_env(base_url: str, run_id: str, agent_id: str, token: str | None) -> dict[str, str]:
-    """The environment of one merchant of a market: its own agent id and token."""
+def agent_environment(
+    base_url: str, run_id: str, agent_id: str, token: str | None
+) -> dict[str, str]:
+    """The environment variables of one agent written for the public protocol: its own agent
+    id and token (a market's merchant: nothing of the others')."""
     env = {
         "MERCHANTBENCH_BASE_URL": base_url,
         "MERCHANTBENCH_RUN_ID": run_id,
@@ -66,62 +66,27 @@ def market_env(base_url: str, run_id: str, agent_id: str, token: str | None) -> 
     return env
 
 
-def agent_key(run_id: str, agent_id: str) -> str:
-    """Where a market merchant's token is kept in the tokens file (run ids have no '/')."""
-    return f"{run_id}/{agent_id}"
+def token_key(settings: HostSettings, agent_id: str) -> str:
+    """Where an agent's token is kept in the tokens file: a store's under its run id, a
+    market merchant's under `run/agent` (run ids have no '/')."""
+    return settings.run_id if settings.agents is None else f"{settings.run_id}/{agent_id}"
 
 
 class RecordedRun:
-    """A finished run found on disk: its summary only; every agent route answers 410."""
+    """A finished run (a store or a market) found on disk: its summary only; every agent
+    route answers 410."""
 
-    surface = None
     finished = True
     status = "finished"
 
     def __init__(self, settings: HostSettings, run_dir: Path) -> None:
         self.settings = settings
-        self.run_dir = run_dir
-        metrics = read_json(run_dir / METRICS_FILE)  # a finished record has them
-        if not isinstance(metrics, dict):
-            raise ValueError(f"{run_dir / METRICS_FILE} is not a JSON object")
-        self.metrics: dict[str, Any] = metrics
-
-    @property
-    def run_id(self) -> str:
-        return self.settings.run_id
-
-    async def refuse(self, *args: Any, **kwargs: Any) -> Any:
-        raise gone()
-
-    observation = act = call_tool = register = record_usage = set_paused = refuse
-
-    def summary(self) -> dict[str, Any]:
-        metrics = self.metrics
-        return {
-            "run_id": self.run_id,
-            "label": self.settings.label,
-            "status": "finished",
-            "agent_id": self.settings.agent_id,
-            "sealed": self.settings.sealed,
-            "over": True,
-            "metrics": {k: v for k, v in metrics.items() if k != "seed"},
-        }
-
-
-class RecordedMarket:
-    """A finished market found on disk: its summary only; every agent route answers 410."""
-
-    surface = None
-    finished = True
-    status = "finished"
-
-    def __init__(self, settings: MarketSettings, arena_dir: Path) -> None:
-        self.settings = settings
         self.metrics: dict[str, dict[str, Any]] = {}
-        for agent_id in settings.agents:
-            found = read_json(arena_dir / MERCHANTS_DIR / agent_id / METRICS_FILE)
+        for agent_id in settings.merchants:
+            record = run_dir if settings.agents is None else run_dir / MERCHANTS_DIR / agent_id
+            found = read_json(record / METRICS_FILE)  # a finished record has them
             if not isinstance(found, dict):
-                raise ValueError(f"{agent_id}: {METRICS_FILE} is not a JSON object")
+                raise ValueError(f"{record / METRICS_FILE} is not a JSON object")
             self.metrics[agent_id] = found
 
     @property
@@ -131,31 +96,26 @@ class RecordedMarket:
     async def refuse(self, *args: Any, **kwargs: Any) -> Any:
         raise gone()
 
-    observation = act = call_tool = register = record_usage = set_paused = refuse
-
-    def port(self, agent_id: str) -> RecordedMarket:
-        if agent_id not in self.settings.agents:
-            raise ProtocolError(404, "unknown_agent", f"this run has no agent {agent_id}")
-        return self
+    observation = act = call_tool = view = store_status = refuse
+    register = record_usage = set_paused = refuse
 
     def summary(self, viewer: str | None = None) -> dict[str, Any]:
-        shown = self.settings.agents if viewer is None else [viewer]
-        return {
+        head = {
             "run_id": self.run_id,
             "label": self.settings.label,
             "status": "finished",
-            "market": True,
             "sealed": self.settings.sealed,
             "over": True,
-            "agents": {
-                aid: {"metrics": {k: v for k, v in self.metrics[aid].items() if k != "seed"}}
-                for aid in shown
-            },
         }
+        agents = {
+            agent_id: {"metrics": public_metrics(metrics)}
+            for agent_id, metrics in self.metrics.items()
+            if viewer is None or agent_id == viewer
+        }
+        return summary_of(self.settings, head, agents)
 
 
-Hosted = RunHost | RecordedRun | MarketHost | RecordedMarket  # what a run id names on the server
-Market = MarketHost | RecordedMarket
+Hosted = Host | RecordedRun  # what a run id names on the server
 
 
 def new_run_id(label: str) -> str:
@@ -184,20 +144,21 @@ class RunRegistry:
         self.on_finish: list[Any] = []  # callbacks(host) for every run that ends
 
     # --- tokens -------------------------------------------------------------------------------
-    def agent_token(self, run_id: str, agent_id: str | None = None) -> str | None:
-        """A run's agent token, or a market merchant's (`agent_id`)."""
-        return self._tokens.get(run_id if agent_id is None else agent_key(run_id, agent_id))
+    def agent_token(self, run_id: str, agent_id: str) -> str | None:
+        """The token of one agent of a run (a store's agent, a market's merchant)."""
+        host = self.hosts.get(run_id)
+        if host is None:
+            return None
+        return self._tokens.get(token_key(host.settings, agent_id))
 
     def token_owner(self, run_id: str, token: str) -> str | None:
-        """The agent id whose token this is among the run's agents (a market's merchants, a
-        single run's agent), or None."""
+        """The agent id whose token this is among the run's agents, or None."""
         host = self.hosts.get(run_id)
-        if isinstance(host, MarketHost | RecordedMarket):
-            for agent_id in host.settings.agents:
-                if same_secret(token, self._tokens.get(agent_key(run_id, agent_id))):
-                    return agent_id
-        elif host is not None and same_secret(token, self._tokens.get(run_id)):
-            return host.settings.agent_id
+        if host is None:
+            return None
+        for agent_id in host.settings.merchants:
+            if same_secret(token, self._tokens.get(token_key(host.settings, agent_id))):
+                return agent_id
         return None
 
     def _load_tokens(self) -> None:
@@ -220,15 +181,16 @@ class RunRegistry:
             tokens = {}
         self._tokens = tokens
 
-    def _new_tokens_for_all(self) -> None:
-        """After a damaged tokens file: a new agent token for every live run."""
-        for run_id, host in self.hosts.items():
-            if isinstance(host, RunHost) and run_id not in self._tokens:
-                self._tokens[run_id] = new_token()
-            if isinstance(host, MarketHost):
-                for agent_id in host.settings.agents:
-                    self._tokens.setdefault(agent_key(run_id, agent_id), new_token())
-        self._save_tokens()
+    def _give_tokens(self, settings: HostSettings, fresh: bool) -> dict[str, str]:
+        """A new token for every agent of the run (`fresh`: a new run), or for those that
+        have none; returns each agent's."""
+        tokens = {}
+        for agent_id in settings.merchants:
+            key = token_key(settings, agent_id)
+            if fresh or key not in self._tokens:
+                self._tokens[key] = new_token()
+            tokens[agent_id] = self._tokens[key]
+        return tokens
 
     def _save_tokens(self) -> None:
         path = self.runs_dir / TOKENS_FILE
@@ -236,112 +198,67 @@ class RunRegistry:
         os.chmod(path, 0o600)
 
     # --- runs ---------------------------------------------------------------------------------
-    def _adopt(self, host: RunHost | MarketHost) -> Any:
+    def _adopt(self, host: Host) -> Host:
         host.on_finish.append(self._finished)
         self.hosts[host.run_id] = host
         return host
 
-    def _finished(self, host: RunHost | MarketHost) -> None:
+    def _finished(self, host: Host) -> None:
         for callback in self.on_finish:
             callback(host)
 
     async def create(
         self, scenario: Scenario, seed: int, settings: HostSettings, catalog: Path | None = None
-    ) -> tuple[RunHost, str]:
-        """Start a new run in `<runs_dir>/<run_id>`; returns it and its agent token."""
+    ) -> tuple[Host, dict[str, str]]:
+        """Start a new run in `<runs_dir>/<run_id>`: a store alone, or a market of
+        `settings.agents`; returns it and each agent's token."""
         return await asyncio.to_thread(self.create_now, scenario, seed, settings, catalog)
 
     def create_now(
         self, scenario: Scenario, seed: int, settings: HostSettings, catalog: Path | None = None
-    ) -> tuple[RunHost, str]:
+    ) -> tuple[Host, dict[str, str]]:
         """`create`, blocking (for the CLI, before a server starts). A sealed run
         (`settings.sealed`) draws its own secret seed; `seed` is then not used."""
         secret = SealedSeed.draw() if settings.sealed else None
         seed = seed if secret is None else secret.seed
-        agent = {"agent_id": settings.agent_id}
-        spec = RunSpec(EXTERNAL, scenario, seed, agent, catalog, sealed=secret)
+        if settings.agents is None:
+            agent = {"agent_id": settings.agent_id}
+            spec: RunSpec | ArenaSpec = RunSpec(
+                EXTERNAL, scenario, seed, agent, catalog, sealed=secret
+            )
+        else:
+            spec = _market_spec(scenario, seed, settings.agents, catalog, secret)
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         if not self._tokens:
             self._load_tokens()
         host = self._open(spec, self.runs_dir / settings.run_id, settings, False)
-        token = new_token()
-        self._tokens[settings.run_id] = token
-        self._save_tokens()
-        return self._adopt(host), token
-
-    def _open(self, spec: RunSpec, run_dir: Path, settings: HostSettings, resume: bool) -> RunHost:
-        driver = ExternalDriver.from_settings(spec.agent_settings)
-        life = RunLifecycle.open(
-            spec, run_dir, resume=resume, driver=driver, checkpoints=self.checkpoints
-        )
-        host = RunHost(settings, life)
-        host.save_settings()
-        host.finish_if_over()
-        if not resume:
-            life.checkpoint()  # a restart before the first window ends
-        return host
-
-    async def create_market(
-        self, scenario: Scenario, seed: int, settings: MarketSettings, catalog: Path | None = None
-    ) -> tuple[MarketHost, dict[str, str]]:
-        """Start a new market in `<runs_dir>/<run_id>`; returns it and each merchant's token."""
-        return await asyncio.to_thread(self.create_market_now, scenario, seed, settings, catalog)
-
-    def create_market_now(
-        self, scenario: Scenario, seed: int, settings: MarketSettings, catalog: Path | None = None
-    ) -> tuple[MarketHost, dict[str, str]]:
-        """`create_market`, blocking: an arena record driven by one `external` driver per
-        merchant (agent id = merchant id)."""
-        secret = SealedSeed.draw() if settings.sealed else None  # then `seed` is not used
-        spec = _market_spec(scenario, seed, settings.agents, catalog, secret)
-        self.runs_dir.mkdir(parents=True, exist_ok=True)
-        if not self._tokens:
-            self._load_tokens()
-        host = self._open_market(spec, self.runs_dir / settings.run_id, settings, False)
-        tokens = {}
-        for agent_id in settings.agents:
-            tokens[agent_id] = self._tokens[agent_key(settings.run_id, agent_id)] = new_token()
+        tokens = self._give_tokens(settings, fresh=True)
         self._save_tokens()
         return self._adopt(host), tokens
 
-    def _open_market(
-        self, spec: ArenaSpec, arena_dir: Path, settings: MarketSettings, resume: bool
-    ) -> MarketHost:
-        drivers = {
-            e.merchant: ExternalDriver.from_settings({"agent_id": e.merchant})
-            for e in spec.entrants
-        }
-        life = RunLifecycle.open_market(
-            spec, arena_dir, resume=resume, checkpoints=self.checkpoints, drivers=drivers
-        )
-        host = MarketHost(settings, life)
+    def _open(
+        self, spec: RunSpec | ArenaSpec, run_dir: Path, settings: HostSettings, resume: bool
+    ) -> Host:
+        """Open (or resume) the run's lifecycle, driven by one `external` driver per agent."""
+        if isinstance(spec, RunSpec):
+            driver = ExternalDriver.from_settings(spec.agent_settings)
+            life = RunLifecycle.open(
+                spec, run_dir, resume=resume, driver=driver, checkpoints=self.checkpoints
+            )
+        else:
+            drivers = {
+                e.merchant: ExternalDriver.from_settings({"agent_id": e.merchant})
+                for e in spec.entrants
+            }
+            life = RunLifecycle.open_market(
+                spec, run_dir, resume=resume, checkpoints=self.checkpoints, drivers=drivers
+            )
+        host = Host(settings, life)
         host.save_settings()
         host.finish_if_over()
         if not resume:
             life.checkpoint()  # a restart before the first window ends
         return host
-
-    def _load_market(self, arena_dir: Path) -> bool:
-        """Host one recorded market; True if it was resumed (live)."""
-        try:
-            manifest = read_arena(arena_dir)
-        except ArenaError as exc:
-            raise RunError(str(exc)) from None
-        hosted = manifest.front_end
-        if not isinstance(hosted, dict) or hosted.get("name") != FRONT_END:
-            return False  # an arena of `merchantbench arena`
-        settings = MarketSettings(**hosted["settings"])
-        if manifest.ended == "completed":
-            self.hosts[settings.run_id] = RecordedMarket(settings, arena_dir)
-            return False
-        scenario = Scenario.model_validate(manifest.scenario_config)
-        catalog = Path(manifest.catalog) if manifest.catalog else None
-        secret = sealed_of(arena_dir)
-        seed = manifest.seed if secret is None else secret.seed
-        assert seed is not None  # a public market records its seed; a sealed one its secret
-        spec = _market_spec(scenario, seed, settings.agents, catalog, secret)
-        self._adopt(self._open_market(spec, arena_dir, settings, resume=True))
-        return True
 
     def load_existing(self) -> list[str]:
         """Pick up the runs of the runs directory; returns the ids of those resumed. A run
@@ -355,33 +272,35 @@ class RunRegistry:
         for run_dir in sorted(found):
             if self.only is not None and run_dir.name not in self.only:
                 continue
-            load = self._load_market if (run_dir / ARENA_FILE).is_file() else self._load
             try:
-                if load(run_dir):
+                if self._load(run_dir):
                     resumed.append(run_dir.name)
             except Exception as exc:  # whatever is damaged, only this run is left out
                 self.damaged[run_dir.name] = damage_of(exc, self.runs_dir)
-        if self.tokens_problem is not None:
-            self._new_tokens_for_all()
+        if self.tokens_problem is not None:  # a new agent token for every live run
+            for host in self.hosts.values():
+                if isinstance(host, Host):
+                    self._give_tokens(host.settings, fresh=False)
+            self._save_tokens()
         return resumed
 
     def _load(self, run_dir: Path) -> bool:
-        """Host one recorded run; True if it was resumed (live), False otherwise."""
-        meta = read_manifest(run_dir)
-        settings = hosted_settings(meta)
-        if settings is None:
-            return False  # a run of another kind (an in-process agent, MCP)
-        if not meta.resumable:
+        """Host one recorded run: live (resumed; returns True) or finished (read-only). A
+        record another front end made is left alone."""
+        found = _recorded(run_dir)
+        if found is None:
+            return False
+        settings, spec = found
+        if spec is None:
             self.hosts[settings.run_id] = RecordedRun(settings, run_dir)
             return False
-        spec = _spec_of(meta, run_dir)
         self._adopt(self._open(spec, run_dir, settings, resume=True))
         return True
 
     async def aclose_all(self) -> None:
         """Checkpoint every live run (server shutdown)."""
         for host in self.hosts.values():
-            if isinstance(host, RunHost | MarketHost):
+            if isinstance(host, Host):
                 await host.aclose()
 
 
@@ -404,6 +323,37 @@ def _market_spec(
 ) -> ArenaSpec:
     entrants = tuple(Entrant(a, EXTERNAL, {"agent_id": a}) for a in agents)
     return ArenaSpec(scenario, seed if sealed is None else sealed.seed, entrants, catalog, sealed)
+
+
+def _recorded(run_dir: Path) -> tuple[HostSettings, RunSpec | ArenaSpec | None] | None:
+    """What the server needs of a record it hosted: its settings and, unless it finished,
+    the spec to resume it with. None for a record of another front end."""
+    if (run_dir / ARENA_FILE).is_file():
+        try:
+            arena = read_arena(run_dir)
+        except ArenaError as exc:
+            raise RunError(str(exc)) from None
+        hosted = arena.front_end
+        if not isinstance(hosted, dict) or hosted.get("name") != FRONT_END:
+            return None  # an arena of `merchantbench arena`
+        settings = HostSettings.from_json({"agents": [], **hosted["settings"]})
+        finished = arena.ended == "completed"
+        return settings, None if finished else _market_spec_of(arena, settings, run_dir)
+    meta = read_manifest(run_dir)
+    found = hosted_settings(meta)
+    if found is None:
+        return None  # a run of another kind (an in-process agent, MCP)
+    return found, _spec_of(meta, run_dir) if meta.resumable else None
+
+
+def _market_spec_of(arena: ArenaManifest, settings: HostSettings, arena_dir: Path) -> ArenaSpec:
+    """The spec of a recorded market, from its arena.json (and a sealed market's secret)."""
+    scenario = Scenario.model_validate(arena.scenario_config)
+    catalog = Path(arena.catalog) if arena.catalog else None
+    secret = sealed_of(arena_dir)
+    seed = arena.seed if secret is None else secret.seed
+    assert seed is not None and settings.agents is not None  # a public market records its seed
+    return _market_spec(scenario, seed, settings.agents, catalog, secret)
 
 
 def _spec_of(meta: RunManifest, run_dir: Path) -> RunSpec:
