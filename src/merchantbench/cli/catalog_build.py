@@ -8,16 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from merchantbench.cli.common import (
-    CatalogOption,
-    JsonOption,
-    ScenarioFile,
-    ScenarioName,
-    SeedOption,
-    SetOption,
-    fail,
-    scenario_from_options,
-)
+from merchantbench.cli import common as opt  # the shared options and checks
 
 if TYPE_CHECKING:  # the work is imported when the command runs (cli/common.py)
     from rich.table import Table
@@ -54,12 +45,12 @@ def _stats_table(stats: dict[str, object]) -> Table:
 
 
 def build(
-    scenario: ScenarioName = "paper",
-    seed: SeedOption = 1,
-    catalog: CatalogOption = None,
-    file: ScenarioFile = None,
-    set_: SetOption = None,
-    json_out: JsonOption = False,
+    scenario: opt.ScenarioName = "paper",
+    seed: opt.SeedOption = 1,
+    catalog: opt.CatalogOption = None,
+    file: opt.ScenarioFile = None,
+    set_: opt.SetOption = None,
+    json_out: opt.JsonOption = False,
 ) -> None:
     """Build the scenario's synthetic market, or load a real catalog (--catalog), into the cache
     (or load it from there) and print statistics."""
@@ -70,7 +61,7 @@ def build(
     from merchantbench.catalog.stats import market_stats
     from merchantbench.cli.progress import progress_display
 
-    sc = scenario_from_options(scenario, file, set_)
+    sc = opt.scenario_from_options(scenario, file, set_)
     path = market_path(sc, seed, catalog)
     cached = (path / "meta.json").exists()
     started = time.perf_counter()
@@ -83,7 +74,7 @@ def build(
         try:
             market = get_market(sc, seed, progress, catalog)
         except CatalogError as exc:
-            fail(str(exc))
+            opt.fail(str(exc))
     seconds = time.perf_counter() - started
     stats = market_stats(market, sc.clock.start_date)
     stats.update(seconds=round(seconds, 3), from_cache=cached, cache_dir=str(path))

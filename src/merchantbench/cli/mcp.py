@@ -7,19 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from merchantbench.cli.common import (
-    CatalogOption,
-    DaysOption,
-    RunSeedOption,
-    ScenarioFile,
-    ScenarioName,
-    SealedOption,
-    SetOption,
-    fail,
-    run_seed,
-    scenario_from_options,
-    writable_dir,
-)
+from merchantbench.cli import common as opt  # the shared options and checks
 
 if TYPE_CHECKING:
     from merchantbench.serve.mcp_run import HostedRun
@@ -29,11 +17,11 @@ LOOPBACK = "127.0.0.1"
 
 def mcp(
     out: Annotated[Path, typer.Option("--out", help="run directory (the run record)")],
-    scenario: ScenarioName = "paper",
-    seed: RunSeedOption = None,
-    sealed: SealedOption = False,
-    catalog: CatalogOption = None,
-    days: DaysOption = None,
+    scenario: opt.ScenarioName = "paper",
+    seed: opt.RunSeedOption = None,
+    sealed: opt.SealedOption = False,
+    catalog: opt.CatalogOption = None,
+    days: opt.DaysOption = None,
     resume: Annotated[bool, typer.Option("--resume", help="continue an interrupted run")] = False,
     http_port: Annotated[
         int | None,
@@ -45,8 +33,8 @@ def mcp(
             "--checkpoint-seconds", min=0, help="checkpoint after a window once S seconds passed"
         ),
     ] = 2.0,
-    file: ScenarioFile = None,
-    set_: SetOption = None,
+    file: opt.ScenarioFile = None,
+    set_: opt.SetOption = None,
 ) -> None:
     """Serve one run as an MCP server; the client's model plays it. Writes a run record."""
     from merchantbench.catalog.real_format import CatalogError
@@ -54,10 +42,10 @@ def mcp(
     from merchantbench.runs.spec import RunError, RunSpec
     from merchantbench.serve.mcp_run import MCP_AGENT, HostedRun
 
-    sc = scenario_from_options(scenario, file, set_, days)
+    sc = opt.scenario_from_options(scenario, file, set_, days)
     transport = "stdio" if http_port is None else "streamable-http"
-    run_seed_, secret = run_seed(seed, sealed, resume, out)
-    writable_dir(out, "--out")
+    run_seed_, secret = opt.run_seed(seed, sealed, resume, out)
+    opt.writable_dir(out, "--out")
     spec = RunSpec(
         agent=MCP_AGENT,
         scenario=sc,
@@ -70,7 +58,7 @@ def mcp(
         checkpoints = CheckpointPolicy(seconds=checkpoint_seconds)
         run = HostedRun(spec, out, resume=resume, checkpoints=checkpoints)
     except (RunError, CatalogError) as exc:
-        fail(str(exc))
+        opt.fail(str(exc))
     try:
         if http_port is None:
             import anyio
