@@ -10,9 +10,12 @@ the wins. Scores are the change in net assets (RMB) after the final drain.
 
 from __future__ import annotations
 
+import json
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,6 +27,7 @@ from merchantbench.rl.episode import Episode, EpisodeConfig
 from merchantbench.rl.splits import episode_seed
 
 __all__ = [
+    "Curve",
     "EpisodeSpec",
     "comparison",
     "Policy",
@@ -35,6 +39,7 @@ __all__ = [
     "play",
     "play_rule_based",
     "random_policy",
+    "tuned_constant",
 ]
 
 Policy = Callable[[np.ndarray], np.ndarray]
@@ -94,6 +99,32 @@ def best_constant(
             scores = [play(env, policy, spec) for spec in specs]
             means[(count, level)] = float(np.mean(scores))
     return max(means, key=lambda key: means[key]), means
+
+
+def tuned_constant(
+    probe: StoreEnv, tune: Sequence[EpisodeSpec]
+) -> tuple[tuple[int, int], dict[tuple[int, int], float], float]:
+    """`best_constant` on the training episodes `tune`, announced on stdout as a training script
+    prints it, with the seconds it took."""
+    tuning = time.perf_counter()
+    (count, level), means = best_constant(probe, tune)
+    tune_seconds = time.perf_counter() - tuning
+    print(json.dumps({"best_constant": [count, level], "tune_seconds": round(tune_seconds)}))
+    return (count, level), means, tune_seconds
+
+
+class Curve:
+    """A training script's curve: each point printed as a JSON line and the whole curve kept in
+    `out/curve.json`, rewritten at every point (a stopped run keeps what it had)."""
+
+    def __init__(self, out: Path) -> None:
+        self.path = out / "curve.json"
+        self.points: list[dict[str, Any]] = []
+
+    def add(self, point: dict[str, Any]) -> None:
+        self.points.append(point)
+        print(json.dumps(point), flush=True)
+        self.path.write_text(json.dumps(self.points, indent=1))
 
 
 def play_rule_based(env: StoreEnv, spec: EpisodeSpec, agent: str = "rule-based") -> float:

@@ -22,12 +22,7 @@ from typing import Any
 import numpy as np
 
 from merchantbench.rl.classic import StoreEnv
-from merchantbench.rl.classic_eval import (
-    best_constant,
-    comparison,
-    episodes,
-    play,
-)
+from merchantbench.rl.classic_eval import Curve, comparison, episodes, play, tuned_constant
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,15 +63,12 @@ def main(argv: list[str] | None = None) -> int:
     probe = StoreEnv(**kwargs)
     test = episodes("validation", args.test, probe.last_start)
     tune = episodes("train", args.tune, probe.last_start, first=0)
-    curve: list[dict[str, Any]] = []
+    curve = Curve(args.out)
     for spec in test:  # the markets are built before the clock starts
         probe.reset(options={"split": spec.split, "index": spec.index, "start_day": 0})
     for index in range(args.pool):
         probe.reset(options={"index": index, "start_day": 0})
-    tuning = time.perf_counter()
-    (count, level), means = best_constant(probe, tune)  # on training episodes
-    tune_seconds = time.perf_counter() - tuning
-    print(json.dumps({"best_constant": [count, level], "tune_seconds": round(tune_seconds)}))
+    (count, level), means, tune_seconds = tuned_constant(probe, tune)  # on training episodes
     started = time.perf_counter()
 
     def held_out(model: Any) -> list[float]:
@@ -111,9 +103,7 @@ def main(argv: list[str] | None = None) -> int:
                 "train_return_rmb": float(np.mean(recent)) / probe.reward_scale if recent else None,
                 "held_out_mean_rmb": None if scores is None else float(np.mean(scores)),
             }
-            curve.append(point)
-            print(json.dumps(point), flush=True)
-            (args.out / "curve.json").write_text(json.dumps(curve, indent=1))
+            curve.add(point)
 
     venv = make_vec_env(StoreEnv, n_envs=args.envs, seed=args.seed, env_kwargs=kwargs)
     if args.policy == "slots":

@@ -31,14 +31,13 @@ import argparse
 import json
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
 from merchantbench.rl.classic import GLOBAL, SLOT, StoreEnv, StoreVectorEnv
-from merchantbench.rl.classic_eval import best_constant, comparison, episodes, play
+from merchantbench.rl.classic_eval import Curve, comparison, episodes, play, tuned_constant
 
 __all__ = ["SlotAgent", "main"]
 
@@ -118,10 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     probe = StoreEnv(**kwargs)  # type: ignore[arg-type]
     test = episodes("validation", args.test, probe.last_start)
     tune = episodes("train", args.tune, probe.last_start)
-    tuning = time.perf_counter()
-    (count, level), means = best_constant(probe, tune)  # on training episodes
-    tune_seconds = time.perf_counter() - tuning
-    print(json.dumps({"best_constant": [count, level], "tune_seconds": round(tune_seconds)}))
+    (count, level), means, tune_seconds = tuned_constant(probe, tune)  # on training episodes
 
     slots, levels = probe.slots, 1 + len(probe.markups)
     agent = SlotAgent(slots, levels)
@@ -131,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     venv = StoreVectorEnv(args.envs, **kwargs)  # type: ignore[arg-type]
     obs, _ = venv.reset(seed=args.seed)
     n, horizon = args.envs, args.horizon
-    curve: list[dict[str, Any]] = []
+    curve = Curve(args.out)
     returns: list[float] = []
     running = np.zeros(n)
     started, cpu = time.perf_counter(), time.process_time()
@@ -148,9 +144,7 @@ def main(argv: list[str] | None = None) -> int:
             "train_return_rmb": float(np.mean(returns[-64:])) if returns else None,
             "held_out_mean_rmb": None if scores is None else float(np.mean(scores)),
         }
-        curve.append(point)
-        print(json.dumps(point), flush=True)
-        (args.out / "curve.json").write_text(json.dumps(curve, indent=1))
+        curve.add(point)
 
     log(held_out())
     while time.perf_counter() - started < args.minutes * 60:
