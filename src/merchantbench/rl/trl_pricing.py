@@ -33,7 +33,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from merchantbench.rl.trl_tiny import TinyEnv, model, tokenizer
+from merchantbench.rl.trl_tiny import TinyEnv, model, tokenizer, train_in_groups
 
 __all__ = ["PricingEnv", "main"]
 
@@ -235,10 +235,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         args=config,
         callbacks=[Clock()],
     )
-    trainer.train()
-    logs = [entry for entry in trainer.state.log_history if "reward" in entry]
+    logs, scored = train_in_groups(trainer, PricingEnv.scored, args.generations)
     group = args.generations
-    scored = [PricingEnv.scored[i : i + group] for i in range(0, len(PricingEnv.scored), group)]
     after = sample_markups(net, template, prompt_ids, 32, args.temperature)
     result = {
         "row": row,

@@ -217,10 +217,7 @@ def run(
         environment_factory=TinyEnv,
         args=args,
     )
-    trainer.train()
-    logs = [entry for entry in trainer.state.log_history if "reward" in entry]
-    group = args.num_generations
-    scored = [TinyEnv.scored[i : i + group] for i in range(0, len(TinyEnv.scored), group)]
+    logs, scored = train_in_groups(trainer, TinyEnv.scored, args.num_generations)
     steps_out = [
         {
             "log": log,
@@ -246,6 +243,16 @@ def run(
     }
     out.write_text(json.dumps(result, indent=1, default=str))
     return result
+
+
+def train_in_groups(
+    trainer: Any, scored: list[dict[str, Any]], group: int
+) -> tuple[list[dict[str, Any]], list[list[dict[str, Any]]]]:
+    """Train, then the trainer's logged steps with a reward and the episodes its environment
+    class scored (`scored`, appended by each rollout), cut into the groups of each step."""
+    trainer.train()
+    logs = [entry for entry in trainer.state.log_history if "reward" in entry]
+    return logs, [scored[i : i + group] for i in range(0, len(scored), group)]
 
 
 def command(env: Any, out: Path, steps: int = 2) -> list[str]:
