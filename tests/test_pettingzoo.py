@@ -293,6 +293,15 @@ def test_a_recorded_market_is_an_arena_record_that_verifies(tmp_path) -> None:
     verdicts = check_market(arena_dir)
     statuses = {m: (v.status, v.detail) for m, v in verdicts.items()}
     assert all(status == "verified" for status, _ in statuses.values()), statuses
+    from typer.testing import CliRunner
+
+    from merchantbench.cli import app
+
+    verified = CliRunner().invoke(app, ["verify", str(arena_dir)])
+    assert verified.exit_code == 0, verified.output
+    lines = verified.output.splitlines()  # a line each: every merchant's replay, its signature
+    assert sorted(line.split(":")[0] for line in lines) == ["idle", "idle", "lister", "lister"]
+    assert sum(line.count("verified (") for line in lines) == 2
 
 
 def test_a_market_of_several_refuses_a_later_start_day(tmp_path) -> None:

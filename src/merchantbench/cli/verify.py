@@ -209,7 +209,8 @@ def _verify_market(arena_dir: Path, keys: list[Any] | None, out: _Printer) -> in
                   "final_state_hash": report.final_state_hash, "merchants": merchants})  # fmt: skip
     else:
         signed = [f"{m}: model, tokens, cost: {a.summary()}" for m, a in attested.items()]
-        out.line("\n".join([report.summary(), *signed]))
+        for text in [*report.summary().splitlines(), *signed]:  # a line each (one_line folds)
+            out.line(text)
     return code
 
 
