@@ -424,10 +424,6 @@ class RunLifecycle:
         return self.records[self._only].run_dir
 
     @property
-    def writer(self) -> MerchantRecord:
-        return self.records[self._only]
-
-    @property
     def manifest(self) -> RunManifest:
         """The store's `run.json` as the lifecycle keeps it."""
         return self.records[self._only].manifest
