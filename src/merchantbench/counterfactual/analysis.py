@@ -23,7 +23,7 @@ the store from the opening of day d on (the same seed: common random numbers), a
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -31,12 +31,11 @@ from merchantbench.agents.registry import agent_entry
 from merchantbench.counterfactual.execute import TakeoverExecutor
 from merchantbench.counterfactual.onset import MIN_MARGIN_SHARE, Fork, OnsetSearch, onset_search
 from merchantbench.counterfactual.parent import ForkError, Parent, fork_days
-from merchantbench.counterfactual.takeover import Policy, Takeover, TakeoverTask
+from merchantbench.counterfactual.rounds import Found, Progress, Rounds
+from merchantbench.counterfactual.takeover import Kept, Policy, Takeover, TakeoverTask, play_on
 from merchantbench.replay import ReplayError, snapshot_blobs
 
 FORMAT = 1  # of counterfactual.json
-
-Progress = Callable[[int, int, TakeoverTask], None]  # done, total, the task just done
 
 
 @dataclass(frozen=True)
@@ -235,31 +234,6 @@ def _snapshots(parent: Parent, windows: list[int]) -> Iterator[tuple[int, bytes]
         raise ForkError(f"cannot replay {parent.run_dir}: {exc}") from None
 
 
-Found = dict[tuple[Any, ...], tuple[TakeoverTask, Takeover]]
-
-
-@dataclass
-class _Rounds:
-    """Takeovers played in rounds (the fork grid, the own runs, each bisection step), their
-    results by key, and the progress counted over every round."""
-
-    executor: TakeoverExecutor
-    progress: Progress | None
-    found: Found = field(default_factory=dict)
-    done: int = 0
-    total: int = 0
-
-    def run(self, tasks: Iterable[tuple[tuple[Any, ...], TakeoverTask]]) -> None:
-        keyed = list(tasks)
-        self.total += len(keyed)
-        by_task = {id(task): key for key, task in keyed}
-        for task, result in self.executor.run(t for _, t in keyed):
-            self.found[by_task[id(task)]] = (task, result)
-            self.done += 1
-            if self.progress is not None:
-                self.progress(self.done, self.total, task)
-
-
 def analyse(
     parents: Sequence[Parent],
     policies: Sequence[Policy],
@@ -280,7 +254,7 @@ def analyse(
     """
     if not policies:
         raise ForkError("name at least one takeover policy")
-    rounds = _Rounds(executor, progress)
+    rounds = Rounds(executor, progress)
     found = rounds.found
     rounds.run(
         ((t.run, t.policy.label, t.window), t) for t in _tasks(parents, policies, every_days)
@@ -290,21 +264,23 @@ def analyse(
             own_year = Takeover(parent.final_net_assets, bool(parent.manifest.closed), 0.0)
             found[(str(parent.run_dir), policy.label, 0)] = (_day0_task(parent, policy), own_year)
     own_tasks: dict[tuple[Any, ...], TakeoverTask] = {}
+    own_states: dict[tuple[str, str], dict[int, Kept]] = {}
     for parent in parents:
         for policy in policies:
             if is_own_run(parent, policy):
                 continue
             start, result = found[(str(parent.run_dir), policy.label, 0)]
-            # the kept sessions go to their tasks, not into memory for the whole analysis
+            # the kept states go to their tasks (and to the bisection), not into memory for
+            # the whole analysis
             found[(str(parent.run_dir), policy.label, 0)] = (start, replace(result, kept={}))
-            for window, blob in result.kept.items():
-                key = _own_key(parent, policy, window)
+            own_states[(str(parent.run_dir), policy.label)] = dict(result.kept)
+            for window, kept in result.kept.items():
                 own_tasks.setdefault(
-                    key,
+                    _own_key(parent, policy, window),
                     replace(
                         start,
                         window=window,
-                        session=blob,
+                        session=kept.session,
                         keep=(),
                         day=window // parent.windows_per_day(),
                     ),
@@ -315,7 +291,9 @@ def analyse(
         curves = [_curve(parent, policy, every_days, found, margin) for policy in policies]
         analyses.append(RunAnalysis(parent, every_days, default_margin(parent), curves))
     if bisect:
-        _bisect(analyses, rounds)
+        onsets = {(str(a.parent.run_dir), c.policy.label) for a in analyses for c in a.curves
+                  if c.search is not None and c.search.next_day() is not None}  # fmt: skip
+        _bisect(analyses, rounds, {k: v for k, v in own_states.items() if k in onsets})
     return analyses
 
 
@@ -341,8 +319,12 @@ def _curve(
                  parent.scenario.clock.start_date, search)  # fmt: skip
 
 
-def _bisect(analyses: list[RunAnalysis], rounds: _Rounds) -> None:
-    """Halve every onset period with forks at its middle day until it is BRACKET_DAYS wide."""
+def _bisect(
+    analyses: list[RunAnalysis], rounds: Rounds, own_states: dict[tuple[str, str], dict[int, Kept]]
+) -> None:
+    """Halve every onset period with forks at its middle day until it is BRACKET_DAYS wide.
+    `own_states`: the policy's own run (store and agent) at the fork windows, by run and
+    policy label (the day-0 takeover's `kept`); each step adds the one it reaches."""
     found = rounds.found
     while True:
         wanted: dict[tuple[Any, ...], TakeoverTask] = {}
@@ -354,13 +336,18 @@ def _bisect(analyses: list[RunAnalysis], rounds: _Rounds) -> None:
                 if day is None:
                     continue
                 window = parent.window_of_day(day)
-                start = found[(str(parent.run_dir), curve.policy.label, 0)][0]
+                start, day0 = found[(str(parent.run_dir), curve.policy.label, 0)]
                 blob = next(b for _, b in _snapshots(parent, [window]))
                 this = replace(start, window=window, day=day, session=blob, keep=())
                 wanted[(str(parent.run_dir), curve.policy.label, window)] = this
-                if not is_own_run(parent, curve.policy):
-                    own = replace(start, keep=(), handover=window)
-                    wanted.setdefault(_own_key(parent, curve.policy, window), own)
+                own_key = _own_key(parent, curve.policy, window)
+                if not is_own_run(parent, curve.policy) and own_key not in wanted:
+                    states = own_states[(str(parent.run_dir), curve.policy.label)]
+                    own = _own_fork(start, states, window, day)
+                    if own is not None:
+                        wanted[own_key] = own
+                    else:  # the policy's own store closed before: its end is all there is
+                        found[own_key] = (start, replace(day0, seconds=0.0))
                 asks.append((parent, curve, window))
         if not asks:
             return
@@ -372,6 +359,26 @@ def _bisect(analyses: list[RunAnalysis], rounds: _Rounds) -> None:
                 its_own = found[_own_key(parent, curve.policy, window)][1].final_net_assets
             assert curve.search is not None
             curve.search.add(Fork(window // parent.windows_per_day(), mine, its_own))
+
+
+def _own_fork(
+    start: TakeoverTask, states: dict[int, Kept], window: int, day: int
+) -> TakeoverTask | None:
+    """The policy's takeover of its own run at `window` (Q at a bisection day, onset.py): its
+    own run continued from the nearest earlier window whose store and agent were kept (`play_on`;
+    with none, from the day-0 takeover's start: a fresh agent handed the empty store), then
+    handed to a fresh copy; None when the own run ended before `window`. The store reached is
+    kept in `states` for the next step."""
+    earlier = [w for w, kept in states.items() if w < window and kept.agent is not None]
+    base = max(earlier, default=None)
+    if base is None:
+        reached = play_on(replace(start, keep=()), None, window)
+    else:
+        reached = play_on(replace(start, window=base, keep=()), states[base], window)
+    if reached is None:
+        return None
+    states[window] = reached
+    return replace(start, window=window, day=day, session=reached.session, keep=())
 
 
 def reanalyse(parent: Parent, data: dict[str, Any], margin: float | None = None) -> RunAnalysis:
