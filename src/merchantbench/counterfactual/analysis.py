@@ -326,6 +326,7 @@ def _bisect(
     `own_states`: the policy's own run (store and agent) at the fork windows, by run and
     policy label (the day-0 takeover's `kept`); each step adds the one it reaches."""
     found = rounds.found
+    blobs = _bisection_snapshots(analyses)
     while True:
         wanted: dict[tuple[Any, ...], TakeoverTask] = {}
         asks: list[tuple[Parent, Curve, int]] = []
@@ -337,7 +338,7 @@ def _bisect(
                     continue
                 window = parent.window_of_day(day)
                 start, day0 = found[(str(parent.run_dir), curve.policy.label, 0)]
-                blob = next(b for _, b in _snapshots(parent, [window]))
+                blob = blobs[(str(parent.run_dir), window)]
                 this = replace(start, window=window, day=day, session=blob, keep=())
                 wanted[(str(parent.run_dir), curve.policy.label, window)] = this
                 own_key = _own_key(parent, curve.policy, window)
@@ -359,6 +360,18 @@ def _bisect(
                 its_own = found[_own_key(parent, curve.policy, window)][1].final_net_assets
             assert curve.search is not None
             curve.search.add(Fork(window // parent.windows_per_day(), mine, its_own))
+
+
+def _bisection_snapshots(analyses: list[RunAnalysis]) -> dict[tuple[str, int], bytes]:
+    """The run's store at every window its bisections may fork at (`days_to_come`), by run
+    and window: one replay pass per run, not one per step."""
+    blobs = {}
+    for analysis in analyses:
+        parent = analysis.parent
+        days = {d for c in analysis.curves if c.search is not None for d in c.search.days_to_come()}
+        windows = sorted(parent.window_of_day(d) for d in days)
+        blobs.update(((str(parent.run_dir), w), b) for w, b in _snapshots(parent, windows))
+    return blobs
 
 
 def _own_fork(

@@ -176,9 +176,19 @@ class OnsetSearch:
     # --- bisection --------------------------------------------------------------------------
     def next_day(self) -> int | None:
         """The middle day to fork at next, or None when the bracket is narrow enough."""
-        if self.bracket is None or self.bracket[1] - self.bracket[0] <= BRACKET_DAYS:
-            return None
-        return (self.bracket[0] + self.bracket[1]) // 2
+        return None if self.bracket is None else _middle(self.bracket)
+
+    def days_to_come(self) -> list[int]:
+        """Every day the bisection may fork at from here, whichever side each step takes (a
+        30-day period: 5 days, of which it forks at 2 or 3), in order."""
+        days, brackets = [], [] if self.bracket is None else [self.bracket]
+        while brackets:
+            lo, hi = brackets.pop()
+            day = _middle((lo, hi))
+            if day is not None:
+                days.append(day)
+                brackets += [(lo, day), (day, hi)]
+        return sorted(days)
 
     def add(self, fork: Fork) -> None:
         """Narrow the bracket with a fork at its middle day."""
@@ -222,6 +232,11 @@ class OnsetSearch:
                 {"day": f.day, "this": f.this, "own": f.own} for f in self.bisection
             ],  # fmt: skip
         }
+
+
+def _middle(bracket: tuple[int, int]) -> int | None:
+    lo, hi = bracket
+    return None if hi - lo <= BRACKET_DAYS else (lo + hi) // 2
 
 
 def onset_search(
