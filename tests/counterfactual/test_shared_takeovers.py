@@ -4,6 +4,7 @@ and a takeover of a store already played given that takeover's result."""
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import replace
 
 import pytest
@@ -97,3 +98,20 @@ def test_a_store_played_once_gives_every_task_of_it_the_same_result(parent):
         assert run_takeover(task).final_net_assets == own[task.day] == this[task.day]
     # and a store that differs (the run after its failure) is played: day 9 twice
     assert sum(t.day == 9 for t in played) == 2
+
+
+def test_stores_are_equal_as_values_whatever_objects_they_share():
+    """A store played on from a restored snapshot holds its own copy of a string the code's
+    constant is in the store played through: other bytes, the same value; another value is
+    another store; a store whose objects hold themselves is compared by its bytes only."""
+    word = "bad_review"
+
+    def snapshot(engine: object) -> bytes:
+        return pickle.dumps({"engine": pickle.dumps(engine), "memory": 1})
+
+    shared, apart = snapshot([word, word]), snapshot([word, "".join(["bad_", "review"])])
+    assert shared != apart and as_value(shared) == as_value(apart)
+    assert as_value(snapshot([word, "good_review"])) != as_value(shared)
+    cyclic: list[object] = []
+    cyclic.append(cyclic)
+    assert as_value(snapshot(cyclic)) is None

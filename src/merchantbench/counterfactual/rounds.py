@@ -62,16 +62,20 @@ def _memory(blob: bytes) -> bytes:
     return pickle.dumps(saved, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def as_value(blob: bytes) -> bytes:
+def as_value(blob: bytes) -> bytes | None:
     """A session snapshot as a value (module docstring): unpickled (a store alone nests its
-    engine's pickle, unpickled too) and pickled again without the pickler's memo."""
+    engine's pickle, unpickled too) and pickled again without the pickler's memo; None when
+    that cannot be done (an object that holds itself: then the store is its own)."""
     saved = pickle.loads(blob)  # noqa: S301 — a snapshot made by this analysis
     if isinstance(saved, dict) and isinstance(saved.get("engine"), bytes):
         saved = {**saved, "engine": pickle.loads(saved["engine"])}  # noqa: S301
     buffer = io.BytesIO()
     pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
     pickler.fast = True  # no memo: every object written out by its value
-    pickler.dump(saved)
+    try:
+        pickler.dump(saved)
+    except (ValueError, RecursionError):  # a cycle, which only the memo can write
+        return None
     return buffer.getvalue()
 
 
@@ -118,8 +122,8 @@ class Rounds:
         if content in self.played or content in waiting:
             return content
         same_memory = self.stores.setdefault((content[0], _memory(task.session)), [])
-        if same_memory:
-            mine = as_value(task.session)
+        mine = as_value(task.session) if same_memory else None
+        if mine is not None:
             for blob, other in same_memory:
                 if as_value(blob) == mine:
                     return other
