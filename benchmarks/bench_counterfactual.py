@@ -12,7 +12,11 @@ in-process executor, `--jobs 1`):
   day 0, 30, …, 330; the forks' remaining days add up to about 6.5 years), then, unless the
   parent is the policy's own run, the policy's takeovers of its own run at the same days,
   and the bisection of an onset period to 7 days (docs/counterfactual.md). The parent's own
-  year is not played again when it is the policy's own run (its day-0 takeover is the run).
+  year is not played again when it is the policy's own run (its day-0 takeover is the run),
+  nor any takeover of a store already played (a validation agent's store before its failure
+  is the policy's own: counterfactual/rounds.py); the bisection plays the policy's own run on
+  from its store and agent kept at the fork windows. It prints the takeovers the analysis
+  filed and those it played, and the days they played.
 
 Goal: the analysis, with bisection, costs at most 8× one in-process year of the policy; with
 the rule-based policy at most 15 s on the project's 2-core machine. `--parent-setting
@@ -29,16 +33,17 @@ import asyncio
 import os
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from merchantbench.agents.registry import make_agent
 from merchantbench.catalog.cache import get_market, get_search_index
 from merchantbench.counterfactual.analysis import analyse, plan_windows
-from merchantbench.counterfactual.execute import executor_of
+from merchantbench.counterfactual.execute import TakeoverExecutor, executor_of
 from merchantbench.counterfactual.parent import Parent
-from merchantbench.counterfactual.takeover import Policy
+from merchantbench.counterfactual.takeover import Policy, Takeover, TakeoverTask
 from merchantbench.replay import snapshot_blobs
 from merchantbench.runs.runner import play_windows, run_agent
 from merchantbench.runs.spec import RunSpec
@@ -51,6 +56,19 @@ def timed(work: Callable[[], Any]) -> tuple[float, float, Any]:
     start, cpu = time.perf_counter(), time.process_time()
     result = work()
     return time.perf_counter() - start, time.process_time() - cpu, result
+
+
+@dataclass
+class Counted:
+    """An executor that notes every takeover it plays."""
+
+    executor: TakeoverExecutor
+    played: list[TakeoverTask]
+
+    def run(self, tasks: Iterable[TakeoverTask]) -> Iterator[tuple[TakeoverTask, Takeover]]:
+        for task, result in self.executor.run(tasks):
+            self.played.append(task)
+            yield task, result
 
 
 def load_average() -> str:
@@ -100,11 +118,15 @@ def main() -> None:
         )
         bare = timed(bare_year)
         replay = timed(lambda: [w for w, _ in snapshot_blobs(parent.run_dir, windows, fast=True)])
+        played: list[TakeoverTask] = []
+        filed: list[TakeoverTask] = []
+        executor = Counted(executor_of("local", args.jobs), played)
         analysis = timed(
             lambda: analyse(
-                [parent], [Policy(args.policy)], args.every, executor_of("local", args.jobs)
+                [parent], [Policy(args.policy)], args.every, executor,
+                progress=lambda done, total, task: filed.append(task),
             )
-        )
+        )  # fmt: skip
     curve = analysis[2][0].curves[0]
     print(load_average())
     print(f"{args.scenario}, seed {args.seed}: parent {args.parent}, policy {args.policy}, "
@@ -124,6 +146,9 @@ def main() -> None:
         f"analysis / year without record: {analysis[0] / bare[0]:.2f}x wall"
         + (f", {analysis[1] / bare[1]:.2f}x CPU" if args.jobs == 1 else "")
     )
+    days = parent.scenario.clock.days
+    print(f"takeovers: {len(filed)} filed ({sum(days - t.day for t in filed):,} days), "
+          f"{len(played)} played ({sum(days - t.day for t in played):,} days)")  # fmt: skip
     takeovers = sum(p.seconds for p in curve.points)
     onset = curve.search.to_json() if curve.search is not None else {}
     print(f"takeovers' own wall seconds: {takeovers:.2f} s; "

@@ -6,6 +6,7 @@
 - `takeover.py`: one takeover without a record (the final net assets if a policy had run the
   store from a window on), the unit of work of the analysis.
 - `execute.py`: where takeovers run: in this process, a local process pool, or Ray.
+- `rounds.py`: takeovers played in rounds, each distinct takeover once.
 - `analysis.py`: takeover curves and what they say of a run (value built, damage done, regret
   by period), the policy's takeovers of its own run and the bisection; `onset.py`: the onset of
   damage against the run itself; `sweep.py` aggregates them by configuration.

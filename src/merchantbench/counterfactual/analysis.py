@@ -204,7 +204,7 @@ def _tasks(
     """The takeover tasks of every run, each made when one fast replay pass of its run reaches
     the fork window (the session's snapshot there, `merchantbench.replay.snapshot_blobs`: one
     pickling per fork window, whatever the policies and the executor). The day-0 takeover of a
-    policy whose own run this is not keeps the sessions of its own run at the fork windows."""
+    policy whose own run this is not keeps its own run (store and agent) at the fork windows."""
     for parent in parents:
         days = dict((w, d) for d, w in plan_windows(parent, every_days))
         later = tuple(w for w in sorted(days) if w > 0)
@@ -245,9 +245,10 @@ def analyse(
     bisect: bool = True,
 ) -> list[RunAnalysis]:
     """Analyse every run of `parents` under every policy (module docstring); the takeovers run
-    on `executor` as the replays reach their fork windows. Then the policy's takeovers of its
-    own run at the fork days (onset.py; none when the run is its own run), then the bisection
-    of each onset period (`bisect`). `margin` (RMB) replaces every curve's own margin.
+    on `executor` in rounds, each distinct takeover once (rounds.py): the fork grid, then the
+    policy's takeovers of its own run at the fork days (onset.py; none when the run is its own
+    run), then the bisection of each onset period (`bisect`). `margin` (RMB) replaces every
+    curve's own margin.
 
     Raises:
         ForkError: a run has not finished or its replay fails.

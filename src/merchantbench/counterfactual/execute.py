@@ -1,9 +1,8 @@
 """Where takeovers run: in this process, in a local process pool (`runs/pool.py`, whose
 workers end with this process), or as Ray tasks (extra `ray`; `--executor ray [--address]`).
 
-Every executor takes the tasks as an iterator, which the analysis fills from one replay pass
-per run (a task is made when the replay reaches its fork window), and yields each task with its
-result as it completes, so the workers start while the replay goes on.
+Every executor takes the tasks as an iterator and yields each task with its result as it
+completes; the analysis hands it one round of tasks at a time (counterfactual/rounds.py).
 """
 
 from __future__ import annotations
