@@ -366,7 +366,7 @@ def _bisect(
 def _bisection_snapshots(analyses: list[RunAnalysis]) -> dict[tuple[str, int], bytes]:
     """The run's store at every window its bisections may fork at (`days_to_come`), by run
     and window: one replay pass per run, not one per step."""
-    blobs = {}
+    blobs: dict[tuple[str, int], bytes] = {}
     for analysis in analyses:
         parent = analysis.parent
         days = {d for c in analysis.curves if c.search is not None for d in c.search.days_to_come()}

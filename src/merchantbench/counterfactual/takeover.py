@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import pickle
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -121,7 +121,7 @@ def _agent_of(task: TakeoverTask, session: Session, blob: bytes | None) -> BaseA
     return agent
 
 
-def _played(task: TakeoverTask, play: Callable[[Session], Awaitable[None]]) -> Session:
+def _played(task: TakeoverTask, play: Callable[[Session], Coroutine[Any, Any, None]]) -> Session:
     session = _session_of(task)
     asyncio.run(play(session))
     return session
