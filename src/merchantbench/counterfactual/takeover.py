@@ -155,8 +155,8 @@ def play_on(task: TakeoverTask, kept: Kept | None, until: int) -> Kept | None:
     `task.window`; None: the task's session with a fresh agent handed it, as the takeover
     starts) to the opening of window `until`, and keep it there; None when the run ends
     before. The agent plays as in the takeover (`play_windows`' loop), so the store at `until`
-    is the one the takeover reached (tests/counterfactual/test_analysis.py checks it against
-    the play from day 0)."""
+    is the one the takeover reached (tests/counterfactual/test_shared_takeovers.py checks it
+    against the play from day 0)."""
     state: list[Kept] = []
     restored = task if kept is None else replace(task, session=kept.session)
 
