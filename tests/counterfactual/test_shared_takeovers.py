@@ -115,3 +115,25 @@ def test_stores_are_equal_as_values_whatever_objects_they_share():
     cyclic: list[object] = []
     cyclic.append(cyclic)
     assert as_value(snapshot(cyclic)) is None
+
+
+def test_a_bisection_step_plays_the_own_run_on_from_the_nearest_kept_window(parent, monkeypatch):
+    """`_own_fork` at day 9 with the own run kept at days 2 and 6 (windows 4 and 12) plays it on
+    from day 6 only, keeps day 9 for the next step, and hands a fresh copy the store the own
+    run had at day 9 when played through."""
+    import merchantbench.counterfactual.analysis as analysis
+
+    start = replace(_day0_task(parent, Policy("expert")), keep=(4, 12, 18))
+    own_year = run_takeover(start)
+    states = {w: own_year.kept[w] for w in (4, 12)}
+    bases: list[int] = []
+
+    def spied(task: TakeoverTask, kept: Kept | None, until: int) -> Kept | None:
+        bases.append(task.window)
+        return play_on(task, kept, until)
+
+    monkeypatch.setattr(analysis, "play_on", spied)
+    fork = analysis._own_fork(replace(start, keep=()), states, 18, 9)
+    assert bases == [12] and sorted(states) == [4, 12, 18]
+    assert fork is not None and (fork.window, fork.day, fork.keep) == (18, 9, ())
+    assert as_value(fork.session) == as_value(own_year.kept[18].session)
