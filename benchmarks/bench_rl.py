@@ -84,6 +84,9 @@ def classic(seconds: float, profile: bool) -> None:
         probe.reset(options={"index": index, "start_day": 0})
     for day in range(probe.last_start + 1):  # the opened store of every start day
         probe.reset(options={"index": 0, "start_day": day})
+    for index in range(probe.pool):  # the supplier timelines of the candidates (most of them)
+        for day in range(0, probe.last_start + 1, 5):
+            probe.reset(options={"index": index, "start_day": day})
     print(f"reference loop: {reference_loop(2.0):,.0f} iterations/s")
     for n in (1, 4, 64):
         step = (

@@ -39,6 +39,7 @@ docs/rl.md ("Classic RL") has the training script and its held-out results.
 
 from __future__ import annotations
 
+import weakref
 import zlib
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -58,6 +59,7 @@ from merchantbench.rl.episode import EpisodeConfig, episode_scenario
 from merchantbench.rl.splits import episode_seed
 from merchantbench.scenario import Scenario
 from merchantbench.sim.engine import ActionRejected, Engine, advance_stores
+from merchantbench.sim.suppliers import YearBook
 
 __all__ = ["ENV_ID", "GLOBAL", "MARKUPS", "SLOT", "StoreEnv", "StoreVectorEnv"]
 
@@ -71,6 +73,20 @@ _NEVER = 1 << 62
 @cache
 def _scenario(scenario: str, days: int, start_day: int) -> Scenario:
     return episode_scenario(EpisodeConfig(scenario, length=days, start_day=start_day))
+
+
+_MARKETS: OrderedDict[tuple[str, int], Market] = OrderedDict()
+
+
+def _market(name: str, scenario: Scenario, seed: int) -> Market:
+    """The market of an episode, held per process (the 64 most recently used: the catalog's
+    cache keeps a market while one holds it, and checks its files at every other call)."""
+    key = (name, seed)
+    market = _MARKETS.pop(key, None) or get_market(scenario, seed)
+    _MARKETS[key] = market
+    if len(_MARKETS) > 64:
+        _MARKETS.popitem(last=False)
+    return market
 
 
 _OPENED: OrderedDict[tuple[str, int, int], bytes] = OrderedDict()
@@ -99,36 +115,96 @@ def _opened(scenario: str, days: int, start_day: int, market: Market, seed: int)
     return blob
 
 
+class _Timelines:
+    """Each product's supplier facts over the market's year as arrays (the hours at which each
+    state begins, and its procurement price, ship hours and availability), from the market's
+    `YearBook`, which the episodes' engines share too: a product's year is walked once per
+    process with the engine's own look-up, and a slot's facts at any hour are a search."""
+
+    def __init__(self, market: Market) -> None:
+        self.book = YearBook(market)
+        self._known: dict[int, tuple[np.ndarray, ...]] = {}
+
+    def of(self, product: int) -> tuple[np.ndarray, ...]:
+        found = self._known.get(product)
+        if found is None:
+            spans = self.book.year(product)
+            found = self._known[product] = (
+                np.array([max(0, since) for since, _, _ in spans], dtype=np.int64),
+                np.array([state.price_fen for _, _, state in spans], dtype=np.int64),
+                np.array([state.ship_hours for _, _, state in spans], dtype=np.int64),
+                np.array([state.available for _, _, state in spans], dtype=np.bool_),
+            )
+        return found
+
+
+_TIMELINES: weakref.WeakKeyDictionary[Market, _Timelines] = weakref.WeakKeyDictionary()
+
+
+def _timelines(market: Market) -> _Timelines:
+    found = _TIMELINES.get(market)
+    if found is None:
+        found = _TIMELINES[market] = _Timelines(market)
+    return found
+
+
 @dataclass(frozen=True, eq=False)
 class _Candidates:
-    """An episode's slots: the products and their facts fixed at reset."""
+    """An episode's slots: the products, their facts fixed at reset, and the supplier facts
+    and public sales at every hour the store decides or is observed, as tables.
+
+    A decision row is a window's first hour (rows 0 … W − 1) or the episode's last hour (row
+    W, the observation after the end); a day row is a day of the episode."""
 
     products: list[int]
     index: np.ndarray  # int64 product numbers
-    cost0: np.ndarray  # float64 procurement price at reset (fen, ≥ 1)
     rating: np.ndarray  # product rating / 5
     shop: np.ndarray  # shop rating / 5
     capacity: np.ndarray  # int64 supplier stock capacity
     refill: np.ndarray  # int64 units refilled an hour
+    cost: np.ndarray  # int64 [row, slot]: procurement price (fen, ≥ 1)
+    available: np.ndarray  # bool [row, slot]
+    facts: np.ndarray  # float64 [row, slot, 4]: the features of columns _FACTS
+    sales: np.ndarray  # float64 [day, slot]: the feature of public 30-day sales
 
     @classmethod
-    def of(cls, engine: Engine, slots: int) -> _Candidates:
+    def of(cls, engine: Engine, slots: int, start_day: int) -> _Candidates:
         """The `slots` products with the most public 30-day sales among those on sale."""
-        market, day = engine.market, engine.t // 24
+        market, day = engine.market, start_day
         sales = market.sales_30d(day).astype(np.float64)
         sales[market.launch_day > day] = -1.0
         top = np.argsort(-sales, kind="stable")[:slots]
-        book, t = engine.suppliers, engine.t
         products = [int(p) for p in top]
-        cost0 = np.array([max(1, book.state(p, t).price_fen) for p in products], float)
+        first, end, step = start_day * 24, engine.horizon, engine.window_hours
+        hours = np.array([*range(first, end, step), end - 1], dtype=np.int64)
+        # The slots' timelines end to end, keyed slot · 2^32 + hour: one search for all.
+        timelines = [_timelines(market).of(product) for product in products]
+        begins, price, ship, on_sale = (np.concatenate(c) for c in zip(*timelines, strict=True))
+        sizes = [len(timeline[0]) for timeline in timelines]
+        keys = begins + np.repeat(np.arange(len(products), dtype=np.int64) << 32, sizes)
+        queries = hours[:, None] + (np.arange(len(products), dtype=np.int64) << 32)
+        at = np.searchsorted(keys, queries, side="right") - 1
+        cost, available = np.maximum(price[at], 1), on_sale[at]
+        ship = ship[at].astype(np.float64)
+        facts = np.empty((len(hours), slots, 4), dtype=np.float64)
+        facts[..., 0] = np.log1p(cost / 100) / 5.0
+        facts[..., 1] = cost / cost[0].astype(np.float64)
+        facts[..., 2] = ship / 96.0
+        facts[..., 3] = available
+        cum = market.market_sales_cum
+        rows = market.history_days + np.arange(start_day, end // 24)
+        public = cum[rows][:, top] - cum[np.maximum(0, rows - 30)][:, top]
         return cls(
             products,
             np.asarray(top, dtype=np.int64),
-            cost0,
             market.historical_avg_rating[top] / 5.0,
             market.shop_rating[market.supplier[top]] / 5.0,
             market.stock_capacity[top].astype(np.int64),
             market.stock_refill[top].astype(np.int64),
+            cost,
+            available,
+            facts,
+            np.log1p(np.maximum(public, 0)) / 8.0,
         )
 
 
@@ -137,11 +213,46 @@ _CANDIDATES: OrderedDict[tuple[str, int, int, int, int], _Candidates] = OrderedD
 
 def _candidates(key: tuple[str, int, int, int, int], engine: Engine) -> _Candidates:
     """`_Candidates.of` an opened episode, kept per process (the 512 most recent)."""
-    found = _CANDIDATES.pop(key, None) or _Candidates.of(engine, key[-1])
+    found = _CANDIDATES.pop(key, None) or _Candidates.of(engine, key[-1], key[2])
     _CANDIDATES[key] = found
     if len(_CANDIDATES) > 512:
         _CANDIDATES.popitem(last=False)
     return found
+
+
+_FACTS = [2, 3, 6, 7]  # slot features from the supplier facts: price, its change, ship, available
+
+
+class _Columns:
+    """The per-slot state of N stores as (N, slots) arrays: store i's episode writes row i, and
+    the actions and observations of all N are computed over the whole arrays at once (a single
+    `StoreEnv` is the case N = 1)."""
+
+    def __init__(self, n: int, slots: int, rows: int, days: int) -> None:
+        def ints() -> np.ndarray:
+            return np.zeros((n, slots), dtype=np.int64)
+
+        self.listed = ints()  # the listing's price (0: not listed), as the engine has it
+        self.new = ints()  # the listing's orders in the last window
+        self.last, self.total = ints(), ints()  # change in net assets: last window, episode
+        self.level, self.since = ints(), ints()  # supplier stock after the last purchase
+        self.bought = np.zeros((n, slots), dtype=np.bool_)  # bought from in this episode
+        self.capacity, self.refill = ints(), ints()
+        self.ratings = np.zeros((n, slots, 2), dtype=np.float64)  # product, shop
+        self.cost = np.ones((n, rows, slots), dtype=np.int64)
+        self.available = np.zeros((n, rows, slots), dtype=np.bool_)
+        self.facts = np.zeros((n, rows, slots, 4), dtype=np.float64)
+        self.sales = np.zeros((n, days, slots), dtype=np.float64)
+
+    def open(self, i: int, found: _Candidates) -> None:
+        """Row i starts an episode on `found`."""
+        for column in (self.listed, self.new, self.last, self.total, self.since):
+            column[i] = 0
+        self.bought[i] = False
+        self.capacity[i], self.refill[i] = found.capacity, found.refill
+        self.ratings[i, :, 0], self.ratings[i, :, 1] = found.rating, found.shop
+        self.cost[i], self.available[i] = found.cost, found.available
+        self.facts[i], self.sales[i] = found.facts, found.sales
 
 
 class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
@@ -175,6 +286,7 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         self.days = EpisodeConfig(scenario, length=length).days
         self.split, self.pool, self.fixed_start = split, pool, start_day
         self.reward_scale = reward_scale
+        clock = _scenario(scenario, 1, 0).clock
         year = _scenario(scenario, 1, 0).market.days
         if not 1 <= self.days <= year or pool < 1 or slots < 1:
             raise ValueError(f"length is 1 to {year} days, pool ≥ 1 and slots ≥ 1")
@@ -183,9 +295,10 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         size = GLOBAL + SLOT * slots
         self.observation_space = spaces.Box(-10.0, 10.0, shape=(size,), dtype=np.float32)
         self.engine: Engine | None = None
-        self._markets: dict[int, Market] = {}
         self._factors = np.array((0.0, *self.markups))  # level → markup (0: not listed)
         self.index = self.start_day = 0
+        self.rows = self.days * 24 // clock.hours_per_window + 1  # decision rows of an episode
+        self._columns, self._row = _Columns(1, slots, self.rows, self.days), 0
 
     # --- episodes --------------------------------------------------------------------------------
     def reset(
@@ -203,131 +316,96 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
             raise ValueError(f"start_day is 0 to {self.last_start} for {self.days}-day episodes")
         self.start_day, run_seed = start, episode_seed(split, self.index)
         scenario = _scenario(self.scenario_name, self.days, start)
-        market = self._markets.pop(run_seed, None) or get_market(scenario, run_seed)
-        self._markets[run_seed] = market  # held (the cache keeps a market while one holds it)
-        while len(self._markets) > self.pool + 32:
-            del self._markets[next(iter(self._markets))]  # the least recently used
-        engine = Engine(scenario, market, run_seed)
+        market = _market(self.scenario_name, scenario, run_seed)
+        engine = Engine(scenario, market, run_seed, suppliers=_timelines(market).book)
         opened = _opened(self.scenario_name, self.days, start, market, run_seed)
         engine.restore(zlib.decompress(opened))
         self.engine = engine
         key = (self.scenario_name, self.days, start, run_seed, self.slots)
         self._open(_candidates(key, engine))
-        return self._observe(), self._info(0)
+        return _observe([self])[0], self._info(0)
 
     def _open(self, found: _Candidates) -> None:
-        engine, slots = self._engine, self.slots
+        engine = self._engine
         self.candidates, self.products = found, found.products
         self._slot_of = {product: slot for slot, product in enumerate(found.products)}
-        self._since = np.full(slots, _NEVER, dtype=np.int64)  # supplier facts to look up
-        self._until = np.full(slots, -_NEVER, dtype=np.int64)
-        self._cost = np.ones(slots, dtype=np.int64)
-        self._ship = np.zeros(slots, dtype=np.float64)
-        self._available = np.zeros(slots, dtype=np.float64)
-        self._orders_seen = np.zeros(slots, dtype=np.int64)
-        self._slot_last = np.zeros(slots, dtype=np.int64)
-        self._slot_total = np.zeros(slots, dtype=np.int64)
-        self._sales_day = -1
-        # The per-slot features, kept between steps: each column is written when it changes.
-        self._per = np.zeros((slots, SLOT), dtype=np.float64)
-        self._per[:, 4], self._per[:, 5] = found.rating, found.shop
-        self._per[:, 10] = 1.0  # in stock until bought from
+        self._columns.open(self._row, found)
         accounts = engine.state.ledger.accounts
         self.initial_fen = self._net_fen = accounts.net_assets
         self._entries_seen = len(engine.state.ledger.entries)
+        self._orders_seen = len(engine.state.orders)
 
     # --- steps -----------------------------------------------------------------------------------
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        self._prepare(action)
-        self._engine.advance()
-        return self._conclude()
-
-    def _prepare(self, action: Any) -> None:
-        """Check the action and bring the listings to it (the window is still open)."""
-        if self._engine.done:
-            raise RuntimeError("the episode is over: call reset()")
-        levels = np.asarray(action, dtype=np.int64).reshape(-1)
-        if levels.shape != (self.slots,):
+        levels = np.asarray(action, dtype=np.int64)
+        if levels.size != self.slots:
             raise ValueError(f"an action is {self.slots} levels, not shape {levels.shape}")
-        self._apply(np.clip(levels, 0, len(self.markups)))
+        _prepare([self], levels.reshape(1, self.slots))
+        self._engine.advance()
+        reward_fen = self._conclude()
+        obs = _observe([self])[0]
+        done = self._engine.done
+        return obs, reward_fen / 100 * self.reward_scale, done, False, self._info(reward_fen)
 
-    def _conclude(self) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        """After the window: drain a finished episode, the reward, the next observation."""
+    def _decision_row(self) -> int:
+        """The row of the tables for the engine's hour now (the last: the episode is over)."""
         engine = self._engine
+        return min((engine.t - self.start_day * 24) // engine.window_hours, self.rows - 1)
+
+    def _set(self, slot: int, price: int) -> None:
+        """Bring one slot's listing to `price` (0: not listed) with the engine's own actions."""
+        engine, product = self._engine, self.products[slot]
+        listed = self._columns.listed[self._row]
+        try:
+            if price == 0:
+                engine.delist_products([product])
+            elif listed[slot]:
+                engine.set_price(product, price)
+            else:
+                engine.list_products([(product, price)])
+        except ActionRejected:
+            return  # unavailable product, closed store: the slot stays as it is
+        listed[slot] = price
+
+    def _conclude(self) -> int:
+        """After the window: drain a finished episode; the window's orders, stock and change
+        in net assets per slot (from the ledger's new entries: each an order's, each order a
+        slot's product) into the columns; the reward in fen."""
+        engine, i, columns = self._engine, self._row, self._columns
         if engine.done:
             engine.finish()
-        now = engine.state.ledger.accounts.net_assets
+        state, slot_of, slots = engine.state, self._slot_of, self.slots
+        now = state.ledger.accounts.net_assets
         reward_fen, self._net_fen = now - self._net_fen, now
-        self._split_reward()
-        info = self._info(reward_fen)
-        return self._observe(), reward_fen / 100 * self.reward_scale, engine.done, False, info
-
-    def _apply(self, levels: np.ndarray) -> None:
-        """Bring the listings to the target levels with the engine's own actions: only the
-        slots whose target differs from what is listed."""
-        engine = self._engine
-        self._look_up_suppliers(engine.t)
-        targets = np.maximum(1, np.rint(self._cost * self._factors[levels])).astype(np.int64)
-        targets[levels == 0] = 0
-        listings = engine.state.listings
-        for slot in np.flatnonzero(targets != self._listed(listings)[0]).tolist():
-            product, price = self.products[slot], int(targets[slot])
-            try:
-                if price == 0:
-                    engine.delist_products([product])
-                elif product in listings:
-                    engine.set_price(product, price)
-                elif self._available[slot]:  # else the engine refuses it (unavailable)
-                    engine.list_products([(product, price)])
-            except ActionRejected:
-                continue  # unavailable product, closed store: the slot stays as it is
-
-    def _listed(self, listings: dict[int, Any]) -> tuple[np.ndarray, np.ndarray]:
-        """Per slot: the listing's price (0: not listed) and its orders so far."""
-        prices, orders = [0] * self.slots, [0] * self.slots
-        slot_of = self._slot_of
-        for product, item in listings.items():
-            slot = slot_of[product]
-            prices[slot], orders[slot] = item.price, item.orders
-        return np.array(prices, dtype=np.int64), np.array(orders, dtype=np.int64)
-
-    def _look_up_suppliers(self, hour: int) -> None:
-        """The slots' supplier facts at `hour`, looked up again only where they may change."""
-        stale = np.flatnonzero((hour < self._since) | (hour >= self._until))
-        if not stale.size:
-            return
-        book = self._engine.suppliers
-        for slot in stale.tolist():
-            since, until, state = book.state_span(self.products[slot], hour)
-            self._since[slot], self._until[slot] = since, until
-            self._cost[slot] = max(1, state.price_fen)
-            self._ship[slot], self._available[slot] = state.ship_hours, state.available
-        per, cost = self._per, self._cost[stale].astype(np.float64)
-        per[stale, 2] = np.log1p(cost / 100) / 5.0
-        per[stale, 3] = cost / self.candidates.cost0[stale]
-        per[stale, 6] = self._ship[stale] / 96.0
-        per[stale, 7] = self._available[stale]
-
-    def _split_reward(self) -> None:
-        """The window's change in net assets per slot, from the ledger's new entries (each an
-        order's, each order a slot's product)."""
-        state, slots = self._engine.state, self.slots
-        entries, orders, slot_of = state.ledger.entries, state.orders, self._slot_of
+        entries, orders = state.ledger.entries, state.orders
         last = [0] * slots
         for entry in entries[self._entries_seen :]:
             last[slot_of[orders[entry.order_id - 1].product]] += entry.d_net
         self._entries_seen = len(entries)
-        self._slot_last = np.array(last, dtype=np.int64)
-        self._slot_total += self._slot_last
+        columns.last[i] = last
+        columns.total[i] += columns.last[i]
+        new = [0] * slots
+        if len(orders) > self._orders_seen:
+            stock = state.stock
+            for order in orders[self._orders_seen :]:
+                slot = slot_of[order.product]
+                new[slot] += 1
+                known = stock.get(order.product)
+                if known is not None:
+                    columns.level[i, slot], columns.since[i, slot] = known
+                    columns.bought[i, slot] = True
+            self._orders_seen = len(orders)
+        if state.closed:  # the listings came down with the store
+            columns.listed[i] = 0
+        columns.new[i] = new
+        columns.new[i][columns.listed[i] == 0] = 0  # the orders of the listings still up
+        return reward_fen
 
-    # --- what the policy sees --------------------------------------------------------------------
-    def _observe(self) -> np.ndarray:
-        engine, found = self._engine, self.candidates
-        state, market = engine.state, engine.market
+    def _store_features(self) -> tuple[float, ...]:
+        engine = self._engine
+        state, t, end = engine.state, engine.t, engine.horizon
         accounts, initial = state.ledger.accounts, float(self.initial_fen)
-        t, end = engine.t, engine.horizon
-        hour = min(t, end - 1)
-        store = [
+        return (
             (end - t) / max(1, end - self.start_day * 24),
             accounts.balance / initial,
             accounts.deposit / initial,
@@ -336,34 +414,13 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
             state.rating.published / 5.0,
             len(state.listings) / self.slots,
             float(state.closed),
-        ]
-        per = self._per
-        if hour // 24 != self._sales_day:  # public 30-day sales change once a day
-            self._sales_day = day = hour // 24
-            cum, h = market.market_sales_cum, market.history_days + day
-            sales = cum[h, found.index] - cum[max(0, h - 30), found.index]
-            per[:, 9] = np.log1p(np.maximum(sales, 0)) / 8.0
-        self._look_up_suppliers(hour)
-        prices, orders = self._listed(state.listings)
-        new, self._orders_seen = orders - self._orders_seen, orders
-        slot_of, capacity, refill = self._slot_of, found.capacity, found.refill
-        for product, (level, since) in state.stock.items():  # products bought from
-            slot = slot_of[product]
-            units = min(int(capacity[slot]), level + int(refill[slot]) * (hour - since))
-            per[slot, 10] = 1.0 if units >= LOW_STOCK_UNITS else 0.5 if units > 0 else 0.0
-        per[:, 0] = prices > 0
-        per[:, 1] = prices / self._cost / 3.0
-        per[:, 8] = np.log1p(np.maximum(new, 0)) / 3.0
-        per[:, 11] = self._slot_total / 5000.0  # RMB 50 earned so far → 1
-        per[:, 12] = self._slot_last / 1000.0  # RMB 10 in the last window → 1
-        obs = np.concatenate([np.array(store), per.ravel()]).astype(np.float32)
-        return np.clip(obs, -10.0, 10.0, out=obs)
+        )
 
     def _info(self, reward_fen: int) -> dict[str, Any]:
         engine = self._engine
         return {
             "reward_fen": reward_fen,
-            "slot_rewards_fen": self._slot_last,
+            "slot_rewards_fen": self._columns.last[self._row].copy(),
             "net_assets_change_fen": engine.state.ledger.accounts.net_assets - self.initial_fen,
             "window": (engine.t - self.start_day * 24) // engine.window_hours,
             "index": self.index,
@@ -377,12 +434,64 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         return self.engine
 
 
+def _prepare(envs: list[StoreEnv], levels: np.ndarray) -> None:
+    """Bring every store's listings to its action's levels, (N, slots), with the engine's own
+    actions: only the slots whose target price differs from what is listed."""
+    first = envs[0]
+    for env in envs:
+        if env._engine.done:
+            raise RuntimeError("the episode is over: call reset()")
+    columns, rows = first._columns, [env._decision_row() for env in envs]
+    at = (np.array([env._row for env in envs]), np.array(rows))
+    levels = np.clip(levels, 0, len(first.markups))
+    targets = np.maximum(1, np.rint(columns.cost[at] * first._factors[levels])).astype(np.int64)
+    targets[levels == 0] = 0
+    listed = columns.listed[at[0]]
+    # A product the supplier delisted cannot be listed (the engine would refuse it): skipped.
+    change = (targets != listed) & ((listed > 0) | (targets == 0) | columns.available[at])
+    for n, slot in zip(*np.nonzero(change), strict=True):
+        i, s = int(n), int(slot)
+        envs[i]._set(s, int(targets[i, s]))
+
+
+def _observe(envs: list[StoreEnv]) -> np.ndarray:
+    """The observations of `envs` (stores of the same columns, in row order), (N, size)."""
+    first = envs[0]
+    columns, slots = first._columns, first.slots
+    which = np.array([env._row for env in envs])
+    engines = [env._engine for env in envs]
+    hours = np.array([min(e.t, e.horizon - 1) for e in engines], dtype=np.int64)
+    rows = np.array([env._decision_row() for env in envs])
+    days = hours // 24 - np.array([env.start_day for env in envs])
+    store = np.array([env._store_features() for env in envs], dtype=np.float64)
+    per = np.empty((len(envs), slots, SLOT), dtype=np.float64)
+    listed = columns.listed[which]
+    per[..., 0] = listed > 0
+    per[..., 1] = listed / columns.cost[which, rows] / 3.0
+    per[..., _FACTS] = columns.facts[which, rows]
+    per[..., 4:6] = columns.ratings[which]
+    per[..., 8] = np.log1p(np.maximum(columns.new[which], 0)) / 3.0
+    per[..., 9] = columns.sales[which, days]
+    units = np.minimum(
+        columns.capacity[which],
+        columns.level[which] + columns.refill[which] * (hours[:, None] - columns.since[which]),
+    )
+    band = np.where(units >= LOW_STOCK_UNITS, 1.0, np.where(units > 0, 0.5, 0.0))
+    per[..., 10] = np.where(columns.bought[which], band, 1.0)
+    per[..., 11] = columns.total[which] / 5000.0  # RMB 50 earned so far → 1
+    per[..., 12] = columns.last[which] / 1000.0  # RMB 10 in the last window → 1
+    obs = np.concatenate([store, per.reshape(len(envs), -1)], axis=1).astype(np.float32)
+    return np.clip(obs, -10.0, 10.0, out=obs)
+
+
 class StoreVectorEnv(gym.vector.VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
     """`num_envs` stores (`StoreEnv`, the same arguments) stepped together on the one engine:
     each step brings every store to its action, then `advance_stores` runs their windows, the
     arrivals of all computed at once. A store whose episode ends is reset in the same step
     (Gymnasium's `SAME_STEP` autoreset: its last observation and info are `final_obs` and
-    `final_info` in the infos). `reset(seed=s)` seeds store i with s + i."""
+    `final_info` in the infos). `reset(seed=s)` seeds store i with s + i. The stores share one
+    set of columns (store i is row i), so their actions and observations are array operations
+    over all of them."""
 
     metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP}
 
@@ -390,9 +499,13 @@ class StoreVectorEnv(gym.vector.VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         if num_envs < 1:
             raise ValueError("num_envs ≥ 1")
         self.envs = [StoreEnv(**kwargs) for _ in range(num_envs)]
+        first = self.envs[0]
+        columns = _Columns(num_envs, first.slots, first.rows, first.days)
+        for i, env in enumerate(self.envs):
+            env._columns, env._row = columns, i
         self.num_envs = num_envs
-        self.single_observation_space = self.envs[0].observation_space
-        self.single_action_space = self.envs[0].action_space
+        self.single_observation_space = first.observation_space
+        self.single_action_space = first.action_space
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
 
@@ -415,28 +528,25 @@ class StoreVectorEnv(gym.vector.VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
     def step(
         self, actions: Any
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        envs = self.envs
         actions = np.asarray(actions, dtype=np.int64).reshape(self.num_envs, -1)
-        for env, action in zip(self.envs, actions, strict=True):
-            env._prepare(action)
-        advance_stores([env._engine for env in self.envs])
-        observations, steps = [], []
-        rewards = np.zeros(self.num_envs, dtype=np.float64)
-        done = np.zeros(self.num_envs, dtype=np.bool_)
+        if actions.shape[1] != envs[0].slots:
+            raise ValueError(f"an action is {envs[0].slots} levels, not {actions.shape[1]}")
+        _prepare(envs, actions)
+        advance_stores([env._engine for env in envs])
+        rewards_fen = [env._conclude() for env in envs]
+        observations = _observe(envs)
+        done = np.array([env._engine.done for env in envs], dtype=np.bool_)
+        scale = np.array([env.reward_scale for env in envs])
+        rewards = np.array(rewards_fen, dtype=np.float64) / 100 * scale
+        steps = [env._info(reward) for env, reward in zip(envs, rewards_fen, strict=True)]
         final: dict[str, Any] = {}
-        for i, env in enumerate(self.envs):
-            obs, rewards[i], done[i], _, info = env._conclude()
-            if done[i]:
-                final = self._add_info(final, {"final_obs": obs, "final_info": info}, i)
-                obs, info = env.reset()
-            observations.append(obs)
-            steps.append(info)
-        return (
-            np.stack(observations),
-            rewards,
-            done,
-            np.zeros_like(done),
-            {**_stack(steps), **final},
-        )
+        for i in np.flatnonzero(done).tolist():
+            final = self._add_info(
+                final, {"final_obs": observations[i].copy(), "final_info": steps[i]}, i
+            )
+            observations[i], steps[i] = envs[i].reset()
+        return observations, rewards, done, np.zeros_like(done), {**_stack(steps), **final}
 
 
 def _stack(infos: list[dict[str, Any]]) -> dict[str, Any]:

@@ -56,7 +56,13 @@ class SharedParts:
 
 class Engine(StoreActions, Lifecycle):
     def __init__(
-        self, scenario: Scenario, market: Market, seed: int, *, shared: SharedParts | None = None
+        self,
+        scenario: Scenario,
+        market: Market,
+        seed: int,
+        *,
+        shared: SharedParts | None = None,
+        suppliers: SupplierBook | None = None,
     ) -> None:
         self.scenario = scenario
         self.market = market
@@ -67,7 +73,8 @@ class Engine(StoreActions, Lifecycle):
         self.rivals: RivalView | None = None
         self.in_market = shared is not None  # a market's merchant: the market advances it
         if shared is None:
-            self.suppliers = SupplierBook(market)
+            # The market's supplier facts (immutable: a book may serve several stores).
+            self.suppliers = SupplierBook(market) if suppliers is None else suppliers
             # A listing is at most `horizon` hours old while there is demand (listed at t ≥ 0).
             self.demand = WindowDemand(market, scenario.demand, self.window_hours, self.horizon)
             stock: dict[int, tuple[int, int]] = {}
