@@ -57,7 +57,8 @@ from merchantbench.catalog.market import Market
 from merchantbench.catalog.stock_band import LOW_STOCK_UNITS
 from merchantbench.rl.episode import EpisodeConfig, episode_scenario
 from merchantbench.rl.splits import episode_seed
-from merchantbench.scenario import Scenario
+from merchantbench.scenario import DemandConfig, Scenario
+from merchantbench.sim.demand import WindowDemand
 from merchantbench.sim.engine import ActionRejected, Engine, advance_stores
 from merchantbench.sim.suppliers import YearBook
 
@@ -123,7 +124,19 @@ class _Timelines:
 
     def __init__(self, market: Market) -> None:
         self.book = YearBook(market)
+        self._demand: dict[tuple[DemandConfig, int], WindowDemand] = {}
         self._known: dict[int, tuple[np.ndarray, ...]] = {}
+
+    def demand(self, scenario: Scenario) -> WindowDemand:
+        """The market's demand terms under `scenario`'s rules, their exposure table over the
+        whole year (the same for every episode: the engines' arrivals are computed together)."""
+        key = (scenario.demand, scenario.clock.hours_per_window)
+        found = self._demand.get(key)
+        if found is None:
+            found = self._demand[key] = WindowDemand(
+                self.book.market, scenario.demand, key[1], self.book.hours
+            )
+        return found
 
     def of(self, product: int) -> tuple[np.ndarray, ...]:
         found = self._known.get(product)
@@ -317,7 +330,10 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         self.start_day, run_seed = start, episode_seed(split, self.index)
         scenario = _scenario(self.scenario_name, self.days, start)
         market = _market(self.scenario_name, scenario, run_seed)
-        engine = Engine(scenario, market, run_seed, suppliers=_timelines(market).book)
+        shared = _timelines(market)
+        engine = Engine(
+            scenario, market, run_seed, suppliers=shared.book, demand=shared.demand(scenario)
+        )
         opened = _opened(self.scenario_name, self.days, start, market, run_seed)
         engine.restore(zlib.decompress(opened))
         self.engine = engine

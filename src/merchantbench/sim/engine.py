@@ -13,6 +13,10 @@ The contract (docs/design.md §1):
   no demand, every open order runs to its terminal state. The score is taken after draining.
 - `snapshot()` / `restore()` reproduce the state exactly; `state_hash()` fingerprints it.
 
+A store alone may be given its market's supplier book and demand terms (`suppliers`, `demand`:
+immutable facts, shared by the stores of one market in the classic RL env; a `demand` of the
+same rules whose exposure table reaches at least `horizon` hours).
+
 A store that is one merchant of a market with several (docs/design.md §11, `sim.marketplace`) is an
 engine built with the market's `SharedParts` (supplier book, demand, supplier stock, what the
 other sellers offer): its actions and tools are a single store's, and the market advances it.
@@ -63,6 +67,7 @@ class Engine(StoreActions, Lifecycle):
         *,
         shared: SharedParts | None = None,
         suppliers: SupplierBook | None = None,
+        demand: WindowDemand | None = None,
     ) -> None:
         self.scenario = scenario
         self.market = market
@@ -73,10 +78,13 @@ class Engine(StoreActions, Lifecycle):
         self.rivals: RivalView | None = None
         self.in_market = shared is not None  # a market's merchant: the market advances it
         if shared is None:
-            # The market's supplier facts (immutable: a book may serve several stores).
+            # The market's supplier facts and demand terms: immutable, so stores on the same
+            # market may share them (`suppliers`, `demand`; the classic RL env does).
             self.suppliers = SupplierBook(market) if suppliers is None else suppliers
             # A listing is at most `horizon` hours old while there is demand (listed at t ≥ 0).
-            self.demand = WindowDemand(market, scenario.demand, self.window_hours, self.horizon)
+            self.demand = demand or WindowDemand(
+                market, scenario.demand, self.window_hours, self.horizon
+            )
             stock: dict[int, tuple[int, int]] = {}
         else:
             self.suppliers, self.demand, stock = shared.suppliers, shared.demand, shared.stock
