@@ -150,13 +150,14 @@ class Engine(StoreActions, Lifecycle):
             j, k = divmod(cell, self.window_hours)
             arrivals.setdefault(k, []).append((j, count))
         pending = self.state.pending
-        unsampled = t0  # the first hour whose sample is not written yet
+        # The hours from `unsampled` on sample `values`, the state as it stands; they are
+        # written when an hour's work changes it (or at the window's end), at once.
+        unsampled, values = t0, self._sample_values()
         for k in range(self.window_hours):
             t = t0 + k
             hour = arrivals.get(k)
             if hour is None and t % 24 != 23 and not (pending and pending[0][0] <= t):
                 continue  # nothing happens this hour: its sample is the state as it stands
-            self._sample(unsampled, t)  # the quiet hours before this one
             for j, count in hour or ():
                 if self.state.closed:
                     break
@@ -164,9 +165,11 @@ class Engine(StoreActions, Lifecycle):
             self._transitions_due(t)
             if t % 24 == 23:
                 self._end_of_day(t)
-            self._sample(t, t + 1)
-            unsampled = t + 1
-        self._sample(unsampled, t0 + self.window_hours)
+            now = self._sample_values()
+            if now != values:  # the hours before this one had the state before its work
+                self._sample(unsampled, t, values)
+                unsampled, values = t, now
+        self._sample(unsampled, t0 + self.window_hours, values)
         self.state.t = t0 + self.window_hours
 
     def finish(self) -> None:
@@ -206,19 +209,40 @@ class Engine(StoreActions, Lifecycle):
             samples.daily_rating[day] = rating.published
             samples.daily_stars[day] = rating.stars
 
-    def _sample(self, start: int, end: int) -> None:
-        """The hourly samples of hours start … end − 1: the state as it stands (the hours of a
-        window in which nothing happens are written at once, with the same values)."""
+    def _sample_values(self) -> tuple[int, int, int, int, float, int, int]:
+        """What an hourly sample records: the state as it stands."""
+        state = self.state
+        a, rating = state.ledger.accounts, state.rating
+        return (
+            a.balance,
+            a.deposit,
+            a.in_transit,
+            a.receivable,
+            rating.published,
+            rating.stars,
+            len(state.listings),
+        )
+
+    def _sample(
+        self,
+        start: int,
+        end: int,
+        values: tuple[int, int, int, int, float, int, int] | None = None,
+    ) -> None:
+        """The hourly samples of hours start … end − 1: `values` (default: the state as it
+        stands; the hours in which nothing changes are written at once, with the same values)."""
         if start >= end:
             return
-        s, a = self.state.samples, self.state.ledger.accounts
-        s.balance[start:end] = a.balance
-        s.deposit[start:end] = a.deposit
-        s.in_transit[start:end] = a.in_transit
-        s.receivable[start:end] = a.receivable
-        s.rating[start:end] = self.state.rating.published
-        s.stars[start:end] = self.state.rating.stars
-        s.active_listings[start:end] = len(self.state.listings)
+        s = self.state.samples
+        (
+            s.balance[start:end],
+            s.deposit[start:end],
+            s.in_transit[start:end],
+            s.receivable[start:end],
+            s.rating[start:end],
+            s.stars[start:end],
+            s.active_listings[start:end],
+        ) = self._sample_values() if values is None else values
 
     # --- persistence ---------------------------------------------------------------------------
     def snapshot(self) -> bytes:
