@@ -126,6 +126,19 @@ class _Timelines:
         self.book = YearBook(market)
         self._demand: dict[tuple[DemandConfig, int], WindowDemand] = {}
         self._known: dict[int, tuple[np.ndarray, ...]] = {}
+        self._top: dict[tuple[int, int], np.ndarray] = {}
+
+    def top(self, day: int, slots: int) -> np.ndarray:
+        """The `slots` products with the most public 30-day sales on `day` among those on
+        sale (int64, best first; kept per day)."""
+        found = self._top.get((day, slots))
+        if found is None:
+            market = self.book.market
+            sales = market.sales_30d(day).astype(np.float64)
+            sales[market.launch_day > day] = -1.0
+            found = np.argsort(-sales, kind="stable")[:slots].astype(np.int64)
+            self._top[day, slots] = found
+        return found
 
     def demand(self, scenario: Scenario) -> WindowDemand:
         """The market's demand terms under `scenario`'s rules, their exposure table over the
@@ -183,11 +196,9 @@ class _Candidates:
     @classmethod
     def of(cls, engine: Engine, slots: int, start_day: int) -> _Candidates:
         """The `slots` products with the most public 30-day sales among those on sale."""
-        market, day = engine.market, start_day
-        sales = market.sales_30d(day).astype(np.float64)
-        sales[market.launch_day > day] = -1.0
-        top = np.argsort(-sales, kind="stable")[:slots]
-        products = [int(p) for p in top]
+        market = engine.market
+        top = _timelines(market).top(start_day, slots)
+        products = top.tolist()
         first, end, step = start_day * 24, engine.horizon, engine.window_hours
         hours = np.array([*range(first, end, step), end - 1], dtype=np.int64)
         # The slots' timelines end to end, keyed slot · 2^32 + hour: one search for all.
@@ -206,7 +217,7 @@ class _Candidates:
         facts[..., 3] = available
         cum = market.market_sales_cum
         rows = market.history_days + np.arange(start_day, end // 24)
-        public = cum[rows][:, top] - cum[np.maximum(0, rows - 30)][:, top]
+        public = cum[rows[:, None], top] - cum[np.maximum(0, rows - 30)[:, None], top]
         return cls(
             products,
             np.asarray(top, dtype=np.int64),
@@ -241,9 +252,13 @@ class _Columns:
     the actions and observations of all N are computed over the whole arrays at once (a single
     `StoreEnv` is the case N = 1)."""
 
-    def __init__(self, n: int, slots: int, rows: int, days: int) -> None:
+    def __init__(self, n: int, slots: int, rows: int, days: int, window_hours: int) -> None:
         def ints() -> np.ndarray:
             return np.zeros((n, slots), dtype=np.int64)
+
+        self.n, self.window_hours = n, window_hours
+        self.first = np.zeros(n, dtype=np.int64)  # the episode's first hour
+        self.end = np.ones(n, dtype=np.int64)  # its horizon
 
         self.listed = ints()  # the listing's price (0: not listed), as the engine has it
         self.new = ints()  # the listing's orders in the last window
@@ -257,8 +272,9 @@ class _Columns:
         self.facts = np.zeros((n, rows, slots, 4), dtype=np.float64)
         self.sales = np.zeros((n, days, slots), dtype=np.float64)
 
-    def open(self, i: int, found: _Candidates) -> None:
-        """Row i starts an episode on `found`."""
+    def open(self, i: int, found: _Candidates, first: int, end: int) -> None:
+        """Row i starts an episode on `found`, from hour `first` to `end`."""
+        self.first[i], self.end[i] = first, end
         for column in (self.listed, self.new, self.last, self.total, self.since):
             column[i] = 0
         self.bought[i] = False
@@ -311,7 +327,11 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         self._factors = np.array((0.0, *self.markups))  # level → markup (0: not listed)
         self.index = self.start_day = 0
         self.rows = self.days * 24 // clock.hours_per_window + 1  # decision rows of an episode
-        self._columns, self._row = _Columns(1, slots, self.rows, self.days), 0
+        self._window_hours = clock.hours_per_window
+        self._columns, self._row = (
+            _Columns(1, slots, self.rows, self.days, clock.hours_per_window),
+            0,
+        )
 
     # --- episodes --------------------------------------------------------------------------------
     def reset(
@@ -345,7 +365,7 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         engine = self._engine
         self.candidates, self.products = found, found.products
         self._slot_of = {product: slot for slot, product in enumerate(found.products)}
-        self._columns.open(self._row, found)
+        self._columns.open(self._row, found, self.start_day * 24, engine.horizon)
         accounts = engine.state.ledger.accounts
         self.initial_fen = self._net_fen = accounts.net_assets
         self._entries_seen = len(engine.state.ledger.entries)
@@ -358,15 +378,10 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
             raise ValueError(f"an action is {self.slots} levels, not shape {levels.shape}")
         _prepare([self], levels.reshape(1, self.slots))
         self._engine.advance()
-        reward_fen = self._conclude()
+        (reward_fen,) = _conclude([self])
         obs = _observe([self])[0]
         done = self._engine.done
         return obs, reward_fen / 100 * self.reward_scale, done, False, self._info(reward_fen)
-
-    def _decision_row(self) -> int:
-        """The row of the tables for the engine's hour now (the last: the episode is over)."""
-        engine = self._engine
-        return min((engine.t - self.start_day * 24) // engine.window_hours, self.rows - 1)
 
     def _set(self, slot: int, price: int) -> None:
         """Bring one slot's listing to `price` (0: not listed) with the engine's own actions."""
@@ -383,10 +398,11 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
             return  # unavailable product, closed store: the slot stays as it is
         listed[slot] = price
 
-    def _conclude(self) -> int:
-        """After the window: drain a finished episode; the window's orders, stock and change
+    def _conclude(self) -> tuple[int, list[int], list[int]]:
+        """After the window: drain a finished episode; the reward in fen, the window's change
         in net assets per slot (from the ledger's new entries: each an order's, each order a
-        slot's product) into the columns; the reward in fen."""
+        slot's product) and its orders per slot; the stock of the slots bought from into the
+        columns (`_conclude` of the module writes the rest, for all stores at once)."""
         engine, i, columns = self._engine, self._row, self._columns
         if engine.done:
             engine.finish()
@@ -398,8 +414,6 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         for entry in entries[self._entries_seen :]:
             last[slot_of[orders[entry.order_id - 1].product]] += entry.d_net
         self._entries_seen = len(entries)
-        columns.last[i] = last
-        columns.total[i] += columns.last[i]
         new = [0] * slots
         if len(orders) > self._orders_seen:
             stock = state.stock
@@ -413,9 +427,7 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
             self._orders_seen = len(orders)
         if state.closed:  # the listings came down with the store
             columns.listed[i] = 0
-        columns.new[i] = new
-        columns.new[i][columns.listed[i] == 0] = 0  # the orders of the listings still up
-        return reward_fen
+        return reward_fen, last, new
 
     def _store_features(self) -> tuple[float, ...]:
         engine = self._engine
@@ -450,19 +462,34 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         return self.engine
 
 
+def _where(envs: list[StoreEnv]) -> tuple[slice | np.ndarray, np.ndarray]:
+    """The rows of `envs` in their columns (all of them in order: a slice) and the hour each
+    store's engine is at."""
+    columns = envs[0]._columns
+    everyone = len(envs) == columns.n  # a step: every store of the columns, in row order
+    which = slice(None) if everyone else np.array([env._row for env in envs])
+    return which, np.array([env._engine.state.t for env in envs], dtype=np.int64)
+
+
+def _decision_rows(columns: _Columns, which: slice | np.ndarray, hours: np.ndarray) -> np.ndarray:
+    """The rows of the tables for the engines' hours (the last: the episode is over)."""
+    rows = (hours - columns.first[which]) // columns.window_hours
+    return np.minimum(rows, columns.cost.shape[1] - 1)
+
+
 def _prepare(envs: list[StoreEnv], levels: np.ndarray) -> None:
     """Bring every store's listings to its action's levels, (N, slots), with the engine's own
     actions: only the slots whose target price differs from what is listed."""
     first = envs[0]
-    for env in envs:
-        if env._engine.done:
-            raise RuntimeError("the episode is over: call reset()")
-    columns, rows = first._columns, [env._decision_row() for env in envs]
-    at = (np.array([env._row for env in envs]), np.array(rows))
+    which, hours = _where(envs)
+    if any(env._engine.done for env in envs):
+        raise RuntimeError("the episode is over: call reset()")
+    columns = first._columns
+    at = (np.arange(columns.n)[which], _decision_rows(columns, which, hours))
     levels = np.clip(levels, 0, len(first.markups))
     targets = np.maximum(1, np.rint(columns.cost[at] * first._factors[levels])).astype(np.int64)
     targets[levels == 0] = 0
-    listed = columns.listed[at[0]]
+    listed = columns.listed[which]
     # A product the supplier delisted cannot be listed (the engine would refuse it): skipped.
     change = (targets != listed) & ((listed > 0) | (targets == 0) | columns.available[at])
     for n, slot in zip(*np.nonzero(change), strict=True):
@@ -470,30 +497,66 @@ def _prepare(envs: list[StoreEnv], levels: np.ndarray) -> None:
         envs[i]._set(s, int(targets[i, s]))
 
 
+def _conclude(envs: list[StoreEnv]) -> list[int]:
+    """`StoreEnv._conclude` of each store, their slots' changes and orders written into the
+    columns at once (the orders of the listings still up); the rewards in fen."""
+    rewards, lasts, news = zip(*(env._conclude() for env in envs), strict=True)
+    columns, which = envs[0]._columns, [env._row for env in envs]
+    last, new = np.array(lasts, dtype=np.int64), np.array(news, dtype=np.int64)
+    columns.last[which] = last
+    columns.total[which] += last
+    new[columns.listed[which] == 0] = 0
+    columns.new[which] = new
+    return list(rewards)
+
+
+def _infos(envs: list[StoreEnv], rewards_fen: list[int]) -> dict[str, Any]:
+    """`StoreEnv._info` of each store as Gymnasium's vector infos (arrays, with every `_key`
+    mask true), built at once."""
+    engines = [env._engine for env in envs]
+    initial = np.array([env.initial_fen for env in envs], dtype=np.int64)
+    start = np.array([env.start_day for env in envs], dtype=np.int64)
+    hours = np.array([engine.t for engine in engines], dtype=np.int64)
+    net = [engine.state.ledger.accounts.net_assets for engine in engines]
+    infos = {
+        "reward_fen": np.array(rewards_fen, dtype=np.int64),
+        "slot_rewards_fen": envs[0]._columns.last[[env._row for env in envs]],
+        "net_assets_change_fen": np.array(net, dtype=np.int64) - initial,
+        "window": (hours - start * 24) // np.array([e.window_hours for e in engines]),
+        "index": np.array([env.index for env in envs], dtype=np.int64),
+        "start_day": start,
+    }
+    every = np.ones(len(envs), dtype=np.bool_)
+    return {**infos, **{f"_{key}": every for key in infos}}
+
+
 def _observe(envs: list[StoreEnv]) -> np.ndarray:
     """The observations of `envs` (stores of the same columns, in row order), (N, size)."""
     first = envs[0]
     columns, slots = first._columns, first.slots
-    which = np.array([env._row for env in envs])
-    engines = [env._engine for env in envs]
-    hours = np.array([min(e.t, e.horizon - 1) for e in engines], dtype=np.int64)
-    rows = np.array([env._decision_row() for env in envs])
-    days = hours // 24 - np.array([env.start_day for env in envs])
+    which, t = _where(envs)
+    hours = np.minimum(t, columns.end[which] - 1)
+    rows, days = _decision_rows(columns, which, t), (hours - columns.first[which]) // 24
+    at = (np.arange(columns.n)[which], rows)
     store = np.array([env._store_features() for env in envs], dtype=np.float64)
     per = np.empty((len(envs), slots, SLOT), dtype=np.float64)
     listed = columns.listed[which]
     per[..., 0] = listed > 0
-    per[..., 1] = listed / columns.cost[which, rows] / 3.0
-    per[..., _FACTS] = columns.facts[which, rows]
+    per[..., 1] = listed / columns.cost[at] / 3.0
+    per[..., _FACTS] = columns.facts[at]
     per[..., 4:6] = columns.ratings[which]
-    per[..., 8] = np.log1p(np.maximum(columns.new[which], 0)) / 3.0
-    per[..., 9] = columns.sales[which, days]
-    units = np.minimum(
-        columns.capacity[which],
-        columns.level[which] + columns.refill[which] * (hours[:, None] - columns.since[which]),
-    )
-    band = np.where(units >= LOW_STOCK_UNITS, 1.0, np.where(units > 0, 0.5, 0.0))
-    per[..., 10] = np.where(columns.bought[which], band, 1.0)
+    per[..., 8] = np.log1p(columns.new[which]) / 3.0
+    per[..., 9] = columns.sales[at[0], days]
+    bought = columns.bought[which]
+    if bought.any():
+        since = hours[:, None] - columns.since[which]
+        units = np.minimum(
+            columns.capacity[which], columns.level[which] + columns.refill[which] * since
+        )
+        band = np.where(units >= LOW_STOCK_UNITS, 1.0, np.where(units > 0, 0.5, 0.0))
+        per[..., 10] = np.where(bought, band, 1.0)
+    else:
+        per[..., 10] = 1.0  # in stock until bought from
     per[..., 11] = columns.total[which] / 5000.0  # RMB 50 earned so far → 1
     per[..., 12] = columns.last[which] / 1000.0  # RMB 10 in the last window → 1
     obs = np.concatenate([store, per.reshape(len(envs), -1)], axis=1).astype(np.float32)
@@ -516,7 +579,7 @@ class StoreVectorEnv(gym.vector.VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
             raise ValueError("num_envs ≥ 1")
         self.envs = [StoreEnv(**kwargs) for _ in range(num_envs)]
         first = self.envs[0]
-        columns = _Columns(num_envs, first.slots, first.rows, first.days)
+        columns = _Columns(num_envs, first.slots, first.rows, first.days, first._window_hours)
         for i, env in enumerate(self.envs):
             env._columns, env._row = columns, i
         self.num_envs = num_envs
@@ -550,30 +613,22 @@ class StoreVectorEnv(gym.vector.VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
             raise ValueError(f"an action is {envs[0].slots} levels, not {actions.shape[1]}")
         _prepare(envs, actions)
         advance_stores([env._engine for env in envs])
-        rewards_fen = [env._conclude() for env in envs]
+        rewards_fen = _conclude(envs)
         observations = _observe(envs)
         done = np.array([env._engine.done for env in envs], dtype=np.bool_)
         scale = np.array([env.reward_scale for env in envs])
         rewards = np.array(rewards_fen, dtype=np.float64) / 100 * scale
-        steps = [env._info(reward) for env, reward in zip(envs, rewards_fen, strict=True)]
         final: dict[str, Any] = {}
         for i in np.flatnonzero(done).tolist():
-            final = self._add_info(
-                final, {"final_obs": observations[i].copy(), "final_info": steps[i]}, i
-            )
-            observations[i], steps[i] = envs[i].reset()
-        return observations, rewards, done, np.zeros_like(done), {**_stack(steps), **final}
-
-
-def _stack(infos: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per-store infos of the same keys as Gymnasium's vector infos (arrays, with every
-    `_key` mask true), built at once."""
-    every = np.ones(len(infos), dtype=np.bool_)
-    stacked: dict[str, Any] = {}
-    for key in infos[0]:
-        stacked[key] = np.array([info[key] for info in infos])
-        stacked[f"_{key}"] = every
-    return stacked
+            last = {
+                "final_obs": observations[i].copy(),
+                "final_info": envs[i]._info(rewards_fen[i]),
+            }
+            final = self._add_info(final, last, i)
+            observations[i] = envs[i].reset()[0]
+            rewards_fen[i] = 0  # the infos are the new episode's
+        infos = _infos(envs, rewards_fen)
+        return observations, rewards, done, np.zeros_like(done), {**infos, **final}
 
 
 gym.register(id=ENV_ID, entry_point="merchantbench.rl.classic:StoreEnv")

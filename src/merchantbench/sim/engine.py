@@ -144,31 +144,43 @@ class Engine(StoreActions, Lifecycle):
 
     def _play_window(self, products: list[int], cells: list[tuple[int, int]]) -> None:
         """Simulate the open window's hours given its arrivals (`window_arrivals`' cells)."""
-        t0 = self.state.t
-        arrivals: dict[int, list[tuple[int, int]]] = {}
+        t0, end = self.state.t, self.state.t + self.window_hours
+        arrivals: dict[int, list[tuple[int, int]]] = {}  # hour → (listing, count)
         for cell, count in cells:
             j, k = divmod(cell, self.window_hours)
-            arrivals.setdefault(k, []).append((j, count))
+            arrivals.setdefault(t0 + k, []).append((j, count))
+        busy = sorted(arrivals, reverse=True)  # the hours with arrivals, the next one last
         pending = self.state.pending
+        day_end = t0 + 23 - t0 % 24  # the next hour 23
         # The hours from `unsampled` on sample `values`, the state as it stands; they are
         # written when an hour's work changes it (or at the window's end), at once.
         unsampled, values = t0, self._sample_values()
-        for k in range(self.window_hours):
-            t = t0 + k
-            hour = arrivals.get(k)
-            if hour is None and t % 24 != 23 and not (pending and pending[0][0] <= t):
-                continue  # nothing happens this hour: its sample is the state as it stands
-            for j, count in hour or ():
-                if self.state.closed:
-                    break
-                self._arrivals(products[j], t, count)
+        t = t0
+        while True:
+            # The next hour in which something happens: arrivals, a transition due, the day's
+            # end; the hours between are quiet (their samples: the state as it stands).
+            t = min(
+                day_end,
+                busy[-1] if busy else day_end,
+                max(t, pending[0][0]) if pending else day_end,
+            )
+            if t >= end:
+                break
+            if busy and busy[-1] == t:
+                busy.pop()
+                for j, count in arrivals[t]:
+                    if self.state.closed:
+                        break
+                    self._arrivals(products[j], t, count)
             self._transitions_due(t)
-            if t % 24 == 23:
+            if t == day_end:
                 self._end_of_day(t)
+                day_end += 24
             now = self._sample_values()
             if now != values:  # the hours before this one had the state before its work
                 self._sample(unsampled, t, values)
                 unsampled, values = t, now
+            t += 1
         self._sample(unsampled, t0 + self.window_hours, values)
         self.state.t = t0 + self.window_hours
 
