@@ -39,10 +39,11 @@ docs/rl.md ("Classic RL") has the training script and its held-out results.
 
 from __future__ import annotations
 
+import copy
+import pickle
 import weakref
-import zlib
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cache
 from typing import Any
 
@@ -60,6 +61,7 @@ from merchantbench.rl.splits import episode_seed
 from merchantbench.scenario import DemandConfig, Scenario
 from merchantbench.sim.demand import WindowDemand
 from merchantbench.sim.engine import ActionRejected, Engine, advance_stores
+from merchantbench.sim.state import Samples, StoreState
 from merchantbench.sim.suppliers import YearBook
 
 __all__ = ["ENV_ID", "GLOBAL", "MARKUPS", "SLOT", "StoreEnv", "StoreVectorEnv"]
@@ -90,30 +92,58 @@ def _market(name: str, scenario: Scenario, seed: int) -> Market:
     return market
 
 
-_OPENED: OrderedDict[tuple[str, int, int], bytes] = OrderedDict()
+@dataclass(frozen=True, eq=False)
+class _Opened:
+    """A store's state on the day its episode opens, kept compact: its hourly and daily
+    samples (most of the state's bytes) as runs of equal values, the rest pickled. Lossless:
+    `state()` gives back the engine's own state, the same arrays and the same hash."""
+
+    rest: bytes  # the pickled state without its samples
+    runs: dict[str, tuple[np.ndarray, np.ndarray]]  # per samples field: values, run lengths
+
+    @classmethod
+    def of(cls, state: StoreState) -> _Opened:
+        runs = {}
+        for field in fields(Samples):
+            column = getattr(state.samples, field.name)
+            starts = np.flatnonzero(np.r_[True, column[1:] != column[:-1]])
+            runs[field.name] = (column[starts], np.diff(np.r_[starts, len(column)]))
+        rest = copy.copy(state)
+        rest.samples = None  # type: ignore[assignment]
+        return cls(pickle.dumps(rest, protocol=pickle.HIGHEST_PROTOCOL), runs)
+
+    def state(self) -> StoreState:
+        state: StoreState = pickle.loads(self.rest)
+        state.samples = Samples(
+            **{name: np.repeat(values, lengths) for name, (values, lengths) in self.runs.items()}
+        )
+        return state
 
 
-def _opened(scenario: str, days: int, start_day: int, market: Market, seed: int) -> bytes:
+_OPENED: OrderedDict[tuple[str, int, int], _Opened] = OrderedDict()
+
+
+def _opened(scenario: str, days: int, start_day: int, market: Market, seed: int) -> _Opened:
     """The engine's state on `start_day` of a new store (the idle windows before simulated
-    by the engine), zlib-compressed, kept per process (the 512 most recent): opening an
-    episode on that day again restores it instead of simulating the idle days. A store with
-    no listing has no order, so its idle days are the same on every market of the scenario
-    (the state is keyed without the market; tests/rl/test_classic.py checks the store it opens
-    against the `rl.episode` store of another seed)."""
+    by the engine), kept per process (the 512 most recent): opening an episode on that day
+    again restores it instead of simulating the idle days. A store with no listing has no
+    order, so its idle days are the same on every market of the scenario (the state is keyed
+    without the market; tests/rl/test_classic.py checks the store it opens against the
+    `rl.episode` store of another seed)."""
     key = (scenario, days, start_day)
-    blob = _OPENED.pop(key, None)
-    if blob is None:
+    found = _OPENED.pop(key, None)
+    if found is None:
         opened = _scenario(scenario, days, start_day)
         engine = Engine(opened, market, seed)
         for _ in range(start_day * 24 // engine.window_hours):
             engine.advance()
         if engine.state.orders or engine.state.ledger.entries:
             raise AssertionError("an idle store had orders")
-        blob = zlib.compress(engine.snapshot(), 1)
-    _OPENED[key] = blob
+        found = _Opened.of(engine.state)
+    _OPENED[key] = found
     if len(_OPENED) > 512:
         _OPENED.popitem(last=False)
-    return blob
+    return found
 
 
 class _Timelines:
@@ -127,6 +157,7 @@ class _Timelines:
         self._demand: dict[tuple[DemandConfig, int], WindowDemand] = {}
         self._known: dict[int, tuple[np.ndarray, ...]] = {}
         self._top: dict[tuple[int, int], np.ndarray] = {}
+        self._joined: tuple[np.ndarray, ...] | None = None
 
     def top(self, day: int, slots: int) -> np.ndarray:
         """The `slots` products with the most public 30-day sales on `day` among those on
@@ -151,17 +182,31 @@ class _Timelines:
             )
         return found
 
-    def of(self, product: int) -> tuple[np.ndarray, ...]:
-        found = self._known.get(product)
-        if found is None:
+    def facts(self, products: np.ndarray, hours: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The procurement price, ship hours and availability of `products` at `hours`, as
+        [hour, product] arrays: one search in the timelines of every product asked for so far,
+        end to end and keyed product · 2^32 + hour (put together again when one is new)."""
+        new = [product for product in products.tolist() if product not in self._known]
+        for product in new:
             spans = self.book.year(product)
-            found = self._known[product] = (
+            self._known[product] = (
                 np.array([max(0, since) for since, _, _ in spans], dtype=np.int64),
                 np.array([state.price_fen for _, _, state in spans], dtype=np.int64),
                 np.array([state.ship_hours for _, _, state in spans], dtype=np.int64),
                 np.array([state.available for _, _, state in spans], dtype=np.bool_),
             )
-        return found
+        if new or self._joined is None:
+            known = sorted(self._known)
+            begins, price, ship, on_sale = (
+                np.concatenate(column)
+                for column in zip(*(self._known[p] for p in known), strict=True)
+            )
+            sizes = [len(self._known[p][0]) for p in known]
+            keys = begins + np.repeat(np.array(known, dtype=np.int64) << 32, sizes)
+            self._joined = (keys, price, ship, on_sale)
+        keys, price, ship, on_sale = self._joined
+        at = np.searchsorted(keys, hours[:, None] + (products << 32), side="right") - 1
+        return price[at], ship[at], on_sale[at]
 
 
 _TIMELINES: weakref.WeakKeyDictionary[Market, _Timelines] = weakref.WeakKeyDictionary()
@@ -196,20 +241,13 @@ class _Candidates:
     @classmethod
     def of(cls, engine: Engine, slots: int, start_day: int) -> _Candidates:
         """The `slots` products with the most public 30-day sales among those on sale."""
-        market = engine.market
-        top = _timelines(market).top(start_day, slots)
+        market, timelines = engine.market, _timelines(engine.market)
+        top = timelines.top(start_day, slots)
         products = top.tolist()
         first, end, step = start_day * 24, engine.horizon, engine.window_hours
         hours = np.array([*range(first, end, step), end - 1], dtype=np.int64)
-        # The slots' timelines end to end, keyed slot · 2^32 + hour: one search for all.
-        timelines = [_timelines(market).of(product) for product in products]
-        begins, price, ship, on_sale = (np.concatenate(c) for c in zip(*timelines, strict=True))
-        sizes = [len(timeline[0]) for timeline in timelines]
-        keys = begins + np.repeat(np.arange(len(products), dtype=np.int64) << 32, sizes)
-        queries = hours[:, None] + (np.arange(len(products), dtype=np.int64) << 32)
-        at = np.searchsorted(keys, queries, side="right") - 1
-        cost, available = np.maximum(price[at], 1), on_sale[at]
-        ship = ship[at].astype(np.float64)
+        price, ship_hours, available = timelines.facts(top, hours)
+        cost, ship = np.maximum(price, 1), ship_hours.astype(np.float64)
         facts = np.empty((len(hours), slots, 4), dtype=np.float64)
         facts[..., 0] = np.log1p(cost / 100) / 5.0
         facts[..., 1] = cost / cost[0].astype(np.float64)
@@ -354,8 +392,7 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         engine = Engine(
             scenario, market, run_seed, suppliers=shared.book, demand=shared.demand(scenario)
         )
-        opened = _opened(self.scenario_name, self.days, start, market, run_seed)
-        engine.restore(zlib.decompress(opened))
+        engine.state = _opened(self.scenario_name, self.days, start, market, run_seed).state()
         self.engine = engine
         key = (self.scenario_name, self.days, start, run_seed, self.slots)
         self._open(_candidates(key, engine))
