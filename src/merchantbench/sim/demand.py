@@ -262,20 +262,11 @@ def _group_arrivals(windows: list[StoreWindow], into: list[list[tuple[int, int]]
     if ages.min() < 0:  # a negative row would silently read the table's end
         raise ValueError("a listing is from after its window's first hour")
     exposure = first._exposure_rows[ages]
-    markets = _by_market(windows)
-    if len(markets) == 1:
+    runs = _by_market(windows)
+    if len(runs) == 1:
         terms = _market_part(first, products, t0)
-    else:  # each market's terms into its run of listings
-        terms = _empty_terms(len(products), hours)
-        bounds = np.cumsum([0, *sizes]).tolist()
-        for a, b in markets:
-            lo, hi = bounds[a], bounds[b]
-            for column, part in zip(
-                terms,
-                _market_part(windows[a].demand, products[lo:hi], starts[lo:hi, None]),
-                strict=True,
-            ):
-                column[lo:hi] = part
+    else:
+        terms = _markets_part(windows, runs, sizes, products, starts)
     lam = _formula(*terms, prices, multiplier, exposure, first.config)
     cells = _cells(seeds, products, np.add(t0, _hours(hours)), lam)
     if len(windows) == 1:
@@ -300,14 +291,72 @@ def _by_market(windows: list[StoreWindow]) -> list[tuple[int, int]]:
     return runs
 
 
-def _empty_terms(listings: int, hours: int) -> tuple[np.ndarray, ...]:
-    """Arrays for `_market_part`'s terms of `listings` listings from several markets."""
-    return (
-        np.empty(listings, dtype=np.float64),
-        np.empty(listings, dtype=np.float64),
-        np.empty(listings, dtype=np.float64),
-        np.empty((listings, hours), dtype=np.float64),
+def _markets_part(
+    windows: list[StoreWindow],
+    runs: list[tuple[int, int]],
+    sizes: list[int],
+    products: np.ndarray,
+    starts: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`_market_part` of listings on several markets (each market's windows a run): D read
+    market by market, the per-product terms and hourly weights from the markets' terms put
+    end to end (`_Joined`), so the same values in a few operations."""
+    markets = [windows[a].demand for a, _ in runs]
+    joined = _joined(markets)
+    bounds = np.cumsum([0, *sizes]).tolist()
+    base = np.empty(len(products), dtype=np.float64)
+    offsets = np.empty(len(products), dtype=np.int64)
+    for demand, (a, b), offset in zip(markets, runs, joined.offsets, strict=True):
+        lo, hi = bounds[a], bounds[b]
+        days = starts[lo:hi] // 24 + demand.market.history_days
+        base[lo:hi] = demand._terms.demand[days, products[lo:hi]]
+        offsets[lo:hi] = offset
+    at = products + offsets
+    hour_of_day = np.remainder(starts, 24)[:, None] + _hours(windows[0].demand.hours)
+    weights = joined.weights[joined.weight_row[at][:, None], hour_of_day]
+    return base, joined.p_ref_fen[at], joined.elasticity[at], weights
+
+
+@dataclass(frozen=True, eq=False)
+class _Joined:
+    """The per-product demand terms of several markets end to end (market k's product p at
+    `offsets[k]` + p) and their hourly weights stacked (`weight_row`: each product's row)."""
+
+    markets: tuple[Market, ...]
+    offsets: list[int]
+    p_ref_fen: np.ndarray
+    elasticity: np.ndarray
+    weight_row: np.ndarray
+    weights: np.ndarray
+
+
+_JOINED: list[_Joined] = []  # the few most recent, most recent last
+
+
+def _joined(demands: list[WindowDemand]) -> _Joined:
+    markets = tuple(demand.market for demand in demands)
+    for found in _JOINED:
+        if len(found.markets) == len(markets) and all(
+            a is b for a, b in zip(found.markets, markets, strict=True)
+        ):
+            return found
+    sizes = [len(market.category) for market in markets]
+    rows = [len(market.hourly_weights) for market in markets]
+    row_offsets = np.cumsum([0, *rows[:-1]])
+    found = _Joined(
+        markets,
+        np.cumsum([0, *sizes[:-1]]).tolist(),
+        np.concatenate([d._terms.p_ref_fen for d in demands]),
+        np.concatenate([d._terms.elasticity for d in demands]),
+        np.concatenate(
+            [m.category.astype(np.int64) + r for m, r in zip(markets, row_offsets, strict=True)]
+        ),
+        np.concatenate([m.hourly_weights for m in markets]),
     )
+    _JOINED.append(found)
+    if len(_JOINED) > 4:
+        del _JOINED[0]
+    return found
 
 
 def _cells(
