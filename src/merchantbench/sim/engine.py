@@ -31,6 +31,8 @@ import pickle
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from merchantbench.catalog.market import Market
 from merchantbench.scenario import Scenario
 from merchantbench.sim.actions import ActionRejected, StoreActions
@@ -152,9 +154,11 @@ class Engine(StoreActions, Lifecycle):
         busy = sorted(arrivals, reverse=True)  # the hours with arrivals, the next one last
         pending = self.state.pending
         day_end = t0 + 23 - t0 % 24  # the next hour 23
-        # The hours from `unsampled` on sample `values`, the state as it stands; they are
-        # written when an hour's work changes it (or at the window's end), at once.
-        unsampled, values = t0, self._sample_values()
+        # Per sampled quantity, the hours from `unsampled` on have `values`, the state as it
+        # stands: written at once when an hour's work changes it, or at the window's end.
+        values = list(self._sample_values())
+        unsampled = [t0] * len(values)
+        columns = self._sample_columns()
         t = t0
         while True:
             # The next hour in which something happens: arrivals, a transition due, the day's
@@ -177,12 +181,15 @@ class Engine(StoreActions, Lifecycle):
                 self._end_of_day(t)
                 day_end += 24
             now = self._sample_values()
-            if now != values:  # the hours before this one had the state before its work
-                self._sample(unsampled, t, values)
-                unsampled, values = t, now
+            if now != tuple(values):  # the hours before this one had the state before its work
+                for f, value in enumerate(now):
+                    if value != values[f]:
+                        columns[f][unsampled[f] : t] = values[f]
+                        unsampled[f], values[f] = t, value
             t += 1
-        self._sample(unsampled, t0 + self.window_hours, values)
-        self.state.t = t0 + self.window_hours
+        for column, since, value in zip(columns, unsampled, values, strict=True):
+            column[since:end] = value
+        self.state.t = end
 
     def finish(self) -> None:
         """Drain: simulate what is left of the horizon without demand, then run every open order
@@ -235,26 +242,17 @@ class Engine(StoreActions, Lifecycle):
             len(state.listings),
         )
 
-    def _sample(
-        self,
-        start: int,
-        end: int,
-        values: tuple[int, int, int, int, float, int, int] | None = None,
-    ) -> None:
-        """The hourly samples of hours start … end − 1: `values` (default: the state as it
-        stands; the hours in which nothing changes are written at once, with the same values)."""
-        if start >= end:
-            return
+    def _sample_columns(self) -> list[np.ndarray]:
+        """The hourly sample arrays, in `_sample_values` order."""
         s = self.state.samples
-        (
-            s.balance[start:end],
-            s.deposit[start:end],
-            s.in_transit[start:end],
-            s.receivable[start:end],
-            s.rating[start:end],
-            s.stars[start:end],
-            s.active_listings[start:end],
-        ) = self._sample_values() if values is None else values
+        return [
+            s.balance, s.deposit, s.in_transit, s.receivable, s.rating, s.stars, s.active_listings
+        ]  # fmt: skip
+
+    def _sample(self, start: int, end: int) -> None:
+        """The hourly samples of hours start … end − 1: the state as it stands."""
+        for column, value in zip(self._sample_columns(), self._sample_values(), strict=True):
+            column[start:end] = value
 
     # --- persistence ---------------------------------------------------------------------------
     def snapshot(self) -> bytes:
