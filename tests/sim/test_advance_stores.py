@@ -104,3 +104,19 @@ def test_stores_sharing_their_markets_parts_match_stores_alone() -> None:
             alone[i].advance()
             assert shared[i].state_hash() == alone[i].state_hash(), f"store {i} at {shared[i].t}"
     assert sum(len(engine.state.orders) for engine in shared) > 20
+
+
+def test_parts_of_another_market_or_a_shorter_horizon_are_refused() -> None:
+    scenario = load_scenario("smoke")
+    one, two = get_market(scenario, 1), get_market(scenario, 2)
+    hours = scenario.clock.hours_per_window
+    short = WindowDemand(one, scenario.demand, hours, 24 * 10)
+    for parts in (
+        {"suppliers": YearBook(two)},
+        {"demand": WindowDemand(two, scenario.demand, hours, scenario.clock.hours)},
+        {"demand": short},
+    ):
+        with pytest.raises(ValueError, match="not this store's market's"):
+            Engine(scenario, one, 1, **parts)  # type: ignore[arg-type]
+    exact = WindowDemand(one, scenario.demand, hours, scenario.clock.hours)
+    Engine(scenario, one, 1, suppliers=YearBook(one), demand=exact).run_idle()

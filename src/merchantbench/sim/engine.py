@@ -87,6 +87,7 @@ class Engine(StoreActions, Lifecycle):
             self.demand = demand or WindowDemand(
                 market, scenario.demand, self.window_hours, self.horizon
             )
+            _check_parts(self, market, scenario)
             stock: dict[int, tuple[int, int]] = {}
         else:
             self.suppliers, self.demand, stock = shared.suppliers, shared.demand, shared.stock
@@ -266,6 +267,20 @@ class Engine(StoreActions, Lifecycle):
 
     def state_hash(self) -> str:
         return self.state.digest()
+
+
+def _check_parts(engine: Engine, market: Market, scenario: Scenario) -> None:
+    """Refuse supplier facts or demand terms given for another market, other rules or a shorter
+    horizon than the store's."""
+    demand, rows = engine.demand, len(engine.demand._exposure_rows)
+    if (
+        engine.suppliers.market is not market
+        or demand.market is not market
+        or demand.config != scenario.demand
+        or demand.hours != engine.window_hours
+        or rows < engine.horizon - engine.window_hours + 2  # ages 0 … horizon − hours
+    ):
+        raise ValueError("the supplier book or demand terms are not this store's market's")
 
 
 def advance_stores(engines: Sequence[Engine]) -> None:
