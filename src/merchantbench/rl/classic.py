@@ -225,18 +225,19 @@ class _Candidates:
     and public sales at every hour the store decides or is observed, as tables.
 
     A decision row is a window's first hour (rows 0 … W − 1) or the episode's last hour (row
-    W, the observation after the end); a day row is a day of the episode."""
+    W, the observation after the end): the hours at which the store acts or is observed."""
 
     products: list[int]
     index: np.ndarray  # int64 product numbers
-    rating: np.ndarray  # product rating / 5
-    shop: np.ndarray  # shop rating / 5
     capacity: np.ndarray  # int64 supplier stock capacity
     refill: np.ndarray  # int64 units refilled an hour
     cost: np.ndarray  # int64 [row, slot]: procurement price (fen, ≥ 1)
     available: np.ndarray  # bool [row, slot]
-    facts: np.ndarray  # float64 [row, slot, 4]: the features of columns _FACTS
-    sales: np.ndarray  # float64 [day, slot]: the feature of public 30-day sales
+    # float32 [row, slot, 8]: the slot features 2 … 9 that depend on the hour only (procurement
+    # price and its change, product and shop rating, ship hours, available, public 30-day
+    # sales; feature 8, the store's own orders, is written over). float32 as the observation
+    # is: each feature is rounded to it once, as when computed at each step.
+    static: np.ndarray
 
     @classmethod
     def of(cls, engine: Engine, slots: int, start_day: int) -> _Candidates:
@@ -248,25 +249,24 @@ class _Candidates:
         hours = np.array([*range(first, end, step), end - 1], dtype=np.int64)
         price, ship_hours, available = timelines.facts(top, hours)
         cost, ship = np.maximum(price, 1), ship_hours.astype(np.float64)
-        facts = np.empty((len(hours), slots, 4), dtype=np.float64)
-        facts[..., 0] = np.log1p(cost / 100) / 5.0
-        facts[..., 1] = cost / cost[0].astype(np.float64)
-        facts[..., 2] = ship / 96.0
-        facts[..., 3] = available
-        cum = market.market_sales_cum
-        rows = market.history_days + np.arange(start_day, end // 24)
-        public = cum[rows[:, None], top] - cum[np.maximum(0, rows - 30)[:, None], top]
+        static = np.zeros((len(hours), slots, 8), dtype=np.float32)
+        static[..., 0] = np.log1p(cost / 100) / 5.0
+        static[..., 1] = cost / cost[0].astype(np.float64)
+        static[..., 2] = market.historical_avg_rating[top] / 5.0
+        static[..., 3] = market.shop_rating[market.supplier[top]] / 5.0
+        static[..., 4] = ship / 96.0
+        static[..., 5] = available
+        cum, days = market.market_sales_cum, market.history_days + hours // 24
+        public = cum[days[:, None], top] - cum[np.maximum(0, days - 30)[:, None], top]
+        static[..., 7] = np.log1p(np.maximum(public, 0)) / 8.0
         return cls(
             products,
             np.asarray(top, dtype=np.int64),
-            market.historical_avg_rating[top] / 5.0,
-            market.shop_rating[market.supplier[top]] / 5.0,
             market.stock_capacity[top].astype(np.int64),
             market.stock_refill[top].astype(np.int64),
             cost,
             available,
-            facts,
-            np.log1p(np.maximum(public, 0)) / 8.0,
+            static,
         )
 
 
@@ -282,15 +282,12 @@ def _candidates(key: tuple[str, int, int, int, int], engine: Engine) -> _Candida
     return found
 
 
-_FACTS = [2, 3, 6, 7]  # slot features from the supplier facts: price, its change, ship, available
-
-
 class _Columns:
     """The per-slot state of N stores as (N, slots) arrays: store i's episode writes row i, and
     the actions and observations of all N are computed over the whole arrays at once (a single
     `StoreEnv` is the case N = 1)."""
 
-    def __init__(self, n: int, slots: int, rows: int, days: int, window_hours: int) -> None:
+    def __init__(self, n: int, slots: int, rows: int, window_hours: int) -> None:
         def ints() -> np.ndarray:
             return np.zeros((n, slots), dtype=np.int64)
 
@@ -304,11 +301,9 @@ class _Columns:
         self.level, self.since = ints(), ints()  # supplier stock after the last purchase
         self.bought = np.zeros((n, slots), dtype=np.bool_)  # bought from in this episode
         self.capacity, self.refill = ints(), ints()
-        self.ratings = np.zeros((n, slots, 2), dtype=np.float64)  # product, shop
         self.cost = np.ones((n, rows, slots), dtype=np.int64)
         self.available = np.zeros((n, rows, slots), dtype=np.bool_)
-        self.facts = np.zeros((n, rows, slots, 4), dtype=np.float64)
-        self.sales = np.zeros((n, days, slots), dtype=np.float64)
+        self.static = np.zeros((n, rows, slots, 8), dtype=np.float32)
 
     def open(self, i: int, found: _Candidates, first: int, end: int) -> None:
         """Row i starts an episode on `found`, from hour `first` to `end`."""
@@ -317,9 +312,7 @@ class _Columns:
             column[i] = 0
         self.bought[i] = False
         self.capacity[i], self.refill[i] = found.capacity, found.refill
-        self.ratings[i, :, 0], self.ratings[i, :, 1] = found.rating, found.shop
-        self.cost[i], self.available[i] = found.cost, found.available
-        self.facts[i], self.sales[i] = found.facts, found.sales
+        self.cost[i], self.available[i], self.static[i] = found.cost, found.available, found.static
 
 
 class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
@@ -367,7 +360,7 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         self.rows = self.days * 24 // clock.hours_per_window + 1  # decision rows of an episode
         self._window_hours = clock.hours_per_window
         self._columns, self._row = (
-            _Columns(1, slots, self.rows, self.days, clock.hours_per_window),
+            _Columns(1, slots, self.rows, clock.hours_per_window),
             0,
         )
 
@@ -573,17 +566,14 @@ def _observe(envs: list[StoreEnv]) -> np.ndarray:
     columns, slots = first._columns, first.slots
     which, t = _where(envs)
     hours = np.minimum(t, columns.end[which] - 1)
-    rows, days = _decision_rows(columns, which, t), (hours - columns.first[which]) // 24
-    at = (np.arange(columns.n)[which], rows)
+    at = (np.arange(columns.n)[which], _decision_rows(columns, which, t))
     store = np.array([env._store_features() for env in envs], dtype=np.float64)
     per = np.empty((len(envs), slots, SLOT), dtype=np.float64)
     listed = columns.listed[which]
     per[..., 0] = listed > 0
     per[..., 1] = listed / columns.cost[at] / 3.0
-    per[..., _FACTS] = columns.facts[at]
-    per[..., 4:6] = columns.ratings[which]
+    per[..., 2:10] = columns.static[at]
     per[..., 8] = np.log1p(columns.new[which]) / 3.0
-    per[..., 9] = columns.sales[at[0], days]
     bought = columns.bought[which]
     if bought.any():
         since = hours[:, None] - columns.since[which]
@@ -616,7 +606,7 @@ class StoreVectorEnv(gym.vector.VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
             raise ValueError("num_envs ≥ 1")
         self.envs = [StoreEnv(**kwargs) for _ in range(num_envs)]
         first = self.envs[0]
-        columns = _Columns(num_envs, first.slots, first.rows, first.days, first._window_hours)
+        columns = _Columns(num_envs, first.slots, first.rows, first._window_hours)
         for i, env in enumerate(self.envs):
             env._columns, env._row = columns, i
         self.num_envs = num_envs
