@@ -34,6 +34,13 @@ store opened new on a market day, for `length` days) seen as numbers:
 the arrivals of all N computed together), as a Gymnasium `VectorEnv` that resets a finished
 store in the same step (`final_obs` and `final_info` in the infos).
 
+Speed (docs/performance.md, "The classic store env"): the stores' per-slot state is kept as
+(N, slots) arrays (`_Columns`; a `StoreEnv` is the case N = 1), so actions, observations and
+rewards are array operations over all N; the supplier facts, ratings and public sales of an
+episode's slots at each hour it acts or is observed are one table made at reset, from each
+product's year walked once per process with the engine's own look-up (`sim.suppliers.
+YearBook`), which the engines of a market share with their demand terms.
+
 docs/rl.md ("Classic RL") has the training script and its held-out results.
 """
 
@@ -41,7 +48,6 @@ from __future__ import annotations
 
 import copy
 import pickle
-import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, fields
 from functools import cache
@@ -76,20 +82,6 @@ _NEVER = 1 << 62
 @cache
 def _scenario(scenario: str, days: int, start_day: int) -> Scenario:
     return episode_scenario(EpisodeConfig(scenario, length=days, start_day=start_day))
-
-
-_MARKETS: OrderedDict[tuple[str, int], Market] = OrderedDict()
-
-
-def _market(name: str, scenario: Scenario, seed: int) -> Market:
-    """The market of an episode, held per process (the 64 most recently used: the catalog's
-    cache keeps a market while one holds it, and checks its files at every other call)."""
-    key = (name, seed)
-    market = _MARKETS.pop(key, None) or get_market(scenario, seed)
-    _MARKETS[key] = market
-    if len(_MARKETS) > 64:
-        _MARKETS.popitem(last=False)
-    return market
 
 
 @dataclass(frozen=True, eq=False)
@@ -146,14 +138,15 @@ def _opened(scenario: str, days: int, start_day: int, market: Market, seed: int)
     return found
 
 
-class _Timelines:
-    """Each product's supplier facts over the market's year as arrays (the hours at which each
-    state begins, and its procurement price, ship hours and availability), from the market's
-    `YearBook`, which the episodes' engines share too: a product's year is walked once per
-    process with the engine's own look-up, and a slot's facts at any hour are a search."""
+class _MarketParts:
+    """A market and what its episodes share: its `YearBook` and demand terms (given to their
+    engines), the top candidates of each day, and each product's supplier facts over the year
+    as arrays (the hours at which each state begins, and its procurement price, ship hours and
+    availability): a product's year is walked once per process with the engine's own look-up,
+    and a slot's facts at any hour are a search."""
 
     def __init__(self, market: Market) -> None:
-        self.book = YearBook(market)
+        self.market, self.book = market, YearBook(market)
         self._demand: dict[tuple[DemandConfig, int], WindowDemand] = {}
         self._known: dict[int, tuple[np.ndarray, ...]] = {}
         self._top: dict[tuple[int, int], np.ndarray] = {}
@@ -164,7 +157,7 @@ class _Timelines:
         sale (int64, best first; kept per day)."""
         found = self._top.get((day, slots))
         if found is None:
-            market = self.book.market
+            market = self.market
             sales = market.sales_30d(day).astype(np.float64)
             sales[market.launch_day > day] = -1.0
             found = np.argsort(-sales, kind="stable")[:slots].astype(np.int64)
@@ -178,7 +171,7 @@ class _Timelines:
         found = self._demand.get(key)
         if found is None:
             found = self._demand[key] = WindowDemand(
-                self.book.market, scenario.demand, key[1], self.book.hours
+                self.market, scenario.demand, key[1], self.book.hours
             )
         return found
 
@@ -209,13 +202,18 @@ class _Timelines:
         return price[at], ship[at], on_sale[at]
 
 
-_TIMELINES: weakref.WeakKeyDictionary[Market, _Timelines] = weakref.WeakKeyDictionary()
+_MARKETS: OrderedDict[tuple[str, int], _MarketParts] = OrderedDict()
 
 
-def _timelines(market: Market) -> _Timelines:
-    found = _TIMELINES.get(market)
-    if found is None:
-        found = _TIMELINES[market] = _Timelines(market)
+def _market(name: str, scenario: Scenario, seed: int) -> _MarketParts:
+    """The market of an episode and what its episodes share, held per process (the 64 most
+    recently used: the catalog's cache keeps a market while one holds it, and checks its
+    files at every other call)."""
+    key = (name, seed)
+    found = _MARKETS.pop(key, None) or _MarketParts(get_market(scenario, seed))
+    _MARKETS[key] = found
+    if len(_MARKETS) > 64:
+        _MARKETS.popitem(last=False)
     return found
 
 
@@ -240,14 +238,14 @@ class _Candidates:
     static: np.ndarray
 
     @classmethod
-    def of(cls, engine: Engine, slots: int, start_day: int) -> _Candidates:
+    def of(cls, engine: Engine, parts: _MarketParts, slots: int, start_day: int) -> _Candidates:
         """The `slots` products with the most public 30-day sales among those on sale."""
-        market, timelines = engine.market, _timelines(engine.market)
-        top = timelines.top(start_day, slots)
+        market = parts.market
+        top = parts.top(start_day, slots)
         products = top.tolist()
         first, end, step = start_day * 24, engine.horizon, engine.window_hours
         hours = np.array([*range(first, end, step), end - 1], dtype=np.int64)
-        price, ship_hours, available = timelines.facts(top, hours)
+        price, ship_hours, available = parts.facts(top, hours)
         cost, ship = np.maximum(price, 1), ship_hours.astype(np.float64)
         static = np.zeros((len(hours), slots, 8), dtype=np.float32)
         static[..., 0] = np.log1p(cost / 100) / 5.0
@@ -273,9 +271,11 @@ class _Candidates:
 _CANDIDATES: OrderedDict[tuple[str, int, int, int, int], _Candidates] = OrderedDict()
 
 
-def _candidates(key: tuple[str, int, int, int, int], engine: Engine) -> _Candidates:
+def _candidates(
+    key: tuple[str, int, int, int, int], engine: Engine, parts: _MarketParts
+) -> _Candidates:
     """`_Candidates.of` an opened episode, kept per process (the 512 most recent)."""
-    found = _CANDIDATES.pop(key, None) or _Candidates.of(engine, key[-1], key[2])
+    found = _CANDIDATES.pop(key, None) or _Candidates.of(engine, parts, key[-1], key[2])
     _CANDIDATES[key] = found
     if len(_CANDIDATES) > 512:
         _CANDIDATES.popitem(last=False)
@@ -359,10 +359,9 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         self.index = self.start_day = 0
         self.rows = self.days * 24 // clock.hours_per_window + 1  # decision rows of an episode
         self._window_hours = clock.hours_per_window
-        self._columns, self._row = (
-            _Columns(1, slots, self.rows, clock.hours_per_window),
-            0,
-        )
+        # The store's per-slot state: row 0 of its own columns, or row i of a vector's.
+        self._columns = _Columns(1, slots, self.rows, clock.hours_per_window)
+        self._row = 0
 
     # --- episodes --------------------------------------------------------------------------------
     def reset(
@@ -380,15 +379,15 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
             raise ValueError(f"start_day is 0 to {self.last_start} for {self.days}-day episodes")
         self.start_day, run_seed = start, episode_seed(split, self.index)
         scenario = _scenario(self.scenario_name, self.days, start)
-        market = _market(self.scenario_name, scenario, run_seed)
-        shared = _timelines(market)
+        shared = _market(self.scenario_name, scenario, run_seed)
+        market = shared.market
         engine = Engine(
             scenario, market, run_seed, suppliers=shared.book, demand=shared.demand(scenario)
         )
         engine.state = _opened(self.scenario_name, self.days, start, market, run_seed).state()
         self.engine = engine
         key = (self.scenario_name, self.days, start, run_seed, self.slots)
-        self._open(_candidates(key, engine))
+        self._open(_candidates(key, engine, shared))
         return _observe([self])[0], self._info(0)
 
     def _open(self, found: _Candidates) -> None:
