@@ -21,7 +21,10 @@ loop (`reference_loop`) is timed beside it so a loaded machine's figures can be 
 ratios, and each figure is given per CPU second of this process too (what the process got of
 a shared machine); `--profile` prints where a window's time goes (cProfile, cumulative shares):
 
-    uv run python benchmarks/bench_rl.py --classic [--seconds 20] [--profile]
+    uv run python benchmarks/bench_rl.py --classic [--seconds 20] [--profile] [--random-actions]
+
+(`--random-actions`: 50 uniformly random action arrays in turn instead of the fixed action,
+what a policy starts from: most slots change level each window, each change an engine call.)
 
 and record the printed figures, with the machine, in docs/performance.md.
 """
@@ -72,14 +75,16 @@ def reference_loop(seconds: float) -> float:
     return count / (time.perf_counter() - started)
 
 
-def classic(seconds: float, profile: bool) -> None:
-    """Windows per second of the classic store env: 1 env, vectors of 4 and 64."""
+def classic(seconds: float, profile: bool, random_actions: bool = False) -> None:
+    """Windows per second of the classic store env: 1 env, vectors of 4 and 64 (under the
+    fixed action, or 50 uniformly random action arrays in turn)."""
     import numpy as np
 
     from merchantbench.rl.classic import StoreEnv, StoreVectorEnv
 
     action = np.zeros(32, dtype=np.int64)
     action[:16] = 4
+    rng = np.random.default_rng(0)
     probe = StoreEnv()
     for index in range(probe.pool):  # the training markets
         probe.reset(options={"index": index, "start_day": 0})
@@ -90,11 +95,13 @@ def classic(seconds: float, profile: bool) -> None:
             probe.reset(options={"index": index, "start_day": day})
     print(f"reference loop: {reference_loop(2.0):,.0f} iterations/s")
     for n in (1, 4, 64):
-        step = (
-            _stepper(StoreVectorEnv(n), np.tile(action, (n, 1)))
-            if n > 1
-            else _stepper(probe, action)
+        shape = (n, 32) if n > 1 else (32,)
+        actions = (
+            [rng.integers(0, 8, size=shape) for _ in range(50)]
+            if random_actions
+            else [np.tile(action, (n, 1)) if n > 1 else action]
         )
+        step = _stepper(StoreVectorEnv(n) if n > 1 else probe, actions)
         for _ in range(120):  # two episodes each
             step()
         windows, started, cpu = 0, time.perf_counter(), time.process_time()
@@ -109,14 +116,15 @@ def classic(seconds: float, profile: bool) -> None:
     print(f"reference loop: {reference_loop(2.0):,.0f} iterations/s")
 
 
-def _stepper(envs: Any, actions: Any) -> Callable[[], None]:
+def _stepper(envs: Any, actions: list[Any]) -> Callable[[], None]:
     """One step of `envs` (a store, reset when its episode ends; or a vector, which resets its
-    stores itself)."""
+    stores itself), under `actions` in turn."""
     envs.reset(seed=0)
     single = not hasattr(envs, "num_envs")
+    turn = iter(range(1 << 62))
 
     def step() -> None:
-        done = envs.step(actions)[2]
+        done = envs.step(actions[next(turn) % len(actions)])[2]
         if single and done:
             envs.reset()
 
@@ -228,6 +236,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0, help="per classic measurement")
     parser.add_argument("--profile", action="store_true", help="with --classic: where time goes")
     parser.add_argument(
+        "--random-actions",
+        action="store_true",
+        help="with --classic: uniformly random actions (50 in turn) instead of the fixed one",
+    )
+    parser.add_argument(
         "--figure",
         type=Path,
         default=None,
@@ -242,7 +255,7 @@ def main() -> None:
     print(f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
     if args.classic:
         print(f"load average: {os.getloadavg()[0]:.1f}")
-        classic(args.seconds, args.profile)
+        classic(args.seconds, args.profile, args.random_actions)
         return
     config = _config(args.scenario)
     started = time.perf_counter()
