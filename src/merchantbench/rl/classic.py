@@ -412,20 +412,20 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         done = self._engine.done
         return obs, reward_fen / 100 * self.reward_scale, done, False, self._info(reward_fen)
 
-    def _set(self, slot: int, price: int) -> None:
-        """Bring one slot's listing to `price` (0: not listed) with the engine's own actions."""
+    def _set(self, slot: int, price: int, listed: bool) -> bool:
+        """Bring one slot's listing (`listed` or not) to `price` (0: not listed) with the
+        engine's own actions; False if the engine refused (the slot stays as it is)."""
         engine, product = self._engine, self.products[slot]
-        listed = self._columns.listed[self._row]
         try:
             if price == 0:
                 engine.delist_products([product])
-            elif listed[slot]:
+            elif listed:
                 engine.set_price(product, price)
             else:
                 engine.list_products([(product, price)])
         except ActionRejected:
-            return  # unavailable product, closed store: the slot stays as it is
-        listed[slot] = price
+            return False  # unavailable product, closed store
+        return True
 
     def _conclude(self) -> tuple[int, list[int], list[int]]:
         """After the window: drain a finished episode; the reward in fen, the window's change
@@ -521,9 +521,20 @@ def _prepare(envs: list[StoreEnv], levels: np.ndarray) -> None:
     listed = columns.listed[which]
     # A product the supplier delisted cannot be listed (the engine would refuse it): skipped.
     change = (targets != listed) & ((listed > 0) | (targets == 0) | columns.available[at])
-    for n, slot in zip(*np.nonzero(change), strict=True):
-        i, s = int(n), int(slot)
-        envs[i]._set(s, int(targets[i, s]))
+    stores, slots = np.nonzero(change)
+    done = [
+        envs[i]._set(s, price, was)
+        for i, s, price, was in zip(
+            stores.tolist(),
+            slots.tolist(),
+            targets[stores, slots].tolist(),
+            (listed[stores, slots] > 0).tolist(),
+            strict=True,
+        )
+    ]
+    applied = np.array(done, dtype=np.bool_)
+    rows = at[0][stores[applied]]
+    columns.listed[rows, slots[applied]] = targets[stores[applied], slots[applied]]
 
 
 def _conclude(envs: list[StoreEnv]) -> list[int]:
