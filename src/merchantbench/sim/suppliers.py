@@ -227,7 +227,7 @@ class YearBook(SupplierBook):
     def state_span(self, product: int, hour: int) -> tuple[int, int, SupplierState]:
         if not 0 <= hour < self.hours:
             return super().state_span(product, hour)
-        begins, spans = self._year(product)
+        begins, spans = self._years.get(product) or self._year(product)
         return spans[bisect_right(begins, hour) - 1]
 
 
