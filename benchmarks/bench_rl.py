@@ -14,13 +14,17 @@ Episodes are train-split episodes 0, 1, … starting on day 0. Run with:
 `small` market, 32 slots, random start days over the 16 training markets): windows per second
 of one `StoreEnv`, and of `StoreVectorEnv`s of 4 and of 64 stores (their windows advanced
 together, `sim.engine.advance_stores`), under a fixed action (the first 16 slots at markup 3.0)
-with resets included. The markets and the opened store of every start day are prepared before
-the clock starts (a training run pays for them once: about 7 ms a start day). A fixed Python
+with resets included. The markets, the opened store of every start day and the supplier
+timelines of the candidates of every fifth start day are prepared before the clock starts (a
+training run pays for them once: about 7 ms a start day, 0.25 ms a product). A fixed Python
 loop (`reference_loop`) is timed beside it so a loaded machine's figures can be compared as
 ratios, and each figure is given per CPU second of this process too (what the process got of
 a shared machine); `--profile` prints where a window's time goes (cProfile, cumulative shares):
 
-    uv run python benchmarks/bench_rl.py --classic [--seconds 20] [--profile]
+    uv run python benchmarks/bench_rl.py --classic [--seconds 20] [--profile] [--random-actions]
+
+(`--random-actions`: 50 uniformly random action arrays in turn instead of the fixed action,
+what a policy starts from: most slots change level each window, each change an engine call.)
 
 and record the printed figures, with the machine, in docs/performance.md.
 """
@@ -71,26 +75,33 @@ def reference_loop(seconds: float) -> float:
     return count / (time.perf_counter() - started)
 
 
-def classic(seconds: float, profile: bool) -> None:
-    """Windows per second of the classic store env: 1 env, vectors of 4 and 64."""
+def classic(seconds: float, profile: bool, random_actions: bool = False) -> None:
+    """Windows per second of the classic store env: 1 env, vectors of 4 and 64 (under the
+    fixed action, or 50 uniformly random action arrays in turn)."""
     import numpy as np
 
     from merchantbench.rl.classic import StoreEnv, StoreVectorEnv
 
     action = np.zeros(32, dtype=np.int64)
     action[:16] = 4
+    rng = np.random.default_rng(0)
     probe = StoreEnv()
     for index in range(probe.pool):  # the training markets
         probe.reset(options={"index": index, "start_day": 0})
     for day in range(probe.last_start + 1):  # the opened store of every start day
         probe.reset(options={"index": 0, "start_day": day})
+    for index in range(probe.pool):  # the supplier timelines of the candidates (most of them)
+        for day in range(0, probe.last_start + 1, 5):
+            probe.reset(options={"index": index, "start_day": day})
     print(f"reference loop: {reference_loop(2.0):,.0f} iterations/s")
     for n in (1, 4, 64):
-        step = (
-            _stepper(StoreVectorEnv(n), np.tile(action, (n, 1)))
-            if n > 1
-            else _stepper(probe, action)
+        shape = (n, 32) if n > 1 else (32,)
+        actions = (
+            [rng.integers(0, 8, size=shape) for _ in range(50)]
+            if random_actions
+            else [np.tile(action, (n, 1)) if n > 1 else action]
         )
+        step = _stepper(StoreVectorEnv(n) if n > 1 else probe, actions)
         for _ in range(120):  # two episodes each
             step()
         windows, started, cpu = 0, time.perf_counter(), time.process_time()
@@ -105,14 +116,15 @@ def classic(seconds: float, profile: bool) -> None:
     print(f"reference loop: {reference_loop(2.0):,.0f} iterations/s")
 
 
-def _stepper(envs: Any, actions: Any) -> Callable[[], None]:
+def _stepper(envs: Any, actions: list[Any]) -> Callable[[], None]:
     """One step of `envs` (a store, reset when its episode ends; or a vector, which resets its
-    stores itself)."""
+    stores itself), under `actions` in turn."""
     envs.reset(seed=0)
     single = not hasattr(envs, "num_envs")
+    turn = iter(range(1 << 62))
 
     def step() -> None:
-        done = envs.step(actions)[2]
+        done = envs.step(actions[next(turn) % len(actions)])[2]
         if single and done:
             envs.reset()
 
@@ -120,13 +132,13 @@ def _stepper(envs: Any, actions: Any) -> Callable[[], None]:
 
 
 _PARTS = {  # (function, file) of a window's parts, as cProfile names them
-    "_prepare": "classic.py",  # the action brought to the listings
+    "_prepare": "classic.py",  # the actions brought to the listings (all stores at once)
     "window_arrivals": "demand.py",  # intensities and draws (batched over the stores)
+    "_window": "engine.py",  # each store's open window as the arrivals read it
     "_play_window": "engine.py",  # the window's hours: orders, transitions, samples
-    "_conclude": "classic.py",  # drain at the end, reward, observation
-    "_observe": "classic.py",
-    "_look_up_suppliers": "classic.py",  # supplier facts whose span ended
-    "reset": "classic.py",
+    "_conclude": "classic.py",  # drain at the end, rewards and orders per slot
+    "_observe": "classic.py",  # the observations (all stores at once)
+    "reset": "classic.py",  # new episodes (the stores whose episode ended)
 }
 
 
@@ -141,9 +153,12 @@ def _profile(step: Callable[[], None], steps: int) -> None:
     profiler.disable()
     stats = pstats.Stats(profiler)
     total = stats.total_tt  # type: ignore[attr-defined]
+    shares: dict[str, float] = {}  # (a name defined twice: the outer one, which has the other)
     for (file, _, name), (_, _, _, cumulative, _) in stats.stats.items():  # type: ignore[attr-defined]
         if _PARTS.get(name) and file.endswith(_PARTS[name]):
-            print(f"    {name}: {cumulative / total:.0%} of the profiled time")
+            shares[name] = max(shares.get(name, 0.0), cumulative / total)
+    for name, share in shares.items():
+        print(f"    {name}: {share:.0%} of the profiled time")
 
 
 def figure(run: Path, svg: Path) -> None:
@@ -221,6 +236,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0, help="per classic measurement")
     parser.add_argument("--profile", action="store_true", help="with --classic: where time goes")
     parser.add_argument(
+        "--random-actions",
+        action="store_true",
+        help="with --classic: uniformly random actions (50 in turn) instead of the fixed one",
+    )
+    parser.add_argument(
         "--figure",
         type=Path,
         default=None,
@@ -235,7 +255,7 @@ def main() -> None:
     print(f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
     if args.classic:
         print(f"load average: {os.getloadavg()[0]:.1f}")
-        classic(args.seconds, args.profile)
+        classic(args.seconds, args.profile, args.random_actions)
         return
     config = _config(args.scenario)
     started = time.perf_counter()

@@ -92,3 +92,23 @@ def test_few_rates_at_the_edges():
         2,
         1,
     )
+
+
+def test_uniforms_of_several_seeds_are_each_seeds_uniforms():
+    """`uniform_of_seeds` (one seed per cell, for the arrivals of many stores at once) gives
+    `uniform1` of each cell's seed, public seeds and one of the sealed range alike."""
+    from merchantbench.random_streams import Stream, uniform1, uniform_of_seeds
+
+    seeds = [3, 2**64 + 12345, 7]
+    which = np.array([0, 1, 2, 1, 0])[:, None]
+    products = np.array([5, 9, 5, 1000, 2])[:, None]
+    hours = np.arange(24, 36)[None, :] + np.array([0, 12, 24, 0, 100])[:, None]
+    u = uniform_of_seeds(seeds, which, Stream.ARRIVALS, products, hours)
+    assert u.shape == (5, 12)
+    for row in range(5):
+        for col in range(12):
+            seed = seeds[int(which[row, 0])]
+            expect = uniform1(seed, Stream.ARRIVALS, int(products[row, 0]), int(hours[row, col]))
+            assert u[row, col] == expect
+    public = uniform_of_seeds([3, 7], np.array([[0], [1]]), Stream.ARRIVALS, products[:2], 5)
+    assert public[1, 0] == uniform1(7, Stream.ARRIVALS, 9, 5)

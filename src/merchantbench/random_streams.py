@@ -24,6 +24,7 @@ another part's stream.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from enum import IntEnum
 
 import numpy as np
@@ -133,13 +134,16 @@ _ROUND_FACTORS = (np.uint64(_K_STREAM), np.uint64(_K_PRODUCT))
 _MANTISSA_SHIFT = np.uint64(11)
 
 
-def _mix_in_place(z: np.ndarray, high: int) -> None:
+def _mix_in_place(z: np.ndarray, high: int | np.ndarray) -> None:
     """The two finaliser rounds of `uniform1` on an array, in place (arrays of counters are a
-    few hundred cells: numpy's cost per call, not per element, is what counts)."""
+    few hundred cells: numpy's cost per call, not per element, is what counts); `high` the
+    key's high word, or one per cell (broadcast)."""
     first, second, third = _SHIFTS
     times_a, times_b = _ROUND_FACTORS
     for mixed_in in (0, high):  # the high key word goes in between the two rounds
-        if mixed_in:
+        if isinstance(mixed_in, np.ndarray):
+            z ^= mixed_in
+        elif mixed_in:
             z ^= np.uint64(mixed_in)
         z ^= z >> first
         z *= times_a
@@ -165,6 +169,21 @@ def uniform(seed: int, stream: int, product: object, hour: object, index: object
     z = np.asarray(np.uint64(word)) if z is None else z ^ np.uint64(word)
     _mix_in_place(z, high)
     # The top 53 bits, exact in a float64, scaled to [0, 1).
+    return np.multiply(z >> _MANTISSA_SHIFT, _INV_2_53, dtype=np.float64)
+
+
+def uniform_of_seeds(
+    seeds: Sequence[int], which: np.ndarray, stream: int, product: object, hour: object
+) -> np.ndarray:
+    """`uniform` with a seed per cell, `seeds[which]` (`which` an int array broadcast with the
+    counters; a seed may be of the sealed range): equal to `uniform1` elementwise, for the
+    draws of several runs in one set of operations."""
+    keys = [stream_key(seed) for seed in seeds]
+    words = [((low * _K_SEED) ^ (int(stream) * _K_STREAM)) & _MASK for low, _ in keys]
+    z = np.array(words, dtype=np.uint64)[which]
+    z = z ^ (_u64(product) * np.uint64(_K_PRODUCT)) ^ (_u64(hour) * np.uint64(_K_HOUR))
+    highs = [high for _, high in keys]
+    _mix_in_place(z, np.array(highs, dtype=np.uint64)[which] if any(highs) else 0)
     return np.multiply(z >> _MANTISSA_SHIFT, _INV_2_53, dtype=np.float64)
 
 

@@ -167,3 +167,46 @@ def test_the_vector_env_steps_stores_together_as_each_alone() -> None:
             assert info["reward_fen"] == infos["reward_fen"][i]
             assert np.array_equal(obs[i], one)
     assert finished >= 6
+
+
+def test_the_observation_is_the_engines_state_read_slot_by_slot() -> None:
+    """The observations computed as (N, slots) array operations over the tables of an episode
+    (supplier facts at each decision hour, public sales per day, the listings kept beside the
+    engine) equal the same features read from the engine one slot at a time, at every step
+    of episodes with random actions (listings, reprices, delistings, supplier events)."""
+    from merchantbench.catalog.stock_band import LOW_STOCK_UNITS
+    from merchantbench.sim.suppliers import SupplierBook, stock_now
+
+    vector = StoreVectorEnv(2, scenario="smoke", length=4, slots=8, pool=2)
+    vector.reset(seed=4)
+    rng = np.random.default_rng(3)
+    checked = 0
+    for _ in range(30):
+        obs, _, done, _, infos = vector.step(rng.integers(0, 8, size=(2, 8)))
+        for i, env in enumerate(vector.envs):
+            row = infos["final_obs"][i] if done[i] else obs[i]
+            if done[i]:
+                continue  # the store was reset: its new episode is checked next step
+            engine = env.engine
+            assert engine is not None
+            book, hour = SupplierBook(engine.market), min(engine.t, engine.horizon - 1)
+            per = row[GLOBAL:].reshape(8, SLOT)
+            listings = engine.state.listings
+            for slot, product in enumerate(env.products):
+                state = book.state(product, hour)
+                cost = max(1, state.price_fen)
+                price = listings[product].price if product in listings else 0
+                first = max(1, book.state(product, env.start_day * 24).price_fen)
+                sales = engine.market.sales_30d(hour // 24)[product]
+                units = stock_now(engine.market, product, engine.state.stock, hour)
+                band = 1.0 if units >= LOW_STOCK_UNITS else 0.5 if units > 0 else 0.0
+                expect = [
+                    float(price > 0), price / cost / 3.0, np.log1p(cost / 100) / 5.0,
+                    cost / first, state.ship_hours / 96.0, float(state.available),
+                    np.log1p(max(sales, 0)) / 8.0,
+                    band if product in engine.state.stock else 1.0,
+                ]  # fmt: skip
+                got = per[slot, [0, 1, 2, 3, 6, 7, 9, 10]]
+                assert np.array_equal(got, np.clip(np.float32(expect), -10, 10)), (slot, hour)
+                checked += 1
+    assert checked > 300

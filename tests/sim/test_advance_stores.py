@@ -8,7 +8,9 @@ import pytest
 
 from merchantbench.catalog.cache import get_market
 from merchantbench.scenario import load_scenario
+from merchantbench.sim.demand import WindowDemand
 from merchantbench.sim.engine import ActionRejected, Engine, advance_stores
+from merchantbench.sim.suppliers import YearBook
 
 
 def _stores(seeds: list[int], scenario_name: str = "smoke") -> list[Engine]:
@@ -64,3 +66,57 @@ def test_advance_stores_refuses_a_finished_store() -> None:
     engine.run_idle()
     with pytest.raises(RuntimeError, match="the run is over"):
         advance_stores([engine])
+
+
+def test_stores_sharing_their_markets_parts_match_stores_alone() -> None:
+    """Engines given their market's parts (`suppliers=YearBook`, `demand` tabulated over the
+    whole year: the classic RL env's engines, on two markets and horizons of 40 and 70 days,
+    advanced together) end every window as plain engines advanced one by one."""
+    base = load_scenario("smoke")
+    scenarios = [
+        base.model_copy(update={"clock": base.clock.model_copy(update={"days": days})})
+        for days in (40, 70)
+    ]
+    seeds = [1, 2, 1, 2]
+    markets = {seed: get_market(base, seed) for seed in (1, 2)}
+    parts = {
+        seed: (
+            YearBook(market),
+            WindowDemand(market, base.demand, base.clock.hours_per_window, market.days * 24),
+        )
+        for seed, market in markets.items()
+    }
+    shared, alone = [], []
+    for i, seed in enumerate(seeds):
+        scenario = scenarios[i % 2]
+        book, demand = parts[seed]
+        shared.append(Engine(scenario, markets[seed], seed, suppliers=book, demand=demand))
+        alone.append(Engine(scenario, markets[seed], seed))
+    rngs = [np.random.default_rng(i) for i in range(len(seeds))]
+    twins = [np.random.default_rng(i) for i in range(len(seeds))]
+    for _ in range(60):
+        live = [i for i, engine in enumerate(shared) if not engine.done]
+        for i in live:
+            _act(shared[i], rngs[i])
+            _act(alone[i], twins[i])
+        advance_stores([shared[i] for i in live])
+        for i in live:
+            alone[i].advance()
+            assert shared[i].state_hash() == alone[i].state_hash(), f"store {i} at {shared[i].t}"
+    assert sum(len(engine.state.orders) for engine in shared) > 20
+
+
+def test_parts_of_another_market_or_a_shorter_horizon_are_refused() -> None:
+    scenario = load_scenario("smoke")
+    one, two = get_market(scenario, 1), get_market(scenario, 2)
+    hours = scenario.clock.hours_per_window
+    short = WindowDemand(one, scenario.demand, hours, 24 * 10)
+    for parts in (
+        {"suppliers": YearBook(two)},
+        {"demand": WindowDemand(two, scenario.demand, hours, scenario.clock.hours)},
+        {"demand": short},
+    ):
+        with pytest.raises(ValueError, match="not this store's market's"):
+            Engine(scenario, one, 1, **parts)  # type: ignore[arg-type]
+    exact = WindowDemand(one, scenario.demand, hours, scenario.clock.hours)
+    Engine(scenario, one, 1, suppliers=YearBook(one), demand=exact).run_idle()

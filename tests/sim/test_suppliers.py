@@ -6,9 +6,12 @@ from __future__ import annotations
 import pytest
 from sim_support import make_market, tiny_scenario
 
+from merchantbench.catalog.cache import get_market
+from merchantbench.catalog.market import CHANNELS
+from merchantbench.scenario import load_scenario
 from merchantbench.sim.actions import ActionRejected
 from merchantbench.sim.engine import Engine
-from merchantbench.sim.suppliers import SupplierBook, stock_levels, stock_now
+from merchantbench.sim.suppliers import SupplierBook, YearBook, stock_levels, stock_now
 
 
 def test_price_change_applies_during_event_and_recovers():
@@ -141,3 +144,23 @@ def test_the_stock_mirror_is_the_stock_dict_after_inserts_updates_and_restores()
     agrees(restored, orders, 12)
     restored[2] = (4, 12)  # the same dict but fewer orders than seen: starts over
     agrees(restored, orders[:1], 13)
+
+
+def test_a_year_book_answers_as_the_book_at_every_hour():
+    """`YearBook` (each product's year walked once, then searched) gives the state and span of
+    `SupplierBook` at every hour of the year, on a real market with every kind of event, and
+    outside the year too."""
+    market = get_market(load_scenario("smoke"), 1)
+    hours = market.days * 24
+    # the product with the most events of each channel, and the one launched last
+    products: list[int] = []
+    for channel in CHANNELS:
+        offsets = market.events[channel].offsets
+        products.append(int((offsets[1:] - offsets[:-1]).argmax()))
+    products.append(int(market.launch_day.argmax()))
+    year = YearBook(market)
+    for product in products:
+        book = SupplierBook(market)
+        for hour in [*range(hours), hours, hours + 500]:
+            assert year.state_span(product, hour) == book.state_span(product, hour), (product, hour)
+        assert year.state(product, 100) == book.state(product, 100)

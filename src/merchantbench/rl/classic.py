@@ -34,14 +34,22 @@ store opened new on a market day, for `length` days) seen as numbers:
 the arrivals of all N computed together), as a Gymnasium `VectorEnv` that resets a finished
 store in the same step (`final_obs` and `final_info` in the infos).
 
+Speed (docs/performance.md, "The classic store env"): the stores' per-slot state is kept as
+(N, slots) arrays (`_Columns`; a `StoreEnv` is the case N = 1), so actions, observations and
+rewards are array operations over all N; the supplier facts, ratings and public sales of an
+episode's slots at each hour it acts or is observed are one table made at reset, from each
+product's year walked once per process with the engine's own look-up (`sim.suppliers.
+YearBook`), which the engines of a market share with their demand terms.
+
 docs/rl.md ("Classic RL") has the training script and its held-out results.
 """
 
 from __future__ import annotations
 
-import zlib
+import copy
+import pickle
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cache
 from typing import Any
 
@@ -56,8 +64,11 @@ from merchantbench.catalog.market import Market
 from merchantbench.catalog.stock_band import LOW_STOCK_UNITS
 from merchantbench.rl.episode import EpisodeConfig, episode_scenario
 from merchantbench.rl.splits import episode_seed
-from merchantbench.scenario import Scenario
+from merchantbench.scenario import DemandConfig, Scenario
+from merchantbench.sim.demand import WindowDemand
 from merchantbench.sim.engine import ActionRejected, Engine, advance_stores
+from merchantbench.sim.state import Samples, StoreState
+from merchantbench.sim.suppliers import YearBook
 
 __all__ = ["ENV_ID", "GLOBAL", "MARKUPS", "SLOT", "StoreEnv", "StoreVectorEnv"]
 
@@ -73,75 +84,235 @@ def _scenario(scenario: str, days: int, start_day: int) -> Scenario:
     return episode_scenario(EpisodeConfig(scenario, length=days, start_day=start_day))
 
 
-_OPENED: OrderedDict[tuple[str, int, int], bytes] = OrderedDict()
+@dataclass(frozen=True, eq=False)
+class _Opened:
+    """A store's state on the day its episode opens, kept compact: its hourly and daily
+    samples (most of the state's bytes) as runs of equal values, the rest pickled. Lossless:
+    `state()` gives back the engine's own state, the same arrays and the same hash."""
+
+    rest: bytes  # the pickled state without its samples
+    runs: dict[str, tuple[np.ndarray, np.ndarray]]  # per samples field: values, run lengths
+
+    @classmethod
+    def of(cls, state: StoreState) -> _Opened:
+        runs = {}
+        for field in fields(Samples):
+            column = getattr(state.samples, field.name)
+            starts = np.flatnonzero(np.r_[True, column[1:] != column[:-1]])
+            runs[field.name] = (column[starts], np.diff(np.r_[starts, len(column)]))
+        rest = copy.copy(state)
+        rest.samples = None  # type: ignore[assignment]
+        return cls(pickle.dumps(rest, protocol=pickle.HIGHEST_PROTOCOL), runs)
+
+    def state(self) -> StoreState:
+        state: StoreState = pickle.loads(self.rest)
+        state.samples = Samples(
+            **{name: np.repeat(values, lengths) for name, (values, lengths) in self.runs.items()}
+        )
+        return state
 
 
-def _opened(scenario: str, days: int, start_day: int, market: Market, seed: int) -> bytes:
+_OPENED: OrderedDict[tuple[str, int, int], _Opened] = OrderedDict()
+
+
+def _opened(scenario: str, days: int, start_day: int, market: Market, seed: int) -> _Opened:
     """The engine's state on `start_day` of a new store (the idle windows before simulated
-    by the engine), zlib-compressed, kept per process (the 512 most recent): opening an
-    episode on that day again restores it instead of simulating the idle days. A store with
-    no listing has no order, so its idle days are the same on every market of the scenario
-    (the state is keyed without the market; tests/rl/test_classic.py checks the store it opens
-    against the `rl.episode` store of another seed)."""
+    by the engine), kept per process (the 512 most recent): opening an episode on that day
+    again restores it instead of simulating the idle days. A store with no listing has no
+    order, so its idle days are the same on every market of the scenario (the state is keyed
+    without the market; tests/rl/test_classic.py checks the store it opens against the
+    `rl.episode` store of another seed)."""
     key = (scenario, days, start_day)
-    blob = _OPENED.pop(key, None)
-    if blob is None:
+    found = _OPENED.pop(key, None)
+    if found is None:
         opened = _scenario(scenario, days, start_day)
         engine = Engine(opened, market, seed)
         for _ in range(start_day * 24 // engine.window_hours):
             engine.advance()
         if engine.state.orders or engine.state.ledger.entries:
             raise AssertionError("an idle store had orders")
-        blob = zlib.compress(engine.snapshot(), 1)
-    _OPENED[key] = blob
+        found = _Opened.of(engine.state)
+    _OPENED[key] = found
     if len(_OPENED) > 512:
         _OPENED.popitem(last=False)
-    return blob
+    return found
+
+
+class _MarketParts:
+    """A market and what its episodes share: its `YearBook` and demand terms (given to their
+    engines), the top candidates of each day, and each product's supplier facts over the year
+    as arrays (the hours at which each state begins, and its procurement price, ship hours and
+    availability): a product's year is walked once per process with the engine's own look-up,
+    and a slot's facts at any hour are a search."""
+
+    def __init__(self, market: Market) -> None:
+        self.market, self.book = market, YearBook(market)
+        self._demand: dict[tuple[DemandConfig, int], WindowDemand] = {}
+        self._known: dict[int, tuple[np.ndarray, ...]] = {}
+        self._top: dict[tuple[int, int], np.ndarray] = {}
+        self._joined: tuple[np.ndarray, ...] | None = None
+
+    def top(self, day: int, slots: int) -> np.ndarray:
+        """The `slots` products with the most public 30-day sales on `day` among those on
+        sale (int64, best first; kept per day)."""
+        found = self._top.get((day, slots))
+        if found is None:
+            market = self.market
+            sales = market.sales_30d(day).astype(np.float64)
+            sales[market.launch_day > day] = -1.0
+            found = np.argsort(-sales, kind="stable")[:slots].astype(np.int64)
+            self._top[day, slots] = found
+        return found
+
+    def demand(self, scenario: Scenario) -> WindowDemand:
+        """The market's demand terms under `scenario`'s rules, their exposure table over the
+        whole year (the same for every episode: the engines' arrivals are computed together)."""
+        key = (scenario.demand, scenario.clock.hours_per_window)
+        found = self._demand.get(key)
+        if found is None:
+            found = self._demand[key] = WindowDemand(
+                self.market, scenario.demand, key[1], self.book.hours
+            )
+        return found
+
+    def facts(self, products: np.ndarray, hours: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The procurement price, ship hours and availability of `products` at `hours`, as
+        [hour, product] arrays: one search in the timelines of every product asked for so far,
+        end to end and keyed product · 2^32 + hour (put together again when one is new)."""
+        new = [product for product in products.tolist() if product not in self._known]
+        for product in new:
+            spans = self.book.year(product)
+            self._known[product] = (
+                np.array([max(0, since) for since, _, _ in spans], dtype=np.int64),
+                np.array([state.price_fen for _, _, state in spans], dtype=np.int64),
+                np.array([state.ship_hours for _, _, state in spans], dtype=np.int64),
+                np.array([state.available for _, _, state in spans], dtype=np.bool_),
+            )
+        if new or self._joined is None:
+            known = sorted(self._known)
+            begins, price, ship, on_sale = (
+                np.concatenate(column)
+                for column in zip(*(self._known[p] for p in known), strict=True)
+            )
+            sizes = [len(self._known[p][0]) for p in known]
+            keys = begins + np.repeat(np.array(known, dtype=np.int64) << 32, sizes)
+            self._joined = (keys, price, ship, on_sale)
+        keys, price, ship, on_sale = self._joined
+        at = np.searchsorted(keys, hours[:, None] + (products << 32), side="right") - 1
+        return price[at], ship[at], on_sale[at]
+
+
+_MARKETS: OrderedDict[tuple[str, int], _MarketParts] = OrderedDict()
+
+
+def _market(name: str, scenario: Scenario, seed: int) -> _MarketParts:
+    """The market of an episode and what its episodes share, held per process (the 64 most
+    recently used: the catalog's cache keeps a market while one holds it, and checks its
+    files at every other call)."""
+    key = (name, seed)
+    found = _MARKETS.pop(key, None) or _MarketParts(get_market(scenario, seed))
+    _MARKETS[key] = found
+    if len(_MARKETS) > 64:
+        _MARKETS.popitem(last=False)
+    return found
 
 
 @dataclass(frozen=True, eq=False)
 class _Candidates:
-    """An episode's slots: the products and their facts fixed at reset."""
+    """An episode's slots: the products, their facts fixed at reset, and the supplier facts
+    and public sales at every hour the store decides or is observed, as tables.
+
+    A decision row is a window's first hour (rows 0 … W − 1) or the episode's last hour (row
+    W, the observation after the end): the hours at which the store acts or is observed."""
 
     products: list[int]
     index: np.ndarray  # int64 product numbers
-    cost0: np.ndarray  # float64 procurement price at reset (fen, ≥ 1)
-    rating: np.ndarray  # product rating / 5
-    shop: np.ndarray  # shop rating / 5
     capacity: np.ndarray  # int64 supplier stock capacity
     refill: np.ndarray  # int64 units refilled an hour
+    cost: np.ndarray  # int64 [row, slot]: procurement price (fen, ≥ 1)
+    available: np.ndarray  # bool [row, slot]
+    # float32 [row, slot, 8]: the slot features 2 … 9 that depend on the hour only (procurement
+    # price and its change, product and shop rating, ship hours, available, public 30-day
+    # sales; feature 8, the store's own orders, is written over). float32 as the observation
+    # is: each feature is rounded to it once, as when computed at each step.
+    static: np.ndarray
 
     @classmethod
-    def of(cls, engine: Engine, slots: int) -> _Candidates:
+    def of(cls, engine: Engine, parts: _MarketParts, slots: int, start_day: int) -> _Candidates:
         """The `slots` products with the most public 30-day sales among those on sale."""
-        market, day = engine.market, engine.t // 24
-        sales = market.sales_30d(day).astype(np.float64)
-        sales[market.launch_day > day] = -1.0
-        top = np.argsort(-sales, kind="stable")[:slots]
-        book, t = engine.suppliers, engine.t
-        products = [int(p) for p in top]
-        cost0 = np.array([max(1, book.state(p, t).price_fen) for p in products], float)
+        market = parts.market
+        top = parts.top(start_day, slots)
+        products = top.tolist()
+        first, end, step = start_day * 24, engine.horizon, engine.window_hours
+        hours = np.array([*range(first, end, step), end - 1], dtype=np.int64)
+        price, ship_hours, available = parts.facts(top, hours)
+        cost, ship = np.maximum(price, 1), ship_hours.astype(np.float64)
+        static = np.zeros((len(hours), slots, 8), dtype=np.float32)
+        static[..., 0] = np.log1p(cost / 100) / 5.0
+        static[..., 1] = cost / cost[0].astype(np.float64)
+        static[..., 2] = market.historical_avg_rating[top] / 5.0
+        static[..., 3] = market.shop_rating[market.supplier[top]] / 5.0
+        static[..., 4] = ship / 96.0
+        static[..., 5] = available
+        cum, days = market.market_sales_cum, market.history_days + hours // 24
+        public = cum[days[:, None], top] - cum[np.maximum(0, days - 30)[:, None], top]
+        static[..., 7] = np.log1p(np.maximum(public, 0)) / 8.0
         return cls(
             products,
             np.asarray(top, dtype=np.int64),
-            cost0,
-            market.historical_avg_rating[top] / 5.0,
-            market.shop_rating[market.supplier[top]] / 5.0,
             market.stock_capacity[top].astype(np.int64),
             market.stock_refill[top].astype(np.int64),
+            cost,
+            available,
+            static,
         )
 
 
 _CANDIDATES: OrderedDict[tuple[str, int, int, int, int], _Candidates] = OrderedDict()
 
 
-def _candidates(key: tuple[str, int, int, int, int], engine: Engine) -> _Candidates:
+def _candidates(
+    key: tuple[str, int, int, int, int], engine: Engine, parts: _MarketParts
+) -> _Candidates:
     """`_Candidates.of` an opened episode, kept per process (the 512 most recent)."""
-    found = _CANDIDATES.pop(key, None) or _Candidates.of(engine, key[-1])
+    found = _CANDIDATES.pop(key, None) or _Candidates.of(engine, parts, key[-1], key[2])
     _CANDIDATES[key] = found
     if len(_CANDIDATES) > 512:
         _CANDIDATES.popitem(last=False)
     return found
+
+
+class _Columns:
+    """The per-slot state of N stores as (N, slots) arrays: store i's episode writes row i, and
+    the actions and observations of all N are computed over the whole arrays at once (a single
+    `StoreEnv` is the case N = 1)."""
+
+    def __init__(self, n: int, slots: int, rows: int, window_hours: int) -> None:
+        def ints() -> np.ndarray:
+            return np.zeros((n, slots), dtype=np.int64)
+
+        self.n, self.window_hours = n, window_hours
+        self.first = np.zeros(n, dtype=np.int64)  # the episode's first hour
+        self.end = np.ones(n, dtype=np.int64)  # its horizon
+
+        self.listed = ints()  # the listing's price (0: not listed), as the engine has it
+        self.new = ints()  # the listing's orders in the last window
+        self.last, self.total = ints(), ints()  # change in net assets: last window, episode
+        self.level, self.since = ints(), ints()  # supplier stock after the last purchase
+        self.bought = np.zeros((n, slots), dtype=np.bool_)  # bought from in this episode
+        self.capacity, self.refill = ints(), ints()
+        self.cost = np.ones((n, rows, slots), dtype=np.int64)
+        self.available = np.zeros((n, rows, slots), dtype=np.bool_)
+        self.static = np.zeros((n, rows, slots, 8), dtype=np.float32)
+
+    def open(self, i: int, found: _Candidates, first: int, end: int) -> None:
+        """Row i starts an episode on `found`, from hour `first` to `end`."""
+        self.first[i], self.end[i] = first, end
+        for column in (self.listed, self.new, self.last, self.total, self.since):
+            column[i] = 0
+        self.bought[i] = False
+        self.capacity[i], self.refill[i] = found.capacity, found.refill
+        self.cost[i], self.available[i], self.static[i] = found.cost, found.available, found.static
 
 
 class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
@@ -175,6 +346,7 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         self.days = EpisodeConfig(scenario, length=length).days
         self.split, self.pool, self.fixed_start = split, pool, start_day
         self.reward_scale = reward_scale
+        clock = _scenario(scenario, 1, 0).clock
         year = _scenario(scenario, 1, 0).market.days
         if not 1 <= self.days <= year or pool < 1 or slots < 1:
             raise ValueError(f"length is 1 to {year} days, pool ≥ 1 and slots ≥ 1")
@@ -183,9 +355,13 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         size = GLOBAL + SLOT * slots
         self.observation_space = spaces.Box(-10.0, 10.0, shape=(size,), dtype=np.float32)
         self.engine: Engine | None = None
-        self._markets: dict[int, Market] = {}
         self._factors = np.array((0.0, *self.markups))  # level → markup (0: not listed)
         self.index = self.start_day = 0
+        self.rows = self.days * 24 // clock.hours_per_window + 1  # decision rows of an episode
+        self._window_hours = clock.hours_per_window
+        # The store's per-slot state: row 0 of its own columns, or row i of a vector's.
+        self._columns = _Columns(1, slots, self.rows, clock.hours_per_window)
+        self._row = 0
 
     # --- episodes --------------------------------------------------------------------------------
     def reset(
@@ -203,131 +379,90 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
             raise ValueError(f"start_day is 0 to {self.last_start} for {self.days}-day episodes")
         self.start_day, run_seed = start, episode_seed(split, self.index)
         scenario = _scenario(self.scenario_name, self.days, start)
-        market = self._markets.pop(run_seed, None) or get_market(scenario, run_seed)
-        self._markets[run_seed] = market  # held (the cache keeps a market while one holds it)
-        while len(self._markets) > self.pool + 32:
-            del self._markets[next(iter(self._markets))]  # the least recently used
-        engine = Engine(scenario, market, run_seed)
-        opened = _opened(self.scenario_name, self.days, start, market, run_seed)
-        engine.restore(zlib.decompress(opened))
+        shared = _market(self.scenario_name, scenario, run_seed)
+        market = shared.market
+        engine = Engine(
+            scenario, market, run_seed, suppliers=shared.book, demand=shared.demand(scenario)
+        )
+        engine.state = _opened(self.scenario_name, self.days, start, market, run_seed).state()
         self.engine = engine
         key = (self.scenario_name, self.days, start, run_seed, self.slots)
-        self._open(_candidates(key, engine))
-        return self._observe(), self._info(0)
+        self._open(_candidates(key, engine, shared))
+        return _observe([self])[0], self._info(0)
 
     def _open(self, found: _Candidates) -> None:
-        engine, slots = self._engine, self.slots
+        engine = self._engine
         self.candidates, self.products = found, found.products
         self._slot_of = {product: slot for slot, product in enumerate(found.products)}
-        self._since = np.full(slots, _NEVER, dtype=np.int64)  # supplier facts to look up
-        self._until = np.full(slots, -_NEVER, dtype=np.int64)
-        self._cost = np.ones(slots, dtype=np.int64)
-        self._ship = np.zeros(slots, dtype=np.float64)
-        self._available = np.zeros(slots, dtype=np.float64)
-        self._orders_seen = np.zeros(slots, dtype=np.int64)
-        self._slot_last = np.zeros(slots, dtype=np.int64)
-        self._slot_total = np.zeros(slots, dtype=np.int64)
-        self._sales_day = -1
-        # The per-slot features, kept between steps: each column is written when it changes.
-        self._per = np.zeros((slots, SLOT), dtype=np.float64)
-        self._per[:, 4], self._per[:, 5] = found.rating, found.shop
-        self._per[:, 10] = 1.0  # in stock until bought from
+        self._columns.open(self._row, found, self.start_day * 24, engine.horizon)
         accounts = engine.state.ledger.accounts
         self.initial_fen = self._net_fen = accounts.net_assets
         self._entries_seen = len(engine.state.ledger.entries)
+        self._orders_seen = len(engine.state.orders)
 
     # --- steps -----------------------------------------------------------------------------------
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        self._prepare(action)
-        self._engine.advance()
-        return self._conclude()
-
-    def _prepare(self, action: Any) -> None:
-        """Check the action and bring the listings to it (the window is still open)."""
-        if self._engine.done:
-            raise RuntimeError("the episode is over: call reset()")
-        levels = np.asarray(action, dtype=np.int64).reshape(-1)
-        if levels.shape != (self.slots,):
+        levels = np.asarray(action, dtype=np.int64)
+        if levels.size != self.slots:
             raise ValueError(f"an action is {self.slots} levels, not shape {levels.shape}")
-        self._apply(np.clip(levels, 0, len(self.markups)))
+        _prepare([self], levels.reshape(1, self.slots))
+        self._engine.advance()
+        (reward_fen,) = _conclude([self])
+        obs = _observe([self])[0]
+        done = self._engine.done
+        return obs, reward_fen / 100 * self.reward_scale, done, False, self._info(reward_fen)
 
-    def _conclude(self) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        """After the window: drain a finished episode, the reward, the next observation."""
-        engine = self._engine
+    def _set(self, slot: int, price: int, listed: bool) -> bool:
+        """Bring one slot's listing (`listed` or not) to `price` (0: not listed) with the
+        engine's own actions; False if the engine refused (the slot stays as it is)."""
+        engine, product = self._engine, self.products[slot]
+        try:
+            if price == 0:
+                engine.delist_products([product])
+            elif listed:
+                engine.set_price(product, price)
+            else:
+                engine.list_products([(product, price)])
+        except ActionRejected:
+            return False  # unavailable product, closed store
+        return True
+
+    def _conclude(self) -> tuple[int, list[int], list[int]]:
+        """After the window: drain a finished episode; the reward in fen, the window's change
+        in net assets per slot (from the ledger's new entries: each an order's, each order a
+        slot's product) and its orders per slot; the stock of the slots bought from into the
+        columns (`_conclude` of the module writes the rest, for all stores at once)."""
+        engine, i, columns = self._engine, self._row, self._columns
         if engine.done:
             engine.finish()
-        now = engine.state.ledger.accounts.net_assets
+        state, slot_of, slots = engine.state, self._slot_of, self.slots
+        now = state.ledger.accounts.net_assets
         reward_fen, self._net_fen = now - self._net_fen, now
-        self._split_reward()
-        info = self._info(reward_fen)
-        return self._observe(), reward_fen / 100 * self.reward_scale, engine.done, False, info
-
-    def _apply(self, levels: np.ndarray) -> None:
-        """Bring the listings to the target levels with the engine's own actions: only the
-        slots whose target differs from what is listed."""
-        engine = self._engine
-        self._look_up_suppliers(engine.t)
-        targets = np.maximum(1, np.rint(self._cost * self._factors[levels])).astype(np.int64)
-        targets[levels == 0] = 0
-        listings = engine.state.listings
-        for slot in np.flatnonzero(targets != self._listed(listings)[0]).tolist():
-            product, price = self.products[slot], int(targets[slot])
-            try:
-                if price == 0:
-                    engine.delist_products([product])
-                elif product in listings:
-                    engine.set_price(product, price)
-                elif self._available[slot]:  # else the engine refuses it (unavailable)
-                    engine.list_products([(product, price)])
-            except ActionRejected:
-                continue  # unavailable product, closed store: the slot stays as it is
-
-    def _listed(self, listings: dict[int, Any]) -> tuple[np.ndarray, np.ndarray]:
-        """Per slot: the listing's price (0: not listed) and its orders so far."""
-        prices, orders = [0] * self.slots, [0] * self.slots
-        slot_of = self._slot_of
-        for product, item in listings.items():
-            slot = slot_of[product]
-            prices[slot], orders[slot] = item.price, item.orders
-        return np.array(prices, dtype=np.int64), np.array(orders, dtype=np.int64)
-
-    def _look_up_suppliers(self, hour: int) -> None:
-        """The slots' supplier facts at `hour`, looked up again only where they may change."""
-        stale = np.flatnonzero((hour < self._since) | (hour >= self._until))
-        if not stale.size:
-            return
-        book = self._engine.suppliers
-        for slot in stale.tolist():
-            since, until, state = book.state_span(self.products[slot], hour)
-            self._since[slot], self._until[slot] = since, until
-            self._cost[slot] = max(1, state.price_fen)
-            self._ship[slot], self._available[slot] = state.ship_hours, state.available
-        per, cost = self._per, self._cost[stale].astype(np.float64)
-        per[stale, 2] = np.log1p(cost / 100) / 5.0
-        per[stale, 3] = cost / self.candidates.cost0[stale]
-        per[stale, 6] = self._ship[stale] / 96.0
-        per[stale, 7] = self._available[stale]
-
-    def _split_reward(self) -> None:
-        """The window's change in net assets per slot, from the ledger's new entries (each an
-        order's, each order a slot's product)."""
-        state, slots = self._engine.state, self.slots
-        entries, orders, slot_of = state.ledger.entries, state.orders, self._slot_of
+        entries, orders = state.ledger.entries, state.orders
         last = [0] * slots
         for entry in entries[self._entries_seen :]:
             last[slot_of[orders[entry.order_id - 1].product]] += entry.d_net
         self._entries_seen = len(entries)
-        self._slot_last = np.array(last, dtype=np.int64)
-        self._slot_total += self._slot_last
+        new = [0] * slots
+        if len(orders) > self._orders_seen:
+            stock = state.stock
+            for order in orders[self._orders_seen :]:
+                slot = slot_of[order.product]
+                new[slot] += 1
+                known = stock.get(order.product)
+                if known is not None:
+                    columns.level[i, slot], columns.since[i, slot] = known
+                    columns.bought[i, slot] = True
+            self._orders_seen = len(orders)
+        if state.closed:  # the listings came down with the store
+            columns.listed[i] = 0
+        return reward_fen, last, new
 
-    # --- what the policy sees --------------------------------------------------------------------
-    def _observe(self) -> np.ndarray:
-        engine, found = self._engine, self.candidates
-        state, market = engine.state, engine.market
+    def _store_features(self) -> tuple[float, ...]:
+        engine = self._engine
+        state, t, end = engine.state, engine.t, engine.horizon
         accounts, initial = state.ledger.accounts, float(self.initial_fen)
-        t, end = engine.t, engine.horizon
-        hour = min(t, end - 1)
-        store = [
+        return (
             (end - t) / max(1, end - self.start_day * 24),
             accounts.balance / initial,
             accounts.deposit / initial,
@@ -336,34 +471,13 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
             state.rating.published / 5.0,
             len(state.listings) / self.slots,
             float(state.closed),
-        ]
-        per = self._per
-        if hour // 24 != self._sales_day:  # public 30-day sales change once a day
-            self._sales_day = day = hour // 24
-            cum, h = market.market_sales_cum, market.history_days + day
-            sales = cum[h, found.index] - cum[max(0, h - 30), found.index]
-            per[:, 9] = np.log1p(np.maximum(sales, 0)) / 8.0
-        self._look_up_suppliers(hour)
-        prices, orders = self._listed(state.listings)
-        new, self._orders_seen = orders - self._orders_seen, orders
-        slot_of, capacity, refill = self._slot_of, found.capacity, found.refill
-        for product, (level, since) in state.stock.items():  # products bought from
-            slot = slot_of[product]
-            units = min(int(capacity[slot]), level + int(refill[slot]) * (hour - since))
-            per[slot, 10] = 1.0 if units >= LOW_STOCK_UNITS else 0.5 if units > 0 else 0.0
-        per[:, 0] = prices > 0
-        per[:, 1] = prices / self._cost / 3.0
-        per[:, 8] = np.log1p(np.maximum(new, 0)) / 3.0
-        per[:, 11] = self._slot_total / 5000.0  # RMB 50 earned so far → 1
-        per[:, 12] = self._slot_last / 1000.0  # RMB 10 in the last window → 1
-        obs = np.concatenate([np.array(store), per.ravel()]).astype(np.float32)
-        return np.clip(obs, -10.0, 10.0, out=obs)
+        )
 
     def _info(self, reward_fen: int) -> dict[str, Any]:
         engine = self._engine
         return {
             "reward_fen": reward_fen,
-            "slot_rewards_fen": self._slot_last,
+            "slot_rewards_fen": self._columns.last[self._row].copy(),
             "net_assets_change_fen": engine.state.ledger.accounts.net_assets - self.initial_fen,
             "window": (engine.t - self.start_day * 24) // engine.window_hours,
             "index": self.index,
@@ -377,12 +491,124 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         return self.engine
 
 
+def _where(envs: list[StoreEnv]) -> tuple[slice | np.ndarray, np.ndarray]:
+    """The rows of `envs` in their columns (all of them in order: a slice) and the hour each
+    store's engine is at."""
+    columns = envs[0]._columns
+    everyone = len(envs) == columns.n  # a step: every store of the columns, in row order
+    which = slice(None) if everyone else np.array([env._row for env in envs])
+    return which, np.array([env._engine.state.t for env in envs], dtype=np.int64)
+
+
+def _decision_rows(columns: _Columns, which: slice | np.ndarray, hours: np.ndarray) -> np.ndarray:
+    """The rows of the tables for the engines' hours (the last: the episode is over)."""
+    rows = (hours - columns.first[which]) // columns.window_hours
+    return np.minimum(rows, columns.cost.shape[1] - 1)
+
+
+def _prepare(envs: list[StoreEnv], levels: np.ndarray) -> None:
+    """Bring every store's listings to its action's levels, (N, slots), with the engine's own
+    actions: only the slots whose target price differs from what is listed."""
+    first = envs[0]
+    which, hours = _where(envs)
+    if any(env._engine.done for env in envs):
+        raise RuntimeError("the episode is over: call reset()")
+    columns = first._columns
+    at = (np.arange(columns.n)[which], _decision_rows(columns, which, hours))
+    levels = np.minimum(np.maximum(levels, 0), len(first.markups))  # (np.clip costs more)
+    targets = np.maximum(1, np.rint(columns.cost[at] * first._factors[levels])).astype(np.int64)
+    targets[levels == 0] = 0
+    listed = columns.listed[which]
+    # A product the supplier delisted cannot be listed (the engine would refuse it): skipped.
+    change = (targets != listed) & ((listed > 0) | (targets == 0) | columns.available[at])
+    stores, slots = np.nonzero(change)
+    done = [
+        envs[i]._set(s, price, was)
+        for i, s, price, was in zip(
+            stores.tolist(),
+            slots.tolist(),
+            targets[stores, slots].tolist(),
+            (listed[stores, slots] > 0).tolist(),
+            strict=True,
+        )
+    ]
+    applied = np.array(done, dtype=np.bool_)
+    rows = at[0][stores[applied]]
+    columns.listed[rows, slots[applied]] = targets[stores[applied], slots[applied]]
+
+
+def _conclude(envs: list[StoreEnv]) -> list[int]:
+    """`StoreEnv._conclude` of each store, their slots' changes and orders written into the
+    columns at once (the orders of the listings still up); the rewards in fen."""
+    rewards, lasts, news = zip(*(env._conclude() for env in envs), strict=True)
+    columns, which = envs[0]._columns, [env._row for env in envs]
+    last, new = np.array(lasts, dtype=np.int64), np.array(news, dtype=np.int64)
+    columns.last[which] = last
+    columns.total[which] += last
+    new[columns.listed[which] == 0] = 0
+    columns.new[which] = new
+    return list(rewards)
+
+
+def _infos(envs: list[StoreEnv], rewards_fen: list[int]) -> dict[str, Any]:
+    """`StoreEnv._info` of each store as Gymnasium's vector infos (arrays, with every `_key`
+    mask true), built at once."""
+    engines = [env._engine for env in envs]
+    initial = np.array([env.initial_fen for env in envs], dtype=np.int64)
+    start = np.array([env.start_day for env in envs], dtype=np.int64)
+    hours = np.array([engine.t for engine in engines], dtype=np.int64)
+    net = [engine.state.ledger.accounts.net_assets for engine in engines]
+    infos = {
+        "reward_fen": np.array(rewards_fen, dtype=np.int64),
+        "slot_rewards_fen": envs[0]._columns.last[[env._row for env in envs]],
+        "net_assets_change_fen": np.array(net, dtype=np.int64) - initial,
+        "window": (hours - start * 24) // np.array([e.window_hours for e in engines]),
+        "index": np.array([env.index for env in envs], dtype=np.int64),
+        "start_day": start,
+    }
+    every = np.ones(len(envs), dtype=np.bool_)
+    return {**infos, **{f"_{key}": every for key in infos}}
+
+
+def _observe(envs: list[StoreEnv]) -> np.ndarray:
+    """The observations of `envs` (stores of the same columns, in row order), (N, size)."""
+    first = envs[0]
+    columns, slots = first._columns, first.slots
+    which, t = _where(envs)
+    hours = np.minimum(t, columns.end[which] - 1)
+    at = (np.arange(columns.n)[which], _decision_rows(columns, which, t))
+    store = np.array([env._store_features() for env in envs], dtype=np.float64)
+    per = np.empty((len(envs), slots, SLOT), dtype=np.float64)
+    listed = columns.listed[which]
+    per[..., 0] = listed > 0
+    per[..., 1] = listed / columns.cost[at] / 3.0
+    per[..., 2:10] = columns.static[at]
+    per[..., 8] = np.log1p(columns.new[which]) / 3.0
+    bought = columns.bought[which]
+    if bought.any():
+        since = hours[:, None] - columns.since[which]
+        units = np.minimum(
+            columns.capacity[which], columns.level[which] + columns.refill[which] * since
+        )
+        band = np.where(units >= LOW_STOCK_UNITS, 1.0, np.where(units > 0, 0.5, 0.0))
+        per[..., 10] = np.where(bought, band, 1.0)
+    else:
+        per[..., 10] = 1.0  # in stock until bought from
+    per[..., 11] = columns.total[which] / 5000.0  # RMB 50 earned so far → 1
+    per[..., 12] = columns.last[which] / 1000.0  # RMB 10 in the last window → 1
+    obs = np.concatenate([store, per.reshape(len(envs), -1)], axis=1).astype(np.float32)
+    np.maximum(obs, -10.0, out=obs)  # clipped to the box (np.clip costs more per call)
+    return np.minimum(obs, 10.0, out=obs)
+
+
 class StoreVectorEnv(gym.vector.VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
     """`num_envs` stores (`StoreEnv`, the same arguments) stepped together on the one engine:
     each step brings every store to its action, then `advance_stores` runs their windows, the
     arrivals of all computed at once. A store whose episode ends is reset in the same step
     (Gymnasium's `SAME_STEP` autoreset: its last observation and info are `final_obs` and
-    `final_info` in the infos). `reset(seed=s)` seeds store i with s + i."""
+    `final_info` in the infos). `reset(seed=s)` seeds store i with s + i. The stores share one
+    set of columns (store i is row i), so their actions and observations are array operations
+    over all of them."""
 
     metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP}
 
@@ -390,9 +616,13 @@ class StoreVectorEnv(gym.vector.VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         if num_envs < 1:
             raise ValueError("num_envs ≥ 1")
         self.envs = [StoreEnv(**kwargs) for _ in range(num_envs)]
+        first = self.envs[0]
+        columns = _Columns(num_envs, first.slots, first.rows, first._window_hours)
+        for i, env in enumerate(self.envs):
+            env._columns, env._row = columns, i
         self.num_envs = num_envs
-        self.single_observation_space = self.envs[0].observation_space
-        self.single_action_space = self.envs[0].action_space
+        self.single_observation_space = first.observation_space
+        self.single_action_space = first.action_space
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
 
@@ -415,39 +645,28 @@ class StoreVectorEnv(gym.vector.VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
     def step(
         self, actions: Any
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        envs = self.envs
         actions = np.asarray(actions, dtype=np.int64).reshape(self.num_envs, -1)
-        for env, action in zip(self.envs, actions, strict=True):
-            env._prepare(action)
-        advance_stores([env._engine for env in self.envs])
-        observations, steps = [], []
-        rewards = np.zeros(self.num_envs, dtype=np.float64)
-        done = np.zeros(self.num_envs, dtype=np.bool_)
+        if actions.shape[1] != envs[0].slots:
+            raise ValueError(f"an action is {envs[0].slots} levels, not {actions.shape[1]}")
+        _prepare(envs, actions)
+        advance_stores([env._engine for env in envs])
+        rewards_fen = _conclude(envs)
+        observations = _observe(envs)
+        done = np.array([env._engine.done for env in envs], dtype=np.bool_)
+        scale = np.array([env.reward_scale for env in envs])
+        rewards = np.array(rewards_fen, dtype=np.float64) / 100 * scale
         final: dict[str, Any] = {}
-        for i, env in enumerate(self.envs):
-            obs, rewards[i], done[i], _, info = env._conclude()
-            if done[i]:
-                final = self._add_info(final, {"final_obs": obs, "final_info": info}, i)
-                obs, info = env.reset()
-            observations.append(obs)
-            steps.append(info)
-        return (
-            np.stack(observations),
-            rewards,
-            done,
-            np.zeros_like(done),
-            {**_stack(steps), **final},
-        )
-
-
-def _stack(infos: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per-store infos of the same keys as Gymnasium's vector infos (arrays, with every
-    `_key` mask true), built at once."""
-    every = np.ones(len(infos), dtype=np.bool_)
-    stacked: dict[str, Any] = {}
-    for key in infos[0]:
-        stacked[key] = np.array([info[key] for info in infos])
-        stacked[f"_{key}"] = every
-    return stacked
+        for i in np.flatnonzero(done).tolist():
+            last = {
+                "final_obs": observations[i].copy(),
+                "final_info": envs[i]._info(rewards_fen[i]),
+            }
+            final = self._add_info(final, last, i)
+            observations[i] = envs[i].reset()[0]
+            rewards_fen[i] = 0  # the infos are the new episode's
+        infos = _infos(envs, rewards_fen)
+        return observations, rewards, done, np.zeros_like(done), {**infos, **final}
 
 
 gym.register(id=ENV_ID, entry_point="merchantbench.rl.classic:StoreEnv")

@@ -25,6 +25,7 @@ from merchantbench.random_streams import (
     Stream,
     poisson_from_uniform,
     uniform,
+    uniform_of_seeds,
 )
 from merchantbench.scenario import DemandConfig
 
@@ -126,17 +127,37 @@ def _intensity(
     """λ[listing, hour], the formula in its order of operations: `t0` the window's first hour
     (or one per listing, a column), `multiplier` the rating's (or one per listing),
     `exposure_rows` ℓ of each listing's hours."""
+    base, p_ref, elasticity, weights = _market_part(demand, products, t0)
+    return _formula(
+        base, p_ref, elasticity, weights, prices_fen, multiplier, exposure_rows, demand.config
+    )
+
+
+def _market_part(
+    demand: WindowDemand, products: np.ndarray, t0: int | np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The market's terms of the formula for these listings: D at reference price, p_ref and
+    ε (float64), and the hourly weights of each listing's hours."""
     market, terms = demand.market, demand._terms
     days = np.floor_divide(t0, 24) + market.history_days
     base = terms.demand[days if np.ndim(days) == 0 else days[:, 0], products].astype(np.float64)
-    price = price_term(
-        prices_fen,
-        terms.p_ref_fen[products],
-        terms.elasticity[products],
-        demand.config.price_term_cap,
-    )
     hour_of_day = np.remainder(t0, 24) + _hours(demand.hours)
     weights = market.hourly_weights[market.category[products][:, None], hour_of_day]
+    return base, terms.p_ref_fen[products], terms.elasticity[products], weights
+
+
+def _formula(
+    base: np.ndarray,
+    p_ref: np.ndarray,
+    elasticity: np.ndarray,
+    weights: np.ndarray,
+    prices_fen: np.ndarray,
+    multiplier: float | np.ndarray,
+    exposure_rows: np.ndarray,
+    config: DemandConfig,
+) -> np.ndarray:
+    """λ = D · w · r · ℓ · min((p / p_ref)^(−ε), cap), elementwise in this order."""
+    price = price_term(prices_fen, p_ref, elasticity, config.price_term_cap)
     per_listing = base * price * multiplier
     return per_listing[:, None] * weights * exposure_rows
 
@@ -194,28 +215,31 @@ def window_arrivals(windows: Sequence[StoreWindow]) -> list[list[tuple[int, int]
     """`arrival_cells` of each window's `intensity`, for many stores at once: per store, its
     orders as (cell, count > 0) in cell order, cell = position in `products` · hours + hour.
 
-    Stores on the same market, seed and demand rules are computed together, their listings
-    end to end, with one set of array operations: every element goes through the operations
-    of `WindowDemand.intensity` and `arrival_cells` in the same order (elementwise, so the
-    same floats and draws as a store computed alone). A single store's window is the case of
-    one (`Engine.advance`), so there is one definition of the arrivals."""
+    Stores under the same demand rules, window length and exposure table are computed
+    together, their listings end to end (grouped by market, whose terms are read once per
+    market), with one set of array operations: every element goes through the operations of
+    `WindowDemand.intensity` and `arrival_cells` in the same order (elementwise, so the same
+    floats and draws as a store computed alone; the uniforms keyed by each store's seed). A
+    single store's window is the case of one (`Engine.advance`), so there is one definition
+    of the arrivals."""
     found: list[list[tuple[int, int]]] = [[] for _ in windows]
-    groups: dict[tuple[int, int, DemandConfig, int], list[int]] = {}
+    groups: dict[tuple[DemandConfig, int, int], list[int]] = {}
     for i, window in enumerate(windows):
         if window.products:
             demand = window.demand
-            key = (id(demand.market), window.seed, demand.config, demand.hours)
+            key = (demand.config, demand.hours, len(demand._exposure_rows))
             groups.setdefault(key, []).append(i)
     for members in groups.values():
+        members.sort(key=lambda i: (id(windows[i].demand.market), windows[i].seed))
         _group_arrivals([windows[i] for i in members], [found[i] for i in members])
     return found
 
 
 def _group_arrivals(windows: list[StoreWindow], into: list[list[tuple[int, int]]]) -> None:
-    """`window_arrivals` of stores sharing market, seed, demand rules and window length."""
+    """`window_arrivals` of stores sharing demand rules, window length and exposure table
+    (equal tables: the same ages, the same values), in market order."""
     first = windows[0].demand
     hours = first.hours
-    sizes = [len(w.products) for w in windows]
     if len(windows) == 1:
         w = windows[0]
         products = np.array(w.products, dtype=np.int64)
@@ -223,23 +247,28 @@ def _group_arrivals(windows: list[StoreWindow], into: list[list[tuple[int, int]]
         ages = w.t0 - np.array(w.listed_t, dtype=np.int64)
         t0: int | np.ndarray = w.t0
         multiplier: float | np.ndarray = w.multiplier
+        seeds: int | tuple[list[int], np.ndarray] = w.seed
     else:
+        sizes = [len(w.products) for w in windows]
         products = np.array([p for w in windows for p in w.products], dtype=np.int64)
         prices = np.array([p for w in windows for p in w.prices], dtype=np.int64)
         starts = np.array([w.t0 for w in windows], dtype=np.int64).repeat(sizes)
         ages = starts - np.array([t for w in windows for t in w.listed_t], dtype=np.int64)
         t0 = starts[:, None]
         multiplier = np.array([w.multiplier for w in windows]).repeat(sizes)
+        distinct = sorted({w.seed for w in windows})  # (a sealed seed is beyond int64)
+        which = np.array([distinct.index(w.seed) for w in windows]).repeat(sizes)
+        seeds = (distinct, which)
     if ages.min() < 0:  # a negative row would silently read the table's end
         raise ValueError("a listing is from after its window's first hour")
-    if len(windows) == 1:
-        exposure = first._exposure_rows[ages]
+    exposure = first._exposure_rows[ages]
+    runs = _by_market(windows)
+    if len(runs) == 1:
+        terms = _market_part(first, products, t0)
     else:
-        bounds = np.cumsum([0, *sizes]).tolist()
-        spans = zip(windows, bounds, bounds[1:], strict=False)
-        exposure = np.concatenate([w.demand._exposure_rows[ages[a:b]] for w, a, b in spans])
-    lam = _intensity(first, products, prices, t0, multiplier, exposure)
-    cells = _cells(windows[0].seed, products, np.add(t0, _hours(hours)), lam)
+        terms = _markets_part(windows, runs, sizes, products, starts)
+    lam = _formula(*terms, prices, multiplier, exposure, first.config)
+    cells = _cells(seeds, products, np.add(t0, _hours(hours)), lam)
     if len(windows) == 1:
         into[0].extend(cells)
         return
@@ -252,12 +281,98 @@ def _group_arrivals(windows: list[StoreWindow], into: list[list[tuple[int, int]]
         into[k].append((cell - offset * hours, count))
 
 
+def _by_market(windows: list[StoreWindow]) -> list[tuple[int, int]]:
+    """The runs [a, b) of windows on one market (`windows` in market order)."""
+    runs, a = [], 0
+    for b in range(1, len(windows) + 1):
+        if b == len(windows) or windows[b].demand.market is not windows[a].demand.market:
+            runs.append((a, b))
+            a = b
+    return runs
+
+
+def _markets_part(
+    windows: list[StoreWindow],
+    runs: list[tuple[int, int]],
+    sizes: list[int],
+    products: np.ndarray,
+    starts: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`_market_part` of listings on several markets (each market's windows a run): D read
+    market by market, the per-product terms and hourly weights from the markets' terms put
+    end to end (`_Joined`), so the same values in a few operations."""
+    markets = [windows[a].demand for a, _ in runs]
+    joined = _joined(markets)
+    bounds = np.cumsum([0, *sizes]).tolist()
+    base = np.empty(len(products), dtype=np.float64)
+    offsets = np.empty(len(products), dtype=np.int64)
+    for demand, (a, b), offset in zip(markets, runs, joined.offsets, strict=True):
+        lo, hi = bounds[a], bounds[b]
+        days = starts[lo:hi] // 24 + demand.market.history_days
+        base[lo:hi] = demand._terms.demand[days, products[lo:hi]]
+        offsets[lo:hi] = offset
+    at = products + offsets
+    hour_of_day = np.remainder(starts, 24)[:, None] + _hours(windows[0].demand.hours)
+    weights = joined.weights[joined.weight_row[at][:, None], hour_of_day]
+    return base, joined.p_ref_fen[at], joined.elasticity[at], weights
+
+
+@dataclass(frozen=True, eq=False)
+class _Joined:
+    """The per-product demand terms of several markets end to end (market k's product p at
+    `offsets[k]` + p) and their hourly weights stacked (`weight_row`: each product's row)."""
+
+    markets: tuple[Market, ...]
+    offsets: list[int]
+    p_ref_fen: np.ndarray
+    elasticity: np.ndarray
+    weight_row: np.ndarray
+    weights: np.ndarray
+
+
+_JOINED: list[_Joined] = []  # the few most recent, most recent last
+
+
+def _joined(demands: list[WindowDemand]) -> _Joined:
+    markets = tuple(demand.market for demand in demands)
+    for found in _JOINED:
+        if len(found.markets) == len(markets) and all(
+            a is b for a, b in zip(found.markets, markets, strict=True)
+        ):
+            return found
+    sizes = [len(market.category) for market in markets]
+    rows = [len(market.hourly_weights) for market in markets]
+    row_offsets = np.cumsum([0, *rows[:-1]])
+    found = _Joined(
+        markets,
+        np.cumsum([0, *sizes[:-1]]).tolist(),
+        np.concatenate([d._terms.p_ref_fen for d in demands]),
+        np.concatenate([d._terms.elasticity for d in demands]),
+        np.concatenate(
+            [m.category.astype(np.int64) + r for m, r in zip(markets, row_offsets, strict=True)]
+        ),
+        np.concatenate([m.hourly_weights for m in markets]),
+    )
+    _JOINED.append(found)
+    if len(_JOINED) > 4:
+        del _JOINED[0]
+    return found
+
+
 def _cells(
-    seed: int, products: np.ndarray, hours: np.ndarray, lam: np.ndarray
+    seed: int | tuple[list[int], np.ndarray],
+    products: np.ndarray,
+    hours: np.ndarray,
+    lam: np.ndarray,
 ) -> list[tuple[int, int]]:
     """The orders of λ[listing, hour] as (cell, count > 0) in cell order; `hours` the market
-    hour of each cell (broadcast to λ's shape), the uniforms keyed by (seed, product, hour)."""
-    u = uniform(seed, Stream.ARRIVALS, products[:, None], hours)
+    hour of each cell (broadcast to λ's shape), the uniforms keyed by (seed, product, hour)
+    (`seed` the run's, or (seeds, each listing's position in them))."""
+    if isinstance(seed, tuple):
+        seeds, which = seed
+        u = uniform_of_seeds(seeds, which[:, None], Stream.ARRIVALS, products[:, None], hours)
+    else:
+        u = uniform(seed, Stream.ARRIVALS, products[:, None], hours)
     # Below SUM_FROM_ZERO_UP_TO the inverse CDF gives 0 where u ≤ P(X = 0) = e^(−λ). A
     # listing-hour rarely sees an order, so only the cells that may are drawn; the margin
     # keeps every cell within rounding of the boundary among them, where the draw decides.

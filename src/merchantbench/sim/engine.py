@@ -13,6 +13,10 @@ The contract (docs/design.md §1):
   no demand, every open order runs to its terminal state. The score is taken after draining.
 - `snapshot()` / `restore()` reproduce the state exactly; `state_hash()` fingerprints it.
 
+A store alone may be given its market's supplier book and demand terms (`suppliers`, `demand`:
+immutable facts, shared by the stores of one market in the classic RL env; a `demand` of the
+same rules whose exposure table reaches at least `horizon` hours).
+
 A store that is one merchant of a market with several (docs/design.md §11, `sim.marketplace`) is an
 engine built with the market's `SharedParts` (supplier book, demand, supplier stock, what the
 other sellers offer): its actions and tools are a single store's, and the market advances it.
@@ -26,6 +30,8 @@ import heapq
 import pickle
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from merchantbench.catalog.market import Market
 from merchantbench.scenario import Scenario
@@ -56,7 +62,14 @@ class SharedParts:
 
 class Engine(StoreActions, Lifecycle):
     def __init__(
-        self, scenario: Scenario, market: Market, seed: int, *, shared: SharedParts | None = None
+        self,
+        scenario: Scenario,
+        market: Market,
+        seed: int,
+        *,
+        shared: SharedParts | None = None,
+        suppliers: SupplierBook | None = None,
+        demand: WindowDemand | None = None,
     ) -> None:
         self.scenario = scenario
         self.market = market
@@ -67,9 +80,14 @@ class Engine(StoreActions, Lifecycle):
         self.rivals: RivalView | None = None
         self.in_market = shared is not None  # a market's merchant: the market advances it
         if shared is None:
-            self.suppliers = SupplierBook(market)
+            # The market's supplier facts and demand terms: immutable, so stores on the same
+            # market may share them (`suppliers`, `demand`; the classic RL env does).
+            self.suppliers = SupplierBook(market) if suppliers is None else suppliers
             # A listing is at most `horizon` hours old while there is demand (listed at t ≥ 0).
-            self.demand = WindowDemand(market, scenario.demand, self.window_hours, self.horizon)
+            self.demand = demand or WindowDemand(
+                market, scenario.demand, self.window_hours, self.horizon
+            )
+            _check_parts(self, market, scenario)
             stock: dict[int, tuple[int, int]] = {}
         else:
             self.suppliers, self.demand, stock = shared.suppliers, shared.demand, shared.stock
@@ -129,30 +147,50 @@ class Engine(StoreActions, Lifecycle):
 
     def _play_window(self, products: list[int], cells: list[tuple[int, int]]) -> None:
         """Simulate the open window's hours given its arrivals (`window_arrivals`' cells)."""
-        t0 = self.state.t
-        arrivals: dict[int, list[tuple[int, int]]] = {}
+        t0, end = self.state.t, self.state.t + self.window_hours
+        arrivals: dict[int, list[tuple[int, int]]] = {}  # hour → (listing, count)
         for cell, count in cells:
             j, k = divmod(cell, self.window_hours)
-            arrivals.setdefault(k, []).append((j, count))
+            arrivals.setdefault(t0 + k, []).append((j, count))
+        busy = sorted(arrivals, reverse=True)  # the hours with arrivals, the next one last
         pending = self.state.pending
-        unsampled = t0  # the first hour whose sample is not written yet
-        for k in range(self.window_hours):
-            t = t0 + k
-            hour = arrivals.get(k)
-            if hour is None and t % 24 != 23 and not (pending and pending[0][0] <= t):
-                continue  # nothing happens this hour: its sample is the state as it stands
-            self._sample(unsampled, t)  # the quiet hours before this one
-            for j, count in hour or ():
-                if self.state.closed:
-                    break
-                self._arrivals(products[j], t, count)
+        day_end = t0 + 23 - t0 % 24  # the next hour 23
+        # Per sampled quantity, the hours from `unsampled` on have `values`, the state as it
+        # stands: written at once when an hour's work changes it, or at the window's end.
+        values = list(self._sample_values())
+        unsampled = [t0] * len(values)
+        columns = self._sample_columns()
+        t = t0
+        while True:
+            # The next hour in which something happens: arrivals, a transition due, the day's
+            # end; the hours between are quiet (their samples: the state as it stands).
+            t = min(
+                day_end,
+                busy[-1] if busy else day_end,
+                max(t, pending[0][0]) if pending else day_end,
+            )
+            if t >= end:
+                break
+            if busy and busy[-1] == t:
+                busy.pop()
+                for j, count in arrivals[t]:
+                    if self.state.closed:
+                        break
+                    self._arrivals(products[j], t, count)
             self._transitions_due(t)
-            if t % 24 == 23:
+            if t == day_end:
                 self._end_of_day(t)
-            self._sample(t, t + 1)
-            unsampled = t + 1
-        self._sample(unsampled, t0 + self.window_hours)
-        self.state.t = t0 + self.window_hours
+                day_end += 24
+            now = self._sample_values()
+            if now != tuple(values):  # the hours before this one had the state before its work
+                for f, value in enumerate(now):
+                    if value != values[f]:
+                        columns[f][unsampled[f] : t] = values[f]
+                        unsampled[f], values[f] = t, value
+            t += 1
+        for column, since, value in zip(columns, unsampled, values, strict=True):
+            column[since:end] = value
+        self.state.t = end
 
     def finish(self) -> None:
         """Drain: simulate what is left of the horizon without demand, then run every open order
@@ -191,19 +229,31 @@ class Engine(StoreActions, Lifecycle):
             samples.daily_rating[day] = rating.published
             samples.daily_stars[day] = rating.stars
 
+    def _sample_values(self) -> tuple[int, int, int, int, float, int, int]:
+        """What an hourly sample records: the state as it stands."""
+        state = self.state
+        a, rating = state.ledger.accounts, state.rating
+        return (
+            a.balance,
+            a.deposit,
+            a.in_transit,
+            a.receivable,
+            rating.published,
+            rating.stars,
+            len(state.listings),
+        )
+
+    def _sample_columns(self) -> list[np.ndarray]:
+        """The hourly sample arrays, in `_sample_values` order."""
+        s = self.state.samples
+        return [
+            s.balance, s.deposit, s.in_transit, s.receivable, s.rating, s.stars, s.active_listings
+        ]  # fmt: skip
+
     def _sample(self, start: int, end: int) -> None:
-        """The hourly samples of hours start … end − 1: the state as it stands (the hours of a
-        window in which nothing happens are written at once, with the same values)."""
-        if start >= end:
-            return
-        s, a = self.state.samples, self.state.ledger.accounts
-        s.balance[start:end] = a.balance
-        s.deposit[start:end] = a.deposit
-        s.in_transit[start:end] = a.in_transit
-        s.receivable[start:end] = a.receivable
-        s.rating[start:end] = self.state.rating.published
-        s.stars[start:end] = self.state.rating.stars
-        s.active_listings[start:end] = len(self.state.listings)
+        """The hourly samples of hours start … end − 1: the state as it stands."""
+        for column, value in zip(self._sample_columns(), self._sample_values(), strict=True):
+            column[start:end] = value
 
     # --- persistence ---------------------------------------------------------------------------
     def snapshot(self) -> bytes:
@@ -217,6 +267,20 @@ class Engine(StoreActions, Lifecycle):
 
     def state_hash(self) -> str:
         return self.state.digest()
+
+
+def _check_parts(engine: Engine, market: Market, scenario: Scenario) -> None:
+    """Refuse supplier facts or demand terms given for another market, other rules or a shorter
+    horizon than the store's."""
+    demand, rows = engine.demand, len(engine.demand._exposure_rows)
+    if (
+        engine.suppliers.market is not market
+        or demand.market is not market
+        or demand.config != scenario.demand
+        or demand.hours != engine.window_hours
+        or rows < engine.horizon - engine.window_hours + 2  # ages 0 … horizon − hours
+    ):
+        raise ValueError("the supplier book or demand terms are not this store's market's")
 
 
 def advance_stores(engines: Sequence[Engine]) -> None:

@@ -194,6 +194,43 @@ class SupplierBook:
         return sorted(found, key=lambda x: (x[2], x[0]))
 
 
+class YearBook(SupplierBook):
+    """A supplier book that walks each product's year once, span by span (`_compute_state`,
+    the one definition), and answers every later look-up from that walk: the same states,
+    found by a search in the hours they begin. Meant for many stores of one market at
+    different hours (the classic RL env shares one per market), where the one-span memo of
+    `SupplierBook` would be recomputed at every switch between stores; hours outside the
+    year are looked up as `SupplierBook` does."""
+
+    def __init__(self, market: Market) -> None:
+        super().__init__(market)
+        self.hours = market.days * 24
+        self._years: dict[int, tuple[list[int], list[tuple[int, int, SupplierState]]]] = {}
+
+    def year(self, product: int) -> list[tuple[int, int, SupplierState]]:
+        """The product's spans over the year: (since, until, state), in order."""
+        return self._year(product)[1]
+
+    def _year(self, product: int) -> tuple[list[int], list[tuple[int, int, SupplierState]]]:
+        found = self._years.get(product)
+        if found is None:
+            spans, hour = [], 0
+            while hour < self.hours:
+                spans.append(self._compute_state(product, hour))
+                hour = spans[-1][1]
+            found = self._years[product] = ([max(0, span[0]) for span in spans], spans)
+        return found
+
+    def state(self, product: int, hour: int) -> SupplierState:
+        return self.state_span(product, hour)[2]
+
+    def state_span(self, product: int, hour: int) -> tuple[int, int, SupplierState]:
+        if not 0 <= hour < self.hours:
+            return super().state_span(product, hour)
+        begins, spans = self._years.get(product) or self._year(product)
+        return spans[bisect_right(begins, hour) - 1]
+
+
 def stock_levels(market: Market, stock: dict[int, tuple[int, int]], hour: int) -> np.ndarray:
     """Current supplier stock of every product (vectorised `stock_now`)."""
     levels = market.stock_capacity.astype(np.int64)
