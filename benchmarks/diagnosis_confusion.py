@@ -344,7 +344,7 @@ MARGINS = (
 
 def margins(found: dict[str, list[dict[str, Any]]]) -> list[list[Any]]:
     rows = []
-    for agent in HEALTHY:
+    for agent in (a for a in HEALTHY if a in found):
         for detector, key, pick, threshold in MARGINS:
             values = [r[detector]["evidence"].get(key) for r in found.get(agent, [])]
             kept = [v for v in values if v is not None]
@@ -357,7 +357,7 @@ def markdown(found: dict[str, list[dict[str, Any]]], seeds: list[int], scenario:
     from merchantbench.report.markdown import markdown_table
 
     agents = [a for a in (*VALIDATION, *HEALTHY) if a in found]
-    healthy_names = ", ".join(HEALTHY)
+    healthy_names = ", ".join(a for a in HEALTHY if a in found)
     table = markdown_table(
         ["agent \\ detector", *(SHORT[d] for d in DETECTORS)],
         [[a, *(_cell(found[a], d, a) for d in DETECTORS)] for a in agents],
