@@ -272,7 +272,9 @@ def _errors(days: Sequence[int | None], truths: Sequence[int | None]) -> list[in
 def counterfactual_markdown(found: dict[str, list[dict[str, Any]]], scenario: str) -> str:
     from merchantbench.report.markdown import markdown_table
 
-    rows, healthy_runs, healthy_flags, by_base = [], 0, 0, {}
+    rows: list[list[Any]] = []
+    healthy_runs, healthy_flags = 0, 0
+    by_base: dict[tuple[str, str], list[int]] = {}
     for label in [*HEALTHY, *VALIDATION]:
         for policy in policies_of(label):
             runs = [r for r in found.get(label, []) if policy in r]
