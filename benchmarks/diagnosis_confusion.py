@@ -7,6 +7,10 @@ the table as Markdown:
 
     uv run python benchmarks/diagnosis_confusion.py --seeds 10 --jobs 2 --out sweeps/diagnosis
 
+`--labels` narrows the grid to some configurations (the rule-based base's on `paper`, with the
+healthy `rule-based` run their net assets are compared with: `--scenario paper --labels
+rule-based,rb-decay-straight-143,…`); the tables name the scenario of the grid's runs.
+
 With `--counterfactual-seeds N`, each run of seeds 1..N is also analysed by counterfactual
 takeovers (`merchantbench counterfactual`, every 30 days with bisection; a healthy run under
 idle, expert and rule-based, a validation agent under its base's policy and idle; a pool of
@@ -87,25 +91,27 @@ SHORT = {
 }  # fmt: skip
 
 
-def sweep_file(seeds: list[int], scenario: str) -> dict[str, Any]:
+def sweep_file(seeds: list[int], scenario: str, labels: Sequence[str]) -> dict[str, Any]:
     cases = [{"agent": c.agent, "label": label, "settings": c.settings}
-             for label, c in VALIDATION.items()]  # fmt: skip
+             for label, c in VALIDATION.items() if label in labels]  # fmt: skip
     return {
         "name": "diagnosis",
         "scenarios": [{"name": scenario}],
         "seeds": seeds,
-        "agents": [*HEALTHY, *cases],
+        "agents": [*(a for a in HEALTHY if a in labels), *cases],
         "transcript": False,
     }
 
 
-def run_grid(out: Path, seeds: int, scenario: str, jobs: int) -> None:
-    """Run the grid seed by seed (each round a sweep of seeds 1..k), so that a grid cut short has
-    every agent on the same seeds; runs already finished are kept."""
+def run_grid(out: Path, seeds: int, scenario: str, jobs: int, labels: Sequence[str]) -> None:
+    """Run the grid's configurations `labels` seed by seed (each round a sweep of seeds 1..k), so
+    that a grid cut short has every agent on the same seeds; runs already finished are kept."""
     out.mkdir(parents=True, exist_ok=True)
     spec = out.parent / f"{out.name}.sweep.yaml"  # JSON is YAML
     for upto in range(1, seeds + 1):
-        spec.write_text(json.dumps(sweep_file(list(range(1, upto + 1)), scenario), indent=2))
+        spec.write_text(
+            json.dumps(sweep_file(list(range(1, upto + 1)), scenario, labels), indent=2)
+        )
         command = [sys.executable, "-m", "merchantbench.cli", "sweep", str(spec), "--out",
                    str(out), "--jobs", str(jobs), "--no-progress"]  # fmt: skip
         if subprocess.run(command).returncode != 0:
@@ -263,10 +269,12 @@ def _errors(days: Sequence[int | None], truths: Sequence[int | None]) -> list[in
     return [d - t for d, t in zip(days, truths, strict=True) if d is not None and t is not None]
 
 
-def counterfactual_markdown(found: dict[str, list[dict[str, Any]]]) -> str:
+def counterfactual_markdown(found: dict[str, list[dict[str, Any]]], scenario: str) -> str:
     from merchantbench.report.markdown import markdown_table
 
-    rows, healthy_runs, healthy_flags, by_base = [], 0, 0, {}
+    rows: list[list[Any]] = []
+    healthy_runs, healthy_flags = 0, 0
+    by_base: dict[tuple[str, str], list[int]] = {}
     for label in [*HEALTHY, *VALIDATION]:
         for policy in policies_of(label):
             runs = [r for r in found.get(label, []) if policy in r]
@@ -308,7 +316,8 @@ def counterfactual_markdown(found: dict[str, list[dict[str, Any]]]) -> str:
          for (base, policy), (n, near, near_value, found_) in by_base.items()],
     )  # fmt: skip
     return "\n\n".join([
-        "Counterfactual onset of damage (every 30 days, bisected to 7 days; "
+        f"Counterfactual onset of damage, scenario `{scenario}` (every 30 days, bisected to 7 "
+        "days; "
         "docs/counterfactual.md). `net assets differ from day`: the first day the run's net "
         "assets differ from those of its base's run on the same seed (`never`: they never "
         "do).",
@@ -337,7 +346,7 @@ MARGINS = (
 
 def margins(found: dict[str, list[dict[str, Any]]]) -> list[list[Any]]:
     rows = []
-    for agent in HEALTHY:
+    for agent in (a for a in HEALTHY if a in found):
         for detector, key, pick, threshold in MARGINS:
             values = [r[detector]["evidence"].get(key) for r in found.get(agent, [])]
             kept = [v for v in values if v is not None]
@@ -350,7 +359,7 @@ def markdown(found: dict[str, list[dict[str, Any]]], seeds: list[int], scenario:
     from merchantbench.report.markdown import markdown_table
 
     agents = [a for a in (*VALIDATION, *HEALTHY) if a in found]
-    healthy_names = ", ".join(HEALTHY)
+    healthy_names = ", ".join(a for a in HEALTHY if a in found)
     table = markdown_table(
         ["agent \\ detector", *(SHORT[d] for d in DETECTORS)],
         [[a, *(_cell(found[a], d, a) for d in DETECTORS)] for a in agents],
@@ -385,6 +394,11 @@ def main() -> None:
     parser.add_argument("--markdown", type=Path, help="also write the table to this file")
     parser.add_argument("--no-run", action="store_true", help="only read the finished runs")
     parser.add_argument(
+        "--labels",
+        default="",
+        help="comma-separated configurations the grid runs (all: the healthy and validation ones)",
+    )
+    parser.add_argument(
         "--counterfactual-seeds",
         type=int,
         default=0,
@@ -403,16 +417,18 @@ def main() -> None:
     parser.add_argument("--counterfactual-cached", action="store_true",
                         help="table only the counterfactual analyses already cached")  # fmt: skip
     args = parser.parse_args()
+    grid = args.labels.split(",") if args.labels else [*HEALTHY, *VALIDATION]
+    unknown = [label for label in grid if label not in HEALTHY and label not in VALIDATION]
+    if unknown:
+        parser.error(f"unknown configurations: {', '.join(unknown)}")
     if not args.no_run:
-        run_grid(args.out, args.seeds, args.scenario, args.jobs)
-    seeds = sorted({int(r["seed"]) for r in read_index(args.out) if r["status"] == "done"})
-    text = markdown(diagnoses(args.out), seeds, args.scenario)
+        run_grid(args.out, args.seeds, args.scenario, args.jobs, grid)
+    done = [r for r in read_index(args.out) if r["status"] == "done"]
+    seeds = sorted({int(r["seed"]) for r in done})
+    scenario = ", ".join(sorted({str(r["scenario"]) for r in done})) or args.scenario
+    text = markdown(diagnoses(args.out), seeds, scenario)
     if args.counterfactual_seeds:
-        labels = (
-            args.counterfactual_labels.split(",")
-            if args.counterfactual_labels
-            else [*HEALTHY, *VALIDATION]
-        )
+        labels = args.counterfactual_labels.split(",") if args.counterfactual_labels else grid
         found = counterfactuals(
             args.out,
             args.jobs,
@@ -421,7 +437,7 @@ def main() -> None:
             args.counterfactual_policies.split(","),
             not args.counterfactual_cached,
         )
-        text += "\n" + counterfactual_markdown(found)
+        text += "\n" + counterfactual_markdown(found, scenario)
     print(text)
     if args.markdown:
         args.markdown.write_text(text)
