@@ -16,7 +16,9 @@ takeovers (`merchantbench counterfactual`, every 30 days with bisection; a healt
 idle, expert and rule-based, a validation agent under its base's policy and idle; a pool of
 `--jobs` workers; seed by seed, one analysis per policy, so the policy's takeovers of its own
 run are played once per seed; `--counterfactual-labels` and `--counterfactual-policies`
-narrow it, `--counterfactual-cached` tables only what was analysed) and the onsets are tabled
+narrow it, `--counterfactual-cached` tables only what was analysed, `--counterfactual-rederive
+HASH` derives the onsets an earlier code cached again with this code's rule, playing only the
+bisections whose onset moved) and the onsets are tabled
 against the true days and the first day each run's net assets differ from its base's run,
 with the healthy runs' false positives.
 
@@ -203,6 +205,29 @@ def _cache_file(out: Path, run_dir: str, policy: str) -> Path:
             / f"{run_dir.replace('/', '_')}.{policy}.json")  # fmt: skip
 
 
+def rederive(out: Path, rows: Sequence[dict[str, Any]], policy: str, earlier: str) -> None:
+    """Each run's onset under `policy` derived again with this code's rule from the record
+    cached by the code of source hash `earlier` (`onset.from_saved`: no takeover played), when
+    this code has none and the record's bisection forks are the ones this rule asks for (an
+    onset that moved to another period is left to `analyse_seed`, which plays it)."""
+    from merchantbench.counterfactual.onset import complete, from_saved
+    from merchantbench.counterfactual.parent import Parent
+
+    for row in rows:
+        mine = _cache_file(out, row["run_dir"], policy)
+        theirs = mine.parent.parent / earlier / mine.name
+        if mine.is_file() or not theirs.is_file():
+            continue
+        initial = Parent.read(out / row["run_dir"]).manifest.initial_net_assets
+        search = from_saved(json.loads(theirs.read_text()), initial)
+        if complete(search):
+            mine.parent.mkdir(parents=True, exist_ok=True)
+            mine.write_text(json.dumps(search.to_json()))
+        else:
+            print(f"{row['run_dir']} under {policy}: its onset moved; analysed again",
+                  file=sys.stderr)  # fmt: skip
+
+
 def analyse_seed(out: Path, rows: Sequence[dict[str, Any]], policy: str, jobs: int) -> None:
     """The onset under `policy` of every run of `rows` (one seed) without one cached, in one
     analysis (`analyse`, every 30 days, bisection): the policy's takeovers of its own run are
@@ -233,16 +258,20 @@ def counterfactuals(
     seeds: Sequence[int],
     policies: Sequence[str],
     analyse_missing: bool = True,
+    earlier: str | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
     """Each configuration's analysed runs (seeds in order): their onsets by policy (those of
     `policies_of` among `policies`), with `seed` and, for a validation agent, `value_day`
     (value_differs_from). Seed by seed, one analysis per policy (with `analyse_missing`; else
-    only the cached analyses are read)."""
+    only the cached analyses are read); with `earlier` (a source hash), the onsets that code
+    cached are derived again first (`rederive`)."""
     done = [r for r in read_index(out) if r["status"] == "done" and r["label"] in labels
             and r["seed"] in seeds]  # fmt: skip
     for seed in sorted({r["seed"] for r in done}):
         for policy in policies:
             rows = [r for r in done if r["seed"] == seed and policy in policies_of(r["label"])]
+            if rows and earlier:
+                rederive(out, rows, policy, earlier)
             if rows and analyse_missing:
                 analyse_seed(out, rows, policy, jobs)
     found: dict[str, list[dict[str, Any]]] = {}
@@ -416,6 +445,9 @@ def main() -> None:
     )
     parser.add_argument("--counterfactual-cached", action="store_true",
                         help="table only the counterfactual analyses already cached")  # fmt: skip
+    parser.add_argument("--counterfactual-rederive", metavar="SOURCE_HASH", default=None,
+                        help="derive the onsets cached by that code again with this code's rule, "
+                        "no takeover played (OUT/counterfactual-cache/SOURCE_HASH)")  # fmt: skip
     args = parser.parse_args()
     grid = args.labels.split(",") if args.labels else [*HEALTHY, *VALIDATION]
     unknown = [label for label in grid if label not in HEALTHY and label not in VALIDATION]
@@ -436,6 +468,7 @@ def main() -> None:
             range(1, args.counterfactual_seeds + 1),
             args.counterfactual_policies.split(","),
             not args.counterfactual_cached,
+            args.counterfactual_rederive,
         )
         text += "\n" + counterfactual_markdown(found, scenario)
     print(text)

@@ -32,6 +32,18 @@ seed: the day-0 takeover, forked again). Then:
   the one before the candidate) does too: the damage lasts. The first period has no earlier
   run to compare with: a failure from day 0 has no onset here (the detectors of
   metrics/diagnosis.py judge those).
+- **a change, not a month of the run's own scatter**: when the periods before the candidate
+  already have damage (the run is not the policy's own store: an agent worse than P damages
+  it every month, 2,000–9,000 RMB on `small` under the expert, and its months scatter), the
+  candidate must also be a change of the run's rate that its months' order shows: the rise of
+  the mean daily damage from the periods before it to those from it on is matched or beaten
+  by at most `CHANGE_P` of all the ways to pick that many of the run's periods as "before"
+  (an exact permutation test; `change_p`). Under no change every order of the months is as
+  likely, so a healthy run passes it with a chance of at most `CHANGE_P` per candidate. What
+  it does not cover: a store that is not P's own cannot have an onset in its first two
+  periods (one or two "before" months are beaten by chance in 1 of 12 or 66 orders), and a
+  decline that comes in several small steps is judged as one change. A run that is P's own
+  store until the failure (damage exactly 0 before it) is judged by the margin alone.
 - **bisection**: the onset period `[a, b]` is halved with forks at its middle day m (P(m) and
   Q(m)): the onset is in `[a, m]` when the excess by m exceeds the period's noise (a third of
   its margin) times the square root of the share of the period from the bracket's start to m,
@@ -41,7 +53,9 @@ seed: the day-0 takeover, forked again). Then:
 
 from __future__ import annotations
 
+import itertools
 import math
+import random
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -52,6 +66,8 @@ MIN_MARGIN_SHARE = 0.01  # of the initial net assets
 BRACKET_DAYS = 7
 SPREAD_PERIODS = 3  # earlier periods needed to measure the run's own spread before a period
 SPREAD_DAMAGED_PERIODS = 5  # as many, when some of them have damage (4 differences or more)
+CHANGE_P = 0.01  # the permutation test's level for a run with damage before the candidate
+EXACT_SPLITS = 20_000  # permutation splits counted exactly up to this many, else drawn
 
 
 @dataclass(frozen=True)
@@ -170,8 +186,21 @@ class OnsetSearch:
             rate, margin = self.rate_before(k), self.margin_at(k)
             excess = [d - rate * (b - a) for a, b, d in periods[k:]]
             if excess[0] > margin and sum(excess) > margin:
-                return periods[k][0], periods[k][1]
+                p = self.change_p(k)
+                if p is None or p <= CHANGE_P:
+                    return periods[k][0], periods[k][1]
         return None
+
+    def change_p(self, k: int) -> float | None:
+        """The permutation test of a change at period k (module docstring): the share of the
+        ways to pick k of the run's periods as "before" whose rise of the mean daily damage
+        is at least the observed one; None when the periods before k have no damage at all
+        (the run was the policy's own store: no test)."""
+        periods = self.damage()
+        if all(d == 0 for _, _, d in periods[:k]):
+            return None
+        rates = [d / (b - a) for a, b, d in periods if b > a]
+        return rise_p(rates, k)
 
     # --- bisection --------------------------------------------------------------------------
     def next_day(self) -> int | None:
@@ -202,6 +231,13 @@ class OnsetSearch:
         threshold = max(noise, self.floor)
         self.bracket = (lo, fork.day) if excess > threshold else (fork.day, hi)
 
+    def _found_change_p(self) -> float | None:
+        period = self.onset_period()
+        if period is None:
+            return None
+        p = self.change_p(next(k for k, (a, _, _) in enumerate(self.damage()) if a == period[0]))
+        return None if p is None else round(p, 6)
+
     def _gap_at(self, day: int) -> float:
         return next(f.gap for f in [*self.forks, *self.bisection] if f.day == day)
 
@@ -217,6 +253,7 @@ class OnsetSearch:
             "noise": round(self.noise, 2),
             "drift_noise": round(self.drift_noise, 2),
             "margin": self.margin,
+            "change_p": self._found_change_p(),
             "damage": [
                 {
                     "from_day": a,
@@ -234,9 +271,61 @@ class OnsetSearch:
         }
 
 
+def rise_p(rates: Sequence[float], k: int) -> float:
+    """Permutation p-value of the rise `mean(rates[k:]) − mean(rates[:k])`: the share of the
+    k-subsets of `rates`, taken as "before", whose rise is at least as large. Exact up to
+    `EXACT_SPLITS` subsets (a 30-day grid has at most 924); beyond (a finer grid), as many
+    subsets drawn by a generator seeded with (n, k), counting the observed one: the same
+    figure every time."""
+    n, total = len(rates), sum(rates)
+    if not 0 < k < n:
+        return 1.0
+
+    def rise(before: float) -> float:
+        return (total - before) / (n - k) - before / k
+
+    observed = rise(sum(rates[:k])) - 1e-9 * max(1.0, abs(total))
+    if math.comb(n, k) <= EXACT_SPLITS:
+        splits = [rise(sum(c)) >= observed for c in itertools.combinations(rates, k)]
+        return sum(splits) / len(splits)
+    draw = random.Random(n * 1_000_003 + k)
+    hits = sum(rise(sum(draw.sample(list(rates), k))) >= observed for _ in range(EXACT_SPLITS))
+    return (hits + 1) / (EXACT_SPLITS + 1)
+
+
 def _middle(bracket: tuple[int, int]) -> int | None:
     lo, hi = bracket
     return None if hi - lo <= BRACKET_DAYS else (lo + hi) // 2
+
+
+def from_saved(saved: dict[str, Any], initial: float) -> OnsetSearch:
+    """The search again, with this code's rule, from an onset record (`to_json`) of a run whose
+    initial net assets were `initial`: the policy's own-run takeovers and the damage of each
+    period give the fork grid (P(t) = Q(t) − D(t), D summed from the periods' damage, which the
+    record rounds to the fen), and its bisection forks are applied again while they are the
+    ones this rule asks for. A bisection fork the record lacks (the onset moved to another
+    period) cannot be played here: the bracket then stays wider than `BRACKET_DAYS`
+    (`complete` is False)."""
+    damage = saved["damage"]
+    days = [d["from_day"] for d in damage]
+    own = [o["final_net_assets"] for o in saved["own_run"]]
+    gaps = [0.0]
+    for d in damage:
+        gaps.append(round(gaps[-1] + d["damage"], 2))
+    this = [o - g for o, g in zip(own, gaps, strict=False)]
+    search = OnsetSearch(
+        [Fork(d, t, o) for d, t, o in zip(days, this, own, strict=True)],
+        damage[-1]["to_day"], gaps[-1], MIN_MARGIN_SHARE * initial,
+    )  # fmt: skip
+    for fork in saved.get("bisection_forks", []):
+        if search.next_day() == fork["day"]:
+            search.add(Fork(fork["day"], fork["this"], fork["own"]))
+    return search
+
+
+def complete(search: OnsetSearch) -> bool:
+    """Whether the search's bracket is as narrow as the bisection makes it (or no onset)."""
+    return search.next_day() is None
 
 
 def onset_search(
