@@ -105,14 +105,17 @@ def sweep_file(seeds: list[int], scenario: str, labels: Sequence[str]) -> dict[s
     }
 
 
-def run_grid(out: Path, seeds: int, scenario: str, jobs: int, labels: Sequence[str]) -> None:
-    """Run the grid's configurations `labels` seed by seed (each round a sweep of seeds 1..k), so
-    that a grid cut short has every agent on the same seeds; runs already finished are kept."""
+def run_grid(
+    out: Path, seeds: int, scenario: str, jobs: int, labels: Sequence[str], first: int = 1
+) -> None:
+    """Run the grid's configurations `labels` seed by seed (each round a sweep of seeds
+    first..k), so that a grid cut short has every agent on the same seeds; runs already
+    finished are kept."""
     out.mkdir(parents=True, exist_ok=True)
     spec = out.parent / f"{out.name}.sweep.yaml"  # JSON is YAML
-    for upto in range(1, seeds + 1):
+    for upto in range(first, seeds + 1):
         spec.write_text(
-            json.dumps(sweep_file(list(range(1, upto + 1)), scenario, labels), indent=2)
+            json.dumps(sweep_file(list(range(first, upto + 1)), scenario, labels), indent=2)
         )
         command = [sys.executable, "-m", "merchantbench.cli", "sweep", str(spec), "--out",
                    str(out), "--jobs", str(jobs), "--no-progress"]  # fmt: skip
@@ -422,6 +425,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("sweeps/diagnosis"))
     parser.add_argument("--markdown", type=Path, help="also write the table to this file")
     parser.add_argument("--no-run", action="store_true", help="only read the finished runs")
+    parser.add_argument("--first-seed", type=int, default=1,
+                        help="the grid's and the counterfactual's seeds start here (held-out "
+                        "seeds: --first-seed 11 --seeds 20)")  # fmt: skip
     parser.add_argument(
         "--labels",
         default="",
@@ -454,7 +460,7 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown configurations: {', '.join(unknown)}")
     if not args.no_run:
-        run_grid(args.out, args.seeds, args.scenario, args.jobs, grid)
+        run_grid(args.out, args.seeds, args.scenario, args.jobs, grid, args.first_seed)
     done = [r for r in read_index(args.out) if r["status"] == "done"]
     seeds = sorted({int(r["seed"]) for r in done})
     scenario = ", ".join(sorted({str(r["scenario"]) for r in done})) or args.scenario
@@ -465,7 +471,7 @@ def main() -> None:
             args.out,
             args.jobs,
             labels,
-            range(1, args.counterfactual_seeds + 1),
+            range(args.first_seed, args.counterfactual_seeds + 1),
             args.counterfactual_policies.split(","),
             not args.counterfactual_cached,
             args.counterfactual_rederive,
