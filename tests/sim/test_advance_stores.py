@@ -34,18 +34,12 @@ def _act(engine: Engine, rng: np.random.Generator) -> None:
             pass
 
 
-@pytest.mark.parametrize("scenario_name", ["smoke"])
-def test_stores_advanced_together_match_each_alone(scenario_name: str) -> None:
-    # Two markets (seeds 1 and 2), two stores on seed 1 started apart: groups of one and two.
-    seeds = [1, 2, 1, 1]
-    batch, alone = _stores(seeds, scenario_name), _stores(seeds, scenario_name)
-    for engine in (batch[3], alone[3]):  # a store opening later: other hours, other ages
-        for _ in range(5):
-            engine.advance()
-    rngs = [np.random.default_rng(i) for i in range(len(seeds))]
-    twins = [np.random.default_rng(i) for i in range(len(seeds))]
-    orders = 0
-    for _ in range(40):
+def _lockstep(batch: list[Engine], alone: list[Engine], windows: int) -> None:
+    """Up to `windows` windows: the same random actions on each pair, the batch's live stores
+    advanced together and their twins one by one; every pair ends each window in one state."""
+    rngs = [np.random.default_rng(i) for i in range(len(batch))]
+    twins = [np.random.default_rng(i) for i in range(len(batch))]
+    for _ in range(windows):
         live = [i for i, engine in enumerate(batch) if not engine.done]
         if not live:
             break
@@ -56,6 +50,17 @@ def test_stores_advanced_together_match_each_alone(scenario_name: str) -> None:
         for i in live:
             alone[i].advance()
             assert batch[i].state_hash() == alone[i].state_hash(), f"store {i} at {batch[i].t}"
+
+
+@pytest.mark.parametrize("scenario_name", ["smoke"])
+def test_stores_advanced_together_match_each_alone(scenario_name: str) -> None:
+    # Two markets (seeds 1 and 2), two stores on seed 1 started apart: groups of one and two.
+    seeds = [1, 2, 1, 1]
+    batch, alone = _stores(seeds, scenario_name), _stores(seeds, scenario_name)
+    for engine in (batch[3], alone[3]):  # a store opening later: other hours, other ages
+        for _ in range(5):
+            engine.advance()
+    _lockstep(batch, alone, 40)
     orders = sum(len(engine.state.orders) for engine in batch)
     assert orders > 20  # arrivals happened, in more than one store
     assert sum(1 for engine in batch if engine.state.orders) >= 3
@@ -92,17 +97,7 @@ def test_stores_sharing_their_markets_parts_match_stores_alone() -> None:
         book, demand = parts[seed]
         shared.append(Engine(scenario, markets[seed], seed, suppliers=book, demand=demand))
         alone.append(Engine(scenario, markets[seed], seed))
-    rngs = [np.random.default_rng(i) for i in range(len(seeds))]
-    twins = [np.random.default_rng(i) for i in range(len(seeds))]
-    for _ in range(60):
-        live = [i for i, engine in enumerate(shared) if not engine.done]
-        for i in live:
-            _act(shared[i], rngs[i])
-            _act(alone[i], twins[i])
-        advance_stores([shared[i] for i in live])
-        for i in live:
-            alone[i].advance()
-            assert shared[i].state_hash() == alone[i].state_hash(), f"store {i} at {shared[i].t}"
+    _lockstep(shared, alone, 60)
     assert sum(len(engine.state.orders) for engine in shared) > 20
 
 

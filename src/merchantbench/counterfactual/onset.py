@@ -231,6 +231,13 @@ class OnsetSearch:
         threshold = max(noise, self.floor)
         self.bracket = (lo, fork.day) if excess > threshold else (fork.day, hi)
 
+    def add_saved(self, forks: list[dict[str, Any]]) -> None:
+        """Apply saved bisection forks (`to_json`'s `bisection_forks`) again, each while it is
+        the one this rule asks for next."""
+        for fork in forks:
+            if self.next_day() == fork["day"]:
+                self.add(Fork(fork["day"], fork["this"], fork["own"]))
+
     def _found_change_p(self) -> float | None:
         period = self.onset_period()
         if period is None:
@@ -317,9 +324,7 @@ def from_saved(saved: dict[str, Any], initial: float) -> OnsetSearch:
         [Fork(d, t, o) for d, t, o in zip(days, this, own, strict=True)],
         damage[-1]["to_day"], gaps[-1], MIN_MARGIN_SHARE * initial,
     )  # fmt: skip
-    for fork in saved.get("bisection_forks", []):
-        if search.next_day() == fork["day"]:
-            search.add(Fork(fork["day"], fork["this"], fork["own"]))
+    search.add_saved(saved.get("bisection_forks", []))
     return search
 
 

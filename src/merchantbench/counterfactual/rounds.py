@@ -95,6 +95,7 @@ class Rounds:
     played: dict[Content, Takeover] = field(default_factory=dict)
     # every store played or to play, by content_key and session memory (for `as_value`)
     stores: dict[tuple[Any, ...], list[tuple[bytes, Content]]] = field(default_factory=dict)
+    values: dict[Content, bytes | None] = field(default_factory=dict)  # `as_value`, made once
 
     def run(self, tasks: Iterable[tuple[tuple[Any, ...], TakeoverTask]]) -> None:
         """Play the tasks, each distinct takeover once (module docstring), and file every
@@ -122,13 +123,18 @@ class Rounds:
         if content in self.played or content in waiting:
             return content
         same_memory = self.stores.setdefault((content[0], _memory(task.session)), [])
-        mine = as_value(task.session) if same_memory else None
+        mine = self._value(task.session, content) if same_memory else None
         if mine is not None:
             for blob, other in same_memory:
-                if as_value(blob) == mine:
+                if self._value(blob, other) == mine:
                     return other
         same_memory.append((task.session, content))
         return content
+
+    def _value(self, blob: bytes, content: Content) -> bytes | None:
+        if content not in self.values:
+            self.values[content] = as_value(blob)
+        return self.values[content]
 
     def _file(self, key: tuple[Any, ...], task: TakeoverTask, result: Takeover) -> None:
         self.found[key] = (task, result)

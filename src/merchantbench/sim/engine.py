@@ -84,8 +84,10 @@ class Engine(StoreActions, Lifecycle):
             # market may share them (`suppliers`, `demand`; the classic RL env does).
             self.suppliers = SupplierBook(market) if suppliers is None else suppliers
             # A listing is at most `horizon` hours old while there is demand (listed at t ≥ 0).
-            self.demand = demand or WindowDemand(
-                market, scenario.demand, self.window_hours, self.horizon
+            self.demand = (
+                WindowDemand(market, scenario.demand, self.window_hours, self.horizon)
+                if demand is None
+                else demand
             )
             _check_parts(self, market, scenario)
             stock: dict[int, tuple[int, int]] = {}
