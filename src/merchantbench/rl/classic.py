@@ -50,7 +50,7 @@ import copy
 import pickle
 from collections import OrderedDict
 from dataclasses import dataclass, fields
-from functools import cache
+from functools import cache, cached_property
 from typing import Any
 
 import gymnasium as gym
@@ -151,6 +151,7 @@ class _MarketParts:
         self._known: dict[int, tuple[np.ndarray, ...]] = {}
         self._top: dict[tuple[int, int], np.ndarray] = {}
         self._joined: tuple[np.ndarray, ...] | None = None
+        self._grids: dict[int, _Grid] = {}
 
     def top(self, day: int, slots: int) -> np.ndarray:
         """The `slots` products with the most public 30-day sales on `day` among those on
@@ -201,6 +202,98 @@ class _MarketParts:
         at = np.searchsorted(keys, hours[:, None] + (products << 32), side="right") - 1
         return price[at], ship[at], on_sale[at]
 
+    def grid(self, products: np.ndarray, window_hours: int) -> _Grid:
+        """The hour-only slot facts of `products` at every decision hour of the year (`_Grid`),
+        each product's computed once per process; the rows of every product known so far end
+        to end (put together again when one is new)."""
+        found = self._grids.get(window_hours)
+        new = set(products.tolist()) - (set() if found is None else found.known)
+        if new:
+            grid = _Grid.of(self, np.array(sorted(new), dtype=np.int64), window_hours)
+            found = self._grids[window_hours] = grid if found is None else found.joined(grid)
+        assert found is not None
+        return found
+
+
+@dataclass(frozen=True, eq=False)
+class _Grid:
+    """The slot features that depend on the product and the hour only, for `products` at every
+    hour a store of `window_hours`-hour windows decides or is observed at: row r < `windows`
+    is window r's first hour (r · window_hours), row `windows` + d is day d's last hour (the
+    episode's last row). Every element is computed as `_Candidates` uses it (elementwise:
+    gathered from here or computed for one episode, the same numbers)."""
+
+    products: np.ndarray  # int64, ascending
+    windows: int  # windows of the year
+    # Per product and row, flat (product · rows + row; `at` gives the positions):
+    cost: np.ndarray  # int64: procurement price (fen, ≥ 1)
+    available: np.ndarray  # bool
+    # float32 [·, 3]: features 2, 6 and 9 of a slot (log procurement price, ship hours, public
+    # 30-day sales)
+    varying: np.ndarray
+
+    @cached_property
+    def known(self) -> set[int]:
+        return set(self.products.tolist())
+
+    def at(self, products: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """The flat positions of `products` (known) at `rows`, [row, product]."""
+        return (
+            np.searchsorted(self.products, products)[None, :] * self.rows_per_product
+            + rows[:, None]
+        )
+
+    @property
+    def rows_per_product(self) -> int:
+        return len(self.cost) // len(self.products)
+
+    @classmethod
+    def of(cls, parts: _MarketParts, products: np.ndarray, window_hours: int) -> _Grid:
+        market, year = parts.market, parts.book.hours
+        hours = np.concatenate([np.arange(0, year, window_hours), np.arange(23, year, 24)]).astype(
+            np.int64
+        )
+        price, ship_hours, available = parts.facts(products, hours)  # [hour, product]
+        cost, ship = np.maximum(price, 1), ship_hours.astype(np.float64)
+        varying = np.zeros((len(hours), len(products), 3), dtype=np.float32)
+        varying[..., 0] = np.log1p(cost / 100) / 5.0
+        varying[..., 1] = ship / 96.0
+        cum, days = market.market_sales_cum, market.history_days + hours // 24
+        public = cum[days[:, None], products] - cum[np.maximum(0, days - 30)[:, None], products]
+        varying[..., 2] = np.log1p(np.maximum(public, 0)) / 8.0
+        return cls(
+            products,
+            year // window_hours,
+            np.ascontiguousarray(cost.T).reshape(-1),
+            np.ascontiguousarray(available.T).reshape(-1),
+            np.ascontiguousarray(varying.transpose(1, 0, 2)).reshape(-1, 3),
+        )
+
+    def joined(self, other: _Grid) -> _Grid:
+        """The rows of both grids' products (distinct), ascending by product."""
+        order = np.argsort(np.concatenate((self.products, other.products)), kind="stable")
+        rows = self.rows_per_product
+
+        def joined(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            shape = (-1, rows, *a.shape[1:])  # [product, row, …]
+            both = np.concatenate((a.reshape(shape), b.reshape(shape)))
+            return both[order].reshape(-1, *a.shape[1:])
+
+        return _Grid(
+            np.concatenate((self.products, other.products))[order],
+            self.windows,
+            joined(self.cost, other.cost),
+            joined(self.available, other.available),
+            joined(self.varying, other.varying),
+        )
+
+    def rows(self, first: int, end: int, window_hours: int) -> np.ndarray:
+        """The rows of an episode's decision hours: its windows' first hours from `first`,
+        then its last hour (end − 1, the last hour of a day)."""
+        return np.r_[
+            np.arange(first // window_hours, end // window_hours), self.windows + (end - 1) // 24
+        ]
+
 
 _MARKETS: OrderedDict[tuple[str, int], _MarketParts] = OrderedDict()
 
@@ -243,20 +336,17 @@ class _Candidates:
         market = parts.market
         top = parts.top(start_day, slots)
         products = top.tolist()
-        first, end, step = start_day * 24, engine.horizon, engine.window_hours
-        hours = np.array([*range(first, end, step), end - 1], dtype=np.int64)
-        price, ship_hours, available = parts.facts(top, hours)
-        cost, ship = np.maximum(price, 1), ship_hours.astype(np.float64)
-        static = np.zeros((len(hours), slots, 8), dtype=np.float32)
-        static[..., 0] = np.log1p(cost / 100) / 5.0
+        step = engine.window_hours
+        grid = parts.grid(top, step)
+        at = grid.at(top, grid.rows(start_day * 24, engine.horizon, step))
+        cost, available = grid.cost.take(at), grid.available.take(at)
+        varying = grid.varying.take(at, axis=0)
+        static = np.zeros((len(at), slots, 8), dtype=np.float32)
+        static[..., 0], static[..., 4], static[..., 7] = varying.transpose(2, 0, 1)
         static[..., 1] = cost / cost[0].astype(np.float64)
         static[..., 2] = market.historical_avg_rating[top] / 5.0
         static[..., 3] = market.shop_rating[market.supplier[top]] / 5.0
-        static[..., 4] = ship / 96.0
         static[..., 5] = available
-        cum, days = market.market_sales_cum, market.history_days + hours // 24
-        public = cum[days[:, None], top] - cum[np.maximum(0, days - 30)[:, None], top]
-        static[..., 7] = np.log1p(np.maximum(public, 0)) / 8.0
         return cls(
             products,
             np.asarray(top, dtype=np.int64),
@@ -367,6 +457,11 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
+        self._begin(seed, options)
+        return _observe([self])[0], self._info(0)
+
+    def _begin(self, seed: int | None, options: dict[str, Any] | None) -> None:
+        """`reset` but the observation (a vector observes its new episodes at once)."""
         super().reset(seed=seed)
         options = options or {}
         split = options.get("split", self.split)
@@ -381,14 +476,18 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         scenario = _scenario(self.scenario_name, self.days, start)
         shared = _market(self.scenario_name, scenario, run_seed)
         market = shared.market
+        opened = _opened(self.scenario_name, self.days, start, market, run_seed).state()
         engine = Engine(
-            scenario, market, run_seed, suppliers=shared.book, demand=shared.demand(scenario)
+            scenario,
+            market,
+            run_seed,
+            suppliers=shared.book,
+            demand=shared.demand(scenario),
+            state=opened,
         )
-        engine.state = _opened(self.scenario_name, self.days, start, market, run_seed).state()
         self.engine = engine
         key = (self.scenario_name, self.days, start, run_seed, self.slots)
         self._open(_candidates(key, engine, shared))
-        return _observe([self])[0], self._info(0)
 
     def _open(self, found: _Candidates) -> None:
         engine = self._engine
@@ -657,14 +756,17 @@ class StoreVectorEnv(gym.vector.VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         scale = np.array([env.reward_scale for env in envs])
         rewards = np.array(rewards_fen, dtype=np.float64) / 100 * scale
         final: dict[str, Any] = {}
-        for i in np.flatnonzero(done).tolist():
+        ended = np.flatnonzero(done)
+        for i in ended.tolist():
             last = {
                 "final_obs": observations[i].copy(),
                 "final_info": envs[i]._info(rewards_fen[i]),
             }
             final = self._add_info(final, last, i)
-            observations[i] = envs[i].reset()[0]
+            envs[i]._begin(None, None)
             rewards_fen[i] = 0  # the infos are the new episode's
+        if len(ended):  # the new episodes' first observations, at once
+            observations[ended] = _observe([envs[i] for i in ended.tolist()])
         infos = _infos(envs, rewards_fen)
         return observations, rewards, done, np.zeros_like(done), {**infos, **final}
 

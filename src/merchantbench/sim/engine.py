@@ -13,6 +13,9 @@ The contract (docs/design.md §1):
   no demand, every open order runs to its terminal state. The score is taken after draining.
 - `snapshot()` / `restore()` reproduce the state exactly; `state_hash()` fingerprints it.
 
+`state` starts a store from a state kept from earlier (the classic RL env's opening day),
+as `restore` would, without the new store's state made first and thrown away.
+
 A store alone may be given its market's supplier book and demand terms (`suppliers`, `demand`:
 immutable facts, shared by the stores of one market in the classic RL env; a `demand` of the
 same rules whose exposure table reaches at least `horizon` hours).
@@ -70,6 +73,7 @@ class Engine(StoreActions, Lifecycle):
         shared: SharedParts | None = None,
         suppliers: SupplierBook | None = None,
         demand: WindowDemand | None = None,
+        state: StoreState | None = None,
     ) -> None:
         self.scenario = scenario
         self.market = market
@@ -94,6 +98,9 @@ class Engine(StoreActions, Lifecycle):
         else:
             self.suppliers, self.demand, stock = shared.suppliers, shared.demand, shared.stock
             self.rivals = shared.rivals
+        if state is not None:  # a store's state kept from earlier (`restore` without a pickle)
+            self.state = state
+            return
         money = scenario.money
         self.state = StoreState(
             t=0,
@@ -149,20 +156,27 @@ class Engine(StoreActions, Lifecycle):
 
     def _play_window(self, products: list[int], cells: list[tuple[int, int]]) -> None:
         """Simulate the open window's hours given its arrivals (`window_arrivals`' cells)."""
-        t0, end = self.state.t, self.state.t + self.window_hours
+        state = self.state
+        t0 = t = state.t
+        end = t0 + self.window_hours
+        pending = state.pending
+        day_end = t0 + 23 - t0 % 24  # the next hour 23
+        if not cells and day_end >= end and (not pending or pending[0][0] >= end):
+            # A quiet window (most of them): nothing happens in its hours, whose samples are
+            # the state as it stands (what the loop below would write).
+            self._sample(t0, end)
+            state.t = end
+            return
         arrivals: dict[int, list[tuple[int, int]]] = {}  # hour → (listing, count)
         for cell, count in cells:
             j, k = divmod(cell, self.window_hours)
             arrivals.setdefault(t0 + k, []).append((j, count))
         busy = sorted(arrivals, reverse=True)  # the hours with arrivals, the next one last
-        pending = self.state.pending
-        day_end = t0 + 23 - t0 % 24  # the next hour 23
         # Per sampled quantity, the hours from `unsampled` on have `values`, the state as it
         # stands: written at once when an hour's work changes it, or at the window's end.
         values = list(self._sample_values())
         unsampled = [t0] * len(values)
         columns = self._sample_columns()
-        t = t0
         while True:
             # The next hour in which something happens: arrivals, a transition due, the day's
             # end; the hours between are quiet (their samples: the state as it stands).
@@ -176,7 +190,7 @@ class Engine(StoreActions, Lifecycle):
             if busy and busy[-1] == t:
                 busy.pop()
                 for j, count in arrivals[t]:
-                    if self.state.closed:
+                    if state.closed:
                         break
                     self._arrivals(products[j], t, count)
             self._transitions_due(t)
@@ -192,7 +206,7 @@ class Engine(StoreActions, Lifecycle):
             t += 1
         for column, since, value in zip(columns, unsampled, values, strict=True):
             column[since:end] = value
-        self.state.t = end
+        state.t = end
 
     def finish(self) -> None:
         """Drain: simulate what is left of the horizon without demand, then run every open order
@@ -253,9 +267,17 @@ class Engine(StoreActions, Lifecycle):
         ]  # fmt: skip
 
     def _sample(self, start: int, end: int) -> None:
-        """The hourly samples of hours start … end − 1: the state as it stands."""
-        for column, value in zip(self._sample_columns(), self._sample_values(), strict=True):
-            column[start:end] = value
+        """The hourly samples of hours start … end − 1: the state as it stands (`_sample_values`
+        into `_sample_columns`, written out: a quiet window's whole cost)."""
+        state = self.state
+        s, a, rating = state.samples, state.ledger.accounts, state.rating
+        s.balance[start:end] = a.balance
+        s.deposit[start:end] = a.deposit
+        s.in_transit[start:end] = a.in_transit
+        s.receivable[start:end] = a.receivable
+        s.rating[start:end] = rating.published
+        s.stars[start:end] = rating.stars
+        s.active_listings[start:end] = len(state.listings)
 
     # --- persistence ---------------------------------------------------------------------------
     def snapshot(self) -> bytes:
