@@ -494,10 +494,10 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         self.candidates, self.products = found, found.products
         self._slot_of = {product: slot for slot, product in enumerate(found.products)}
         self._columns.open(self._row, found, self.start_day * 24, engine.horizon)
-        accounts = engine.state.ledger.accounts
+        accounts = engine.live.ledger.accounts
         self.initial_fen = self._net_fen = accounts.net_assets
-        self._entries_seen = len(engine.state.ledger.entries)
-        self._orders_seen = len(engine.state.orders)
+        self._entries_seen = len(engine.live.ledger.entries)
+        self._orders_seen = len(engine.live.orders)
 
     # --- steps -----------------------------------------------------------------------------------
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
@@ -534,7 +534,7 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         engine, i, columns = self._engine, self._row, self._columns
         if engine.done:
             engine.finish()
-        state, slot_of, slots = engine.state, self._slot_of, self.slots
+        state, slot_of, slots = engine.live, self._slot_of, self.slots
         now = state.ledger.accounts.net_assets
         reward_fen, self._net_fen = now - self._net_fen, now
         entries, orders = state.ledger.entries, state.orders
@@ -559,7 +559,7 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
 
     def _store_features(self) -> tuple[float, ...]:
         engine = self._engine
-        state, t, end = engine.state, engine.t, engine.horizon
+        state, t, end = engine.live, engine.t, engine.horizon
         accounts, initial = state.ledger.accounts, float(self.initial_fen)
         return (
             (end - t) / max(1, end - self.start_day * 24),
@@ -577,7 +577,7 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         return {
             "reward_fen": reward_fen,
             "slot_rewards_fen": self._columns.last[self._row].copy(),
-            "net_assets_change_fen": engine.state.ledger.accounts.net_assets - self.initial_fen,
+            "net_assets_change_fen": engine.live.ledger.accounts.net_assets - self.initial_fen,
             "window": (engine.t - self.start_day * 24) // engine.window_hours,
             "index": self.index,
             "start_day": self.start_day,
@@ -596,7 +596,7 @@ def _where(envs: list[StoreEnv]) -> tuple[slice | np.ndarray, np.ndarray]:
     columns = envs[0]._columns
     everyone = len(envs) == columns.n  # a step: every store of the columns, in row order
     which = slice(None) if everyone else np.array([env._row for env in envs])
-    return which, np.array([env._engine.state.t for env in envs], dtype=np.int64)
+    return which, np.array([env._engine.live.t for env in envs], dtype=np.int64)
 
 
 def _decision_rows(columns: _Columns, which: slice | np.ndarray, hours: np.ndarray) -> np.ndarray:
@@ -656,7 +656,7 @@ def _infos(envs: list[StoreEnv], rewards_fen: list[int]) -> dict[str, Any]:
     initial = np.array([env.initial_fen for env in envs], dtype=np.int64)
     start = np.array([env.start_day for env in envs], dtype=np.int64)
     hours = np.array([engine.t for engine in engines], dtype=np.int64)
-    net = [engine.state.ledger.accounts.net_assets for engine in engines]
+    net = [engine.live.ledger.accounts.net_assets for engine in engines]
     infos = {
         "reward_fen": np.array(rewards_fen, dtype=np.int64),
         "slot_rewards_fen": envs[0]._columns.last[[env._row for env in envs]],

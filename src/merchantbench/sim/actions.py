@@ -29,33 +29,33 @@ class ActionRejected(Exception):
 class StoreActions:
     scenario: Scenario
     market: Market
-    state: StoreState
+    _state: StoreState
     suppliers: SupplierBook
 
     def product_index(self, product_id: str, index: int | None = None) -> int:
         """Index of a product the store may see now; unknown and unlaunched alike are rejected."""
         i = self.market.index_of.get(product_id)
-        if i is None or int(self.market.launch_day[i]) > self.state.t // 24:
+        if i is None or int(self.market.launch_day[i]) > self._state.t // 24:
             raise ActionRejected(
                 Refusal.UNKNOWN_PRODUCT, f"no product with id {product_id!r}", index
             )
         return i
 
     def max_price_fen(self, product: int) -> int:
-        cost = self.suppliers.state(product, self.state.t).price_fen
+        cost = self.suppliers.state(product, self._state.t).price_fen
         return int(cost * self.scenario.demand.max_price_multiple_of_cost)
 
     def check_store_open(self) -> None:
         """Refuse any change once the store is closed (the deposit ran out): the one
         store-closed check, used by the engine's actions and, first of all, by the tools."""
-        if self.state.closed:
+        if self._state.closed:
             raise ActionRejected(
                 Refusal.STORE_CLOSED, "the store is closed for good; no more changes"
             )
 
     def _check_open(self) -> None:
         self.check_store_open()
-        if self.state.t >= self.scenario.clock.hours:
+        if self._state.t >= self.scenario.clock.hours:
             raise ActionRejected(Refusal.RUN_OVER, "the year is over; no more changes")
 
     def _check_price(self, product: int, price_fen: int, index: int | None) -> None:
@@ -71,7 +71,7 @@ class StoreActions:
     def list_products(self, items: list[tuple[int, int]]) -> None:
         """List (product, sale price in fen) pairs as one batch: all or nothing."""
         self._check_open()
-        st = self.state
+        st = self._state
         cap = self.scenario.tools.max_active_listings
         if len(st.listings) + len(items) > cap:
             raise ActionRejected(
@@ -97,22 +97,22 @@ class StoreActions:
         """Take listings down (all or nothing). Relisting later restarts the exposure ramp."""
         self._check_open()
         for index, product in enumerate(products):
-            if product not in self.state.listings:
+            if product not in self._state.listings:
                 raise ActionRejected(
                     Refusal.NOT_LISTED, "product is not listed in your store", index
                 )
         if len(set(products)) != len(products):
             raise ActionRejected(Refusal.DUPLICATE, "a product appears twice in the request")
         for product in products:
-            listing = self.state.listings.pop(product)
-            self.state.spells[listing.spell].delisted_t = self.state.t
+            listing = self._state.listings.pop(product)
+            self._state.spells[listing.spell].delisted_t = self._state.t
 
     def set_price(self, product: int, price_fen: int) -> None:
         """Change a listing's sale price; exposure is kept."""
         self._check_open()
-        listing = self.state.listings.get(product)
+        listing = self._state.listings.get(product)
         if listing is None:
             raise ActionRejected(Refusal.NOT_LISTED, "product is not listed in your store")
         self._check_price(product, price_fen, None)
         listing.price = price_fen
-        self.state.spells[listing.spell].last_price = price_fen
+        self._state.spells[listing.spell].last_price = price_fen

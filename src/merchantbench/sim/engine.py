@@ -98,36 +98,69 @@ class Engine(StoreActions, Lifecycle):
         else:
             self.suppliers, self.demand, stock = shared.suppliers, shared.demand, shared.stock
             self.rivals = shared.rivals
+        # The hourly samples not written yet: per sampled quantity (`_sample_values` order),
+        # the hours from `unsampled` to the clock have `values` (None: all written).
+        self._unsampled: tuple[list[int], list[int | float]] | None = None
         if state is not None:  # a store's state kept from earlier (`restore` without a pickle)
-            self.state = state
+            self._state = state
             return
         money = scenario.money
-        self.state = StoreState(
+        self._state = StoreState(
             t=0,
             ledger=Ledger(money.initial_balance_fen, money.initial_deposit_fen),
             rating=RatingState.initial(scenario.rating),
             samples=Samples.empty(self.horizon, scenario.clock.days),
             stock=stock,
         )
-        self.state.samples.daily_rating[0] = self.state.rating.published
-        self.state.samples.daily_stars[0] = self.state.rating.stars
+        self._state.samples.daily_rating[0] = self._state.rating.published
+        self._state.samples.daily_stars[0] = self._state.rating.stars
+
+    # --- state ---------------------------------------------------------------------------------
+    @property
+    def state(self) -> StoreState:
+        """The store's state, its hourly samples written up to the clock."""
+        if self._unsampled is not None:
+            self._write_samples()
+        return self._state
+
+    @state.setter
+    def state(self, state: StoreState) -> None:
+        self._state, self._unsampled = state, None
+
+    @property
+    def live(self) -> StoreState:
+        """The store's state as `state` gives it, but for the hourly samples of the hours
+        since the last window an action or a reader of `state` met, which may not be written
+        yet (a quiet window's samples wait until one of its quantities changes): for readers
+        of anything but `samples`, between windows (the classic RL env)."""
+        return self._state
+
+    def _write_samples(self) -> None:
+        """Write the hourly samples not written yet (hours `unsampled` … clock − 1)."""
+        if self._unsampled is None:
+            return
+        unsampled, values = self._unsampled
+        self._unsampled = None
+        end = self._state.t
+        for column, since, value in zip(self._sample_columns(), unsampled, values, strict=True):
+            column[since:end] = value
 
     # --- clock ---------------------------------------------------------------------------------
     @property
     def t(self) -> int:
-        return self.state.t
+        return self._state.t
 
     @property
     def day(self) -> int:
-        return min(self.state.t, self.horizon - 1) // 24
+        return min(self._state.t, self.horizon - 1) // 24
 
     @property
     def window(self) -> int:
-        return self.state.t // self.window_hours
+        return self._state.t // self.window_hours
 
     @property
     def done(self) -> bool:
-        return self.state.t >= self.horizon or self.state.closed
+        return self._state.t >= self.horizon or self._state.closed
 
     # --- time ----------------------------------------------------------------------------------
     def advance(self) -> None:
@@ -140,7 +173,7 @@ class Engine(StoreActions, Lifecycle):
             raise RuntimeError("the run is over: call finish()")
         if self.in_market:
             raise RuntimeError("a merchant of a market: the market advances its hours")
-        state = self.state
+        state = self._state
         listings = state.listings
         products = [] if state.closed else sorted(listings)
         items = [listings[p] for p in products]
@@ -155,74 +188,91 @@ class Engine(StoreActions, Lifecycle):
         )
 
     def _play_window(self, products: list[int], cells: list[tuple[int, int]]) -> None:
-        """Simulate the open window's hours given its arrivals (`window_arrivals`' cells)."""
-        state = self.state
+        """Simulate the open window's hours given its arrivals (`window_arrivals`' cells).
+
+        Per sampled quantity, the hours from `unsampled` on have `values`, the state as it
+        stands: written when an hour's work (or the actions before the window) changes it,
+        else left for later (`_write_samples`: before anyone reads `state`), so a quiet
+        window writes nothing."""
+        state = self._state
         t0 = t = state.t
         end = t0 + self.window_hours
+        now = self._sample_values()
+        if self._unsampled is None:
+            unsampled, values = [t0] * len(now), list(now)
+        else:
+            unsampled, values = self._unsampled
+            self._unsampled = None  # (the mixins' `_state` does not write them meanwhile)
+        columns = self._sample_columns()
+        if now != tuple(values):  # the actions before the window changed a quantity
+            self._sampled(columns, unsampled, values, now, t0)
         pending = state.pending
         day_end = t0 + 23 - t0 % 24  # the next hour 23
-        if not cells and day_end >= end and (not pending or pending[0][0] >= end):
-            # A quiet window (most of them): nothing happens in its hours, whose samples are
-            # the state as it stands (what the loop below would write).
-            self._sample(t0, end)
-            state.t = end
-            return
-        arrivals: dict[int, list[tuple[int, int]]] = {}  # hour → (listing, count)
-        for cell, count in cells:
-            j, k = divmod(cell, self.window_hours)
-            arrivals.setdefault(t0 + k, []).append((j, count))
-        busy = sorted(arrivals, reverse=True)  # the hours with arrivals, the next one last
-        # Per sampled quantity, the hours from `unsampled` on have `values`, the state as it
-        # stands: written at once when an hour's work changes it, or at the window's end.
-        values = list(self._sample_values())
-        unsampled = [t0] * len(values)
-        columns = self._sample_columns()
-        while True:
-            # The next hour in which something happens: arrivals, a transition due, the day's
-            # end; the hours between are quiet (their samples: the state as it stands).
-            t = min(
-                day_end,
-                busy[-1] if busy else day_end,
-                max(t, pending[0][0]) if pending else day_end,
-            )
-            if t >= end:
-                break
-            if busy and busy[-1] == t:
-                busy.pop()
-                for j, count in arrivals[t]:
-                    if state.closed:
-                        break
-                    self._arrivals(products[j], t, count)
-            self._transitions_due(t)
-            if t == day_end:
-                self._end_of_day(t)
-                day_end += 24
-            now = self._sample_values()
-            if now != tuple(values):  # the hours before this one had the state before its work
-                for f, value in enumerate(now):
-                    if value != values[f]:
-                        columns[f][unsampled[f] : t] = values[f]
-                        unsampled[f], values[f] = t, value
-            t += 1
-        for column, since, value in zip(columns, unsampled, values, strict=True):
-            column[since:end] = value
+        if cells or day_end < end or (pending and pending[0][0] < end):
+            arrivals: dict[int, list[tuple[int, int]]] = {}  # hour → (listing, count)
+            for cell, count in cells:
+                j, k = divmod(cell, self.window_hours)
+                arrivals.setdefault(t0 + k, []).append((j, count))
+            busy = sorted(arrivals, reverse=True)  # the hours with arrivals, the next one last
+            while True:
+                # The next hour in which something happens: arrivals, a transition due, the
+                # day's end; the hours between are quiet (their samples: the state as it
+                # stands).
+                t = min(
+                    day_end,
+                    busy[-1] if busy else day_end,
+                    max(t, pending[0][0]) if pending else day_end,
+                )
+                if t >= end:
+                    break
+                if busy and busy[-1] == t:
+                    busy.pop()
+                    for j, count in arrivals[t]:
+                        if state.closed:
+                            break
+                        self._arrivals(products[j], t, count)
+                self._transitions_due(t)
+                if t == day_end:
+                    self._end_of_day(t)
+                    day_end += 24
+                now = self._sample_values()
+                if now != tuple(values):  # the hours before this one had the state before
+                    self._sampled(columns, unsampled, values, now, t)
+                t += 1
         state.t = end
+        self._unsampled = (unsampled, values)
+
+    @staticmethod
+    def _sampled(
+        columns: list[np.ndarray],
+        unsampled: list[int],
+        values: list[int | float],
+        now: tuple[int | float, ...],
+        t: int,
+    ) -> None:
+        """From hour `t` the quantities are `now`: write the hours before it of those that
+        changed."""
+        for f, value in enumerate(now):
+            if value != values[f]:
+                columns[f][unsampled[f] : t] = values[f]
+                unsampled[f], values[f] = t, value
 
     def finish(self) -> None:
         """Drain: simulate what is left of the horizon without demand, then run every open order
         to its end. Idempotent."""
-        if self.state.drained:
+        if self._state.drained:
             return
-        while self.state.t < self.horizon:
-            t = self.state.t
+        self._write_samples()
+        while self._state.t < self.horizon:
+            t = self._state.t
             self._transitions_due(t)
             if t % 24 == 23:
                 self._end_of_day(t)
             self._sample(t, t + 1)
-            self.state.t += 1
-        while self.state.pending:
-            self._transitions_due(self.state.pending[0][0])
-        self.state.drained = True
+            self._state.t += 1
+        while self._state.pending:
+            self._transitions_due(self._state.pending[0][0])
+        self._state.drained = True
 
     def run_idle(self) -> None:
         """Advance to the end with no actions, then drain (for tests and benchmarks)."""
@@ -231,23 +281,23 @@ class Engine(StoreActions, Lifecycle):
         self.finish()
 
     def _transitions_due(self, t: int) -> None:
-        pending = self.state.pending
+        pending = self._state.pending
         while pending and pending[0][0] <= t:
             hour, order_id, step = heapq.heappop(pending)
             self._step(hour, order_id, step)
 
     def _end_of_day(self, t: int) -> None:
-        rating = self.state.rating
+        rating = self._state.rating
         rating.publish(self.scenario.rating)
         day = t // 24 + 1
-        samples = self.state.samples
+        samples = self._state.samples
         if day < len(samples.daily_rating):
             samples.daily_rating[day] = rating.published
             samples.daily_stars[day] = rating.stars
 
     def _sample_values(self) -> tuple[int, int, int, int, float, int, int]:
         """What an hourly sample records: the state as it stands."""
-        state = self.state
+        state = self._state
         a, rating = state.ledger.accounts, state.rating
         return (
             a.balance,
@@ -261,7 +311,7 @@ class Engine(StoreActions, Lifecycle):
 
     def _sample_columns(self) -> list[np.ndarray]:
         """The hourly sample arrays, in `_sample_values` order."""
-        s = self.state.samples
+        s = self._state.samples
         return [
             s.balance, s.deposit, s.in_transit, s.receivable, s.rating, s.stars, s.active_listings
         ]  # fmt: skip
@@ -269,7 +319,7 @@ class Engine(StoreActions, Lifecycle):
     def _sample(self, start: int, end: int) -> None:
         """The hourly samples of hours start … end − 1: the state as it stands (`_sample_values`
         into `_sample_columns`, written out: a quiet window's whole cost)."""
-        state = self.state
+        state = self._state
         s, a, rating = state.samples, state.ledger.accounts, state.rating
         s.balance[start:end] = a.balance
         s.deposit[start:end] = a.deposit
