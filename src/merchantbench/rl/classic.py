@@ -526,36 +526,42 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
             return False  # unavailable product, closed store
         return True
 
-    def _conclude(self) -> tuple[int, list[int], list[int]]:
-        """After the window: drain a finished episode; the reward in fen, the window's change
-        in net assets per slot (from the ledger's new entries: each an order's, each order a
-        slot's product) and its orders per slot; the stock of the slots bought from into the
-        columns (`_conclude` of the module writes the rest, for all stores at once)."""
+    def _conclude(self, last: np.ndarray, new: np.ndarray, k: int) -> int:
+        """After the window: drain a finished episode; the reward in fen. Row k of `last` (zeros)
+        gets the window's change in net assets per slot (from the ledger's new entries: each an
+        order's, each order a slot's product), row k of `new` (zeros) its orders per slot; the
+        stock of the slots bought from goes into the columns (`_conclude` of the module writes
+        the rest, for all stores at once)."""
         engine, i, columns = self._engine, self._row, self._columns
         if engine.done:
             engine.finish()
-        state, slot_of, slots = engine.live, self._slot_of, self.slots
+        state, slot_of = engine.live, self._slot_of
         now = state.ledger.accounts.net_assets
         reward_fen, self._net_fen = now - self._net_fen, now
         entries, orders = state.ledger.entries, state.orders
-        last = [0] * slots
-        for entry in entries[self._entries_seen :]:
-            last[slot_of[orders[entry.order_id - 1].product]] += entry.d_net
-        self._entries_seen = len(entries)
-        new = [0] * slots
+        if len(entries) > self._entries_seen:
+            sums: dict[int, int] = {}
+            for entry in entries[self._entries_seen :]:
+                slot = slot_of[orders[entry.order_id - 1].product]
+                sums[slot] = sums.get(slot, 0) + entry.d_net
+            for slot, change in sums.items():
+                last[k, slot] = change
+            self._entries_seen = len(entries)
         if len(orders) > self._orders_seen:
-            stock = state.stock
+            stock, counts = state.stock, dict[int, int]()
             for order in orders[self._orders_seen :]:
                 slot = slot_of[order.product]
-                new[slot] += 1
+                counts[slot] = counts.get(slot, 0) + 1
                 known = stock.get(order.product)
                 if known is not None:
                     columns.level[i, slot], columns.since[i, slot] = known
                     columns.bought[i, slot] = True
+            for slot, count in counts.items():
+                new[k, slot] = count
             self._orders_seen = len(orders)
         if state.closed:  # the listings came down with the store
             columns.listed[i] = 0
-        return reward_fen, last, new
+        return reward_fen
 
     def _store_features(self) -> tuple[float, ...]:
         engine = self._engine
@@ -639,9 +645,11 @@ def _prepare(envs: list[StoreEnv], levels: np.ndarray) -> None:
 def _conclude(envs: list[StoreEnv]) -> list[int]:
     """`StoreEnv._conclude` of each store, their slots' changes and orders written into the
     columns at once (the orders of the listings still up); the rewards in fen."""
-    rewards, lasts, news = zip(*(env._conclude() for env in envs), strict=True)
-    columns, which = envs[0]._columns, [env._row for env in envs]
-    last, new = np.array(lasts, dtype=np.int64), np.array(news, dtype=np.int64)
+    columns = envs[0]._columns
+    which = slice(None) if len(envs) == columns.n else [env._row for env in envs]
+    last = np.zeros((len(envs), envs[0].slots), dtype=np.int64)
+    new = np.zeros_like(last)
+    rewards = [env._conclude(last, new, k) for k, env in enumerate(envs)]
     columns.last[which] = last
     columns.total[which] += last
     new[columns.listed[which] == 0] = 0
@@ -676,8 +684,10 @@ def _observe(envs: list[StoreEnv]) -> np.ndarray:
     which, t = _where(envs)
     hours = np.minimum(t, columns.end[which] - 1)
     at = (np.arange(columns.n)[which], _decision_rows(columns, which, t))
-    store = np.array([env._store_features() for env in envs], dtype=np.float64)
-    per = np.empty((len(envs), slots, SLOT), dtype=np.float64)
+    # Each feature computed in float64 and rounded to float32 once, as it is written.
+    obs = np.empty((len(envs), GLOBAL + slots * SLOT), dtype=np.float32)
+    obs[:, :GLOBAL] = np.array([env._store_features() for env in envs], dtype=np.float64)
+    per = obs[:, GLOBAL:].reshape(len(envs), slots, SLOT)  # a view
     listed = columns.listed[which]
     per[..., 0] = listed > 0
     per[..., 1] = listed / columns.cost[at] / 3.0
@@ -695,7 +705,6 @@ def _observe(envs: list[StoreEnv]) -> np.ndarray:
         per[..., 10] = 1.0  # in stock until bought from
     per[..., 11] = columns.total[which] / 5000.0  # RMB 50 earned so far → 1
     per[..., 12] = columns.last[which] / 1000.0  # RMB 10 in the last window → 1
-    obs = np.concatenate([store, per.reshape(len(envs), -1)], axis=1).astype(np.float32)
     np.maximum(obs, -10.0, out=obs)  # clipped to the box (np.clip costs more per call)
     return np.minimum(obs, 10.0, out=obs)
 
