@@ -33,6 +33,7 @@ import heapq
 import pickle
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 import numpy as np
 
@@ -48,6 +49,10 @@ from merchantbench.sim.state import Samples, StoreState
 from merchantbench.sim.suppliers import SupplierBook
 
 __all__ = ["ActionRejected", "Engine", "SharedParts", "advance_stores"]
+
+# What an hourly sample records (`Engine._sample_values`).
+_Sampled = tuple[int, int, int, int, float, int, int]
+_PRICE, _LISTED_T = attrgetter("price"), attrgetter("listed_t")  # of a listing
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,7 +105,7 @@ class Engine(StoreActions, Lifecycle):
             self.rivals = shared.rivals
         # The hourly samples not written yet: per sampled quantity (`_sample_values` order),
         # the hours from `unsampled` to the clock have `values` (None: all written).
-        self._unsampled: tuple[list[int], list[int | float]] | None = None
+        self._unsampled: tuple[list[int], _Sampled] | None = None
         if state is not None:  # a store's state kept from earlier (`restore` without a pickle)
             self._state = state
             return
@@ -175,15 +180,15 @@ class Engine(StoreActions, Lifecycle):
             raise RuntimeError("a merchant of a market: the market advances its hours")
         state = self._state
         listings = state.listings
-        products = [] if state.closed else sorted(listings)
-        items = [listings[p] for p in products]
+        products = [] if state.closed or not listings else sorted(listings)
+        items = list(map(listings.__getitem__, products))
         return StoreWindow(
             self.demand,
             self.seed,
             state.t,
             products,
-            [item.price for item in items],
-            [item.listed_t for item in items],
+            list(map(_PRICE, items)),
+            list(map(_LISTED_T, items)),
             state.rating.multiplier,
         )
 
@@ -199,13 +204,12 @@ class Engine(StoreActions, Lifecycle):
         end = t0 + self.window_hours
         now = self._sample_values()
         if self._unsampled is None:
-            unsampled, values = [t0] * len(now), list(now)
+            unsampled, values = [t0] * len(now), now
         else:
             unsampled, values = self._unsampled
             self._unsampled = None  # (the mixins' `_state` does not write them meanwhile)
-        columns = self._sample_columns()
-        if now != tuple(values):  # the actions before the window changed a quantity
-            self._sampled(columns, unsampled, values, now, t0)
+            if now != values:  # the actions before the window changed a quantity
+                values = self._sampled(unsampled, values, now, t0)
         pending = state.pending
         day_end = t0 + 23 - t0 % 24  # the next hour 23
         if cells or day_end < end or (pending and pending[0][0] < end):
@@ -236,26 +240,21 @@ class Engine(StoreActions, Lifecycle):
                     self._end_of_day(t)
                     day_end += 24
                 now = self._sample_values()
-                if now != tuple(values):  # the hours before this one had the state before
-                    self._sampled(columns, unsampled, values, now, t)
+                if now != values:  # the hours before this one had the state before
+                    values = self._sampled(unsampled, values, now, t)
                 t += 1
         state.t = end
         self._unsampled = (unsampled, values)
 
-    @staticmethod
-    def _sampled(
-        columns: list[np.ndarray],
-        unsampled: list[int],
-        values: list[int | float],
-        now: tuple[int | float, ...],
-        t: int,
-    ) -> None:
-        """From hour `t` the quantities are `now`: write the hours before it of those that
-        changed."""
+    def _sampled(self, unsampled: list[int], values: _Sampled, now: _Sampled, t: int) -> _Sampled:
+        """From hour `t` the quantities are `now` (returned): write the hours before it of
+        those that changed."""
+        columns = self._sample_columns()
         for f, value in enumerate(now):
             if value != values[f]:
                 columns[f][unsampled[f] : t] = values[f]
-                unsampled[f], values[f] = t, value
+                unsampled[f] = t
+        return now
 
     def finish(self) -> None:
         """Drain: simulate what is left of the horizon without demand, then run every open order
@@ -295,7 +294,7 @@ class Engine(StoreActions, Lifecycle):
             samples.daily_rating[day] = rating.published
             samples.daily_stars[day] = rating.stars
 
-    def _sample_values(self) -> tuple[int, int, int, int, float, int, int]:
+    def _sample_values(self) -> _Sampled:
         """What an hourly sample records: the state as it stands."""
         state = self._state
         a, rating = state.ledger.accounts, state.rating
@@ -318,7 +317,7 @@ class Engine(StoreActions, Lifecycle):
 
     def _sample(self, start: int, end: int) -> None:
         """The hourly samples of hours start … end − 1: the state as it stands (`_sample_values`
-        into `_sample_columns`, written out: a quiet window's whole cost)."""
+        into `_sample_columns`, written out)."""
         state = self._state
         s, a, rating = state.samples, state.ledger.accounts, state.rating
         s.balance[start:end] = a.balance
