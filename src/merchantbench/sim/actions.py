@@ -30,6 +30,7 @@ class StoreActions:
     scenario: Scenario
     market: Market
     _state: StoreState
+    _listed: object  # the engine's listings as a window reads them; None once they change
     suppliers: SupplierBook
 
     def product_index(self, product_id: str, index: int | None = None) -> int:
@@ -92,6 +93,7 @@ class StoreActions:
             cost = self.suppliers.state(product, st.t).price_fen
             st.spells.append(ListingSpell(product, st.t, price, cost, price))
             st.listings[product] = Listing(product, price, st.t, len(st.spells) - 1)
+        self._listed = None
 
     def delist_products(self, products: list[int]) -> None:
         """Take listings down (all or nothing). Relisting later restarts the exposure ramp."""
@@ -106,6 +108,7 @@ class StoreActions:
         for product in products:
             listing = self._state.listings.pop(product)
             self._state.spells[listing.spell].delisted_t = self._state.t
+        self._listed = None
 
     def set_price(self, product: int, price_fen: int) -> None:
         """Change a listing's sale price; exposure is kept."""
@@ -116,3 +119,4 @@ class StoreActions:
         self._check_price(product, price_fen, None)
         listing.price = price_fen
         self._state.spells[listing.spell].last_price = price_fen
+        self._listed = None

@@ -106,6 +106,9 @@ class Engine(StoreActions, Lifecycle):
         # The hourly samples not written yet: per sampled quantity (`_sample_values` order),
         # the hours from `unsampled` to the clock have `values` (None: all written).
         self._unsampled: tuple[list[int], _Sampled] | None = None
+        # The listings as a window reads them (`_window`): products ascending, their prices
+        # and listing hours; None once an action or the store's closing changes them.
+        self._listed: tuple[list[int], list[int], list[int]] | None = None
         if state is not None:  # a store's state kept from earlier (`restore` without a pickle)
             self._state = state
             return
@@ -130,7 +133,7 @@ class Engine(StoreActions, Lifecycle):
 
     @state.setter
     def state(self, state: StoreState) -> None:
-        self._state, self._unsampled = state, None
+        self._state, self._unsampled, self._listed = state, None, None
 
     @property
     def live(self) -> StoreState:
@@ -179,18 +182,17 @@ class Engine(StoreActions, Lifecycle):
         if self.in_market:
             raise RuntimeError("a merchant of a market: the market advances its hours")
         state = self._state
-        listings = state.listings
-        products = [] if state.closed or not listings else sorted(listings)
-        items = list(map(listings.__getitem__, products))
-        return StoreWindow(
-            self.demand,
-            self.seed,
-            state.t,
-            products,
-            list(map(_PRICE, items)),
-            list(map(_LISTED_T, items)),
-            state.rating.multiplier,
-        )
+        listed = self._listed
+        if listed is None:
+            listings = state.listings
+            products = [] if state.closed or not listings else sorted(listings)
+            items = list(map(listings.__getitem__, products))
+            listed = self._listed = (
+                products,
+                list(map(_PRICE, items)),
+                list(map(_LISTED_T, items)),
+            )
+        return StoreWindow(self.demand, self.seed, state.t, *listed, state.rating.multiplier)
 
     def _play_window(self, products: list[int], cells: list[tuple[int, int]]) -> None:
         """Simulate the open window's hours given its arrivals (`window_arrivals`' cells).

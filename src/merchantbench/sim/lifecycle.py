@@ -32,6 +32,7 @@ class Lifecycle:
     market: Market
     seed: int
     _state: StoreState
+    _listed: object  # the engine's listings as a window reads them; None once they change
     suppliers: SupplierBook
 
     def _arrivals(self, product: int, t: int, count: int) -> None:
@@ -92,6 +93,7 @@ class Lifecycle:
         for product in sorted(st.listings):
             st.spells[st.listings[product].spell].delisted_t = t
         st.listings.clear()
+        self._listed = None
         st.updates.append((t, 0, "store_closed"))
 
     def _step(self, t: int, order_id: int, step: int) -> None:
