@@ -168,7 +168,8 @@ class Engine(StoreActions, Lifecycle):
 
     @property
     def done(self) -> bool:
-        return self._state.t >= self.horizon or self._state.closed
+        state = self._state
+        return state.t >= self.horizon or state.closed_t >= 0  # (`closed`, inlined)
 
     # --- time ----------------------------------------------------------------------------------
     def advance(self) -> None:
