@@ -210,3 +210,36 @@ def test_the_observation_is_the_engines_state_read_slot_by_slot() -> None:
                 assert np.array_equal(got, np.clip(np.float32(expect), -10, 10)), (slot, hour)
                 checked += 1
     assert checked > 300
+
+
+def _rollout_digest(n: int, steps: int, seed: int) -> str:
+    """SHA-256 (16 hex digits) of a vector's rollout under random actions: observations,
+    rewards, ends, the infos' rewards in fen and per slot, the final observations, and every
+    store's state hash at the end."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    vector = StoreVectorEnv(n)
+    obs, _ = vector.reset(seed=seed)
+    digest.update(obs.tobytes())
+    rng = np.random.default_rng(seed)
+    for _ in range(steps):
+        obs, rewards, done, _, infos = vector.step(rng.integers(0, 8, size=(n, 32)))
+        for part in (obs, rewards, done, infos["reward_fen"], infos["slot_rewards_fen"]):
+            digest.update(np.asarray(part).tobytes())
+        for i in np.flatnonzero(infos.get("_final_obs", np.zeros(n, dtype=np.bool_))):
+            digest.update(infos["final_obs"][i].tobytes())
+    for env in vector.envs:
+        assert env.engine is not None
+        digest.update(env.engine.state_hash().encode())
+    return digest.hexdigest()[:16]
+
+
+def test_a_rollout_is_the_one_made_before_the_speed_work() -> None:
+    """16 stores of the default env (`small`, 30 days, 32 slots), 70 steps of random actions
+    (each store's episode ends and a new one starts): the same numbers as the code before the
+    classic env's speed work of 2026-12-07 evening (digest made with main at 99be5b7)."""
+    assert _rollout_digest(16, 70, 5) == EXPECTED_ROLLOUT
+
+
+EXPECTED_ROLLOUT = "811d1ec75edc2ef3"
