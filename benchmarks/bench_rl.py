@@ -146,7 +146,7 @@ _PARTS = {  # (function, file) of a window's parts, as cProfile names them
     "_play_window": "engine.py",  # the window's hours: orders, transitions, samples
     "_conclude": "classic.py",  # drain at the end, rewards and orders per slot
     "_observe": "classic.py",  # the observations (all stores at once)
-    "reset": "classic.py",  # new episodes (the stores whose episode ended)
+    "_begin": "classic.py",  # new episodes (the stores whose episode ended)
 }
 
 
