@@ -37,9 +37,12 @@ store in the same step (`final_obs` and `final_info` in the infos).
 Speed (docs/performance.md, "The classic store env"): the stores' per-slot state is kept as
 (N, slots) arrays (`_Columns`; a `StoreEnv` is the case N = 1), so actions, observations and
 rewards are array operations over all N; the supplier facts, ratings and public sales of an
-episode's slots at each hour it acts or is observed are one table made at reset, from each
-product's year walked once per process with the engine's own look-up (`sim.suppliers.
-YearBook`), which the engines of a market share with their demand terms.
+episode's slots at each hour it acts or is observed are one table gathered at reset from
+per-product grids of every decision hour of the year (`_Grid`), each made once per process
+from the product's year walked with the engine's own look-up (`sim.suppliers.YearBook`, which
+the engines of a market share with their demand terms). The engines are read through
+`Engine.live` between windows (their hourly samples are written when something reads
+`Engine.state`).
 
 docs/rl.md ("Classic RL") has the training script and its held-out results.
 """
