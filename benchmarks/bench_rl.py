@@ -100,7 +100,8 @@ def classic(
     for index in range(probe.pool):  # every market day's candidates and their supplier facts
         for day in range(0, probe.last_start + 1, warm_every):
             probe.reset(options={"index": index, "start_day": day})
-    print(f"candidates of every {warm_every}. start day: {time.perf_counter() - started:.1f} s")
+    days = len(range(0, probe.last_start + 1, warm_every))
+    print(f"candidates of {days} start days a market: {time.perf_counter() - started:.1f} s")
     print(f"reference loop: {reference_loop(2.0):,.0f} iterations/s")
     for n in (1, 4, 64):
         shape = (n, 32) if n > 1 else (32,)
