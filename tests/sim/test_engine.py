@@ -196,3 +196,23 @@ def test_samples_left_unwritten_between_windows_are_written_for_any_reader():
     read.finish()
     lazy.finish()
     assert lazy.state_hash() == read.state_hash()
+
+
+def test_set_prices_is_all_or_nothing_and_names_the_refused_item():
+    engine = Engine(tiny_scenario(), busy_market(), seed=4)
+    engine.list_products([(0, 1500), (1, 1400)])
+    before = engine.state_hash()
+    for items, code, index in (
+        ([(0, 1600), (2, 900)], "not_listed", 1),  # product 2 is not listed
+        ([(1, 1300), (0, 10**9)], "price_out_of_range", 1),
+    ):
+        with pytest.raises(ActionRejected) as refused:
+            engine.set_prices(items)
+        assert (refused.value.code, refused.value.index) == (code, index)
+        assert engine.state_hash() == before  # nothing changed
+    engine.set_prices([(0, 1600), (1, 1300)])
+    twin = Engine(tiny_scenario(), busy_market(), seed=4)
+    twin.list_products([(0, 1500), (1, 1400)])
+    twin.set_price(0, 1600)
+    twin.set_price(1, 1300)
+    assert engine.state_hash() == twin.state_hash()

@@ -50,6 +50,7 @@ docs/rl.md ("Classic RL") has the training script and its held-out results.
 from __future__ import annotations
 
 import copy
+import itertools
 import pickle
 from collections import OrderedDict
 from dataclasses import dataclass, fields
@@ -514,6 +515,37 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         done = self._engine.done
         return obs, reward_fen / 100 * self.reward_scale, done, False, self._info(reward_fen)
 
+    def _apply(self, slots: list[int], prices: list[int], listed: list[bool]) -> list[bool]:
+        """`_set` of each slot in turn (slots ascending), done as the engine's batch actions
+        where that is the same: the delistings, the reprices and the listings (in slot order)
+        each one batch, so long as the listings cannot meet the store's listing cap (the
+        only rule through which one slot's action could change another's); a refused batch
+        changes nothing and is done slot by slot instead. Whether each slot's was done."""
+        engine, products = self._engine, self.products
+        cap = engine.scenario.tools.max_active_listings
+        if len(engine.live.listings) + listed.count(False) > cap:
+            return [self._set(*change) for change in zip(slots, prices, listed, strict=True)]
+        delist = [k for k, price in enumerate(prices) if price == 0]
+        reprice = [k for k, price in enumerate(prices) if price and listed[k]]
+        new = [k for k, price in enumerate(prices) if price and not listed[k]]
+        done = [True] * len(slots)
+        for batch, act in (
+            (delist, lambda: engine.delist_products([products[slots[k]] for k in delist])),
+            (
+                reprice,
+                lambda: engine.set_prices([(products[slots[k]], prices[k]) for k in reprice]),
+            ),
+            (new, lambda: engine.list_products([(products[slots[k]], prices[k]) for k in new])),
+        ):
+            if not batch:
+                continue
+            try:
+                act()
+            except ActionRejected:
+                for k in batch:
+                    done[k] = self._set(slots[k], prices[k], listed[k])
+        return done
+
     def _set(self, slot: int, price: int, listed: bool) -> bool:
         """Bring one slot's listing (`listed` or not) to `price` (0: not listed) with the
         engine's own actions; False if the engine refused (the slot stays as it is)."""
@@ -629,18 +661,14 @@ def _prepare(envs: list[StoreEnv], levels: np.ndarray) -> None:
     listed = columns.listed[which]
     # A product the supplier delisted cannot be listed (the engine would refuse it): skipped.
     change = (targets != listed) & ((listed > 0) | (targets == 0) | columns.available[at])
-    stores, slots = np.nonzero(change)
-    done = [
-        envs[i]._set(s, price, was)
-        for i, s, price, was in zip(
-            stores.tolist(),
-            slots.tolist(),
-            targets[stores, slots].tolist(),
-            (listed[stores, slots] > 0).tolist(),
-            strict=True,
-        )
-    ]
-    applied = np.array(done, dtype=np.bool_)
+    stores, slots = np.nonzero(change)  # store by store, each in slot order
+    prices, was = targets[stores, slots].tolist(), (listed[stores, slots] > 0).tolist()
+    applied = np.ones(len(stores), dtype=np.bool_)
+    bounds = np.searchsorted(stores, np.arange(len(envs) + 1)).tolist()
+    slot_list = slots.tolist()
+    for i, (a, b) in enumerate(itertools.pairwise(bounds)):
+        if a < b:
+            applied[a:b] = envs[i]._apply(slot_list[a:b], prices[a:b], was[a:b])
     rows = at[0][stores[applied]]
     columns.listed[rows, slots[applied]] = targets[stores[applied], slots[applied]]
 

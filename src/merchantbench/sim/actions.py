@@ -117,6 +117,23 @@ class StoreActions:
         if listing is None:
             raise ActionRejected(Refusal.NOT_LISTED, "product is not listed in your store")
         self._check_price(product, price_fen, None)
+        self._reprice(listing, price_fen)
+
+    def set_prices(self, items: list[tuple[int, int]]) -> None:
+        """Change several listings' sale prices (product, price in fen) as one batch: all or
+        nothing, each checked as `set_price` checks it (a refusal names its position)."""
+        self._check_open()
+        listings = self._state.listings
+        for index, (product, price) in enumerate(items):
+            if product not in listings:
+                raise ActionRejected(
+                    Refusal.NOT_LISTED, "product is not listed in your store", index
+                )
+            self._check_price(product, price, index)
+        for product, price in items:
+            self._reprice(listings[product], price)
+
+    def _reprice(self, listing: Listing, price_fen: int) -> None:
         listing.price = price_fen
         self._state.spells[listing.spell].last_price = price_fen
         self._listed = None
