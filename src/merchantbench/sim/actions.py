@@ -13,7 +13,7 @@ from merchantbench.money import rmb
 from merchantbench.refusals import Refusal
 from merchantbench.scenario import Scenario
 from merchantbench.sim.state import Listing, ListingSpell, StoreState
-from merchantbench.sim.suppliers import SupplierBook
+from merchantbench.sim.suppliers import SupplierBook, SupplierState
 
 
 class ActionRejected(Exception):
@@ -31,6 +31,17 @@ class StoreActions:
     market: Market
     _state: StoreState
     _listed: object  # the engine's listings as a window reads them; None once they change
+    _spans: dict[int, tuple[int, int, SupplierState]]  # per product, the last span looked up
+
+    def _supplier_state(self, product: int, hour: int) -> SupplierState:
+        """`suppliers.state(product, hour)`, through this store's memo of each product's last
+        span (a book shared by stores at other hours, the classic RL env's, keeps none that
+        lasts: each look-up would search the product's year again)."""
+        known = self._spans.get(product)
+        if known is None or not known[0] <= hour < known[1]:
+            known = self._spans[product] = self.suppliers.state_span(product, hour)
+        return known[2]
+
     suppliers: SupplierBook
 
     def product_index(self, product_id: str, index: int | None = None) -> int:
@@ -43,7 +54,7 @@ class StoreActions:
         return i
 
     def max_price_fen(self, product: int) -> int:
-        cost = self.suppliers.state(product, self._state.t).price_fen
+        cost = self._supplier_state(product, self._state.t).price_fen
         return int(cost * self.scenario.demand.max_price_multiple_of_cost)
 
     def check_store_open(self) -> None:
@@ -83,14 +94,14 @@ class StoreActions:
         for index, (product, price) in enumerate(items):
             if product in st.listings or product in seen:
                 raise ActionRejected(Refusal.ALREADY_LISTED, "product is already listed", index)
-            if not self.suppliers.state(product, st.t).available:
+            if not self._supplier_state(product, st.t).available:
                 raise ActionRejected(
                     Refusal.PRODUCT_UNAVAILABLE, "the supplier has delisted this product", index
                 )
             self._check_price(product, price, index)
             seen.add(product)
         for product, price in items:
-            cost = self.suppliers.state(product, st.t).price_fen
+            cost = self._supplier_state(product, st.t).price_fen
             st.spells.append(ListingSpell(product, st.t, price, cost, price))
             st.listings[product] = Listing(product, price, st.t, len(st.spells) - 1)
         self._listed = None

@@ -109,6 +109,7 @@ class Engine(StoreActions, Lifecycle):
         # The listings as a window reads them (`_window`): products ascending, their prices
         # and listing hours; None once an action or the store's closing changes them.
         self._listed: tuple[list[int], list[int], list[int]] | None = None
+        self._spans = {}  # per product, the supplier's last span looked up (facts: never stale)
         if state is not None:  # a store's state kept from earlier (`restore` without a pickle)
             self._state = state
             return

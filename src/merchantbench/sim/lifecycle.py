@@ -5,6 +5,7 @@ effects (docs/design.md §5). A mixin of the engine: it reads and changes `self.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 
 from merchantbench.catalog.market import Market
 from merchantbench.scenario import Scenario
@@ -22,7 +23,7 @@ from merchantbench.sim.orders import (
     plan_lifecycle,
 )
 from merchantbench.sim.state import StoreState
-from merchantbench.sim.suppliers import SupplierBook, stock_now
+from merchantbench.sim.suppliers import SupplierBook, SupplierState, stock_now
 
 _NOT_PROCURED = frozenset((Outcome.STOCKOUT, Outcome.INSUFFICIENT_BALANCE))
 
@@ -33,6 +34,7 @@ class Lifecycle:
     seed: int
     _state: StoreState
     _listed: object  # the engine's listings as a window reads them; None once they change
+    _supplier_state: Callable[[int, int], SupplierState]  # `StoreActions._supplier_state`
     suppliers: SupplierBook
 
     def _arrivals(self, product: int, t: int, count: int) -> None:
@@ -46,7 +48,7 @@ class Lifecycle:
         listing = st.listings[product]
         listing.orders += 1
         listing.last_order_t = t
-        supplier = self.suppliers.state(product, t)
+        supplier = self._supplier_state(product, t)
         order = Order(len(st.orders) + 1, product, listing.price, supplier.price_fen, t)
         st.orders.append(order)
         fines = self.scenario.orders.fines
