@@ -14,14 +14,18 @@ Episodes are train-split episodes 0, 1, … starting on day 0. Run with:
 `small` market, 32 slots, random start days over the 16 training markets): windows per second
 of one `StoreEnv`, and of `StoreVectorEnv`s of 4 and of 64 stores (their windows advanced
 together, `sim.engine.advance_stores`), under a fixed action (the first 16 slots at markup 3.0)
-with resets included. The markets, the opened store of every start day and the supplier
-timelines of the candidates of every fifth start day are prepared before the clock starts (a
-training run pays for them once: about 7 ms a start day, 0.25 ms a product). A fixed Python
+with resets included. The markets, the opened store of every start day and the candidates of
+every start day of every market (their supplier facts over the year) are prepared before the
+clock starts, so the figures are a training run's after its first few thousand episodes (it
+pays for them once: about 7 ms a start day, 0.25 ms a product; the time is printed);
+`--warm-every 5` prepares the candidates of every fifth start day only, as this bench did
+before 2026-12-07 19:50 UTC (the rest then met on the clock). A fixed Python
 loop (`reference_loop`) is timed beside it so a loaded machine's figures can be compared as
 ratios, and each figure is given per CPU second of this process too (what the process got of
 a shared machine); `--profile` prints where a window's time goes (cProfile, cumulative shares):
 
     uv run python benchmarks/bench_rl.py --classic [--seconds 20] [--profile] [--random-actions]
+        [--warm-every 1]
 
 (`--random-actions`: 50 uniformly random action arrays in turn instead of the fixed action,
 what a policy starts from: most slots change level each window, each change an engine call.)
@@ -75,7 +79,9 @@ def reference_loop(seconds: float) -> float:
     return count / (time.perf_counter() - started)
 
 
-def classic(seconds: float, profile: bool, random_actions: bool = False) -> None:
+def classic(
+    seconds: float, profile: bool, random_actions: bool = False, warm_every: int = 1
+) -> None:
     """Windows per second of the classic store env: 1 env, vectors of 4 and 64 (under the
     fixed action, or 50 uniformly random action arrays in turn)."""
     import numpy as np
@@ -90,9 +96,12 @@ def classic(seconds: float, profile: bool, random_actions: bool = False) -> None
         probe.reset(options={"index": index, "start_day": 0})
     for day in range(probe.last_start + 1):  # the opened store of every start day
         probe.reset(options={"index": 0, "start_day": day})
-    for index in range(probe.pool):  # the supplier timelines of the candidates (most of them)
-        for day in range(0, probe.last_start + 1, 5):
+    started = time.perf_counter()
+    for index in range(probe.pool):  # every market day's candidates and their supplier facts
+        for day in range(0, probe.last_start + 1, warm_every):
             probe.reset(options={"index": index, "start_day": day})
+    days = len(range(0, probe.last_start + 1, warm_every))
+    print(f"candidates of {days} start days a market: {time.perf_counter() - started:.1f} s")
     print(f"reference loop: {reference_loop(2.0):,.0f} iterations/s")
     for n in (1, 4, 64):
         shape = (n, 32) if n > 1 else (32,)
@@ -138,7 +147,7 @@ _PARTS = {  # (function, file) of a window's parts, as cProfile names them
     "_play_window": "engine.py",  # the window's hours: orders, transitions, samples
     "_conclude": "classic.py",  # drain at the end, rewards and orders per slot
     "_observe": "classic.py",  # the observations (all stores at once)
-    "reset": "classic.py",  # new episodes (the stores whose episode ended)
+    "_begin": "classic.py",  # new episodes (the stores whose episode ended)
 }
 
 
@@ -241,6 +250,12 @@ def main() -> None:
         help="with --classic: uniformly random actions (50 in turn) instead of the fixed one",
     )
     parser.add_argument(
+        "--warm-every",
+        type=int,
+        default=1,
+        help="with --classic: prepare the candidates of every k-th start day (default: all)",
+    )
+    parser.add_argument(
         "--figure",
         type=Path,
         default=None,
@@ -255,7 +270,7 @@ def main() -> None:
     print(f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
     if args.classic:
         print(f"load average: {os.getloadavg()[0]:.1f}")
-        classic(args.seconds, args.profile, args.random_actions)
+        classic(args.seconds, args.profile, args.random_actions, max(1, args.warm_every))
         return
     config = _config(args.scenario)
     started = time.perf_counter()

@@ -210,3 +210,77 @@ def test_the_observation_is_the_engines_state_read_slot_by_slot() -> None:
                 assert np.array_equal(got, np.clip(np.float32(expect), -10, 10)), (slot, hour)
                 checked += 1
     assert checked > 300
+
+
+def _rollout_digest(n: int, steps: int, seed: int) -> str:
+    """SHA-256 (16 hex digits) of a vector's rollout under random actions: observations,
+    rewards, ends, the infos' rewards in fen and per slot, the final observations, and every
+    store's state hash at the end."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    vector = StoreVectorEnv(n)
+    obs, _ = vector.reset(seed=seed)
+    digest.update(obs.tobytes())
+    rng = np.random.default_rng(seed)
+    for _ in range(steps):
+        obs, rewards, done, _, infos = vector.step(rng.integers(0, 8, size=(n, 32)))
+        for part in (obs, rewards, done, infos["reward_fen"], infos["slot_rewards_fen"]):
+            digest.update(np.asarray(part).tobytes())
+        for i in np.flatnonzero(infos.get("_final_obs", np.zeros(n, dtype=np.bool_))):
+            digest.update(infos["final_obs"][i].tobytes())
+    for env in vector.envs:
+        assert env.engine is not None
+        digest.update(env.engine.state_hash().encode())
+    return digest.hexdigest()[:16]
+
+
+def test_a_rollout_is_the_one_made_before_the_speed_work() -> None:
+    """16 stores of the default env (`small`, 30 days, 32 slots), 70 steps of random actions
+    (each store's episode ends and a new one starts): the same numbers as the code before the
+    classic env's speed work of 2026-12-07 evening (digest made with main at 99be5b7)."""
+    assert _rollout_digest(16, 70, 5) == EXPECTED_ROLLOUT
+
+
+EXPECTED_ROLLOUT = "811d1ec75edc2ef3"
+
+
+def test_batched_actions_are_the_slot_by_slot_actions() -> None:
+    """A step's actions done as the engine's batch actions (`StoreEnv._apply`) leave the store
+    as the same actions done slot by slot in slot order (`_set`, the definition): 96 slots
+    under a listing cap of 50, so both the batches and the slot-by-slot way (when the cap
+    could bind) are taken, over episodes of random actions (listings, reprices, delistings,
+    refusals at the cap, supplier delistings)."""
+    batched, alone = StoreEnv(slots=96), StoreEnv(slots=96)
+    ways = {"batched": 0, "slot by slot": 0}
+
+    def one_by_one(slots: list[int], prices: list[int], listed: list[bool]) -> list[bool]:
+        return [alone._set(*change) for change in zip(slots, prices, listed, strict=True)]
+
+    real = batched._apply
+
+    def counted(slots: list[int], prices: list[int], listed: list[bool]) -> list[bool]:
+        assert batched.engine is not None
+        cap = batched.engine.scenario.tools.max_active_listings
+        binds = len(batched.engine.live.listings) + listed.count(False) > cap
+        ways["slot by slot" if binds else "batched"] += 1
+        return real(slots, prices, listed)
+
+    alone._apply = one_by_one  # type: ignore[method-assign]
+    batched._apply = counted  # type: ignore[method-assign]
+    rng = np.random.default_rng(1)
+    for env in (batched, alone):
+        env.reset(seed=3, options={"index": 2, "start_day": 40})
+    for _ in range(130):  # two episodes and more
+        # Some steps delist most slots, some list most: the cap binds at some steps only.
+        off = rng.random(96) < rng.choice([0.1, 0.7, 0.95])
+        levels = np.where(off, 0, rng.integers(1, 8, size=96))
+        obs, reward, done, _, info = batched.step(levels)
+        twin_obs, twin_reward, twin_done, _, twin_info = alone.step(levels)
+        assert np.array_equal(obs, twin_obs) and reward == twin_reward and done == twin_done
+        assert batched.engine is not None and alone.engine is not None
+        assert batched.engine.state_hash() == alone.engine.state_hash()
+        if done:
+            for env in (batched, alone):
+                env.reset()
+    assert ways["batched"] > 0 and ways["slot by slot"] > 0, ways

@@ -171,3 +171,48 @@ def test_ledger_invariants_hold_every_hour(plan):
     assert ledger.accounts.net_assets == initial + sum(moved.values())
     margin = sum(o.price - o.cost for o in engine.state.orders if o.delivered_t >= 0)
     assert moved[Reason.DELIVERY] == margin
+
+
+def test_samples_left_unwritten_between_windows_are_written_for_any_reader():
+    # Store `read` writes its hourly samples at every window (its `state` is read after each),
+    # store `lazy` only when a sampled quantity changes or at the end: the same samples for
+    # every hour, the same snapshot at any window and the same hash.
+    read = Engine(tiny_scenario(), busy_market(), seed=4)
+    lazy = Engine(tiny_scenario(), busy_market(), seed=4)
+    waiting = 0
+    while not read.done:
+        for engine in (read, lazy):
+            for name, args in PLAN.get(engine.window, []):
+                getattr(engine, name)(*args)
+            engine.advance()
+        t = read.state.t
+        assert lazy.live.t == t
+        waiting += lazy.live.samples.balance[t - 1] != read.state.samples.balance[t - 1]
+        if read.window == 11:
+            assert lazy.snapshot() == read.snapshot()  # `snapshot` writes them first
+    assert waiting > 0  # some windows' samples did wait (what `live` does not write)
+    for name in ("balance", "deposit", "in_transit", "receivable", "rating", "active_listings"):
+        assert (getattr(lazy.state.samples, name) == getattr(read.state.samples, name)).all()
+    read.finish()
+    lazy.finish()
+    assert lazy.state_hash() == read.state_hash()
+
+
+def test_set_prices_is_all_or_nothing_and_names_the_refused_item():
+    engine = Engine(tiny_scenario(), busy_market(), seed=4)
+    engine.list_products([(0, 1500), (1, 1400)])
+    before = engine.state_hash()
+    for items, code, index in (
+        ([(0, 1600), (2, 900)], "not_listed", 1),  # product 2 is not listed
+        ([(1, 1300), (0, 10**9)], "price_out_of_range", 1),
+    ):
+        with pytest.raises(ActionRejected) as refused:
+            engine.set_prices(items)
+        assert (refused.value.code, refused.value.index) == (code, index)
+        assert engine.state_hash() == before  # nothing changed
+    engine.set_prices([(0, 1600), (1, 1300)])
+    twin = Engine(tiny_scenario(), busy_market(), seed=4)
+    twin.list_products([(0, 1500), (1, 1400)])
+    twin.set_price(0, 1600)
+    twin.set_price(1, 1300)
+    assert engine.state_hash() == twin.state_hash()

@@ -37,9 +37,12 @@ store in the same step (`final_obs` and `final_info` in the infos).
 Speed (docs/performance.md, "The classic store env"): the stores' per-slot state is kept as
 (N, slots) arrays (`_Columns`; a `StoreEnv` is the case N = 1), so actions, observations and
 rewards are array operations over all N; the supplier facts, ratings and public sales of an
-episode's slots at each hour it acts or is observed are one table made at reset, from each
-product's year walked once per process with the engine's own look-up (`sim.suppliers.
-YearBook`), which the engines of a market share with their demand terms.
+episode's slots at each hour it acts or is observed are one table gathered at reset from
+per-product grids of every decision hour of the year (`_Grid`), each made once per process
+from the product's year walked with the engine's own look-up (`sim.suppliers.YearBook`, which
+the engines of a market share with their demand terms). The engines are read through
+`Engine.live` between windows (their hourly samples are written when something reads
+`Engine.state`).
 
 docs/rl.md ("Classic RL") has the training script and its held-out results.
 """
@@ -47,10 +50,11 @@ docs/rl.md ("Classic RL") has the training script and its held-out results.
 from __future__ import annotations
 
 import copy
+import itertools
 import pickle
 from collections import OrderedDict
 from dataclasses import dataclass, fields
-from functools import cache
+from functools import cache, cached_property
 from typing import Any
 
 import gymnasium as gym
@@ -151,6 +155,7 @@ class _MarketParts:
         self._known: dict[int, tuple[np.ndarray, ...]] = {}
         self._top: dict[tuple[int, int], np.ndarray] = {}
         self._joined: tuple[np.ndarray, ...] | None = None
+        self._grids: dict[int, _Grid] = {}
 
     def top(self, day: int, slots: int) -> np.ndarray:
         """The `slots` products with the most public 30-day sales on `day` among those on
@@ -201,6 +206,98 @@ class _MarketParts:
         at = np.searchsorted(keys, hours[:, None] + (products << 32), side="right") - 1
         return price[at], ship[at], on_sale[at]
 
+    def grid(self, products: np.ndarray, window_hours: int) -> _Grid:
+        """The hour-only slot facts of `products` at every decision hour of the year (`_Grid`),
+        each product's computed once per process; the rows of every product known so far end
+        to end (put together again when one is new)."""
+        found = self._grids.get(window_hours)
+        new = set(products.tolist()) - (set() if found is None else found.known)
+        if new:
+            grid = _Grid.of(self, np.array(sorted(new), dtype=np.int64), window_hours)
+            found = self._grids[window_hours] = grid if found is None else found.joined(grid)
+        assert found is not None
+        return found
+
+
+@dataclass(frozen=True, eq=False)
+class _Grid:
+    """The slot features that depend on the product and the hour only, for `products` at every
+    hour a store of `window_hours`-hour windows decides or is observed at: row r < `windows`
+    is window r's first hour (r · window_hours), row `windows` + d is day d's last hour (the
+    episode's last row). Every element is computed as `_Candidates` uses it (elementwise:
+    gathered from here or computed for one episode, the same numbers)."""
+
+    products: np.ndarray  # int64, ascending
+    windows: int  # windows of the year
+    # Per product and row, flat (product · rows + row; `at` gives the positions):
+    cost: np.ndarray  # int64: procurement price (fen, ≥ 1)
+    available: np.ndarray  # bool
+    # float32 [·, 3]: features 2, 6 and 9 of a slot (log procurement price, ship hours, public
+    # 30-day sales)
+    varying: np.ndarray
+
+    @cached_property
+    def known(self) -> set[int]:
+        return set(self.products.tolist())
+
+    def at(self, products: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """The flat positions of `products` (known) at `rows`, [row, product]."""
+        return (
+            np.searchsorted(self.products, products)[None, :] * self.rows_per_product
+            + rows[:, None]
+        )
+
+    @property
+    def rows_per_product(self) -> int:
+        return len(self.cost) // len(self.products)
+
+    @classmethod
+    def of(cls, parts: _MarketParts, products: np.ndarray, window_hours: int) -> _Grid:
+        market, year = parts.market, parts.book.hours
+        hours = np.concatenate([np.arange(0, year, window_hours), np.arange(23, year, 24)]).astype(
+            np.int64
+        )
+        price, ship_hours, available = parts.facts(products, hours)  # [hour, product]
+        cost, ship = np.maximum(price, 1), ship_hours.astype(np.float64)
+        varying = np.zeros((len(hours), len(products), 3), dtype=np.float32)
+        varying[..., 0] = np.log1p(cost / 100) / 5.0
+        varying[..., 1] = ship / 96.0
+        cum, days = market.market_sales_cum, market.history_days + hours // 24
+        public = cum[days[:, None], products] - cum[np.maximum(0, days - 30)[:, None], products]
+        varying[..., 2] = np.log1p(np.maximum(public, 0)) / 8.0
+        return cls(
+            products,
+            year // window_hours,
+            np.ascontiguousarray(cost.T).reshape(-1),
+            np.ascontiguousarray(available.T).reshape(-1),
+            np.ascontiguousarray(varying.transpose(1, 0, 2)).reshape(-1, 3),
+        )
+
+    def joined(self, other: _Grid) -> _Grid:
+        """The rows of both grids' products (distinct), ascending by product."""
+        order = np.argsort(np.concatenate((self.products, other.products)), kind="stable")
+        rows = self.rows_per_product
+
+        def joined(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            shape = (-1, rows, *a.shape[1:])  # [product, row, …]
+            both = np.concatenate((a.reshape(shape), b.reshape(shape)))
+            return both[order].reshape(-1, *a.shape[1:])
+
+        return _Grid(
+            np.concatenate((self.products, other.products))[order],
+            self.windows,
+            joined(self.cost, other.cost),
+            joined(self.available, other.available),
+            joined(self.varying, other.varying),
+        )
+
+    def rows(self, first: int, end: int, window_hours: int) -> np.ndarray:
+        """The rows of an episode's decision hours: its windows' first hours from `first`,
+        then its last hour (end − 1, the last hour of a day)."""
+        return np.r_[
+            np.arange(first // window_hours, end // window_hours), self.windows + (end - 1) // 24
+        ]
+
 
 _MARKETS: OrderedDict[tuple[str, int], _MarketParts] = OrderedDict()
 
@@ -243,20 +340,17 @@ class _Candidates:
         market = parts.market
         top = parts.top(start_day, slots)
         products = top.tolist()
-        first, end, step = start_day * 24, engine.horizon, engine.window_hours
-        hours = np.array([*range(first, end, step), end - 1], dtype=np.int64)
-        price, ship_hours, available = parts.facts(top, hours)
-        cost, ship = np.maximum(price, 1), ship_hours.astype(np.float64)
-        static = np.zeros((len(hours), slots, 8), dtype=np.float32)
-        static[..., 0] = np.log1p(cost / 100) / 5.0
+        step = engine.window_hours
+        grid = parts.grid(top, step)
+        at = grid.at(top, grid.rows(start_day * 24, engine.horizon, step))
+        cost, available = grid.cost.take(at), grid.available.take(at)
+        varying = grid.varying.take(at, axis=0)
+        static = np.zeros((len(at), slots, 8), dtype=np.float32)
+        static[..., 0], static[..., 4], static[..., 7] = varying.transpose(2, 0, 1)
         static[..., 1] = cost / cost[0].astype(np.float64)
         static[..., 2] = market.historical_avg_rating[top] / 5.0
         static[..., 3] = market.shop_rating[market.supplier[top]] / 5.0
-        static[..., 4] = ship / 96.0
         static[..., 5] = available
-        cum, days = market.market_sales_cum, market.history_days + hours // 24
-        public = cum[days[:, None], top] - cum[np.maximum(0, days - 30)[:, None], top]
-        static[..., 7] = np.log1p(np.maximum(public, 0)) / 8.0
         return cls(
             products,
             np.asarray(top, dtype=np.int64),
@@ -367,6 +461,11 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
+        self._begin(seed, options)
+        return _observe([self])[0], self._info(0)
+
+    def _begin(self, seed: int | None, options: dict[str, Any] | None) -> None:
+        """`reset` but the observation (a vector observes its new episodes at once)."""
         super().reset(seed=seed)
         options = options or {}
         split = options.get("split", self.split)
@@ -381,24 +480,28 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         scenario = _scenario(self.scenario_name, self.days, start)
         shared = _market(self.scenario_name, scenario, run_seed)
         market = shared.market
+        opened = _opened(self.scenario_name, self.days, start, market, run_seed).state()
         engine = Engine(
-            scenario, market, run_seed, suppliers=shared.book, demand=shared.demand(scenario)
+            scenario,
+            market,
+            run_seed,
+            suppliers=shared.book,
+            demand=shared.demand(scenario),
+            state=opened,
         )
-        engine.state = _opened(self.scenario_name, self.days, start, market, run_seed).state()
         self.engine = engine
         key = (self.scenario_name, self.days, start, run_seed, self.slots)
         self._open(_candidates(key, engine, shared))
-        return _observe([self])[0], self._info(0)
 
     def _open(self, found: _Candidates) -> None:
         engine = self._engine
         self.candidates, self.products = found, found.products
         self._slot_of = {product: slot for slot, product in enumerate(found.products)}
         self._columns.open(self._row, found, self.start_day * 24, engine.horizon)
-        accounts = engine.state.ledger.accounts
+        accounts = engine.live.ledger.accounts
         self.initial_fen = self._net_fen = accounts.net_assets
-        self._entries_seen = len(engine.state.ledger.entries)
-        self._orders_seen = len(engine.state.orders)
+        self._entries_seen = len(engine.live.ledger.entries)
+        self._orders_seen = len(engine.live.orders)
 
     # --- steps -----------------------------------------------------------------------------------
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
@@ -411,6 +514,37 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         obs = _observe([self])[0]
         done = self._engine.done
         return obs, reward_fen / 100 * self.reward_scale, done, False, self._info(reward_fen)
+
+    def _apply(self, slots: list[int], prices: list[int], listed: list[bool]) -> list[bool]:
+        """`_set` of each slot in turn (slots ascending), done as the engine's batch actions
+        where that is the same: the delistings, the reprices and the listings (in slot order)
+        each one batch, so long as the listings cannot meet the store's listing cap (the
+        only rule through which one slot's action could change another's); a refused batch
+        changes nothing and is done slot by slot instead. Whether each slot's was done."""
+        engine, products = self._engine, self.products
+        cap = engine.scenario.tools.max_active_listings
+        if len(engine.live.listings) + listed.count(False) > cap:
+            return [self._set(*change) for change in zip(slots, prices, listed, strict=True)]
+        delist = [k for k, price in enumerate(prices) if price == 0]
+        reprice = [k for k, price in enumerate(prices) if price and listed[k]]
+        new = [k for k, price in enumerate(prices) if price and not listed[k]]
+        done = [True] * len(slots)
+        for batch, act in (
+            (delist, lambda: engine.delist_products([products[slots[k]] for k in delist])),
+            (
+                reprice,
+                lambda: engine.set_prices([(products[slots[k]], prices[k]) for k in reprice]),
+            ),
+            (new, lambda: engine.list_products([(products[slots[k]], prices[k]) for k in new])),
+        ):
+            if not batch:
+                continue
+            try:
+                act()
+            except ActionRejected:
+                for k in batch:
+                    done[k] = self._set(slots[k], prices[k], listed[k])
+        return done
 
     def _set(self, slot: int, price: int, listed: bool) -> bool:
         """Bring one slot's listing (`listed` or not) to `price` (0: not listed) with the
@@ -427,40 +561,46 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
             return False  # unavailable product, closed store
         return True
 
-    def _conclude(self) -> tuple[int, list[int], list[int]]:
-        """After the window: drain a finished episode; the reward in fen, the window's change
-        in net assets per slot (from the ledger's new entries: each an order's, each order a
-        slot's product) and its orders per slot; the stock of the slots bought from into the
-        columns (`_conclude` of the module writes the rest, for all stores at once)."""
+    def _conclude(self, last: np.ndarray, new: np.ndarray, k: int) -> int:
+        """After the window: drain a finished episode; the reward in fen. Row k of `last` (zeros)
+        gets the window's change in net assets per slot (from the ledger's new entries: each an
+        order's, each order a slot's product), row k of `new` (zeros) its orders per slot; the
+        stock of the slots bought from goes into the columns (`_conclude` of the module writes
+        the rest, for all stores at once)."""
         engine, i, columns = self._engine, self._row, self._columns
         if engine.done:
             engine.finish()
-        state, slot_of, slots = engine.state, self._slot_of, self.slots
+        state, slot_of = engine.live, self._slot_of
         now = state.ledger.accounts.net_assets
         reward_fen, self._net_fen = now - self._net_fen, now
         entries, orders = state.ledger.entries, state.orders
-        last = [0] * slots
-        for entry in entries[self._entries_seen :]:
-            last[slot_of[orders[entry.order_id - 1].product]] += entry.d_net
-        self._entries_seen = len(entries)
-        new = [0] * slots
+        if len(entries) > self._entries_seen:
+            sums: dict[int, int] = {}
+            for entry in entries[self._entries_seen :]:
+                slot = slot_of[orders[entry.order_id - 1].product]
+                sums[slot] = sums.get(slot, 0) + entry.d_net
+            for slot, change in sums.items():
+                last[k, slot] = change
+            self._entries_seen = len(entries)
         if len(orders) > self._orders_seen:
-            stock = state.stock
+            stock, counts = state.stock, dict[int, int]()
             for order in orders[self._orders_seen :]:
                 slot = slot_of[order.product]
-                new[slot] += 1
+                counts[slot] = counts.get(slot, 0) + 1
                 known = stock.get(order.product)
                 if known is not None:
                     columns.level[i, slot], columns.since[i, slot] = known
                     columns.bought[i, slot] = True
+            for slot, count in counts.items():
+                new[k, slot] = count
             self._orders_seen = len(orders)
         if state.closed:  # the listings came down with the store
             columns.listed[i] = 0
-        return reward_fen, last, new
+        return reward_fen
 
     def _store_features(self) -> tuple[float, ...]:
         engine = self._engine
-        state, t, end = engine.state, engine.t, engine.horizon
+        state, t, end = engine.live, engine.t, engine.horizon
         accounts, initial = state.ledger.accounts, float(self.initial_fen)
         return (
             (end - t) / max(1, end - self.start_day * 24),
@@ -478,7 +618,7 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         return {
             "reward_fen": reward_fen,
             "slot_rewards_fen": self._columns.last[self._row].copy(),
-            "net_assets_change_fen": engine.state.ledger.accounts.net_assets - self.initial_fen,
+            "net_assets_change_fen": engine.live.ledger.accounts.net_assets - self.initial_fen,
             "window": (engine.t - self.start_day * 24) // engine.window_hours,
             "index": self.index,
             "start_day": self.start_day,
@@ -497,7 +637,7 @@ def _where(envs: list[StoreEnv]) -> tuple[slice | np.ndarray, np.ndarray]:
     columns = envs[0]._columns
     everyone = len(envs) == columns.n  # a step: every store of the columns, in row order
     which = slice(None) if everyone else np.array([env._row for env in envs])
-    return which, np.array([env._engine.state.t for env in envs], dtype=np.int64)
+    return which, np.array([env._engine.live.t for env in envs], dtype=np.int64)
 
 
 def _decision_rows(columns: _Columns, which: slice | np.ndarray, hours: np.ndarray) -> np.ndarray:
@@ -521,18 +661,14 @@ def _prepare(envs: list[StoreEnv], levels: np.ndarray) -> None:
     listed = columns.listed[which]
     # A product the supplier delisted cannot be listed (the engine would refuse it): skipped.
     change = (targets != listed) & ((listed > 0) | (targets == 0) | columns.available[at])
-    stores, slots = np.nonzero(change)
-    done = [
-        envs[i]._set(s, price, was)
-        for i, s, price, was in zip(
-            stores.tolist(),
-            slots.tolist(),
-            targets[stores, slots].tolist(),
-            (listed[stores, slots] > 0).tolist(),
-            strict=True,
-        )
-    ]
-    applied = np.array(done, dtype=np.bool_)
+    stores, slots = np.nonzero(change)  # store by store, each in slot order
+    prices, was = targets[stores, slots].tolist(), (listed[stores, slots] > 0).tolist()
+    applied = np.ones(len(stores), dtype=np.bool_)
+    bounds = np.searchsorted(stores, np.arange(len(envs) + 1)).tolist()
+    slot_list = slots.tolist()
+    for i, (a, b) in enumerate(itertools.pairwise(bounds)):
+        if a < b:
+            applied[a:b] = envs[i]._apply(slot_list[a:b], prices[a:b], was[a:b])
     rows = at[0][stores[applied]]
     columns.listed[rows, slots[applied]] = targets[stores[applied], slots[applied]]
 
@@ -540,9 +676,11 @@ def _prepare(envs: list[StoreEnv], levels: np.ndarray) -> None:
 def _conclude(envs: list[StoreEnv]) -> list[int]:
     """`StoreEnv._conclude` of each store, their slots' changes and orders written into the
     columns at once (the orders of the listings still up); the rewards in fen."""
-    rewards, lasts, news = zip(*(env._conclude() for env in envs), strict=True)
-    columns, which = envs[0]._columns, [env._row for env in envs]
-    last, new = np.array(lasts, dtype=np.int64), np.array(news, dtype=np.int64)
+    columns = envs[0]._columns
+    which = slice(None) if len(envs) == columns.n else [env._row for env in envs]
+    last = np.zeros((len(envs), envs[0].slots), dtype=np.int64)
+    new = np.zeros_like(last)
+    rewards = [env._conclude(last, new, k) for k, env in enumerate(envs)]
     columns.last[which] = last
     columns.total[which] += last
     new[columns.listed[which] == 0] = 0
@@ -557,7 +695,7 @@ def _infos(envs: list[StoreEnv], rewards_fen: list[int]) -> dict[str, Any]:
     initial = np.array([env.initial_fen for env in envs], dtype=np.int64)
     start = np.array([env.start_day for env in envs], dtype=np.int64)
     hours = np.array([engine.t for engine in engines], dtype=np.int64)
-    net = [engine.state.ledger.accounts.net_assets for engine in engines]
+    net = [engine.live.ledger.accounts.net_assets for engine in engines]
     infos = {
         "reward_fen": np.array(rewards_fen, dtype=np.int64),
         "slot_rewards_fen": envs[0]._columns.last[[env._row for env in envs]],
@@ -577,8 +715,10 @@ def _observe(envs: list[StoreEnv]) -> np.ndarray:
     which, t = _where(envs)
     hours = np.minimum(t, columns.end[which] - 1)
     at = (np.arange(columns.n)[which], _decision_rows(columns, which, t))
-    store = np.array([env._store_features() for env in envs], dtype=np.float64)
-    per = np.empty((len(envs), slots, SLOT), dtype=np.float64)
+    # Each feature computed in float64 and rounded to float32 once, as it is written.
+    obs = np.empty((len(envs), GLOBAL + slots * SLOT), dtype=np.float32)
+    obs[:, :GLOBAL] = np.array([env._store_features() for env in envs], dtype=np.float64)
+    per = obs[:, GLOBAL:].reshape(len(envs), slots, SLOT)  # a view
     listed = columns.listed[which]
     per[..., 0] = listed > 0
     per[..., 1] = listed / columns.cost[at] / 3.0
@@ -596,7 +736,6 @@ def _observe(envs: list[StoreEnv]) -> np.ndarray:
         per[..., 10] = 1.0  # in stock until bought from
     per[..., 11] = columns.total[which] / 5000.0  # RMB 50 earned so far → 1
     per[..., 12] = columns.last[which] / 1000.0  # RMB 10 in the last window → 1
-    obs = np.concatenate([store, per.reshape(len(envs), -1)], axis=1).astype(np.float32)
     np.maximum(obs, -10.0, out=obs)  # clipped to the box (np.clip costs more per call)
     return np.minimum(obs, 10.0, out=obs)
 
@@ -657,14 +796,17 @@ class StoreVectorEnv(gym.vector.VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         scale = np.array([env.reward_scale for env in envs])
         rewards = np.array(rewards_fen, dtype=np.float64) / 100 * scale
         final: dict[str, Any] = {}
-        for i in np.flatnonzero(done).tolist():
+        ended = np.flatnonzero(done)
+        for i in ended.tolist():
             last = {
                 "final_obs": observations[i].copy(),
                 "final_info": envs[i]._info(rewards_fen[i]),
             }
             final = self._add_info(final, last, i)
-            observations[i] = envs[i].reset()[0]
+            envs[i]._begin(None, None)
             rewards_fen[i] = 0  # the infos are the new episode's
+        if len(ended):  # the new episodes' first observations, at once
+            observations[ended] = _observe([envs[i] for i in ended.tolist()])
         infos = _infos(envs, rewards_fen)
         return observations, rewards, done, np.zeros_like(done), {**infos, **final}
 

@@ -14,8 +14,9 @@ same draws); `window_arrivals` computes many stores' windows in one set of those
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -196,11 +197,11 @@ def arrival_cells(
     return _cells(seed, products, (t0 + np.arange(lam.shape[1]))[None, :], lam)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # (not frozen: a frozen dataclass is made 4 times slower)
 class StoreWindow:
     """One store's open window as the arrivals see it: its listings in `products` order
     (ascending), their prices and listing hours, the window's first hour and the rating's
-    demand multiplier."""
+    demand multiplier. Read only (the engine keeps its lists for the next window)."""
 
     demand: WindowDemand
     seed: int
@@ -224,11 +225,15 @@ def window_arrivals(windows: Sequence[StoreWindow]) -> list[list[tuple[int, int]
     of the arrivals."""
     found: list[list[tuple[int, int]]] = [[] for _ in windows]
     groups: dict[tuple[DemandConfig, int, int], list[int]] = {}
+    keys: dict[int, list[int]] = {}  # id(demand) → its group (the rules hashed once a call)
     for i, window in enumerate(windows):
         if window.products:
             demand = window.demand
-            key = (demand.config, demand.hours, len(demand._exposure_rows))
-            groups.setdefault(key, []).append(i)
+            group = keys.get(id(demand))
+            if group is None:
+                key = (demand.config, demand.hours, len(demand._exposure_rows))
+                group = keys[id(demand)] = groups.setdefault(key, [])
+            group.append(i)
     for members in groups.values():
         members.sort(key=lambda i: (id(windows[i].demand.market), windows[i].seed))
         _group_arrivals([windows[i] for i in members], [found[i] for i in members])
@@ -250,14 +255,20 @@ def _group_arrivals(windows: list[StoreWindow], into: list[list[tuple[int, int]]
         seeds: int | tuple[list[int], np.ndarray] = w.seed
     else:
         sizes = [len(w.products) for w in windows]
-        products = np.array([p for w in windows for p in w.products], dtype=np.int64)
-        prices = np.array([p for w in windows for p in w.prices], dtype=np.int64)
+        total = sum(sizes)
+
+        def joined(column: Iterator[list[int]]) -> np.ndarray:
+            return np.fromiter(chain.from_iterable(column), dtype=np.int64, count=total)
+
+        products = joined(w.products for w in windows)
+        prices = joined(w.prices for w in windows)
         starts = np.array([w.t0 for w in windows], dtype=np.int64).repeat(sizes)
-        ages = starts - np.array([t for w in windows for t in w.listed_t], dtype=np.int64)
+        ages = starts - joined(w.listed_t for w in windows)
         t0 = starts[:, None]
         multiplier = np.array([w.multiplier for w in windows]).repeat(sizes)
         distinct = sorted({w.seed for w in windows})  # (a sealed seed is beyond int64)
-        which = np.array([distinct.index(w.seed) for w in windows]).repeat(sizes)
+        position = {seed: i for i, seed in enumerate(distinct)}
+        which = np.array([position[w.seed] for w in windows]).repeat(sizes)
         seeds = (distinct, which)
     if ages.min() < 0:  # a negative row would silently read the table's end
         raise ValueError("a listing is from after its window's first hour")
@@ -304,14 +315,13 @@ def _markets_part(
     markets = [windows[a].demand for a, _ in runs]
     joined = _joined(markets)
     bounds = np.cumsum([0, *sizes]).tolist()
+    listings = [bounds[b] - bounds[a] for a, b in runs]  # per market
+    at = products + np.repeat(joined.offsets, listings)
+    days = starts // 24 + np.repeat(joined.history_days, listings)
     base = np.empty(len(products), dtype=np.float64)
-    offsets = np.empty(len(products), dtype=np.int64)
-    for demand, (a, b), offset in zip(markets, runs, joined.offsets, strict=True):
+    for demand, (a, b) in zip(markets, runs, strict=True):
         lo, hi = bounds[a], bounds[b]
-        days = starts[lo:hi] // 24 + demand.market.history_days
-        base[lo:hi] = demand._terms.demand[days, products[lo:hi]]
-        offsets[lo:hi] = offset
-    at = products + offsets
+        base[lo:hi] = demand._terms.demand[days[lo:hi], products[lo:hi]]
     hour_of_day = np.remainder(starts, 24)[:, None] + _hours(windows[0].demand.hours)
     weights = joined.weights[joined.weight_row[at][:, None], hour_of_day]
     return base, joined.p_ref_fen[at], joined.elasticity[at], weights
@@ -323,7 +333,8 @@ class _Joined:
     `offsets[k]` + p) and their hourly weights stacked (`weight_row`: each product's row)."""
 
     markets: tuple[Market, ...]
-    offsets: list[int]
+    offsets: np.ndarray  # int64: market k's first product
+    history_days: np.ndarray  # int64, market k's days of history
     p_ref_fen: np.ndarray
     elasticity: np.ndarray
     weight_row: np.ndarray
@@ -345,7 +356,8 @@ def _joined(demands: list[WindowDemand]) -> _Joined:
     row_offsets = np.cumsum([0, *rows[:-1]])
     found = _Joined(
         markets,
-        np.cumsum([0, *sizes[:-1]]).tolist(),
+        np.cumsum([0, *sizes[:-1]]).astype(np.int64),
+        np.array([market.history_days for market in markets], dtype=np.int64),
         np.concatenate([d._terms.p_ref_fen for d in demands]),
         np.concatenate([d._terms.elasticity for d in demands]),
         np.concatenate(

@@ -13,6 +13,9 @@ The contract (docs/design.md §1):
   no demand, every open order runs to its terminal state. The score is taken after draining.
 - `snapshot()` / `restore()` reproduce the state exactly; `state_hash()` fingerprints it.
 
+`state` starts a store from a state kept from earlier (the classic RL env's opening day),
+as `restore` would, without the new store's state made first and thrown away.
+
 A store alone may be given its market's supplier book and demand terms (`suppliers`, `demand`:
 immutable facts, shared by the stores of one market in the classic RL env; a `demand` of the
 same rules whose exposure table reaches at least `horizon` hours).
@@ -30,6 +33,7 @@ import heapq
 import pickle
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 import numpy as np
 
@@ -45,6 +49,10 @@ from merchantbench.sim.state import Samples, StoreState
 from merchantbench.sim.suppliers import SupplierBook
 
 __all__ = ["ActionRejected", "Engine", "SharedParts", "advance_stores"]
+
+# What an hourly sample records (`Engine._sample_values`).
+_Sampled = tuple[int, int, int, int, float, int, int]
+_PRICE, _LISTED_T = attrgetter("price"), attrgetter("listed_t")  # of a listing
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,6 +78,7 @@ class Engine(StoreActions, Lifecycle):
         shared: SharedParts | None = None,
         suppliers: SupplierBook | None = None,
         demand: WindowDemand | None = None,
+        state: StoreState | None = None,
     ) -> None:
         self.scenario = scenario
         self.market = market
@@ -94,33 +103,74 @@ class Engine(StoreActions, Lifecycle):
         else:
             self.suppliers, self.demand, stock = shared.suppliers, shared.demand, shared.stock
             self.rivals = shared.rivals
+        # The hourly samples not written yet: per sampled quantity (`_sample_values` order),
+        # the hours from `unsampled` to the clock have `values` (None: all written).
+        self._unsampled: tuple[list[int], _Sampled] | None = None
+        # The listings as a window reads them (`_window`): products ascending, their prices
+        # and listing hours; None once an action or the store's closing changes them.
+        self._listed: tuple[list[int], list[int], list[int]] | None = None
+        self._spans = {}  # per product, the supplier's last span looked up (facts: never stale)
+        if state is not None:  # a store's state kept from earlier (`restore` without a pickle)
+            self._state = state
+            return
         money = scenario.money
-        self.state = StoreState(
+        self._state = StoreState(
             t=0,
             ledger=Ledger(money.initial_balance_fen, money.initial_deposit_fen),
             rating=RatingState.initial(scenario.rating),
             samples=Samples.empty(self.horizon, scenario.clock.days),
             stock=stock,
         )
-        self.state.samples.daily_rating[0] = self.state.rating.published
-        self.state.samples.daily_stars[0] = self.state.rating.stars
+        self._state.samples.daily_rating[0] = self._state.rating.published
+        self._state.samples.daily_stars[0] = self._state.rating.stars
+
+    # --- state ---------------------------------------------------------------------------------
+    @property
+    def state(self) -> StoreState:
+        """The store's state, its hourly samples written up to the clock."""
+        if self._unsampled is not None:
+            self._write_samples()
+        return self._state
+
+    @state.setter
+    def state(self, state: StoreState) -> None:
+        self._state, self._unsampled, self._listed = state, None, None
+
+    @property
+    def live(self) -> StoreState:
+        """The store's state as `state` gives it, but for the hourly samples of the hours
+        since the last window an action or a reader of `state` met, which may not be written
+        yet (a quiet window's samples wait until one of its quantities changes): for readers
+        of anything but `samples`, between windows (the classic RL env)."""
+        return self._state
+
+    def _write_samples(self) -> None:
+        """Write the hourly samples not written yet (hours `unsampled` … clock − 1)."""
+        if self._unsampled is None:
+            return
+        unsampled, values = self._unsampled
+        self._unsampled = None
+        end = self._state.t
+        for column, since, value in zip(self._sample_columns(), unsampled, values, strict=True):
+            column[since:end] = value
 
     # --- clock ---------------------------------------------------------------------------------
     @property
     def t(self) -> int:
-        return self.state.t
+        return self._state.t
 
     @property
     def day(self) -> int:
-        return min(self.state.t, self.horizon - 1) // 24
+        return min(self._state.t, self.horizon - 1) // 24
 
     @property
     def window(self) -> int:
-        return self.state.t // self.window_hours
+        return self._state.t // self.window_hours
 
     @property
     def done(self) -> bool:
-        return self.state.t >= self.horizon or self.state.closed
+        state = self._state
+        return state.t >= self.horizon or state.closed_t >= 0  # (`closed`, inlined)
 
     # --- time ----------------------------------------------------------------------------------
     def advance(self) -> None:
@@ -133,82 +183,99 @@ class Engine(StoreActions, Lifecycle):
             raise RuntimeError("the run is over: call finish()")
         if self.in_market:
             raise RuntimeError("a merchant of a market: the market advances its hours")
-        state = self.state
-        listings = state.listings
-        products = [] if state.closed else sorted(listings)
-        items = [listings[p] for p in products]
-        return StoreWindow(
-            self.demand,
-            self.seed,
-            state.t,
-            products,
-            [item.price for item in items],
-            [item.listed_t for item in items],
-            state.rating.multiplier,
-        )
+        state = self._state
+        listed = self._listed
+        if listed is None:
+            listings = state.listings
+            products = [] if state.closed or not listings else sorted(listings)
+            items = list(map(listings.__getitem__, products))
+            listed = self._listed = (
+                products,
+                list(map(_PRICE, items)),
+                list(map(_LISTED_T, items)),
+            )
+        return StoreWindow(self.demand, self.seed, state.t, *listed, state.rating.multiplier)
 
     def _play_window(self, products: list[int], cells: list[tuple[int, int]]) -> None:
-        """Simulate the open window's hours given its arrivals (`window_arrivals`' cells)."""
-        t0, end = self.state.t, self.state.t + self.window_hours
-        arrivals: dict[int, list[tuple[int, int]]] = {}  # hour → (listing, count)
-        for cell, count in cells:
-            j, k = divmod(cell, self.window_hours)
-            arrivals.setdefault(t0 + k, []).append((j, count))
-        busy = sorted(arrivals, reverse=True)  # the hours with arrivals, the next one last
-        pending = self.state.pending
+        """Simulate the open window's hours given its arrivals (`window_arrivals`' cells).
+
+        Per sampled quantity, the hours from `unsampled` on have `values`, the state as it
+        stands: written when an hour's work (or the actions before the window) changes it,
+        else left for later (`_write_samples`: before anyone reads `state`), so a quiet
+        window writes nothing."""
+        state = self._state
+        t0 = t = state.t
+        end = t0 + self.window_hours
+        now = self._sample_values()
+        if self._unsampled is None:
+            unsampled, values = [t0] * len(now), now
+        else:
+            unsampled, values = self._unsampled
+            self._unsampled = None  # (the mixins' `_state` does not write them meanwhile)
+            if now != values:  # the actions before the window changed a quantity
+                values = self._sampled(unsampled, values, now, t0)
+        pending = state.pending
         day_end = t0 + 23 - t0 % 24  # the next hour 23
-        # Per sampled quantity, the hours from `unsampled` on have `values`, the state as it
-        # stands: written at once when an hour's work changes it, or at the window's end.
-        values = list(self._sample_values())
-        unsampled = [t0] * len(values)
+        if cells or day_end < end or (pending and pending[0][0] < end):
+            arrivals: dict[int, list[tuple[int, int]]] = {}  # hour → (listing, count)
+            for cell, count in cells:
+                j, k = divmod(cell, self.window_hours)
+                arrivals.setdefault(t0 + k, []).append((j, count))
+            busy = sorted(arrivals, reverse=True)  # the hours with arrivals, the next one last
+            while True:
+                # The next hour in which something happens: arrivals, a transition due, the
+                # day's end; the hours between are quiet (their samples: the state as it
+                # stands).
+                t = min(
+                    day_end,
+                    busy[-1] if busy else day_end,
+                    max(t, pending[0][0]) if pending else day_end,
+                )
+                if t >= end:
+                    break
+                if busy and busy[-1] == t:
+                    busy.pop()
+                    for j, count in arrivals[t]:
+                        if state.closed:
+                            break
+                        self._arrivals(products[j], t, count)
+                self._transitions_due(t)
+                if t == day_end:
+                    self._end_of_day(t)
+                    day_end += 24
+                now = self._sample_values()
+                if now != values:  # the hours before this one had the state before
+                    values = self._sampled(unsampled, values, now, t)
+                t += 1
+        state.t = end
+        self._unsampled = (unsampled, values)
+
+    def _sampled(self, unsampled: list[int], values: _Sampled, now: _Sampled, t: int) -> _Sampled:
+        """From hour `t` the quantities are `now` (returned): write the hours before it of
+        those that changed."""
         columns = self._sample_columns()
-        t = t0
-        while True:
-            # The next hour in which something happens: arrivals, a transition due, the day's
-            # end; the hours between are quiet (their samples: the state as it stands).
-            t = min(
-                day_end,
-                busy[-1] if busy else day_end,
-                max(t, pending[0][0]) if pending else day_end,
-            )
-            if t >= end:
-                break
-            if busy and busy[-1] == t:
-                busy.pop()
-                for j, count in arrivals[t]:
-                    if self.state.closed:
-                        break
-                    self._arrivals(products[j], t, count)
-            self._transitions_due(t)
-            if t == day_end:
-                self._end_of_day(t)
-                day_end += 24
-            now = self._sample_values()
-            if now != tuple(values):  # the hours before this one had the state before its work
-                for f, value in enumerate(now):
-                    if value != values[f]:
-                        columns[f][unsampled[f] : t] = values[f]
-                        unsampled[f], values[f] = t, value
-            t += 1
-        for column, since, value in zip(columns, unsampled, values, strict=True):
-            column[since:end] = value
-        self.state.t = end
+        for f, value in enumerate(now):
+            if value != values[f]:
+                columns[f][unsampled[f] : t] = values[f]
+                unsampled[f] = t
+        return now
 
     def finish(self) -> None:
         """Drain: simulate what is left of the horizon without demand, then run every open order
         to its end. Idempotent."""
-        if self.state.drained:
+        if self._state.drained:
             return
-        while self.state.t < self.horizon:
-            t = self.state.t
+        self._write_samples()
+        while self._state.t < self.horizon:
+            t = self._state.t
             self._transitions_due(t)
             if t % 24 == 23:
                 self._end_of_day(t)
             self._sample(t, t + 1)
-            self.state.t += 1
-        while self.state.pending:
-            self._transitions_due(self.state.pending[0][0])
-        self.state.drained = True
+            self._state.t += 1
+        while self._state.pending:
+            self._transitions_due(self._state.pending[0][0])
+        self._state.drained = True
 
     def run_idle(self) -> None:
         """Advance to the end with no actions, then drain (for tests and benchmarks)."""
@@ -217,23 +284,23 @@ class Engine(StoreActions, Lifecycle):
         self.finish()
 
     def _transitions_due(self, t: int) -> None:
-        pending = self.state.pending
+        pending = self._state.pending
         while pending and pending[0][0] <= t:
             hour, order_id, step = heapq.heappop(pending)
             self._step(hour, order_id, step)
 
     def _end_of_day(self, t: int) -> None:
-        rating = self.state.rating
+        rating = self._state.rating
         rating.publish(self.scenario.rating)
         day = t // 24 + 1
-        samples = self.state.samples
+        samples = self._state.samples
         if day < len(samples.daily_rating):
             samples.daily_rating[day] = rating.published
             samples.daily_stars[day] = rating.stars
 
-    def _sample_values(self) -> tuple[int, int, int, int, float, int, int]:
+    def _sample_values(self) -> _Sampled:
         """What an hourly sample records: the state as it stands."""
-        state = self.state
+        state = self._state
         a, rating = state.ledger.accounts, state.rating
         return (
             a.balance,
@@ -247,15 +314,23 @@ class Engine(StoreActions, Lifecycle):
 
     def _sample_columns(self) -> list[np.ndarray]:
         """The hourly sample arrays, in `_sample_values` order."""
-        s = self.state.samples
+        s = self._state.samples
         return [
             s.balance, s.deposit, s.in_transit, s.receivable, s.rating, s.stars, s.active_listings
         ]  # fmt: skip
 
     def _sample(self, start: int, end: int) -> None:
-        """The hourly samples of hours start … end − 1: the state as it stands."""
-        for column, value in zip(self._sample_columns(), self._sample_values(), strict=True):
-            column[start:end] = value
+        """The hourly samples of hours start … end − 1: the state as it stands (`_sample_values`
+        into `_sample_columns`, written out)."""
+        state = self._state
+        s, a, rating = state.samples, state.ledger.accounts, state.rating
+        s.balance[start:end] = a.balance
+        s.deposit[start:end] = a.deposit
+        s.in_transit[start:end] = a.in_transit
+        s.receivable[start:end] = a.receivable
+        s.rating[start:end] = rating.published
+        s.stars[start:end] = rating.stars
+        s.active_listings[start:end] = len(state.listings)
 
     # --- persistence ---------------------------------------------------------------------------
     def snapshot(self) -> bytes:

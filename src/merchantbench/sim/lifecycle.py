@@ -1,10 +1,11 @@
 """Order arrivals, procurement and every later step of an order, with their cash and rating
-effects (docs/design.md §5). A mixin of the engine: it reads and changes `self.state` only.
+effects (docs/design.md §5). A mixin of the engine: it reads and changes `self._state` only.
 """
 
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 
 from merchantbench.catalog.market import Market
 from merchantbench.scenario import Scenario
@@ -22,7 +23,7 @@ from merchantbench.sim.orders import (
     plan_lifecycle,
 )
 from merchantbench.sim.state import StoreState
-from merchantbench.sim.suppliers import SupplierBook, stock_now
+from merchantbench.sim.suppliers import SupplierBook, SupplierState, stock_now
 
 _NOT_PROCURED = frozenset((Outcome.STOCKOUT, Outcome.INSUFFICIENT_BALANCE))
 
@@ -31,21 +32,23 @@ class Lifecycle:
     scenario: Scenario
     market: Market
     seed: int
-    state: StoreState
+    _state: StoreState
+    _listed: object  # the engine's listings as a window reads them; None once they change
+    _supplier_state: Callable[[int, int], SupplierState]  # `StoreActions._supplier_state`
     suppliers: SupplierBook
 
     def _arrivals(self, product: int, t: int, count: int) -> None:
         for index in range(count):
-            if self.state.closed:
+            if self._state.closed:
                 return
             self._procure(product, t, index)
 
     def _procure(self, product: int, t: int, index: int) -> None:
-        st = self.state
+        st = self._state
         listing = st.listings[product]
         listing.orders += 1
         listing.last_order_t = t
-        supplier = self.suppliers.state(product, t)
+        supplier = self._supplier_state(product, t)
         order = Order(len(st.orders) + 1, product, listing.price, supplier.price_fen, t)
         st.orders.append(order)
         fines = self.scenario.orders.fines
@@ -74,45 +77,46 @@ class Lifecycle:
         order.outcome = outcome
         order.resolved_t = t
         order.cost = 0 if outcome in _NOT_PROCURED else order.cost
-        self.state.updates.append((t, order.order_id, OUTCOME_NAMES[outcome]))
+        self._state.updates.append((t, order.order_id, OUTCOME_NAMES[outcome]))
         if fine:
             self._fine(order, t, fine)
 
     def _fine(self, order: Order, t: int, amount: int) -> None:
-        ledger = self.state.ledger
+        ledger = self._state.ledger
         ledger.fine(t, amount, order.order_id)
         order.fines += amount
-        if ledger.accounts.deposit == 0 and not self.state.closed:
+        if ledger.accounts.deposit == 0 and not self._state.closed:
             self._close(t)
 
     def _close(self, t: int) -> None:
         """The deposit is gone: the store closes for good and its listings come down."""
-        st = self.state
+        st = self._state
         st.closed_t = t
         for product in sorted(st.listings):
             st.spells[st.listings[product].spell].delisted_t = t
         st.listings.clear()
+        self._listed = None
         st.updates.append((t, 0, "store_closed"))
 
     def _step(self, t: int, order_id: int, step: int) -> None:
-        order = self.state.orders[order_id - 1]
-        ledger = self.state.ledger
+        order = self._state.orders[order_id - 1]
+        ledger = self._state.ledger
         if step == STEP_LATE:
-            self.state.updates.append((t, order_id, "late"))
+            self._state.updates.append((t, order_id, "late"))
             self._fine(order, t, self.scenario.orders.fines.late_fen)
         elif step == STEP_CANCEL:
             ledger.cancel(t, order.cost, order_id)
             self._terminal(order, t, Outcome.CANCELLED, self.scenario.orders.fines.cancel_fen)
         elif step == STEP_SHIP:
-            self.state.updates.append((t, order_id, "shipped"))
+            self._state.updates.append((t, order_id, "shipped"))
         elif step == STEP_DELIVER:
             ledger.deliver(t, order.cost, order.price, order_id)
-            self.state.updates.append((t, order_id, "delivered"))
+            self._state.updates.append((t, order_id, "delivered"))
         else:
             self._resolve(order, t)
 
     def _resolve(self, order: Order, t: int) -> None:
-        ledger, fines, rating = self.state.ledger, self.scenario.orders.fines, self.scenario.rating
+        ledger, fines, rating = self._state.ledger, self.scenario.orders.fines, self.scenario.rating
         oid = order.order_id
         if order.fate == FATE_RETURN_REFUND:
             ledger.return_refund(t, order.price, order.cost, oid)
@@ -128,7 +132,7 @@ class Lifecycle:
             else:
                 outcome, fine = Outcome.NORMAL, 0
                 ev = rating.late_normal if order.late_t >= 0 else rating.normal
-        self.state.rating.add(ev.score, ev.weight)
+        self._state.rating.add(ev.score, ev.weight)
         self._terminal(order, t, outcome, fine)
 
     def _commission(self, order: Order) -> int:
