@@ -32,6 +32,7 @@ class StoreActions:
     _state: StoreState
     _listed: object  # the engine's listings as a window reads them; None once they change
     _spans: dict[int, tuple[int, int, SupplierState]]  # per product, the last span looked up
+    suppliers: SupplierBook
 
     def _supplier_state(self, product: int, hour: int) -> SupplierState:
         """`suppliers.state(product, hour)`, through this store's memo of each product's last
@@ -41,8 +42,6 @@ class StoreActions:
         if known is None or not known[0] <= hour < known[1]:
             known = self._spans[product] = self.suppliers.state_span(product, hour)
         return known[2]
-
-    suppliers: SupplierBook
 
     def product_index(self, product_id: str, index: int | None = None) -> int:
         """Index of a product the store may see now; unknown and unlaunched alike are rejected."""

@@ -320,17 +320,9 @@ class Engine(StoreActions, Lifecycle):
         ]  # fmt: skip
 
     def _sample(self, start: int, end: int) -> None:
-        """The hourly samples of hours start … end − 1: the state as it stands (`_sample_values`
-        into `_sample_columns`, written out)."""
-        state = self._state
-        s, a, rating = state.samples, state.ledger.accounts, state.rating
-        s.balance[start:end] = a.balance
-        s.deposit[start:end] = a.deposit
-        s.in_transit[start:end] = a.in_transit
-        s.receivable[start:end] = a.receivable
-        s.rating[start:end] = rating.published
-        s.stars[start:end] = rating.stars
-        s.active_listings[start:end] = len(state.listings)
+        """The hourly samples of hours start … end − 1: the state as it stands."""
+        for column, value in zip(self._sample_columns(), self._sample_values(), strict=True):
+            column[start:end] = value
 
     # --- persistence ---------------------------------------------------------------------------
     def snapshot(self) -> bytes:
