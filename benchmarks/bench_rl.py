@@ -25,10 +25,14 @@ ratios, and each figure is given per CPU second of this process too (what the pr
 a shared machine); `--profile` prints where a window's time goes (cProfile, cumulative shares):
 
     uv run python benchmarks/bench_rl.py --classic [--seconds 20] [--profile] [--random-actions]
-        [--warm-every 1]
+        [--warm-every 1] [--processes 2]
 
 (`--random-actions`: 50 uniformly random action arrays in turn instead of the fixed action,
-what a policy starts from: most slots change level each window, each change an engine call.)
+what a policy starts from: most slots change level each window, each change an engine call.
+`--processes K` (default 2; 1: not measured): also 64 and 128 stores split over K worker
+processes (`rl.classic_workers.WorkerStoreVectorEnv`, forked after the preparation so they
+start with its caches), in windows per wall second: what a training run gets from the
+machine's cores, which depends on how busy they are.)
 
 and record the printed figures, with the machine, in docs/performance.md.
 """
@@ -80,13 +84,19 @@ def reference_loop(seconds: float) -> float:
 
 
 def classic(
-    seconds: float, profile: bool, random_actions: bool = False, warm_every: int = 1
+    seconds: float,
+    profile: bool,
+    random_actions: bool = False,
+    warm_every: int = 1,
+    workers: int = 2,
 ) -> None:
     """Windows per second of the classic store env: 1 env, vectors of 4 and 64 (under the
-    fixed action, or 50 uniformly random action arrays in turn)."""
+    fixed action, or 50 uniformly random action arrays in turn), then 64 and 128 stores over
+    `workers` processes (wall figures: the workers' CPU is not this process's)."""
     import numpy as np
 
     from merchantbench.rl.classic import StoreEnv, StoreVectorEnv
+    from merchantbench.rl.classic_workers import WorkerStoreVectorEnv
 
     action = np.zeros(32, dtype=np.int64)
     action[:16] = 4
@@ -103,14 +113,22 @@ def classic(
     days = len(range(0, probe.last_start + 1, warm_every))
     print(f"candidates of {days} start days a market: {time.perf_counter() - started:.1f} s")
     print(f"reference loop: {reference_loop(2.0):,.0f} iterations/s")
-    for n in (1, 4, 64):
+    sizes = [(1, 1), (4, 1), (64, 1)] + ([(64, workers), (128, workers)] if workers > 1 else [])
+    for n, k in sizes:
         shape = (n, 32) if n > 1 else (32,)
         actions = (
             [rng.integers(0, 8, size=shape) for _ in range(50)]
             if random_actions
             else [np.tile(action, (n, 1)) if n > 1 else action]
         )
-        step = _stepper(StoreVectorEnv(n) if n > 1 else probe, actions)
+        envs: Any = (
+            WorkerStoreVectorEnv(n, workers=k)  # forked: the workers start with the caches
+            if k > 1
+            else StoreVectorEnv(n)
+            if n > 1
+            else probe
+        )
+        step = _stepper(envs, actions)
         for _ in range(120):  # two episodes each
             step()
         windows, started, cpu = 0, time.perf_counter(), time.process_time()
@@ -119,6 +137,10 @@ def classic(
             windows += n
         rate = windows / (time.perf_counter() - started)
         per_cpu = windows / (time.process_time() - cpu)
+        if k > 1:
+            envs.close()
+            print(f"classic env, {n} at once in {k} worker processes: {rate:,.0f} windows/s")
+            continue
         print(f"classic env, {n} at once: {rate:,.0f} windows/s, {per_cpu:,.0f} per CPU second")
         if profile:
             _profile(step, max(1, 6400 // n))
@@ -250,6 +272,12 @@ def main() -> None:
         help="with --classic: uniformly random actions (50 in turn) instead of the fixed one",
     )
     parser.add_argument(
+        "--processes",
+        type=int,
+        default=2,
+        help="with --classic: also 64 and 128 stores over this many worker processes (1: not)",
+    )
+    parser.add_argument(
         "--warm-every",
         type=int,
         default=1,
@@ -270,7 +298,13 @@ def main() -> None:
     print(f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
     if args.classic:
         print(f"load average: {os.getloadavg()[0]:.1f}")
-        classic(args.seconds, args.profile, args.random_actions, max(1, args.warm_every))
+        classic(
+            args.seconds,
+            args.profile,
+            args.random_actions,
+            max(1, args.warm_every),
+            args.processes,
+        )
         return
     config = _config(args.scenario)
     started = time.perf_counter()
