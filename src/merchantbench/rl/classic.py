@@ -740,6 +740,17 @@ def _observe(envs: list[StoreEnv]) -> np.ndarray:
     return np.minimum(obs, 10.0, out=obs)
 
 
+def store_seeds(seed: int | list[int | None] | None, num_envs: int) -> list[int | None]:
+    """Each store's seed of a vector's `reset(seed=…)`: s + i for store i from one int, as given
+    from a list (one a store), None from None."""
+    if seed is None or isinstance(seed, int):
+        return [None if seed is None else seed + i for i in range(num_envs)]
+    seeds = list(seed)
+    if len(seeds) != num_envs:
+        raise ValueError(f"{len(seeds)} seeds for {num_envs} stores")
+    return seeds
+
+
 class StoreVectorEnv(gym.vector.VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
     """`num_envs` stores (`StoreEnv`, the same arguments) stepped together on the one engine:
     each step brings every store to its action, then `advance_stores` runs their windows, the
@@ -768,12 +779,7 @@ class StoreVectorEnv(gym.vector.VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
     def reset(
         self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
-        if seed is None or isinstance(seed, int):
-            seeds = [None if seed is None else seed + i for i in range(self.num_envs)]
-        else:
-            seeds = list(seed)
-        if len(seeds) != self.num_envs:
-            raise ValueError(f"{len(seeds)} seeds for {self.num_envs} stores")
+        seeds = store_seeds(seed, self.num_envs)
         observations, infos = [], dict[str, Any]()
         for i, (env, one) in enumerate(zip(self.envs, seeds, strict=True)):
             obs, info = env.reset(seed=one, options=options)

@@ -26,7 +26,7 @@ import numpy as np
 from gymnasium.vector.utils import batch_space
 from gymnasium.vector.vector_env import AutoresetMode
 
-from merchantbench.rl.classic import StoreEnv, StoreVectorEnv
+from merchantbench.rl.classic import StoreEnv, StoreVectorEnv, store_seeds
 
 __all__ = ["WorkerError", "WorkerStoreVectorEnv"]
 
@@ -158,12 +158,7 @@ class WorkerStoreVectorEnv(gym.vector.VectorEnv[np.ndarray, np.ndarray, np.ndarr
     def reset(
         self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
-        if seed is None or isinstance(seed, int):
-            seeds = [None if seed is None else seed + i for i in range(self.num_envs)]
-        else:
-            seeds = list(seed)
-        if len(seeds) != self.num_envs:
-            raise ValueError(f"{len(seeds)} seeds for {self.num_envs} stores")
+        seeds = store_seeds(seed, self.num_envs)
         bounds = zip(self.offsets, self.offsets[1:], strict=False)
         answers = self._send([("reset", (seeds[a:b], options)) for a, b in bounds])
         return (
