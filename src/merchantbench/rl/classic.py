@@ -53,6 +53,7 @@ import copy
 import itertools
 import pickle
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from functools import cache, cached_property
 from typing import Any
@@ -529,18 +530,16 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         reprice = [k for k, price in enumerate(prices) if price and listed[k]]
         new = [k for k, price in enumerate(prices) if price and not listed[k]]
         done = [True] * len(slots)
-        for batch, act in (
-            (delist, lambda: engine.delist_products([products[slots[k]] for k in delist])),
-            (
-                reprice,
-                lambda: engine.set_prices([(products[slots[k]], prices[k]) for k in reprice]),
-            ),
-            (new, lambda: engine.list_products([(products[slots[k]], prices[k]) for k in new])),
-        ):
+        batches: list[tuple[list[int], Callable[[Any], None], list[Any]]] = [
+            (delist, engine.delist_products, [products[slots[k]] for k in delist]),
+            (reprice, engine.set_prices, [(products[slots[k]], prices[k]) for k in reprice]),
+            (new, engine.list_products, [(products[slots[k]], prices[k]) for k in new]),
+        ]
+        for batch, act, items in batches:
             if not batch:
                 continue
             try:
-                act()
+                act(items)
             except ActionRejected:
                 for k in batch:
                     done[k] = self._set(slots[k], prices[k], listed[k])
