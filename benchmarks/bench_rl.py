@@ -29,10 +29,10 @@ a shared machine); `--profile` prints where a window's time goes (cProfile, cumu
 
 (`--random-actions`: 50 uniformly random action arrays in turn instead of the fixed action,
 what a policy starts from: most slots change level each window, each change an engine call.
-`--processes K` (default 2; 1: not measured): also 64 and 128 stores split over K worker
-processes (`rl.classic_workers.WorkerStoreVectorEnv`, forked after the preparation so they
-start with its caches), in windows per wall second: what a training run gets from the
-machine's cores, which depends on how busy they are.)
+`--processes K` (default 2; 1: not measured): also 64 and 128 stores split over K processes,
+this one and K − 1 workers (`rl.classic_workers.WorkerStoreVectorEnv`, the workers forked
+after the preparation so they start with its caches), in windows per wall second: what a
+training run gets from the machine's cores, which depends on how busy they are.)
 
 and record the printed figures, with the machine, in docs/performance.md.
 """
@@ -139,7 +139,7 @@ def classic(
         per_cpu = windows / (time.process_time() - cpu)
         if k > 1:
             envs.close()
-            print(f"classic env, {n} at once in {k} worker processes: {rate:,.0f} windows/s")
+            print(f"classic env, {n} at once in {k} processes: {rate:,.0f} windows/s")
             continue
         print(f"classic env, {n} at once: {rate:,.0f} windows/s, {per_cpu:,.0f} per CPU second")
         if profile:

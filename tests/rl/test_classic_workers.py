@@ -62,12 +62,28 @@ def test_bad_input_and_a_dead_worker() -> None:
     split.reset(seed=0)
     with pytest.raises(ValueError, match="levels"):
         split.step(np.zeros((4, 3), dtype=np.int64))
-    pid = split._processes[1].pid
+    pid = split._processes[0].pid
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
-    split._processes[1].join(timeout=30)
-    with pytest.raises(WorkerError, match="worker 1"):
+    split._processes[0].join(timeout=30)
+    with pytest.raises(WorkerError, match="worker 0"):
         split.step(np.zeros((4, 8), dtype=np.int64))
     assert split.closed
     with pytest.raises(WorkerError, match="closed"):
         split.step(np.zeros((4, 8), dtype=np.int64))
+
+
+def test_a_failure_in_the_callers_group_closes_the_env() -> None:
+    """The caller's own group failing mid-step: the workers' answers are still read (none is
+    left in a pipe), the env is closed and the error names the caller's group."""
+    split = WorkerStoreVectorEnv(4, workers=2, **ARGS)
+    split.reset(seed=0)
+
+    def broken(actions: Any) -> Any:
+        raise RuntimeError("a damaged store")
+
+    split._own.step = broken  # type: ignore[method-assign]
+    with pytest.raises(WorkerError, match=r"worker 1: \(this process\) RuntimeError: a damaged"):
+        split.step(np.zeros((4, 8), dtype=np.int64))
+    assert split.closed
+    assert not any(process.is_alive() for process in split._processes)

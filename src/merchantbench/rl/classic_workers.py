@@ -1,23 +1,26 @@
 """Stores of the classic env stepped on several cores: `WorkerStoreVectorEnv`.
 
 `StoreVectorEnv` steps its stores in one process, so it uses one core. `WorkerStoreVectorEnv(n,
-workers=k)` splits the n stores into k contiguous groups, each a `StoreVectorEnv` in its own
-worker process (the same engine and the same code: a store's episode depends on its seed and
-actions only, not on which stores it is stepped with), sends each group its rows of the
-actions, and joins the groups' observations, rewards and infos in store order. `reset(seed=s)`
-seeds store i with s + i, as `StoreVectorEnv` does, so both give the same arrays for the same
-seeds and actions (tests/rl/test_classic_workers.py).
+workers=k)` splits the n stores into k contiguous groups, each a `StoreVectorEnv`: the last
+group in the caller's own process, the others each in a forked worker process (the same engine
+and the same code: a store's episode depends on its seed and actions only, not on which stores
+it is stepped with). A step sends each worker its rows of the actions, steps the caller's group
+while the workers step theirs, and joins the groups' observations, rewards and infos in store
+order. `reset(seed=s)` seeds store i with s + i, as `StoreVectorEnv` does, so both give the
+same arrays for the same seeds and actions (tests/rl/test_classic_workers.py).
 
-What it does not give: more windows per CPU second (each worker is a `StoreVectorEnv` of n / k
+What it does not give: more windows per CPU second (each group is a `StoreVectorEnv` of n / k
 stores, and the pipes add a little); more windows per wall second than one process when the
-machine's other cores are busy. A worker that fails raises `WorkerError` in the caller with its
-one-line reason; the env is then closed.
+machine's other cores are busy. A group that fails (a worker that dies, or an error in a
+group's step) raises `WorkerError` in the caller with its one-line reason; the env is then
+closed.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import traceback
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -26,7 +29,7 @@ import numpy as np
 from gymnasium.vector.utils import batch_space
 from gymnasium.vector.vector_env import AutoresetMode
 
-from merchantbench.rl.classic import StoreEnv, StoreVectorEnv, store_seeds
+from merchantbench.rl.classic import StoreVectorEnv, store_seeds
 
 __all__ = ["WorkerError", "WorkerStoreVectorEnv"]
 
@@ -91,9 +94,9 @@ def _join(parts: list[dict[str, Any]], sizes: list[int]) -> dict[str, Any]:
 
 
 class WorkerStoreVectorEnv(gym.vector.VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
-    """`num_envs` classic-env stores stepped in `workers` processes (module docstring); the
-    other arguments are `StoreEnv`'s. `context`: the multiprocessing start method (the
-    platform's default when None)."""
+    """`num_envs` classic-env stores stepped in `workers` processes, the caller's included
+    (module docstring); the other arguments are `StoreEnv`'s. `context`: the multiprocessing
+    start method of the workers (the platform's default when None)."""
 
     metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP}
 
@@ -102,20 +105,20 @@ class WorkerStoreVectorEnv(gym.vector.VectorEnv[np.ndarray, np.ndarray, np.ndarr
     ) -> None:
         if num_envs < 1 or not 1 <= workers <= num_envs:
             raise ValueError("1 ≤ workers ≤ num_envs")
-        probe = StoreEnv(**kwargs)  # the arguments checked here, the spaces read
-        self.num_envs = num_envs
-        self.single_observation_space = probe.observation_space
-        self.single_action_space = probe.action_space
-        self.observation_space = batch_space(self.single_observation_space, num_envs)
-        self.action_space = batch_space(self.single_action_space, num_envs)
-        self.slots = probe.slots
         base, extra = divmod(num_envs, workers)
         self.sizes = [base + (1 if k < extra else 0) for k in range(workers)]
         self.offsets = np.cumsum([0, *self.sizes]).tolist()
+        self._own = StoreVectorEnv(self.sizes[-1], **kwargs)  # the arguments checked here
+        self.num_envs = num_envs
+        self.single_observation_space = self._own.single_observation_space
+        self.single_action_space = self._own.single_action_space
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self.slots = self._own.envs[0].slots
         ctx: Any = mp.get_context(context)  # (typeshed: a BaseContext, which has no Process)
         self._conns: list[Connection] = []
-        self._processes: list[Any] = []
-        for size in self.sizes:
+        self._processes: list[Any] = []  # worker k steps group k; the caller the last
+        for size in self.sizes[:-1]:
             mine, theirs = ctx.Pipe()
             process = ctx.Process(target=_serve, args=(theirs, size, kwargs), daemon=True)
             process.start()
@@ -124,9 +127,10 @@ class WorkerStoreVectorEnv(gym.vector.VectorEnv[np.ndarray, np.ndarray, np.ndarr
             self._processes.append(process)
         self._gather()
 
-    def _send(self, messages: list[tuple[str, Any]]) -> list[Any]:
-        """Each worker's message sent, then every answer in order; a failure closes the env
-        and raises `WorkerError` with each failed worker's reason."""
+    def _run(self, messages: list[tuple[str, Any]], own: Callable[[], Any]) -> list[Any]:
+        """Each worker's message sent, the caller's group run (`own`) meanwhile, then every
+        group's answer in store order; a failure closes the env and raises `WorkerError` with
+        each failed group's reason."""
         if self.closed:
             raise WorkerError("the env is closed")
         reasons: dict[int, str] = {}
@@ -135,7 +139,12 @@ class WorkerStoreVectorEnv(gym.vector.VectorEnv[np.ndarray, np.ndarray, np.ndarr
                 conn.send(message)
             except OSError:
                 reasons[k] = "the worker process ended"
-        return self._gather(reasons)
+        mine: Any = None
+        try:
+            mine = own()
+        except Exception as error:  # the workers' answers still read, so none is left over
+            reasons[len(self._conns)] = f"(this process) {type(error).__name__}: {error}"
+        return [*self._gather(reasons), mine]
 
     def _gather(self, reasons: dict[int, str] | None = None) -> list[Any]:
         reasons = dict(reasons or {})
@@ -159,8 +168,11 @@ class WorkerStoreVectorEnv(gym.vector.VectorEnv[np.ndarray, np.ndarray, np.ndarr
         self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         seeds = store_seeds(seed, self.num_envs)
-        bounds = zip(self.offsets, self.offsets[1:], strict=False)
-        answers = self._send([("reset", (seeds[a:b], options)) for a, b in bounds])
+        groups = [seeds[a:b] for a, b in zip(self.offsets, self.offsets[1:], strict=False)]
+        answers = self._run(
+            [("reset", (group, options)) for group in groups[:-1]],
+            lambda: self._own.reset(seed=groups[-1], options=options),
+        )
         return (
             np.concatenate([obs for obs, _ in answers]),
             _join([info for _, info in answers], self.sizes),
@@ -172,8 +184,10 @@ class WorkerStoreVectorEnv(gym.vector.VectorEnv[np.ndarray, np.ndarray, np.ndarr
         actions = np.asarray(actions, dtype=np.int64).reshape(self.num_envs, -1)
         if actions.shape[1] != self.slots:
             raise ValueError(f"an action is {self.slots} levels, not {actions.shape[1]}")
-        bounds = zip(self.offsets, self.offsets[1:], strict=False)
-        answers = self._send([("step", actions[a:b]) for a, b in bounds])
+        rows = [actions[a:b] for a, b in zip(self.offsets, self.offsets[1:], strict=False)]
+        answers = self._run(
+            [("step", group) for group in rows[:-1]], lambda: self._own.step(rows[-1])
+        )
         obs, rewards, done, truncated, infos = zip(*answers, strict=True)
         return (
             np.concatenate(obs),
@@ -196,3 +210,4 @@ class WorkerStoreVectorEnv(gym.vector.VectorEnv[np.ndarray, np.ndarray, np.ndarr
                 process.join()
         for conn in self._conns:
             conn.close()
+        self._own.close()
