@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import io
 import json
 import os
 import pickle
@@ -104,14 +105,58 @@ def save_checkpoint(
     The pins sit outside the pickle so that `read_checkpoint_pins` can compare them before
     anything is unpickled (code that changed may no longer unpickle an old agent).
     """
-    payload = pickle.dumps(
-        {"format": FORMAT, "session": session_blob, "agent": agent, "driver": driver_state},
-        pickle.HIGHEST_PROTOCOL,
+    payload = _stable_pickle(
+        {"format": FORMAT, "session": session_blob, "agent": agent, "driver": driver_state}
     )
     body = json.dumps(pins, sort_keys=True, separators=(",", ":")).encode() + b"\n" + payload
     digest = hashlib.sha256(body).hexdigest().encode()
     header = b"%s %d %s %s\n" % (_MAGIC, FORMAT, digest, _mac(body))
     atomic_write_bytes(run_dir / CHECKPOINT, header + body)
+
+
+class _StablePickler(pickle.Pickler):
+    """A pickler whose bytes do not depend on the process. A set (or frozenset) of strings
+    iterates in an order that follows the per-process string hash, so it is written as a
+    persistent id holding its items sorted; a second reference to the same set names the
+    first, so shared sets stay shared (`_StableUnpickler` reads both). Sets of other elements
+    are pickled as usual: their order depends on the process only if their elements' hashes
+    do (tests/runs/test_checkpoint_key.py)."""
+
+    def __init__(self, file: io.BytesIO) -> None:
+        super().__init__(file, pickle.HIGHEST_PROTOCOL)
+        self._sets: dict[int, tuple[int, object]] = {}  # id → (index, the set, kept alive)
+
+    def persistent_id(self, obj: Any) -> Any:
+        if type(obj) not in (set, frozenset):
+            return None
+        seen = self._sets.get(id(obj))
+        if seen is not None:
+            return ("set", seen[0])
+        if not all(type(item) is str for item in obj):
+            return None
+        self._sets[id(obj)] = (len(self._sets), obj)
+        return ("set", len(self._sets) - 1, type(obj) is frozenset, sorted(obj))
+
+
+class _StableUnpickler(pickle.Unpickler):
+    def __init__(self, payload: bytes) -> None:
+        super().__init__(io.BytesIO(payload))
+        self._sets: list[set[str] | frozenset[str]] = []
+
+    def persistent_load(self, pid: Any) -> Any:
+        if type(pid) is tuple and len(pid) == 2 and pid[0] == "set":
+            return self._sets[pid[1]]
+        if type(pid) is tuple and len(pid) == 4 and pid[0] == "set":
+            made = (frozenset if pid[2] else set)(pid[3])
+            self._sets.append(made)
+            return made
+        raise pickle.UnpicklingError(f"unknown persistent id {pid!r:.80}")
+
+
+def _stable_pickle(value: Any) -> bytes:
+    buffer = io.BytesIO()
+    _StablePickler(buffer).dump(value)
+    return buffer.getvalue()
 
 
 def _verified_body(path: Path) -> tuple[Any, bytes]:
@@ -164,7 +209,7 @@ def load_checkpoint(run_dir: Path) -> dict[str, Any] | None:
         return None
     pins, payload = _verified_body(path)
     try:
-        loaded: dict[str, Any] = pickle.loads(payload)
+        loaded: dict[str, Any] = _StableUnpickler(payload).load()
     except Exception as exc:  # intact but written by other code (--allow-code-change)
         raise CheckpointError(
             f"{path} cannot be loaded by this code ({type(exc).__name__}: {exc})"
