@@ -255,12 +255,11 @@ class Session:
             checked = check_call(tool, args, idempotency_key)
         except HostileInput as refusal:
             return self.refuse(tool, args, refusal.result, forced=forced)
-        key = checked.idempotency_key or checked.args.get(IDEMPOTENCY_KEY)
+        key = _key_of(checked)
         called_in = self.engine.window
-        if isinstance(key, str):
-            known = self.answered.lookup(called_in, key, checked.tool, checked.args)
-            if known is not None:
-                return known
+        known = self._known(checked)
+        if known is not None:
+            return known
         if self.over:
             result = failure(Refusal.RUN_OVER, "the run has ended; no more calls")
         elif self.waiting:
@@ -279,13 +278,31 @@ class Session:
             )
         self._record(tool, checked, args, result, origin=self.env_origin, forced=forced)
         if isinstance(key, str):
-            self.answered.keep(called_in, key, checked.tool, checked.args, result)
+            closes = self._end_requested
+            self.answered.keep(called_in, key, checked.tool, checked.args, result, closes)
         if self._end_requested:
             self._end_requested = False
             self._close_window()
             if self.recorder is not None and not self.waiting:
                 self.recorder.window_opened(self)
         return result
+
+    def answered_before(
+        self, tool: Any, args: Any, idempotency_key: Any = None
+    ) -> dict[str, Any] | None:
+        """The answer this keyed call got before (in the open window, or as the call that closed
+        the window before it), None if none: for a front end that passes no more calls to
+        `call` (the run is over) but answers a retried last `end_of_step`. Records nothing."""
+        try:
+            return self._known(check_call(tool, args, idempotency_key))
+        except HostileInput:
+            return None
+
+    def _known(self, checked: AgentInput) -> dict[str, Any] | None:
+        key = _key_of(checked)
+        if not isinstance(key, str):
+            return None
+        return self.answered.lookup(self.engine.window, key, checked.tool, checked.args)
 
     def refuse(
         self, tool: Any, args: Any, result: dict[str, Any], *, forced: bool = False
@@ -522,7 +539,7 @@ class MarketSession:
         if self._alone is not None:
             [session] = self.sessions.values()
             saved: dict[str, Any] = {"engine": self._alone.snapshot(), "memory": session.memory}
-            if session.answered.calls:  # the open window's keyed answers (none: older format)
+            if session.answered:  # the keyed answers kept (none: the older format)
                 saved["answered"] = session.answered.to_json()
         else:
             assert self.marketplace is not None
@@ -551,3 +568,8 @@ class MarketSession:
 
     def state_hash(self) -> str:
         return self._clock.state_hash()
+
+
+def _key_of(checked: AgentInput) -> Any:
+    """A call's idempotency key: given beside the arguments or inside them."""
+    return checked.idempotency_key or checked.args.get(IDEMPOTENCY_KEY)

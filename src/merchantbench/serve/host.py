@@ -225,6 +225,9 @@ class Host:
         `made_for`: the window the write was made for (`X-Window`; tools/window_bound.py)."""
         channel = self.agent(agent_id)
         async with self.cond:
+            again = self._last_close_again(channel, tool, args, key)
+            if again is not None:
+                return again
             self._require_open(channel)
             if tool == END_OF_STEP:
                 answer = await self._in_thread(channel.call, tool, args, key, made_for)
@@ -234,6 +237,16 @@ class Host:
                 await self._window_closed()
             self.life.acknowledge()  # durable before the answer leaves (runs/journal.py)
             return answer.result
+
+    def _last_close_again(
+        self, channel: AgentChannel, tool: str, args: Any, key: str | None
+    ) -> dict[str, Any] | None:
+        """A finished run takes no calls, but the retry of the keyed `end_of_step` that closed
+        its last window (whose answer the client may have lost) gets that answer again."""
+        if not self.finished or tool != END_OF_STEP:
+            return None
+        again = channel.session.answered_before(tool, args, key)
+        return again if again is not None and again.get("ok") else None
 
     async def wait_for_window(self, agent_id: str) -> None:
         """Wait until the agent has a window open again (or its store closed, or the run is

@@ -26,6 +26,7 @@ from merchantbench.refusals import Refusal
 from merchantbench.runs.driver import Driver
 from merchantbench.runs.lifecycle import CheckpointPolicy, RunLifecycle
 from merchantbench.runs.spec import RunSpec
+from merchantbench.session import END_OF_STEP
 from merchantbench.surface import AgentSurface
 from merchantbench.tools.errors import failure
 
@@ -110,11 +111,16 @@ class HostedRun:
             either `observation` (the next window's) or `summary` (the finished run's).
         """
         if self.finished:
-            # The record is closed (its trace too): the surface's own answer, unrecorded.
+            # The record is closed (its trace too): a retried last end_of_step gets its answer
+            # again, any other call the surface's own refusal; both unrecorded.
+            again = self.life.session.answered_before(tool, args, idempotency_key)
+            if again is not None and tool == END_OF_STEP and again.get("ok"):
+                return {**again, "run_over": True, "summary": self.summary}
             return failure(Refusal.RUN_OVER, "the run has ended; no more calls")
         answer = self.life.call(tool, args, idempotency_key)
         result = answer.result
-        if answer.window_closed:
+        if answer.window_closed or (tool == END_OF_STEP and result.get("ok")):
+            # (a retried end_of_step answered from the log: the window it closed is gone)
             result = {**result, **self._next_window()}
         self.life.acknowledge()  # durable before the answer leaves (runs/journal.py)
         return result
