@@ -84,3 +84,30 @@ def test_the_python_surface_answers_a_retried_close_once() -> None:
     assert surface.window == 2
     assert surface.call("end_of_step", {}, idempotency_key="x")["ok"]  # two windows later:
     assert surface.window == 3  # a new close (what the log does not cover, documented)
+
+
+def test_a_market_merchant_retrying_its_close_gets_the_answer_waiting_and_after(live) -> None:
+    """While the other merchant has not closed the window (before: 425 `window_closed`), and
+    in the next window, alpha's retried close gets its first answer; nothing closes twice."""
+    created = live.create_run(days=1, agents=["alpha", "beta"], label="retried-market")
+    run, tokens = created["run_id"], created["agent_tokens"]
+    clients = {a: ProtocolClient(live.base_url, run, a, tokens[a]) for a in ("alpha", "beta")}
+
+    def close(agent: str, key: str) -> Any:
+        url = f"/api/runs/{run}/agents/{agent}/tools/end_of_step"
+        return clients[agent].http.post(url, json={}, headers={"Idempotency-Key": key})
+
+    try:
+        first = close("alpha", "a0")
+        assert first.status_code == 200 and first.json()["ok"]
+        waiting = close("alpha", "a0")
+        assert (waiting.status_code, waiting.json()) == (200, first.json())
+        assert close("beta", "b0").json()["ok"]  # the hours run: window 1 opens
+        assert clients["alpha"].observation().json()["tick"]["window"] == 1
+        after = close("alpha", "a0")
+        assert (after.status_code, after.json()) == (200, first.json())
+        assert close("beta", "b1").json()["ok"]  # beta closes window 1: alpha has not
+        assert clients["alpha"].observation().json()["tick"]["window"] == 1
+    finally:
+        for client in clients.values():
+            client.close()

@@ -241,9 +241,10 @@ class Host:
     def _last_close_again(
         self, channel: AgentChannel, tool: str, args: Any, key: str | None
     ) -> dict[str, Any] | None:
-        """A finished run takes no calls, but the retry of the keyed `end_of_step` that closed
-        its last window (whose answer the client may have lost) gets that answer again."""
-        if not self.finished or tool != END_OF_STEP:
+        """A finished run takes no calls, nor does a merchant waiting for the others to close
+        the window, but the retry of the keyed `end_of_step` that closed its last window (whose
+        answer the client may have lost) gets that answer again."""
+        if not (self.finished or channel.session.waiting) or tool != END_OF_STEP:
             return None
         again = channel.session.answered_before(tool, args, key)
         return again if again is not None and again.get("ok") else None
