@@ -257,7 +257,7 @@ class Session:
             return self.refuse(tool, args, refusal.result, forced=forced)
         key = _key_of(checked)
         called_in = self.engine.window
-        known = self._known(checked)
+        known = self._known(checked, called_in)
         if known is not None:
             return known
         if self.over:
@@ -278,8 +278,7 @@ class Session:
             )
         self._record(tool, checked, args, result, origin=self.env_origin, forced=forced)
         if isinstance(key, str):
-            closes = self._end_requested
-            self.answered.keep(called_in, key, checked.tool, checked.args, result, closes)
+            self.answered.keep(called_in, key, checked.tool, checked.args, result)
         if self._end_requested:
             self._end_requested = False
             self._close_window()
@@ -290,19 +289,21 @@ class Session:
     def answered_before(
         self, tool: Any, args: Any, idempotency_key: Any = None
     ) -> dict[str, Any] | None:
-        """The answer this keyed call got before (in the open window, or as the call that closed
-        the window before it), None if none: for a front end that passes no more calls to
-        `call` (the run is over) but answers a retried last `end_of_step`. Records nothing."""
+        """The answer this keyed call got before in the open window (once the run is over: in
+        its last window), None if none; records nothing. For a front end that passes no call to
+        `call` while its merchant waits for the others, or after the run's end, but answers the
+        retry of the `end_of_step` whose answer a client lost."""
         try:
-            return self._known(check_call(tool, args, idempotency_key))
+            checked = check_call(tool, args, idempotency_key)
         except HostileInput:
             return None
+        return self._known(checked, self.answered.window if self.over else self.engine.window)
 
-    def _known(self, checked: AgentInput) -> dict[str, Any] | None:
+    def _known(self, checked: AgentInput, window: int) -> dict[str, Any] | None:
         key = _key_of(checked)
         if not isinstance(key, str):
             return None
-        return self.answered.lookup(self.engine.window, key, checked.tool, checked.args)
+        return self.answered.lookup(window, key, checked.tool, checked.args)
 
     def refuse(
         self, tool: Any, args: Any, result: dict[str, Any], *, forced: bool = False
@@ -539,7 +540,7 @@ class MarketSession:
         if self._alone is not None:
             [session] = self.sessions.values()
             saved: dict[str, Any] = {"engine": self._alone.snapshot(), "memory": session.memory}
-            if session.answered:  # the keyed answers kept (none: the older format)
+            if session.answered.calls:  # the open window's keyed answers (none: older format)
                 saved["answered"] = session.answered.to_json()
         else:
             assert self.marketplace is not None

@@ -119,8 +119,7 @@ class HostedRun:
             return failure(Refusal.RUN_OVER, "the run has ended; no more calls")
         answer = self.life.call(tool, args, idempotency_key)
         result = answer.result
-        if answer.window_closed or (tool == END_OF_STEP and result.get("ok")):
-            # (a retried end_of_step answered from the log: the window it closed is gone)
+        if answer.window_closed:
             result = {**result, **self._next_window()}
         self.life.acknowledge()  # durable before the answer leaves (runs/journal.py)
         return result
