@@ -526,20 +526,23 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         cap = engine.scenario.tools.max_active_listings
         if len(engine.live.listings) + listed.count(False) > cap:
             return [self._set(*change) for change in zip(slots, prices, listed, strict=True)]
-        delist = [k for k, price in enumerate(prices) if price == 0]
-        reprice = [k for k, price in enumerate(prices) if price and listed[k]]
-        new = [k for k, price in enumerate(prices) if price and not listed[k]]
+        delist: list[int] = []
+        reprice: list[int] = []
+        new: list[int] = []
+        for k, price in enumerate(prices):
+            (delist if price == 0 else reprice if listed[k] else new).append(k)
         done = [True] * len(slots)
-        batches: list[tuple[list[int], Callable[[Any], None], list[Any]]] = [
-            (delist, engine.delist_products, [products[slots[k]] for k in delist]),
-            (reprice, engine.set_prices, [(products[slots[k]], prices[k]) for k in reprice]),
-            (new, engine.list_products, [(products[slots[k]], prices[k]) for k in new]),
+        batches: list[tuple[list[int], Callable[[Any], None]]] = [
+            (delist, engine.delist_products),
+            (reprice, engine.set_prices),
+            (new, engine.list_products),
         ]
-        for batch, act, items in batches:
+        for batch, act in batches:
             if not batch:
                 continue
+            items = [(products[slots[k]], prices[k]) for k in batch]  # (product, price)
             try:
-                act(items)
+                act([product for product, _ in items] if batch is delist else items)
             except ActionRejected:
                 for k in batch:
                     done[k] = self._set(slots[k], prices[k], listed[k])

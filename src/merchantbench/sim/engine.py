@@ -107,9 +107,10 @@ class Engine(StoreActions, Lifecycle):
         # the hours from `unsampled` to the clock have `values` (None: all written).
         self._unsampled: tuple[list[int], _Sampled] | None = None
         # The listings as a window reads them (`_window`): products ascending, their prices
-        # and listing hours; None once an action or the store's closing changes them.
+        # and listing hours; None once a listing comes or goes (a reprice replaces its price).
         self._listed: tuple[list[int], list[int], list[int]] | None = None
         self._spans = {}  # per product, the supplier's last span looked up (facts: never stale)
+        self._columns: tuple[Samples, list[np.ndarray]] | None = None  # `_sample_columns`
         if state is not None:  # a store's state kept from earlier (`restore` without a pickle)
             self._state = state
             return
@@ -218,19 +219,21 @@ class Engine(StoreActions, Lifecycle):
         day_end = t0 + 23 - t0 % 24  # the next hour 23
         if cells or day_end < end or (pending and pending[0][0] < end):
             arrivals: dict[int, list[tuple[int, int]]] = {}  # hour → (listing, count)
+            hours = self.window_hours
             for cell, count in cells:
-                j, k = divmod(cell, self.window_hours)
+                j, k = divmod(cell, hours)
                 arrivals.setdefault(t0 + k, []).append((j, count))
             busy = sorted(arrivals, reverse=True)  # the hours with arrivals, the next one last
             while True:
                 # The next hour in which something happens: arrivals, a transition due, the
                 # day's end; the hours between are quiet (their samples: the state as it
                 # stands).
-                t = min(
-                    day_end,
-                    busy[-1] if busy else day_end,
-                    max(t, pending[0][0]) if pending else day_end,
-                )
+                t_next = day_end
+                if busy and busy[-1] < t_next:
+                    t_next = busy[-1]
+                if pending and pending[0][0] < t_next:
+                    t_next = max(t, pending[0][0])
+                t = t_next
                 if t >= end:
                     break
                 if busy and busy[-1] == t:
@@ -239,7 +242,8 @@ class Engine(StoreActions, Lifecycle):
                         if state.closed:
                             break
                         self._arrivals(products[j], t, count)
-                self._transitions_due(t)
+                if pending and pending[0][0] <= t:
+                    self._transitions_due(t)
                 if t == day_end:
                     self._end_of_day(t)
                     day_end += 24
@@ -254,9 +258,9 @@ class Engine(StoreActions, Lifecycle):
         """From hour `t` the quantities are `now` (returned): write the hours before it of
         those that changed."""
         columns = self._sample_columns()
-        for f, value in enumerate(now):
-            if value != values[f]:
-                columns[f][unsampled[f] : t] = values[f]
+        for f, (value, before) in enumerate(zip(now, values, strict=True)):
+            if value != before:
+                columns[f][unsampled[f] : t] = before
                 unsampled[f] = t
         return now
 
@@ -313,11 +317,16 @@ class Engine(StoreActions, Lifecycle):
         )
 
     def _sample_columns(self) -> list[np.ndarray]:
-        """The hourly sample arrays, in `_sample_values` order."""
+        """The hourly sample arrays, in `_sample_values` order (kept per samples object: the
+        arrays of a `Samples` are never replaced, only written)."""
         s = self._state.samples
-        return [
-            s.balance, s.deposit, s.in_transit, s.receivable, s.rating, s.stars, s.active_listings
-        ]  # fmt: skip
+        kept = self._columns
+        if kept is None or kept[0] is not s:
+            kept = self._columns = (s, [
+                s.balance, s.deposit, s.in_transit, s.receivable, s.rating, s.stars,
+                s.active_listings,
+            ])  # fmt: skip
+        return kept[1]
 
     def _sample(self, start: int, end: int) -> None:
         """The hourly samples of hours start … end − 1: the state as it stands."""
