@@ -112,7 +112,7 @@ class _Opened:
     def state(self) -> StoreState:
         state: StoreState = pickle.loads(self.rest)
         state.samples = Samples(
-            **{name: np.repeat(values, lengths) for name, (values, lengths) in self.runs.items()}
+            **{name: values.repeat(lengths) for name, (values, lengths) in self.runs.items()}
         )
         return state
 
@@ -295,9 +295,9 @@ class _Grid:
     def rows(self, first: int, end: int, window_hours: int) -> np.ndarray:
         """The rows of an episode's decision hours: its windows' first hours from `first`,
         then its last hour (end − 1, the last hour of a day)."""
-        return np.r_[
-            np.arange(first // window_hours, end // window_hours), self.windows + (end - 1) // 24
-        ]
+        rows = np.arange(first // window_hours, end // window_hours + 1)
+        rows[-1] = self.windows + (end - 1) // 24
+        return rows
 
 
 _MARKETS: OrderedDict[tuple[str, int], _MarketParts] = OrderedDict()
@@ -389,6 +389,7 @@ class _Columns:
         self.n, self.window_hours = n, window_hours
         self.first = np.zeros(n, dtype=np.int64)  # the episode's first hour
         self.end = np.ones(n, dtype=np.int64)  # its horizon
+        self.initial = np.ones(n, dtype=np.int64)  # the net assets it starts with (fen)
 
         self.listed = ints()  # the listing's price (0: not listed), as the engine has it
         self.new = ints()  # the listing's orders in the last window
@@ -501,6 +502,7 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         self._columns.open(self._row, found, self.start_day * 24, engine.horizon)
         accounts = engine.live.ledger.accounts
         self.initial_fen = self._net_fen = accounts.net_assets
+        self._columns.initial[self._row] = self.initial_fen
         self._entries_seen = len(engine.live.ledger.entries)
         self._orders_seen = len(engine.live.orders)
 
@@ -600,19 +602,21 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
             columns.listed[i] = 0
         return reward_fen
 
-    def _store_features(self) -> tuple[float, ...]:
-        engine = self._engine
-        state, t, end = engine.live, engine.t, engine.horizon
-        accounts, initial = state.ledger.accounts, float(self.initial_fen)
+    def _readout(self) -> tuple[float, ...]:
+        """What the observation reads of the store itself (`_store_features`): its hour,
+        accounts (balance, deposit, in transit, receivable), published rating, listings and
+        whether it is closed."""
+        state = self._engine.live
+        a = state.ledger.accounts
         return (
-            (end - t) / max(1, end - self.start_day * 24),
-            accounts.balance / initial,
-            accounts.deposit / initial,
-            (accounts.in_transit + accounts.receivable) / initial,
-            (accounts.net_assets - self.initial_fen) / initial,
-            state.rating.published / 5.0,
-            len(state.listings) / self.slots,
-            float(state.closed),
+            state.t,
+            a.balance,
+            a.deposit,
+            a.in_transit,
+            a.receivable,
+            state.rating.published,
+            len(state.listings),
+            state.closed_t >= 0,  # (`closed`, inlined)
         )
 
     def _info(self, reward_fen: int) -> dict[str, Any]:
@@ -636,10 +640,36 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
 def _where(envs: list[StoreEnv]) -> tuple[slice | np.ndarray, np.ndarray]:
     """The rows of `envs` in their columns (all of them in order: a slice) and the hour each
     store's engine is at."""
-    columns = envs[0]._columns
-    everyone = len(envs) == columns.n  # a step: every store of the columns, in row order
-    which = slice(None) if everyone else np.array([env._row for env in envs])
-    return which, np.array([env._engine.live.t for env in envs], dtype=np.int64)
+    return _rows(envs), np.array([env._engine.live.t for env in envs], dtype=np.int64)
+
+
+def _rows(envs: list[StoreEnv]) -> slice | np.ndarray:
+    """The rows of `envs` in their columns (all of them in order: a slice)."""
+    everyone = len(envs) == envs[0]._columns.n  # a step: every store, in row order
+    return slice(None) if everyone else np.array([env._row for env in envs])
+
+
+def _store_features(
+    readouts: np.ndarray, columns: _Columns, which: slice | np.ndarray, slots: int
+) -> np.ndarray:
+    """The store features (`GLOBAL`) of the stores' `_readout`s, [store, feature], float64:
+    time left, balance, deposit, money in the pipeline and change in net assets (against the
+    net assets at the episode's start), rating, listings per slot, closed. The readouts are
+    whole numbers below 2^53 but the rating, so as float64 every sum and difference here is
+    exact, and each feature is the one division it was with Python numbers."""
+    t, balance, deposit, in_transit, receivable, rating, listings, closed = readouts.T
+    initial_fen, end = columns.initial[which], columns.end[which]
+    initial = initial_fen.astype(np.float64)
+    features = np.empty((len(readouts), GLOBAL))
+    features[:, 0] = (end - t) / np.maximum(1, end - columns.first[which])
+    features[:, 1] = balance / initial
+    features[:, 2] = deposit / initial
+    features[:, 3] = (in_transit + receivable) / initial
+    features[:, 4] = (balance + deposit + in_transit + receivable - initial_fen) / initial
+    features[:, 5] = rating / 5.0
+    features[:, 6] = listings / slots
+    features[:, 7] = closed
+    return features
 
 
 def _decision_rows(columns: _Columns, which: slice | np.ndarray, hours: np.ndarray) -> np.ndarray:
@@ -714,12 +744,14 @@ def _observe(envs: list[StoreEnv]) -> np.ndarray:
     """The observations of `envs` (stores of the same columns, in row order), (N, size)."""
     first = envs[0]
     columns, slots = first._columns, first.slots
-    which, t = _where(envs)
+    which = _rows(envs)
+    readouts = np.array([env._readout() for env in envs], dtype=np.float64)
+    t = readouts[:, 0].astype(np.int64)
     hours = np.minimum(t, columns.end[which] - 1)
     at = (np.arange(columns.n)[which], _decision_rows(columns, which, t))
     # Each feature computed in float64 and rounded to float32 once, as it is written.
     obs = np.empty((len(envs), GLOBAL + slots * SLOT), dtype=np.float32)
-    obs[:, :GLOBAL] = np.array([env._store_features() for env in envs], dtype=np.float64)
+    obs[:, :GLOBAL] = _store_features(readouts, columns, which, slots)
     per = obs[:, GLOBAL:].reshape(len(envs), slots, SLOT)  # a view
     listed = columns.listed[which]
     per[..., 0] = listed > 0

@@ -52,6 +52,9 @@ __all__ = ["ActionRejected", "Engine", "SharedParts", "advance_stores"]
 
 # What an hourly sample records (`Engine._sample_values`).
 _Sampled = tuple[int, int, int, int, float, int, int]
+# Hourly samples held back: (quantity, first hour, end hour, value), a quantity's in order.
+_Run = tuple[int, int, int, int | float]
+_FEW_RUNS = 4  # up to this many runs of a quantity are written slice by slice
 _PRICE, _LISTED_T = attrgetter("price"), attrgetter("listed_t")  # of a listing
 
 
@@ -103,9 +106,10 @@ class Engine(StoreActions, Lifecycle):
         else:
             self.suppliers, self.demand, stock = shared.suppliers, shared.demand, shared.stock
             self.rivals = shared.rivals
-        # The hourly samples not written yet: per sampled quantity (`_sample_values` order),
-        # the hours from `unsampled` to the clock have `values` (None: all written).
-        self._unsampled: tuple[list[int], _Sampled] | None = None
+        # The hourly samples not written yet: the runs of hours whose value has changed since
+        # (`runs`), then per sampled quantity (`_sample_values` order) the hours from
+        # `unsampled` to the clock, which have `values` (None: all written).
+        self._unsampled: tuple[list[int], _Sampled, list[_Run]] | None = None
         # The listings as a window reads them (`_window`): products ascending, their prices
         # and listing hours; None once a listing comes or goes (a reprice replaces its price).
         self._listed: tuple[list[int], list[int], list[int]] | None = None
@@ -135,6 +139,7 @@ class Engine(StoreActions, Lifecycle):
 
     @state.setter
     def state(self, state: StoreState) -> None:
+        self._write_samples()  # (the state given up has its samples, as a reader would see)
         self._state, self._unsampled, self._listed = state, None, None
 
     @property
@@ -146,13 +151,17 @@ class Engine(StoreActions, Lifecycle):
         return self._state
 
     def _write_samples(self) -> None:
-        """Write the hourly samples not written yet (hours `unsampled` … clock − 1)."""
+        """Write the hourly samples not written yet: the runs held back, then the hours
+        `unsampled` … clock − 1."""
         if self._unsampled is None:
             return
-        unsampled, values = self._unsampled
+        unsampled, values, runs = self._unsampled
         self._unsampled = None
+        columns = self._sample_columns()
+        if runs:
+            _write_runs(columns, runs)
         end = self._state.t
-        for column, since, value in zip(self._sample_columns(), unsampled, values, strict=True):
+        for column, since, value in zip(columns, unsampled, values, strict=True):
             column[since:end] = value
 
     # --- clock ---------------------------------------------------------------------------------
@@ -201,20 +210,20 @@ class Engine(StoreActions, Lifecycle):
         """Simulate the open window's hours given its arrivals (`window_arrivals`' cells).
 
         Per sampled quantity, the hours from `unsampled` on have `values`, the state as it
-        stands: written when an hour's work (or the actions before the window) changes it,
-        else left for later (`_write_samples`: before anyone reads `state`), so a quiet
-        window writes nothing."""
+        stands: when an hour's work (or the actions before the window) changes it, the hours
+        before become a run held back (`runs`), and all are written when anyone reads `state`
+        (`_write_samples`), so a window writes nothing."""
         state = self._state
         t0 = t = state.t
         end = t0 + self.window_hours
         now = self._sample_values()
         if self._unsampled is None:
-            unsampled, values = [t0] * len(now), now
+            unsampled, values, runs = [t0] * len(now), now, []
         else:
-            unsampled, values = self._unsampled
+            unsampled, values, runs = self._unsampled
             self._unsampled = None  # (the mixins' `_state` does not write them meanwhile)
             if now != values:  # the actions before the window changed a quantity
-                values = self._sampled(unsampled, values, now, t0)
+                values = _sampled(runs, unsampled, values, now, t0)
         pending = state.pending
         day_end = t0 + 23 - t0 % 24  # the next hour 23
         if cells or day_end < end or (pending and pending[0][0] < end):
@@ -249,20 +258,10 @@ class Engine(StoreActions, Lifecycle):
                     day_end += 24
                 now = self._sample_values()
                 if now != values:  # the hours before this one had the state before
-                    values = self._sampled(unsampled, values, now, t)
+                    values = _sampled(runs, unsampled, values, now, t)
                 t += 1
         state.t = end
-        self._unsampled = (unsampled, values)
-
-    def _sampled(self, unsampled: list[int], values: _Sampled, now: _Sampled, t: int) -> _Sampled:
-        """From hour `t` the quantities are `now` (returned): write the hours before it of
-        those that changed."""
-        columns = self._sample_columns()
-        for f, (value, before) in enumerate(zip(now, values, strict=True)):
-            if value != before:
-                columns[f][unsampled[f] : t] = before
-                unsampled[f] = t
-        return now
+        self._unsampled = (unsampled, values, runs)
 
     def finish(self) -> None:
         """Drain: simulate what is left of the horizon without demand, then run every open order
@@ -347,6 +346,36 @@ class Engine(StoreActions, Lifecycle):
         return self.state.digest()
 
 
+def _sampled(
+    runs: list[_Run], unsampled: list[int], values: _Sampled, now: _Sampled, t: int
+) -> _Sampled:
+    """From hour `t` the quantities are `now` (returned): the hours before it of those that
+    changed become runs held back."""
+    for f, (value, before) in enumerate(zip(now, values, strict=True)):
+        if value != before:
+            runs.append((f, unsampled[f], t, before))
+            unsampled[f] = t
+    return now
+
+
+def _write_runs(columns: list[np.ndarray], runs: list[_Run]) -> None:
+    """Write runs of hourly samples held back (`_Run`): a quantity's runs follow one another,
+    so many of them are one slice of their values repeated (the same values, converted to
+    the column's type as a slice assignment converts them)."""
+    by_column: dict[int, list[_Run]] = {}
+    for run in runs:
+        by_column.setdefault(run[0], []).append(run)
+    for f, mine in by_column.items():
+        column = columns[f]
+        if len(mine) <= _FEW_RUNS:
+            for _, start, end, value in mine:
+                column[start:end] = value
+            continue
+        _, starts, ends, values = zip(*mine, strict=True)
+        lengths = np.subtract(ends, starts)
+        column[starts[0] : ends[-1]] = np.array(values, dtype=column.dtype).repeat(lengths)
+
+
 def _check_parts(engine: Engine, market: Market, scenario: Scenario) -> None:
     """Refuse supplier facts or demand terms given for another market, other rules or a shorter
     horizon than the store's."""
@@ -354,7 +383,7 @@ def _check_parts(engine: Engine, market: Market, scenario: Scenario) -> None:
     if (
         engine.suppliers.market is not market
         or demand.market is not market
-        or demand.config != scenario.demand
+        or (demand.config is not scenario.demand and demand.config != scenario.demand)
         or demand.hours != engine.window_hours
         or rows < engine.horizon - engine.window_hours + 2  # ages 0 … horizon − hours
     ):
