@@ -52,9 +52,7 @@ __all__ = ["ActionRejected", "Engine", "SharedParts", "advance_stores"]
 
 # What an hourly sample records (`Engine._sample_values`).
 _Sampled = tuple[int, int, int, int, float, int, int]
-# Hourly samples held back: (quantity, first hour, end hour, value), a quantity's in order.
-_Run = tuple[int, int, int, int | float]
-_FEW_RUNS = 4  # up to this many runs of a quantity are written slice by slice
+_FEW_CHANGES = 4  # up to this many changes held back are written slice by slice
 _PRICE, _LISTED_T = attrgetter("price"), attrgetter("listed_t")  # of a listing
 
 
@@ -106,10 +104,10 @@ class Engine(StoreActions, Lifecycle):
         else:
             self.suppliers, self.demand, stock = shared.suppliers, shared.demand, shared.stock
             self.rivals = shared.rivals
-        # The hourly samples not written yet: the runs of hours whose value has changed since
-        # (`runs`), then per sampled quantity (`_sample_values` order) the hours from
-        # `unsampled` to the clock, which have `values` (None: all written).
-        self._unsampled: tuple[list[int], _Sampled, list[_Run]] | None = None
+        # The hourly samples not written yet: (hour, values) in hour order, each hour from
+        # which the sampled quantities (`_sample_values` order) are `values`, until the next
+        # one or the clock (None: all written).
+        self._unsampled: list[tuple[int, _Sampled]] | None = None
         # The listings as a window reads them (`_window`): products ascending, their prices
         # and listing hours; None once a listing comes or goes (a reprice replaces its price).
         self._listed: tuple[list[int], list[int], list[int]] | None = None
@@ -151,18 +149,11 @@ class Engine(StoreActions, Lifecycle):
         return self._state
 
     def _write_samples(self) -> None:
-        """Write the hourly samples not written yet: the runs held back, then the hours
-        `unsampled` … clock − 1."""
+        """Write the hourly samples not written yet (`_unsampled`: up to the clock)."""
         if self._unsampled is None:
             return
-        unsampled, values, runs = self._unsampled
-        self._unsampled = None
-        columns = self._sample_columns()
-        if runs:
-            _write_runs(columns, runs)
-        end = self._state.t
-        for column, since, value in zip(columns, unsampled, values, strict=True):
-            column[since:end] = value
+        changes, self._unsampled = self._unsampled, None
+        _write_changes(self._sample_columns(), changes, self._state.t)
 
     # --- clock ---------------------------------------------------------------------------------
     @property
@@ -209,21 +200,20 @@ class Engine(StoreActions, Lifecycle):
     def _play_window(self, products: list[int], cells: list[tuple[int, int]]) -> None:
         """Simulate the open window's hours given its arrivals (`window_arrivals`' cells).
 
-        Per sampled quantity, the hours from `unsampled` on have `values`, the state as it
-        stands: when an hour's work (or the actions before the window) changes it, the hours
-        before become a run held back (`runs`), and all are written when anyone reads `state`
-        (`_write_samples`), so a window writes nothing."""
+        The sampled quantities are held back as the hours at which they change
+        (`_unsampled`) and written when anyone reads `state` (`_write_samples`), so a window
+        writes no sample: an hour's work (or the actions before the window) that changes one
+        adds (hour, the state as it stands)."""
         state = self._state
         t0 = t = state.t
         end = t0 + self.window_hours
-        now = self._sample_values()
+        values = self._sample_values()
         if self._unsampled is None:
-            unsampled, values, runs = [t0] * len(now), now, []
+            changes = [(t0, values)]
         else:
-            unsampled, values, runs = self._unsampled
-            self._unsampled = None  # (the mixins' `_state` does not write them meanwhile)
-            if now != values:  # the actions before the window changed a quantity
-                values = _sampled(runs, unsampled, values, now, t0)
+            changes, self._unsampled = self._unsampled, None  # (written meanwhile: not twice)
+            if values != changes[-1][1]:  # the actions before the window changed a quantity
+                changes.append((t0, values))
         pending = state.pending
         day_end = t0 + 23 - t0 % 24  # the next hour 23
         if cells or day_end < end or (pending and pending[0][0] < end):
@@ -258,10 +248,11 @@ class Engine(StoreActions, Lifecycle):
                     day_end += 24
                 now = self._sample_values()
                 if now != values:  # the hours before this one had the state before
-                    values = _sampled(runs, unsampled, values, now, t)
+                    values = now
+                    changes.append((t, now))
                 t += 1
         state.t = end
-        self._unsampled = (unsampled, values, runs)
+        self._unsampled = changes
 
     def finish(self) -> None:
         """Drain: simulate what is left of the horizon without demand, then run every open order
@@ -346,34 +337,27 @@ class Engine(StoreActions, Lifecycle):
         return self.state.digest()
 
 
-def _sampled(
-    runs: list[_Run], unsampled: list[int], values: _Sampled, now: _Sampled, t: int
-) -> _Sampled:
-    """From hour `t` the quantities are `now` (returned): the hours before it of those that
-    changed become runs held back."""
-    for f, (value, before) in enumerate(zip(now, values, strict=True)):
-        if value != before:
-            runs.append((f, unsampled[f], t, before))
-            unsampled[f] = t
-    return now
-
-
-def _write_runs(columns: list[np.ndarray], runs: list[_Run]) -> None:
-    """Write runs of hourly samples held back (`_Run`): a quantity's runs follow one another,
-    so many of them are one slice of their values repeated (the same values, converted to
-    the column's type as a slice assignment converts them)."""
-    by_column: dict[int, list[_Run]] = {}
-    for run in runs:
-        by_column.setdefault(run[0], []).append(run)
-    for f, mine in by_column.items():
-        column = columns[f]
-        if len(mine) <= _FEW_RUNS:
-            for _, start, end, value in mine:
-                column[start:end] = value
-            continue
-        _, starts, ends, values = zip(*mine, strict=True)
-        lengths = np.subtract(ends, starts)
-        column[starts[0] : ends[-1]] = np.array(values, dtype=column.dtype).repeat(lengths)
+def _write_changes(
+    columns: list[np.ndarray], changes: list[tuple[int, _Sampled]], end: int
+) -> None:
+    """Write the hourly samples of `changes` (hour, values from it on; in hour order) up to
+    hour `end`: a few of them slice by slice, each quantity from where its value changed;
+    many as each quantity's values repeated over their hours, one slice (the same values,
+    converted to the column's type as a slice assignment converts them)."""
+    if len(changes) <= _FEW_CHANGES:
+        for f, column in enumerate(columns):
+            since, value = changes[0][0], changes[0][1][f]
+            for hour, values in changes[1:]:
+                if values[f] != value:
+                    column[since:hour] = value
+                    since, value = hour, values[f]
+            column[since:end] = value
+        return
+    hours = [hour for hour, _ in changes]
+    lengths = np.diff([*hours, end])
+    for f, column in enumerate(columns):
+        values = np.array([row[f] for _, row in changes], dtype=column.dtype)
+        column[hours[0] : end] = values.repeat(lengths)
 
 
 def _check_parts(engine: Engine, market: Market, scenario: Scenario) -> None:
