@@ -53,6 +53,7 @@ __all__ = ["ActionRejected", "Engine", "SharedParts", "advance_stores"]
 # What an hourly sample records (`Engine._sample_values`).
 _Sampled = tuple[int, int, int, int, float, int, int]
 _FEW_CHANGES = 4  # up to this many changes held back are written slice by slice
+_STRIDE = 8  # a change held back: its hour and the 7 sampled values, flat
 _PRICE, _LISTED_T = attrgetter("price"), attrgetter("listed_t")  # of a listing
 
 
@@ -104,10 +105,11 @@ class Engine(StoreActions, Lifecycle):
         else:
             self.suppliers, self.demand, stock = shared.suppliers, shared.demand, shared.stock
             self.rivals = shared.rivals
-        # The hourly samples not written yet: (hour, values) in hour order, each hour from
-        # which the sampled quantities (`_sample_values` order) are `values`, until the next
-        # one or the clock (None: all written).
-        self._unsampled: list[tuple[int, _Sampled]] | None = None
+        # The hourly samples not written yet: the changes, in hour order, each an hour from
+        # which the sampled quantities (`_sample_values` order) have values, until the next
+        # one or the clock, as one flat list (hour, 7 values, hour, …: no object a change,
+        # for the garbage collector to follow); and the last values (None: all written).
+        self._unsampled: tuple[list[int | float], _Sampled] | None = None
         # The listings as a window reads them (`_window`): products ascending, their prices
         # and listing hours; None once a listing comes or goes (a reprice replaces its price).
         self._listed: tuple[list[int], list[int], list[int]] | None = None
@@ -152,7 +154,7 @@ class Engine(StoreActions, Lifecycle):
         """Write the hourly samples not written yet (`_unsampled`: up to the clock)."""
         if self._unsampled is None:
             return
-        changes, self._unsampled = self._unsampled, None
+        changes, self._unsampled = self._unsampled[0], None
         _write_changes(self._sample_columns(), changes, self._state.t)
 
     # --- clock ---------------------------------------------------------------------------------
@@ -209,11 +211,12 @@ class Engine(StoreActions, Lifecycle):
         end = t0 + self.window_hours
         values = self._sample_values()
         if self._unsampled is None:
-            changes = [(t0, values)]
+            changes: list[int | float] = [t0, *values]
         else:
-            changes, self._unsampled = self._unsampled, None  # (written meanwhile: not twice)
-            if values != changes[-1][1]:  # the actions before the window changed a quantity
-                changes.append((t0, values))
+            (changes, last), self._unsampled = self._unsampled, None  # (not written meanwhile)
+            if values != last:  # the actions before the window changed a quantity
+                changes.append(t0)
+                changes += values
         pending = state.pending
         day_end = t0 + 23 - t0 % 24  # the next hour 23
         if cells or day_end < end or (pending and pending[0][0] < end):
@@ -249,10 +252,11 @@ class Engine(StoreActions, Lifecycle):
                 now = self._sample_values()
                 if now != values:  # the hours before this one had the state before
                     values = now
-                    changes.append((t, now))
+                    changes.append(t)
+                    changes += now
                 t += 1
         state.t = end
-        self._unsampled = changes
+        self._unsampled = (changes, values)
 
     def finish(self) -> None:
         """Drain: simulate what is left of the horizon without demand, then run every open order
@@ -337,27 +341,25 @@ class Engine(StoreActions, Lifecycle):
         return self.state.digest()
 
 
-def _write_changes(
-    columns: list[np.ndarray], changes: list[tuple[int, _Sampled]], end: int
-) -> None:
-    """Write the hourly samples of `changes` (hour, values from it on; in hour order) up to
-    hour `end`: a few of them slice by slice, each quantity from where its value changed;
-    many as each quantity's values repeated over their hours, one slice (the same values,
-    converted to the column's type as a slice assignment converts them)."""
-    if len(changes) <= _FEW_CHANGES:
-        for f, column in enumerate(columns):
-            since, value = changes[0][0], changes[0][1][f]
-            for hour, values in changes[1:]:
-                if values[f] != value:
+def _write_changes(columns: list[np.ndarray], changes: list[int | float], end: int) -> None:
+    """Write the hourly samples of `changes` (`Engine._unsampled`'s flat list) up to hour
+    `end`: a few changes slice by slice, each quantity from where its value changed; many as
+    each quantity's values repeated over their hours, one slice (the same values, converted
+    to the column's type as a slice assignment converts them)."""
+    hours = changes[::_STRIDE]
+    if len(hours) <= _FEW_CHANGES:
+        for f, column in enumerate(columns, start=1):
+            values = changes[f::_STRIDE]
+            since, value = hours[0], values[0]
+            for hour, now in zip(hours, values, strict=True):
+                if now != value:
                     column[since:hour] = value
-                    since, value = hour, values[f]
+                    since, value = hour, now
             column[since:end] = value
         return
-    hours = [hour for hour, _ in changes]
     lengths = np.diff([*hours, end])
-    for f, column in enumerate(columns):
-        values = np.array([row[f] for _, row in changes], dtype=column.dtype)
-        column[hours[0] : end] = values.repeat(lengths)
+    for f, column in enumerate(columns, start=1):
+        column[hours[0] : end] = np.array(changes[f::_STRIDE], dtype=column.dtype).repeat(lengths)
 
 
 def _check_parts(engine: Engine, market: Market, scenario: Scenario) -> None:
