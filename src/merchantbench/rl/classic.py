@@ -464,7 +464,7 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         self._begin(seed, options)
-        return _observe([self])[0], self._info(0)
+        return _observe([self])[0][0], self._info(0)
 
     def _begin(self, seed: int | None, options: dict[str, Any] | None) -> None:
         """`reset` but the observation (a vector observes its new episodes at once)."""
@@ -514,7 +514,7 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         _prepare([self], levels.reshape(1, self.slots))
         self._engine.advance()
         (reward_fen,) = _conclude([self])
-        obs = _observe([self])[0]
+        obs = _observe([self])[0][0]
         done = self._engine.done
         return obs, reward_fen / 100 * self.reward_scale, done, False, self._info(reward_fen)
 
@@ -720,19 +720,19 @@ def _conclude(envs: list[StoreEnv]) -> list[int]:
     return list(rewards)
 
 
-def _infos(envs: list[StoreEnv], rewards_fen: list[int]) -> dict[str, Any]:
+def _infos(envs: list[StoreEnv], rewards_fen: list[int], readouts: np.ndarray) -> dict[str, Any]:
     """`StoreEnv._info` of each store as Gymnasium's vector infos (arrays, with every `_key`
-    mask true), built at once."""
-    engines = [env._engine for env in envs]
-    initial = np.array([env.initial_fen for env in envs], dtype=np.int64)
+    mask true), built at once from the stores' `_readout`s (whole numbers, exact)."""
+    columns = envs[0]._columns
+    which = _rows(envs)
     start = np.array([env.start_day for env in envs], dtype=np.int64)
-    hours = np.array([engine.t for engine in engines], dtype=np.int64)
-    net = [engine.live.ledger.accounts.net_assets for engine in engines]
+    hours = readouts[:, 0].astype(np.int64)
+    net = readouts[:, 1:5].sum(axis=1).astype(np.int64)  # balance, deposit, I, Q
     infos = {
         "reward_fen": np.array(rewards_fen, dtype=np.int64),
-        "slot_rewards_fen": envs[0]._columns.last[[env._row for env in envs]],
-        "net_assets_change_fen": np.array(net, dtype=np.int64) - initial,
-        "window": (hours - start * 24) // np.array([e.window_hours for e in engines]),
+        "slot_rewards_fen": columns.last[[env._row for env in envs]],
+        "net_assets_change_fen": net - columns.initial[which],
+        "window": (hours - start * 24) // columns.window_hours,
         "index": np.array([env.index for env in envs], dtype=np.int64),
         "start_day": start,
     }
@@ -740,8 +740,9 @@ def _infos(envs: list[StoreEnv], rewards_fen: list[int]) -> dict[str, Any]:
     return {**infos, **{f"_{key}": every for key in infos}}
 
 
-def _observe(envs: list[StoreEnv]) -> np.ndarray:
-    """The observations of `envs` (stores of the same columns, in row order), (N, size)."""
+def _observe(envs: list[StoreEnv]) -> tuple[np.ndarray, np.ndarray]:
+    """The observations of `envs` (stores of the same columns, in row order), (N, size), and
+    the stores' `_readout`s they were made from (float64, (N, 8))."""
     first = envs[0]
     columns, slots = first._columns, first.slots
     which = _rows(envs)
@@ -771,7 +772,7 @@ def _observe(envs: list[StoreEnv]) -> np.ndarray:
     per[..., 11] = columns.total[which] / 5000.0  # RMB 50 earned so far → 1
     per[..., 12] = columns.last[which] / 1000.0  # RMB 10 in the last window → 1
     np.maximum(obs, -10.0, out=obs)  # clipped to the box (np.clip costs more per call)
-    return np.minimum(obs, 10.0, out=obs)
+    return np.minimum(obs, 10.0, out=obs), readouts
 
 
 def store_seeds(seed: int | list[int | None] | None, num_envs: int) -> list[int | None]:
@@ -831,8 +832,9 @@ class StoreVectorEnv(gym.vector.VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         _prepare(envs, actions)
         advance_stores([env._engine for env in envs])
         rewards_fen = _conclude(envs)
-        observations = _observe(envs)
-        done = np.array([env._engine.done for env in envs], dtype=np.bool_)
+        observations, readouts = _observe(envs)
+        # `Engine.done` of each store: its horizon reached or closed.
+        done = (readouts[:, 0] >= envs[0]._columns.end) | (readouts[:, 7] > 0)
         scale = np.array([env.reward_scale for env in envs])
         rewards = np.array(rewards_fen, dtype=np.float64) / 100 * scale
         final: dict[str, Any] = {}
@@ -846,8 +848,8 @@ class StoreVectorEnv(gym.vector.VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
             envs[i]._begin(None, None)
             rewards_fen[i] = 0  # the infos are the new episode's
         if len(ended):  # the new episodes' first observations, at once
-            observations[ended] = _observe([envs[i] for i in ended.tolist()])
-        infos = _infos(envs, rewards_fen)
+            observations[ended], readouts[ended] = _observe([envs[i] for i in ended.tolist()])
+        infos = _infos(envs, rewards_fen, readouts)
         return observations, rewards, done, np.zeros_like(done), {**infos, **final}
 
 
