@@ -602,10 +602,25 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
             columns.listed[i] = 0
         return reward_fen
 
+    def _store_features(self, readout: tuple[float, ...]) -> tuple[float, ...]:
+        """The store features (`GLOBAL`) of its `_readout`."""
+        t, balance, deposit, in_transit, receivable, rating, listings, closed = readout
+        end, initial = self._engine.horizon, float(self.initial_fen)
+        return (
+            (end - t) / max(1, end - self.start_day * 24),
+            balance / initial,
+            deposit / initial,
+            (in_transit + receivable) / initial,
+            (balance + deposit + in_transit + receivable - self.initial_fen) / initial,
+            rating / 5.0,
+            listings / self.slots,
+            float(closed),
+        )
+
     def _readout(self) -> tuple[float, ...]:
-        """What the observation reads of the store itself (`_store_features`): its hour,
+        """What the observation and the vector's infos read of the store itself: its hour,
         accounts (balance, deposit, in transit, receivable), published rating, listings and
-        whether it is closed."""
+        whether it is closed (whole numbers but the rating)."""
         state = self._engine.live
         a = state.ledger.accounts
         return (
@@ -647,29 +662,6 @@ def _rows(envs: list[StoreEnv]) -> slice | np.ndarray:
     """The rows of `envs` in their columns (all of them in order: a slice)."""
     everyone = len(envs) == envs[0]._columns.n  # a step: every store, in row order
     return slice(None) if everyone else np.array([env._row for env in envs])
-
-
-def _store_features(
-    readouts: np.ndarray, columns: _Columns, which: slice | np.ndarray, slots: int
-) -> np.ndarray:
-    """The store features (`GLOBAL`) of the stores' `_readout`s, [store, feature], float64:
-    time left, balance, deposit, money in the pipeline and change in net assets (against the
-    net assets at the episode's start), rating, listings per slot, closed. The readouts are
-    whole numbers below 2^53 but the rating, so as float64 every sum and difference here is
-    exact, and each feature is the one division it was with Python numbers."""
-    t, balance, deposit, in_transit, receivable, rating, listings, closed = readouts.T
-    initial_fen, end = columns.initial[which], columns.end[which]
-    initial = initial_fen.astype(np.float64)
-    features = np.empty((len(readouts), GLOBAL))
-    features[:, 0] = (end - t) / np.maximum(1, end - columns.first[which])
-    features[:, 1] = balance / initial
-    features[:, 2] = deposit / initial
-    features[:, 3] = (in_transit + receivable) / initial
-    features[:, 4] = (balance + deposit + in_transit + receivable - initial_fen) / initial
-    features[:, 5] = rating / 5.0
-    features[:, 6] = listings / slots
-    features[:, 7] = closed
-    return features
 
 
 def _decision_rows(columns: _Columns, which: slice | np.ndarray, hours: np.ndarray) -> np.ndarray:
@@ -746,13 +738,16 @@ def _observe(envs: list[StoreEnv]) -> tuple[np.ndarray, np.ndarray]:
     first = envs[0]
     columns, slots = first._columns, first.slots
     which = _rows(envs)
-    readouts = np.array([env._readout() for env in envs], dtype=np.float64)
+    raw = [env._readout() for env in envs]
+    readouts = np.array(raw, dtype=np.float64)
     t = readouts[:, 0].astype(np.int64)
     hours = np.minimum(t, columns.end[which] - 1)
     at = (np.arange(columns.n)[which], _decision_rows(columns, which, t))
     # Each feature computed in float64 and rounded to float32 once, as it is written.
     obs = np.empty((len(envs), GLOBAL + slots * SLOT), dtype=np.float32)
-    obs[:, :GLOBAL] = _store_features(readouts, columns, which, slots)
+    obs[:, :GLOBAL] = np.array(
+        [env._store_features(one) for env, one in zip(envs, raw, strict=True)], dtype=np.float64
+    )
     per = obs[:, GLOBAL:].reshape(len(envs), slots, SLOT)  # a view
     listed = columns.listed[which]
     per[..., 0] = listed > 0
