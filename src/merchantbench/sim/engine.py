@@ -145,9 +145,9 @@ class Engine(StoreActions, Lifecycle):
     @property
     def live(self) -> StoreState:
         """The store's state as `state` gives it, but for the hourly samples of the hours
-        since the last window an action or a reader of `state` met, which may not be written
-        yet (a quiet window's samples wait until one of its quantities changes): for readers
-        of anything but `samples`, between windows (the classic RL env)."""
+        since a reader of `state` last met it, which are not written yet (held back as the
+        hours at which the sampled quantities changed, `_unsampled`): for readers of anything
+        but `samples`, between windows (the classic RL env)."""
         return self._state
 
     def _write_samples(self) -> None:
