@@ -10,7 +10,7 @@ from sim_support import make_market, tiny_scenario
 
 from merchantbench.scenario import ClockConfig
 from merchantbench.sim.actions import ActionRejected
-from merchantbench.sim.engine import Engine
+from merchantbench.sim.engine import _FEW_CHANGES, _STRIDE, Engine
 from merchantbench.sim.ledger import Reason
 
 RISKS = {"cancel": 0.05, "return": 0.05, "refund_only": 0.03, "bad_review": 0.05}
@@ -177,20 +177,24 @@ def test_samples_left_unwritten_between_windows_are_written_for_any_reader():
     # Store `read` writes its hourly samples at every window (its `state` is read after each),
     # store `lazy` only when a sampled quantity changes or at the end: the same samples for
     # every hour, the same snapshot at any window and the same hash.
+    # Held back: a few changes are written slice by slice, many at once (both ways taken).
     read = Engine(tiny_scenario(), busy_market(), seed=4)
     lazy = Engine(tiny_scenario(), busy_market(), seed=4)
-    waiting = 0
+    waiting = most_held = 0
     while not read.done:
         for engine in (read, lazy):
             for name, args in PLAN.get(engine.window, []):
                 getattr(engine, name)(*args)
             engine.advance()
+        held = lazy._unsampled[0] if lazy._unsampled is not None else []
+        most_held = max(most_held, len(held) // _STRIDE)
         t = read.state.t
         assert lazy.live.t == t
         waiting += lazy.live.samples.balance[t - 1] != read.state.samples.balance[t - 1]
         if read.window == 11:
             assert lazy.snapshot() == read.snapshot()  # `snapshot` writes them first
     assert waiting > 0  # some windows' samples did wait (what `live` does not write)
+    assert most_held > _FEW_CHANGES  # the many-changes way was taken
     for name in ("balance", "deposit", "in_transit", "receivable", "rating", "active_listings"):
         assert (getattr(lazy.state.samples, name) == getattr(read.state.samples, name)).all()
     read.finish()
@@ -216,3 +220,34 @@ def test_set_prices_is_all_or_nothing_and_names_the_refused_item():
     twin.set_price(0, 1600)
     twin.set_price(1, 1300)
     assert engine.state_hash() == twin.state_hash()
+
+
+def test_a_window_reads_the_listings_the_state_has_after_every_action():
+    # The engine keeps the listings as a window reads them; a reprice replaces the price in
+    # what it keeps, a listing or delisting drops it: every window reads what the state has.
+    engine = Engine(tiny_scenario(), busy_market(), seed=4)
+
+    def from_state() -> tuple[list[int], list[int], list[int]]:
+        listings = engine.live.listings
+        products = sorted(listings)
+        return (
+            products,
+            [listings[p].price for p in products],
+            [listings[p].listed_t for p in products],
+        )
+
+    actions = [
+        ("list_products", ([(0, 1500), (1, 1400), (2, 2000)],)),
+        ("set_price", (1, 1300)),
+        ("set_prices", ([(2, 1900), (0, 1550)],)),
+        ("delist_products", ([1],)),
+        ("list_products", ([(3, 900)],)),
+        ("set_price", (3, 950)),
+    ]
+    for name, args in actions:
+        getattr(engine, name)(*args)
+        window = engine._window()
+        assert (window.products, window.prices, window.listed_t) == from_state()
+        engine.advance()
+        window = engine._window()
+        assert (window.products, window.prices, window.listed_t) == from_state()

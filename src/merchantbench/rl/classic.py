@@ -112,7 +112,7 @@ class _Opened:
     def state(self) -> StoreState:
         state: StoreState = pickle.loads(self.rest)
         state.samples = Samples(
-            **{name: np.repeat(values, lengths) for name, (values, lengths) in self.runs.items()}
+            **{name: values.repeat(lengths) for name, (values, lengths) in self.runs.items()}
         )
         return state
 
@@ -295,9 +295,9 @@ class _Grid:
     def rows(self, first: int, end: int, window_hours: int) -> np.ndarray:
         """The rows of an episode's decision hours: its windows' first hours from `first`,
         then its last hour (end − 1, the last hour of a day)."""
-        return np.r_[
-            np.arange(first // window_hours, end // window_hours), self.windows + (end - 1) // 24
-        ]
+        rows = np.arange(first // window_hours, end // window_hours + 1)
+        rows[-1] = self.windows + (end - 1) // 24
+        return rows
 
 
 _MARKETS: OrderedDict[tuple[str, int], _MarketParts] = OrderedDict()
@@ -389,6 +389,7 @@ class _Columns:
         self.n, self.window_hours = n, window_hours
         self.first = np.zeros(n, dtype=np.int64)  # the episode's first hour
         self.end = np.ones(n, dtype=np.int64)  # its horizon
+        self.initial = np.ones(n, dtype=np.int64)  # the net assets it starts with (fen)
 
         self.listed = ints()  # the listing's price (0: not listed), as the engine has it
         self.new = ints()  # the listing's orders in the last window
@@ -463,7 +464,7 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         self._begin(seed, options)
-        return _observe([self])[0], self._info(0)
+        return _observe([self])[0][0], self._info(0)
 
     def _begin(self, seed: int | None, options: dict[str, Any] | None) -> None:
         """`reset` but the observation (a vector observes its new episodes at once)."""
@@ -501,6 +502,7 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         self._columns.open(self._row, found, self.start_day * 24, engine.horizon)
         accounts = engine.live.ledger.accounts
         self.initial_fen = self._net_fen = accounts.net_assets
+        self._columns.initial[self._row] = self.initial_fen
         self._entries_seen = len(engine.live.ledger.entries)
         self._orders_seen = len(engine.live.orders)
 
@@ -512,7 +514,7 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         _prepare([self], levels.reshape(1, self.slots))
         self._engine.advance()
         (reward_fen,) = _conclude([self])
-        obs = _observe([self])[0]
+        obs = _observe([self])[0][0]
         done = self._engine.done
         return obs, reward_fen / 100 * self.reward_scale, done, False, self._info(reward_fen)
 
@@ -526,20 +528,23 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
         cap = engine.scenario.tools.max_active_listings
         if len(engine.live.listings) + listed.count(False) > cap:
             return [self._set(*change) for change in zip(slots, prices, listed, strict=True)]
-        delist = [k for k, price in enumerate(prices) if price == 0]
-        reprice = [k for k, price in enumerate(prices) if price and listed[k]]
-        new = [k for k, price in enumerate(prices) if price and not listed[k]]
+        delist: list[int] = []
+        reprice: list[int] = []
+        new: list[int] = []
+        for k, price in enumerate(prices):
+            (delist if price == 0 else reprice if listed[k] else new).append(k)
         done = [True] * len(slots)
-        batches: list[tuple[list[int], Callable[[Any], None], list[Any]]] = [
-            (delist, engine.delist_products, [products[slots[k]] for k in delist]),
-            (reprice, engine.set_prices, [(products[slots[k]], prices[k]) for k in reprice]),
-            (new, engine.list_products, [(products[slots[k]], prices[k]) for k in new]),
+        batches: list[tuple[list[int], Callable[[Any], None]]] = [
+            (delist, engine.delist_products),
+            (reprice, engine.set_prices),
+            (new, engine.list_products),
         ]
-        for batch, act, items in batches:
+        for batch, act in batches:
             if not batch:
                 continue
+            items = [(products[slots[k]], prices[k]) for k in batch]  # (product, price)
             try:
-                act(items)
+                act([product for product, _ in items] if batch is delist else items)
             except ActionRejected:
                 for k in batch:
                     done[k] = self._set(slots[k], prices[k], listed[k])
@@ -597,19 +602,36 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
             columns.listed[i] = 0
         return reward_fen
 
-    def _store_features(self) -> tuple[float, ...]:
-        engine = self._engine
-        state, t, end = engine.live, engine.t, engine.horizon
-        accounts, initial = state.ledger.accounts, float(self.initial_fen)
+    def _store_features(self, readout: tuple[float, ...]) -> tuple[float, ...]:
+        """The store features (`GLOBAL`) of its `_readout`."""
+        t, balance, deposit, in_transit, receivable, rating, listings, closed = readout
+        end, initial = self._engine.horizon, float(self.initial_fen)
         return (
             (end - t) / max(1, end - self.start_day * 24),
-            accounts.balance / initial,
-            accounts.deposit / initial,
-            (accounts.in_transit + accounts.receivable) / initial,
-            (accounts.net_assets - self.initial_fen) / initial,
-            state.rating.published / 5.0,
-            len(state.listings) / self.slots,
-            float(state.closed),
+            balance / initial,
+            deposit / initial,
+            (in_transit + receivable) / initial,
+            (balance + deposit + in_transit + receivable - self.initial_fen) / initial,
+            rating / 5.0,
+            listings / self.slots,
+            float(closed),
+        )
+
+    def _readout(self) -> tuple[float, ...]:
+        """What the observation and the vector's infos read of the store itself: its hour,
+        accounts (balance, deposit, in transit, receivable), published rating, listings and
+        whether it is closed (whole numbers but the rating)."""
+        state = self._engine.live
+        a = state.ledger.accounts
+        return (
+            state.t,
+            a.balance,
+            a.deposit,
+            a.in_transit,
+            a.receivable,
+            state.rating.published,
+            len(state.listings),
+            state.closed_t >= 0,  # (`closed`, inlined)
         )
 
     def _info(self, reward_fen: int) -> dict[str, Any]:
@@ -633,10 +655,13 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
 def _where(envs: list[StoreEnv]) -> tuple[slice | np.ndarray, np.ndarray]:
     """The rows of `envs` in their columns (all of them in order: a slice) and the hour each
     store's engine is at."""
-    columns = envs[0]._columns
-    everyone = len(envs) == columns.n  # a step: every store of the columns, in row order
-    which = slice(None) if everyone else np.array([env._row for env in envs])
-    return which, np.array([env._engine.live.t for env in envs], dtype=np.int64)
+    return _rows(envs), np.array([env._engine.live.t for env in envs], dtype=np.int64)
+
+
+def _rows(envs: list[StoreEnv]) -> slice | np.ndarray:
+    """The rows of `envs` in their columns (all of them in order: a slice)."""
+    everyone = len(envs) == envs[0]._columns.n  # a step: every store, in row order
+    return slice(None) if everyone else np.array([env._row for env in envs])
 
 
 def _decision_rows(columns: _Columns, which: slice | np.ndarray, hours: np.ndarray) -> np.ndarray:
@@ -687,19 +712,19 @@ def _conclude(envs: list[StoreEnv]) -> list[int]:
     return list(rewards)
 
 
-def _infos(envs: list[StoreEnv], rewards_fen: list[int]) -> dict[str, Any]:
+def _infos(envs: list[StoreEnv], rewards_fen: list[int], readouts: np.ndarray) -> dict[str, Any]:
     """`StoreEnv._info` of each store as Gymnasium's vector infos (arrays, with every `_key`
-    mask true), built at once."""
-    engines = [env._engine for env in envs]
-    initial = np.array([env.initial_fen for env in envs], dtype=np.int64)
+    mask true), built at once from the stores' `_readout`s (whole numbers, exact)."""
+    columns = envs[0]._columns
+    which = _rows(envs)
     start = np.array([env.start_day for env in envs], dtype=np.int64)
-    hours = np.array([engine.t for engine in engines], dtype=np.int64)
-    net = [engine.live.ledger.accounts.net_assets for engine in engines]
+    hours = readouts[:, 0].astype(np.int64)
+    net = readouts[:, 1:5].sum(axis=1).astype(np.int64)  # balance, deposit, I, Q
     infos = {
         "reward_fen": np.array(rewards_fen, dtype=np.int64),
-        "slot_rewards_fen": envs[0]._columns.last[[env._row for env in envs]],
-        "net_assets_change_fen": np.array(net, dtype=np.int64) - initial,
-        "window": (hours - start * 24) // np.array([e.window_hours for e in engines]),
+        "slot_rewards_fen": columns.last[[env._row for env in envs]],
+        "net_assets_change_fen": net - columns.initial[which],
+        "window": (hours - start * 24) // columns.window_hours,
         "index": np.array([env.index for env in envs], dtype=np.int64),
         "start_day": start,
     }
@@ -707,16 +732,22 @@ def _infos(envs: list[StoreEnv], rewards_fen: list[int]) -> dict[str, Any]:
     return {**infos, **{f"_{key}": every for key in infos}}
 
 
-def _observe(envs: list[StoreEnv]) -> np.ndarray:
-    """The observations of `envs` (stores of the same columns, in row order), (N, size)."""
+def _observe(envs: list[StoreEnv]) -> tuple[np.ndarray, np.ndarray]:
+    """The observations of `envs` (stores of the same columns, in row order), (N, size), and
+    the stores' `_readout`s they were made from (float64, (N, 8))."""
     first = envs[0]
     columns, slots = first._columns, first.slots
-    which, t = _where(envs)
+    which = _rows(envs)
+    raw = [env._readout() for env in envs]
+    readouts = np.array(raw, dtype=np.float64)
+    t = readouts[:, 0].astype(np.int64)
     hours = np.minimum(t, columns.end[which] - 1)
     at = (np.arange(columns.n)[which], _decision_rows(columns, which, t))
     # Each feature computed in float64 and rounded to float32 once, as it is written.
     obs = np.empty((len(envs), GLOBAL + slots * SLOT), dtype=np.float32)
-    obs[:, :GLOBAL] = np.array([env._store_features() for env in envs], dtype=np.float64)
+    obs[:, :GLOBAL] = np.array(
+        [env._store_features(one) for env, one in zip(envs, raw, strict=True)], dtype=np.float64
+    )
     per = obs[:, GLOBAL:].reshape(len(envs), slots, SLOT)  # a view
     listed = columns.listed[which]
     per[..., 0] = listed > 0
@@ -736,7 +767,7 @@ def _observe(envs: list[StoreEnv]) -> np.ndarray:
     per[..., 11] = columns.total[which] / 5000.0  # RMB 50 earned so far → 1
     per[..., 12] = columns.last[which] / 1000.0  # RMB 10 in the last window → 1
     np.maximum(obs, -10.0, out=obs)  # clipped to the box (np.clip costs more per call)
-    return np.minimum(obs, 10.0, out=obs)
+    return np.minimum(obs, 10.0, out=obs), readouts
 
 
 def store_seeds(seed: int | list[int | None] | None, num_envs: int) -> list[int | None]:
@@ -796,8 +827,9 @@ class StoreVectorEnv(gym.vector.VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         _prepare(envs, actions)
         advance_stores([env._engine for env in envs])
         rewards_fen = _conclude(envs)
-        observations = _observe(envs)
-        done = np.array([env._engine.done for env in envs], dtype=np.bool_)
+        observations, readouts = _observe(envs)
+        # `Engine.done` of each store: its horizon reached or closed.
+        done = (readouts[:, 0] >= envs[0]._columns.end) | (readouts[:, 7] > 0)
         scale = np.array([env.reward_scale for env in envs])
         rewards = np.array(rewards_fen, dtype=np.float64) / 100 * scale
         final: dict[str, Any] = {}
@@ -811,8 +843,8 @@ class StoreVectorEnv(gym.vector.VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
             envs[i]._begin(None, None)
             rewards_fen[i] = 0  # the infos are the new episode's
         if len(ended):  # the new episodes' first observations, at once
-            observations[ended] = _observe([envs[i] for i in ended.tolist()])
-        infos = _infos(envs, rewards_fen)
+            observations[ended], readouts[ended] = _observe([envs[i] for i in ended.tolist()])
+        infos = _infos(envs, rewards_fen, readouts)
         return observations, rewards, done, np.zeros_like(done), {**infos, **final}
 
 

@@ -8,6 +8,8 @@ the future.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 from merchantbench.catalog.market import Market
 from merchantbench.money import rmb
 from merchantbench.refusals import Refusal
@@ -30,7 +32,9 @@ class StoreActions:
     scenario: Scenario
     market: Market
     _state: StoreState
-    _listed: object  # the engine's listings as a window reads them; None once they change
+    # The engine's listings as a window reads them (products ascending, their prices and
+    # listing hours); None once a listing comes or goes.
+    _listed: tuple[list[int], list[int], list[int]] | None
     _spans: dict[int, tuple[int, int, SupplierState]]  # per product, the last span looked up
     suppliers: SupplierBook
 
@@ -146,4 +150,9 @@ class StoreActions:
     def _reprice(self, listing: Listing, price_fen: int) -> None:
         listing.price = price_fen
         self._state.spells[listing.spell].last_price = price_fen
-        self._listed = None
+        listed = self._listed
+        if listed is not None:  # the listings as a window reads them: the one price replaced
+            products, prices, since = listed
+            prices = prices.copy()  # (a window made before keeps its lists)
+            prices[bisect_left(products, listing.product)] = price_fen
+            self._listed = (products, prices, since)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from itertools import chain
+from itertools import accumulate, chain
 
 import numpy as np
 
@@ -57,6 +57,7 @@ class _MarketTerms:
     """The market's per-product demand terms in the dtypes the formula computes in."""
 
     demand: np.ndarray  # a plain view of the memory map (the subclass costs per call)
+    flat_demand: np.ndarray  # the same, flat: D[day, product] at day · products + product
     p_ref_fen: np.ndarray  # float64
     elasticity: np.ndarray  # float64
 
@@ -67,13 +68,28 @@ _TERMS: weakref.WeakKeyDictionary[Market, _MarketTerms] = weakref.WeakKeyDiction
 def _market_terms(market: Market) -> _MarketTerms:
     terms = _TERMS.get(market)
     if terms is None:
+        demand = np.ascontiguousarray(market.demand)  # (a view: the cached arrays are)
         terms = _MarketTerms(
-            np.asarray(market.demand),
+            demand,
+            demand.reshape(-1),
             market.p_ref_fen.astype(np.float64),
             market.elasticity.astype(np.float64),
         )
         _TERMS[market] = terms
     return terms
+
+
+def _hour_runs(weights: np.ndarray, hours: int) -> np.ndarray:
+    """The hourly weights [row, hour of day] as runs of `hours` hours, [row, first hour,
+    hour] (a view): a window's weights, which lie within one day, are one run."""
+    return np.lib.stride_tricks.sliding_window_view(weights, hours, axis=1)
+
+
+def _window_weights(runs: np.ndarray, rows: np.ndarray, t0: int | np.ndarray) -> np.ndarray:
+    """weights[rows[:, None], t0 % 24 + arange(hours)] of `_hour_runs` (`t0` the window's
+    first hour, or one per row as a column): each row's run, gathered whole."""
+    first = np.remainder(t0, 24)
+    return runs[rows, first if np.ndim(first) == 0 else first.reshape(-1)]
 
 
 class WindowDemand:
@@ -97,6 +113,7 @@ class WindowDemand:
         # the sliding view holds the ages a … a + hours − 1 of a listing a hours old at t0.
         table = exposure(np.arange(max_age_hours + 1) / 24.0, config)
         self._exposure_rows = np.lib.stride_tricks.sliding_window_view(table, hours)
+        self._weight_runs = _hour_runs(market.hourly_weights, hours)
 
     def intensity(
         self,
@@ -142,8 +159,7 @@ def _market_part(
     market, terms = demand.market, demand._terms
     days = np.floor_divide(t0, 24) + market.history_days
     base = terms.demand[days if np.ndim(days) == 0 else days[:, 0], products].astype(np.float64)
-    hour_of_day = np.remainder(t0, 24) + _hours(demand.hours)
-    weights = market.hourly_weights[market.category[products][:, None], hour_of_day]
+    weights = _window_weights(demand._weight_runs, market.category[products], t0)
     return base, terms.p_ref_fen[products], terms.elasticity[products], weights
 
 
@@ -224,19 +240,22 @@ def window_arrivals(windows: Sequence[StoreWindow]) -> list[list[tuple[int, int]
     single store's window is the case of one (`Engine.advance`), so there is one definition
     of the arrivals."""
     found: list[list[tuple[int, int]]] = [[] for _ in windows]
-    groups: dict[tuple[DemandConfig, int, int], list[int]] = {}
-    keys: dict[int, list[int]] = {}  # id(demand) → its group (the rules hashed once a call)
+    # Per group of rules, per market, the windows (the stores' order within a market does
+    # not matter: every element is computed alone).
+    groups: dict[tuple[DemandConfig, int, int], dict[int, list[int]]] = {}
+    keys: dict[int, list[int]] = {}  # id(demand) → its market's members (rules hashed once)
     for i, window in enumerate(windows):
         if window.products:
             demand = window.demand
-            group = keys.get(id(demand))
-            if group is None:
+            members = keys.get(id(demand))
+            if members is None:
                 key = (demand.config, demand.hours, len(demand._exposure_rows))
-                group = keys[id(demand)] = groups.setdefault(key, [])
-            group.append(i)
-    for members in groups.values():
-        members.sort(key=lambda i: (id(windows[i].demand.market), windows[i].seed))
-        _group_arrivals([windows[i] for i in members], [found[i] for i in members])
+                markets = groups.setdefault(key, {})
+                members = keys[id(demand)] = markets.setdefault(id(demand.market), [])
+            members.append(i)
+    for markets in groups.values():
+        order = list(chain.from_iterable(markets.values()))
+        _group_arrivals([windows[i] for i in order], [found[i] for i in order])
     return found
 
 
@@ -314,17 +333,19 @@ def _markets_part(
     end to end (`_Joined`), so the same values in a few operations."""
     markets = [windows[a].demand for a, _ in runs]
     joined = _joined(markets)
-    bounds = np.cumsum([0, *sizes]).tolist()
+    bounds = list(accumulate(sizes, initial=0))
     listings = [bounds[b] - bounds[a] for a, b in runs]  # per market
     at = products + np.repeat(joined.offsets, listings)
-    days = starts // 24 + np.repeat(joined.history_days, listings)
-    base = np.empty(len(products), dtype=np.float64)
+    # D[day, product] of each listing as a position in its market's flat D.
+    flat = (starts // 24 + np.repeat(joined.history_days, listings)) * np.repeat(
+        joined.widths, listings
+    ) + products
+    base = np.empty(len(products), dtype=np.float32)  # (float32 → float64: exact)
     for demand, (a, b) in zip(markets, runs, strict=True):
         lo, hi = bounds[a], bounds[b]
-        base[lo:hi] = demand._terms.demand[days[lo:hi], products[lo:hi]]
-    hour_of_day = np.remainder(starts, 24)[:, None] + _hours(windows[0].demand.hours)
-    weights = joined.weights[joined.weight_row[at][:, None], hour_of_day]
-    return base, joined.p_ref_fen[at], joined.elasticity[at], weights
+        base[lo:hi] = demand._terms.flat_demand[flat[lo:hi]]
+    weights = _window_weights(joined.weight_runs, joined.weight_row[at], starts)
+    return base.astype(np.float64), joined.p_ref_fen[at], joined.elasticity[at], weights
 
 
 @dataclass(frozen=True, eq=False)
@@ -335,22 +356,24 @@ class _Joined:
     markets: tuple[Market, ...]
     offsets: np.ndarray  # int64: market k's first product
     history_days: np.ndarray  # int64, market k's days of history
+    widths: np.ndarray  # int64, market k's products (a row of its D)
     p_ref_fen: np.ndarray
     elasticity: np.ndarray
     weight_row: np.ndarray
-    weights: np.ndarray
+    weight_runs: np.ndarray  # `_hour_runs` of the hourly weights stacked
 
 
-_JOINED: list[_Joined] = []  # the few most recent, most recent last
+# The few most recent, most recent last, keyed by the markets' and the demands' ids (each
+# entry holds its markets and weights, so no id of a key is reused while it is kept).
+_JOINED: dict[tuple[int, ...], _Joined] = {}
 
 
 def _joined(demands: list[WindowDemand]) -> _Joined:
+    key = (demands[0].hours, *map(id, [demand.market for demand in demands]))
+    found = _JOINED.get(key)
+    if found is not None:
+        return found
     markets = tuple(demand.market for demand in demands)
-    for found in _JOINED:
-        if len(found.markets) == len(markets) and all(
-            a is b for a, b in zip(found.markets, markets, strict=True)
-        ):
-            return found
     sizes = [len(market.category) for market in markets]
     rows = [len(market.hourly_weights) for market in markets]
     row_offsets = np.cumsum([0, *rows[:-1]])
@@ -358,16 +381,17 @@ def _joined(demands: list[WindowDemand]) -> _Joined:
         markets,
         np.cumsum([0, *sizes[:-1]]).astype(np.int64),
         np.array([market.history_days for market in markets], dtype=np.int64),
+        np.array([d._terms.demand.shape[1] for d in demands], dtype=np.int64),
         np.concatenate([d._terms.p_ref_fen for d in demands]),
         np.concatenate([d._terms.elasticity for d in demands]),
         np.concatenate(
             [m.category.astype(np.int64) + r for m, r in zip(markets, row_offsets, strict=True)]
         ),
-        np.concatenate([m.hourly_weights for m in markets]),
+        _hour_runs(np.concatenate([m.hourly_weights for m in markets]), demands[0].hours),
     )
-    _JOINED.append(found)
+    _JOINED[key] = found
     if len(_JOINED) > 4:
-        del _JOINED[0]
+        del _JOINED[next(iter(_JOINED))]
     return found
 
 

@@ -52,6 +52,8 @@ __all__ = ["ActionRejected", "Engine", "SharedParts", "advance_stores"]
 
 # What an hourly sample records (`Engine._sample_values`).
 _Sampled = tuple[int, int, int, int, float, int, int]
+_FEW_CHANGES = 4  # up to this many changes held back are written slice by slice
+_STRIDE = 8  # a change held back: its hour and the 7 sampled values, flat
 _PRICE, _LISTED_T = attrgetter("price"), attrgetter("listed_t")  # of a listing
 
 
@@ -103,13 +105,16 @@ class Engine(StoreActions, Lifecycle):
         else:
             self.suppliers, self.demand, stock = shared.suppliers, shared.demand, shared.stock
             self.rivals = shared.rivals
-        # The hourly samples not written yet: per sampled quantity (`_sample_values` order),
-        # the hours from `unsampled` to the clock have `values` (None: all written).
-        self._unsampled: tuple[list[int], _Sampled] | None = None
+        # The hourly samples not written yet: the changes, in hour order, each an hour from
+        # which the sampled quantities (`_sample_values` order) have values, until the next
+        # one or the clock, as one flat list (hour, 7 values, hour, …: no object a change,
+        # for the garbage collector to follow); and the last values (None: all written).
+        self._unsampled: tuple[list[int | float], _Sampled] | None = None
         # The listings as a window reads them (`_window`): products ascending, their prices
-        # and listing hours; None once an action or the store's closing changes them.
+        # and listing hours; None once a listing comes or goes (a reprice replaces its price).
         self._listed: tuple[list[int], list[int], list[int]] | None = None
         self._spans = {}  # per product, the supplier's last span looked up (facts: never stale)
+        self._columns: tuple[Samples, list[np.ndarray]] | None = None  # `_sample_columns`
         if state is not None:  # a store's state kept from earlier (`restore` without a pickle)
             self._state = state
             return
@@ -134,25 +139,23 @@ class Engine(StoreActions, Lifecycle):
 
     @state.setter
     def state(self, state: StoreState) -> None:
+        self._write_samples()  # (the state given up has its samples, as a reader would see)
         self._state, self._unsampled, self._listed = state, None, None
 
     @property
     def live(self) -> StoreState:
         """The store's state as `state` gives it, but for the hourly samples of the hours
-        since the last window an action or a reader of `state` met, which may not be written
-        yet (a quiet window's samples wait until one of its quantities changes): for readers
-        of anything but `samples`, between windows (the classic RL env)."""
+        since a reader of `state` last met it, which are not written yet (held back as the
+        hours at which the sampled quantities changed, `_unsampled`): for readers of anything
+        but `samples`, between windows (the classic RL env)."""
         return self._state
 
     def _write_samples(self) -> None:
-        """Write the hourly samples not written yet (hours `unsampled` … clock − 1)."""
+        """Write the hourly samples not written yet (`_unsampled`: up to the clock)."""
         if self._unsampled is None:
             return
-        unsampled, values = self._unsampled
-        self._unsampled = None
-        end = self._state.t
-        for column, since, value in zip(self._sample_columns(), unsampled, values, strict=True):
-            column[since:end] = value
+        changes, self._unsampled = self._unsampled[0], None
+        _write_changes(self._sample_columns(), changes, self._state.t)
 
     # --- clock ---------------------------------------------------------------------------------
     @property
@@ -199,38 +202,40 @@ class Engine(StoreActions, Lifecycle):
     def _play_window(self, products: list[int], cells: list[tuple[int, int]]) -> None:
         """Simulate the open window's hours given its arrivals (`window_arrivals`' cells).
 
-        Per sampled quantity, the hours from `unsampled` on have `values`, the state as it
-        stands: written when an hour's work (or the actions before the window) changes it,
-        else left for later (`_write_samples`: before anyone reads `state`), so a quiet
-        window writes nothing."""
+        The sampled quantities are held back as the hours at which they change
+        (`_unsampled`) and written when anyone reads `state` (`_write_samples`), so a window
+        writes no sample: an hour's work (or the actions before the window) that changes one
+        adds (hour, the state as it stands)."""
         state = self._state
         t0 = t = state.t
         end = t0 + self.window_hours
-        now = self._sample_values()
+        values = self._sample_values()
         if self._unsampled is None:
-            unsampled, values = [t0] * len(now), now
+            changes: list[int | float] = [t0, *values]
         else:
-            unsampled, values = self._unsampled
-            self._unsampled = None  # (the mixins' `_state` does not write them meanwhile)
-            if now != values:  # the actions before the window changed a quantity
-                values = self._sampled(unsampled, values, now, t0)
+            (changes, last), self._unsampled = self._unsampled, None  # (not written meanwhile)
+            if values != last:  # the actions before the window changed a quantity
+                changes.append(t0)
+                changes += values
         pending = state.pending
         day_end = t0 + 23 - t0 % 24  # the next hour 23
         if cells or day_end < end or (pending and pending[0][0] < end):
             arrivals: dict[int, list[tuple[int, int]]] = {}  # hour → (listing, count)
+            hours = self.window_hours
             for cell, count in cells:
-                j, k = divmod(cell, self.window_hours)
+                j, k = divmod(cell, hours)
                 arrivals.setdefault(t0 + k, []).append((j, count))
             busy = sorted(arrivals, reverse=True)  # the hours with arrivals, the next one last
             while True:
                 # The next hour in which something happens: arrivals, a transition due, the
                 # day's end; the hours between are quiet (their samples: the state as it
                 # stands).
-                t = min(
-                    day_end,
-                    busy[-1] if busy else day_end,
-                    max(t, pending[0][0]) if pending else day_end,
-                )
+                t_next = day_end
+                if busy and busy[-1] < t_next:
+                    t_next = busy[-1]
+                if pending and pending[0][0] < t_next:
+                    t_next = max(t, pending[0][0])
+                t = t_next
                 if t >= end:
                     break
                 if busy and busy[-1] == t:
@@ -239,26 +244,19 @@ class Engine(StoreActions, Lifecycle):
                         if state.closed:
                             break
                         self._arrivals(products[j], t, count)
-                self._transitions_due(t)
+                if pending and pending[0][0] <= t:
+                    self._transitions_due(t)
                 if t == day_end:
                     self._end_of_day(t)
                     day_end += 24
                 now = self._sample_values()
                 if now != values:  # the hours before this one had the state before
-                    values = self._sampled(unsampled, values, now, t)
+                    values = now
+                    changes.append(t)
+                    changes += now
                 t += 1
         state.t = end
-        self._unsampled = (unsampled, values)
-
-    def _sampled(self, unsampled: list[int], values: _Sampled, now: _Sampled, t: int) -> _Sampled:
-        """From hour `t` the quantities are `now` (returned): write the hours before it of
-        those that changed."""
-        columns = self._sample_columns()
-        for f, value in enumerate(now):
-            if value != values[f]:
-                columns[f][unsampled[f] : t] = values[f]
-                unsampled[f] = t
-        return now
+        self._unsampled = (changes, values)
 
     def finish(self) -> None:
         """Drain: simulate what is left of the horizon without demand, then run every open order
@@ -313,11 +311,16 @@ class Engine(StoreActions, Lifecycle):
         )
 
     def _sample_columns(self) -> list[np.ndarray]:
-        """The hourly sample arrays, in `_sample_values` order."""
+        """The hourly sample arrays, in `_sample_values` order (kept per samples object: the
+        arrays of a `Samples` are never replaced, only written)."""
         s = self._state.samples
-        return [
-            s.balance, s.deposit, s.in_transit, s.receivable, s.rating, s.stars, s.active_listings
-        ]  # fmt: skip
+        kept = self._columns
+        if kept is None or kept[0] is not s:
+            kept = self._columns = (s, [
+                s.balance, s.deposit, s.in_transit, s.receivable, s.rating, s.stars,
+                s.active_listings,
+            ])  # fmt: skip
+        return kept[1]
 
     def _sample(self, start: int, end: int) -> None:
         """The hourly samples of hours start … end − 1: the state as it stands."""
@@ -338,6 +341,27 @@ class Engine(StoreActions, Lifecycle):
         return self.state.digest()
 
 
+def _write_changes(columns: list[np.ndarray], changes: list[int | float], end: int) -> None:
+    """Write the hourly samples of `changes` (`Engine._unsampled`'s flat list) up to hour
+    `end`: a few changes slice by slice, each quantity from where its value changed; many as
+    each quantity's values repeated over their hours, one slice (the same values, converted
+    to the column's type as a slice assignment converts them)."""
+    hours = changes[::_STRIDE]
+    if len(hours) <= _FEW_CHANGES:
+        for f, column in enumerate(columns, start=1):
+            values = changes[f::_STRIDE]
+            since, value = hours[0], values[0]
+            for hour, now in zip(hours, values, strict=True):
+                if now != value:
+                    column[since:hour] = value
+                    since, value = hour, now
+            column[since:end] = value
+        return
+    lengths = np.diff([*hours, end])
+    for f, column in enumerate(columns, start=1):
+        column[hours[0] : end] = np.array(changes[f::_STRIDE], dtype=column.dtype).repeat(lengths)
+
+
 def _check_parts(engine: Engine, market: Market, scenario: Scenario) -> None:
     """Refuse supplier facts or demand terms given for another market, other rules or a shorter
     horizon than the store's."""
@@ -345,7 +369,7 @@ def _check_parts(engine: Engine, market: Market, scenario: Scenario) -> None:
     if (
         engine.suppliers.market is not market
         or demand.market is not market
-        or demand.config != scenario.demand
+        or (demand.config is not scenario.demand and demand.config != scenario.demand)
         or demand.hours != engine.window_hours
         or rows < engine.horizon - engine.window_hours + 2  # ages 0 … horizon − hours
     ):

@@ -33,7 +33,7 @@ class Lifecycle:
     market: Market
     seed: int
     _state: StoreState
-    _listed: object  # the engine's listings as a window reads them; None once they change
+    _listed: tuple[list[int], list[int], list[int]] | None  # `StoreActions._listed`
     _supplier_state: Callable[[int, int], SupplierState]  # `StoreActions._supplier_state`
     suppliers: SupplierBook
 
