@@ -120,7 +120,7 @@ class _StablePickler(pickle.Pickler):
     persistent id holding its items sorted; a second reference to the same set names the
     first, so shared sets stay shared (`_StableUnpickler` reads both). Sets of other elements
     are pickled as usual: their order depends on the process only if their elements' hashes
-    do (tests/runs/test_checkpoint_key.py)."""
+    do (tests/runs/test_checkpoint_bytes.py)."""
 
     def __init__(self, file: io.BytesIO) -> None:
         super().__init__(file, pickle.HIGHEST_PROTOCOL)
