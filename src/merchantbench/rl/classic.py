@@ -604,14 +604,14 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
 
     def _store_features(self, readout: tuple[float, ...]) -> tuple[float, ...]:
         """The store features (`GLOBAL`) of its `_readout`."""
-        t, balance, deposit, in_transit, receivable, rating, listings, closed = readout
+        t, balance, deposit, in_transit, receivable, net, rating, listings, closed, _ = readout
         end, initial = self._engine.horizon, float(self.initial_fen)
         return (
             (end - t) / max(1, end - self.start_day * 24),
             balance / initial,
             deposit / initial,
             (in_transit + receivable) / initial,
-            (balance + deposit + in_transit + receivable - self.initial_fen) / initial,
+            (net - self.initial_fen) / initial,
             rating / 5.0,
             listings / self.slots,
             float(closed),
@@ -619,9 +619,11 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
 
     def _readout(self) -> tuple[float, ...]:
         """What the observation and the vector's infos read of the store itself: its hour,
-        accounts (balance, deposit, in transit, receivable), published rating, listings and
-        whether it is closed (whole numbers but the rating)."""
-        state = self._engine.live
+        accounts (balance, deposit, in transit, receivable, net assets), published rating,
+        listings, whether it is closed and whether its episode is done (whole numbers but the
+        rating; `_NET` and `_DONE` name two positions)."""
+        engine = self._engine
+        state = engine.live
         a = state.ledger.accounts
         return (
             state.t,
@@ -629,9 +631,11 @@ class StoreEnv(gym.Env[np.ndarray, np.ndarray]):
             a.deposit,
             a.in_transit,
             a.receivable,
+            a.net_assets,
             state.rating.published,
             len(state.listings),
-            state.closed_t >= 0,  # (`closed`, inlined)
+            state.closed,
+            engine.done,
         )
 
     def _info(self, reward_fen: int) -> dict[str, Any]:
@@ -712,6 +716,9 @@ def _conclude(envs: list[StoreEnv]) -> list[int]:
     return list(rewards)
 
 
+_NET, _DONE = 5, 9  # positions in a `StoreEnv._readout`
+
+
 def _infos(envs: list[StoreEnv], rewards_fen: list[int], readouts: np.ndarray) -> dict[str, Any]:
     """`StoreEnv._info` of each store as Gymnasium's vector infos (arrays, with every `_key`
     mask true), built at once from the stores' `_readout`s (whole numbers, exact)."""
@@ -719,7 +726,7 @@ def _infos(envs: list[StoreEnv], rewards_fen: list[int], readouts: np.ndarray) -
     which = _rows(envs)
     start = np.array([env.start_day for env in envs], dtype=np.int64)
     hours = readouts[:, 0].astype(np.int64)
-    net = readouts[:, 1:5].sum(axis=1).astype(np.int64)  # balance, deposit, I, Q
+    net = readouts[:, _NET].astype(np.int64)
     infos = {
         "reward_fen": np.array(rewards_fen, dtype=np.int64),
         "slot_rewards_fen": columns.last[[env._row for env in envs]],
@@ -734,7 +741,7 @@ def _infos(envs: list[StoreEnv], rewards_fen: list[int], readouts: np.ndarray) -
 
 def _observe(envs: list[StoreEnv]) -> tuple[np.ndarray, np.ndarray]:
     """The observations of `envs` (stores of the same columns, in row order), (N, size), and
-    the stores' `_readout`s they were made from (float64, (N, 8))."""
+    the stores' `_readout`s they were made from (float64, (N, 10))."""
     first = envs[0]
     columns, slots = first._columns, first.slots
     which = _rows(envs)
@@ -828,8 +835,7 @@ class StoreVectorEnv(gym.vector.VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         advance_stores([env._engine for env in envs])
         rewards_fen = _conclude(envs)
         observations, readouts = _observe(envs)
-        # `Engine.done` of each store: its horizon reached or closed.
-        done = (readouts[:, 0] >= envs[0]._columns.end) | (readouts[:, 7] > 0)
+        done = readouts[:, _DONE] > 0  # each store's `Engine.done`
         scale = np.array([env.reward_scale for env in envs])
         rewards = np.array(rewards_fen, dtype=np.float64) / 100 * scale
         final: dict[str, Any] = {}

@@ -173,7 +173,7 @@ class Engine(StoreActions, Lifecycle):
     @property
     def done(self) -> bool:
         state = self._state
-        return state.t >= self.horizon or state.closed_t >= 0  # (`closed`, inlined)
+        return state.t >= self.horizon or state.closed
 
     # --- time ----------------------------------------------------------------------------------
     def advance(self) -> None:
