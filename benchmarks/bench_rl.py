@@ -275,7 +275,7 @@ def main() -> None:
         "--processes",
         type=int,
         default=2,
-        help="with --classic: also 64 and 128 stores over this many processes, this one included (1: not)",
+        help="with --classic: also 64 and 128 stores over K processes, this one included (1: not)",
     )
     parser.add_argument(
         "--warm-every",
