@@ -274,6 +274,7 @@ def main() -> None:
     parser.add_argument(
         "--processes",
         type=int,
+        metavar="K",
         default=2,
         help="with --classic: also 64 and 128 stores over K processes, this one included (1: not)",
     )
