@@ -79,6 +79,17 @@ VALIDATION: dict[str, Case] = {
     "rb-abandon-211": Case("fail-abandon-rb", {"onset_day": 211}, "premature_abandonment", 211),
     "rb-stop-sourcing-285": Case("fail-stop-sourcing-rb", {}, "early_sourcing_stop", 285),
 }  # fmt: skip
+# Perturbations: a base that skips four windows of its year (days 176, 195, 198 and 254: a
+# step to 99 % of the windows from day 97, `skip_seed` 0). Not a failure mode: the store leaves
+# the base's own store from day 176, so they check that the counterfactual onset of a run that
+# leaves its policy's store does not date a departure that costs next to nothing.
+PERTURBATIONS: dict[str, Case] = {
+    "perturb-97": Case("fail-decay", {"onset_day": 97, "shape": "step", "step_share": 0.99},
+                       "", 97),
+    "rb-perturb-97": Case("fail-decay-rb", {"onset_day": 97, "shape": "step",
+                                            "step_share": 0.99}, "", 97),
+}  # fmt: skip
+BUILT = {**VALIDATION, **PERTURBATIONS}  # the configurations built on a base, by label
 TOLERANCE_DAYS = {
     "activity_decay": 15,  # the change point (docs/diagnosis.md)
     "premature_abandonment": 1,
@@ -95,7 +106,7 @@ SHORT = {
 
 def sweep_file(seeds: list[int], scenario: str, labels: Sequence[str]) -> dict[str, Any]:
     cases = [{"agent": c.agent, "label": label, "settings": c.settings}
-             for label, c in VALIDATION.items() if label in labels]  # fmt: skip
+             for label, c in BUILT.items() if label in labels]  # fmt: skip
     return {
         "name": "diagnosis",
         "scenarios": [{"name": scenario}],
@@ -177,12 +188,40 @@ def policies_of(label: str) -> list[str]:
     policy (idle, expert) and rule-based; a validation agent its base's policy and idle."""
     if label in HEALTHY:
         return ["idle", "expert", "rule-based"]
+    if label in PERTURBATIONS:
+        return [base_of(label)]
     return [base_of(label), "idle"]
 
 
 def base_of(label: str) -> str:
     """The healthy agent a validation configuration is built on."""
-    return "rule-based" if VALIDATION[label].agent.endswith("-rb") else "expert"
+    return "rule-based" if BUILT[label].agent.endswith("-rb") else "expert"
+
+
+def store_differs_from(out: Path, run_dir: str, label: str, seed: int) -> int | None:
+    """The first day the run's store differs from its base's run's on the same seed: the two
+    records replayed side by side (fast replay: the calls that change the store), their state
+    hashes compared as each window opens; the day of the window before the first that opens on
+    a different store (the day the run first did something to its store that its base did
+    not). No store-based measure, the counterfactual onset included, can tell the two runs
+    apart before it. None when the stores never differ (or the base's run is missing)."""
+    from merchantbench.replay.replayer import Replayer
+    from merchantbench.replay.source import RecordSource
+
+    base = out / "runs" / base_of(label) / f"s{seed}"
+    if not (base / "run.json").is_file():
+        return None
+    mine = Replayer(RecordSource.open(out / run_dir, None), check_reads=False)
+    theirs = Replayer(RecordSource.open(base, None), check_reads=False)
+    try:
+        per_day = 24 // mine.session.scenario.clock.hours_per_window
+        for window, _ in zip(mine.windows(), theirs.windows(), strict=False):
+            if mine.session.state_hash() != theirs.session.state_hash():
+                return int((window - 1) // per_day)
+        return None
+    finally:
+        mine.close()
+        theirs.close()
 
 
 def value_differs_from(out: Path, run_dir: str, label: str, seed: int) -> int | None:
@@ -264,10 +303,11 @@ def counterfactuals(
     earlier: str | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
     """Each configuration's analysed runs (seeds in order): their onsets by policy (those of
-    `policies_of` among `policies`), with `seed` and, for a validation agent, `value_day`
-    (value_differs_from). Seed by seed, one analysis per policy (with `analyse_missing`; else
-    only the cached analyses are read); with `earlier` (a source hash), the onsets that code
-    cached are derived again first (`rederive`)."""
+    `policies_of` among `policies`), with `seed` and, for a configuration built on a base,
+    `value_day` (value_differs_from) and `store_day` (store_differs_from). Seed by seed, one
+    analysis per policy (with `analyse_missing`; else only the cached analyses are read); with
+    `earlier` (a source hash), the onsets that code cached are derived again first
+    (`rederive`)."""
     done = [r for r in read_index(out) if r["status"] == "done" and r["label"] in labels
             and r["seed"] in seeds]  # fmt: skip
     for seed in sorted({r["seed"] for r in done}):
@@ -284,8 +324,10 @@ def counterfactuals(
             cache = _cache_file(out, row["run_dir"], policy)
             if cache.is_file():
                 onsets[policy] = json.loads(cache.read_text())
-        if row["label"] in VALIDATION:
+        if row["label"] in BUILT:
             onsets["value_day"] = value_differs_from(out, row["run_dir"], row["label"],
+                                                     row["seed"])  # fmt: skip
+            onsets["store_day"] = store_differs_from(out, row["run_dir"], row["label"],
                                                      row["seed"])  # fmt: skip
         found.setdefault(row["label"], []).append(onsets)
     return found
@@ -305,9 +347,9 @@ def counterfactual_markdown(found: dict[str, list[dict[str, Any]]], scenario: st
     from merchantbench.report.markdown import markdown_table
 
     rows: list[list[Any]] = []
-    healthy_runs, healthy_flags = 0, 0
+    healthy_runs, healthy_flags, perturbed_runs, perturbed_flags = 0, 0, 0, 0
     by_base: dict[tuple[str, str], list[int]] = {}
-    for label in [*HEALTHY, *VALIDATION]:
+    for label in [*HEALTHY, *VALIDATION, *PERTURBATIONS]:
         for policy in policies_of(label):
             runs = [r for r in found.get(label, []) if policy in r]
             if not runs:
@@ -315,27 +357,32 @@ def counterfactual_markdown(found: dict[str, list[dict[str, Any]]], scenario: st
             days = [r[policy]["onset_day"] for r in runs]
             truth = VALIDATION[label].onset if label in VALIDATION else None
             errors = _errors(days, [truth] * len(days))
-            value_days = [r.get("value_day") for r in runs]
-            after_value = _errors(days, value_days)
+            store_days = [r.get("store_day") for r in runs]
+            after_store = _errors(days, store_days)
             forks = [len(r[policy]["bisection_forks"]) for r in runs
                      if r[policy]["onset_day"] is not None]  # fmt: skip
             if label in HEALTHY:
                 healthy_runs += len(runs)
                 healthy_flags += sum(d is not None for d in days)
+            elif label in PERTURBATIONS:
+                perturbed_runs += len(runs)
+                perturbed_flags += sum(d is not None for d in days)
             else:
-                tally = by_base.setdefault((base_of(label), policy), [0, 0, 0, 0])
+                tally = by_base.setdefault((base_of(label), policy), [0, 0, 0, 0, 0])
                 tally[0] += len(runs)
-                tally[1] += sum(abs(e) <= 15 for e in errors)
-                tally[2] += sum(abs(e) <= 15 for e in after_value)
-                tally[3] += sum(d is not None for d in days)
+                tally[1] += sum(d is not None for d in days)
+                tally[2] += sum(abs(e) <= 15 for e in errors)
+                tally[3] += sum(v is not None and v - truth <= 15 for v in store_days)
+                tally[4] += sum(abs(e) <= 15 for e in after_store)
             rows.append([
                 label, policy, "none" if truth is None else truth,
                 ", ".join("none" if d is None else str(d) for d in days),
                 "–" if truth is None else f"{sum(abs(e) <= 15 for e in errors)}/{len(runs)}",
                 "–" if not errors else ", ".join(f"{e:+d}" for e in errors),
-                "–" if truth is None else
-                ", ".join("never" if v is None else str(v) for v in value_days),
-                "–" if truth is None else f"{sum(abs(e) <= 15 for e in after_value)}/{len(runs)}",
+                "–" if label in HEALTHY else
+                ", ".join("never" if v is None else str(v) for v in store_days),
+                "–" if label in HEALTHY else
+                f"{sum(abs(e) <= 15 for e in after_store)}/{len(runs)}",
                 "–" if not forks else f"{min(forks)}–{max(forks)}",
                 f"{min(_margin(r[policy]) for r in runs):,.0f}–"
                 f"{max(_margin(r[policy]) for r in runs):,.0f}",
@@ -343,24 +390,27 @@ def counterfactual_markdown(found: dict[str, list[dict[str, Any]]], scenario: st
     rate = f"{100 * healthy_flags / healthy_runs:.1f} %" if healthy_runs else "–"
     summary = markdown_table(
         ["base", "policy", "runs", "onset found", "within ±15 d of the failure day",
-         "within ±15 d of the first day net assets differ"],
-        [[base, policy, n, found_, f"{near}/{n}", f"{near_value}/{n}"]
-         for (base, policy), (n, near, near_value, found_) in by_base.items()],
+         "store differs by the failure day + 15", "within ±15 d of the first day the store "
+         "differs"],
+        [[base, policy, n, found_, f"{near}/{n}", f"{reachable}/{n}", f"{near_store}/{n}"]
+         for (base, policy), (n, found_, near, reachable, near_store) in by_base.items()],
     )  # fmt: skip
+    perturbed = (f" Perturbations (a base skipping 4 windows of its year) with an onset: "
+                 f"{perturbed_flags} of {perturbed_runs}." if perturbed_runs else "")  # fmt: skip
     return "\n\n".join([
         f"Counterfactual onset of damage, scenario `{scenario}` (every 30 days, bisected to 7 "
-        "days; "
-        "docs/counterfactual.md). `net assets differ from day`: the first day the run's net "
-        "assets differ from those of its base's run on the same seed (`never`: they never "
-        "do).",
+        "days; docs/counterfactual.md). `store differs from day`: the first day the run did "
+        "something to its store that its base's run on the same seed did not (the two records "
+        "replayed side by side, state hashes compared at every window; `never`: the stores "
+        "never differ): no store-based onset can date a failure before it.",
         markdown_table(["configuration", "policy", "true onset day", "onset days found",
-                        "within ±15 d", "errors (days)", "net assets differ from day",
+                        "within ±15 d", "errors (days)", "store differs from day",
                         "within ±15 d of it", "bisection steps", "margin (RMB)"],
                        rows),
         "By base and policy (validation agents):",
         summary,
         f"Healthy runs × policies with an onset (false positives): {healthy_flags} of "
-        f"{healthy_runs} ({rate}).",
+        f"{healthy_runs} ({rate}).{perturbed}",
     ]) + "\n"  # fmt: skip
 
 
@@ -390,7 +440,7 @@ def margins(found: dict[str, list[dict[str, Any]]]) -> list[list[Any]]:
 def markdown(found: dict[str, list[dict[str, Any]]], seeds: list[int], scenario: str) -> str:
     from merchantbench.report.markdown import markdown_table
 
-    agents = [a for a in (*VALIDATION, *HEALTHY) if a in found]
+    agents = [a for a in (*VALIDATION, *PERTURBATIONS, *HEALTHY) if a in found]
     healthy_names = ", ".join(a for a in HEALTHY if a in found)
     table = markdown_table(
         ["agent \\ detector", *(SHORT[d] for d in DETECTORS)],
@@ -455,8 +505,8 @@ def main() -> None:
                         help="derive the onsets cached by that code again with this code's rule, "
                         "no takeover played (OUT/counterfactual-cache/SOURCE_HASH)")  # fmt: skip
     args = parser.parse_args()
-    grid = args.labels.split(",") if args.labels else [*HEALTHY, *VALIDATION]
-    unknown = [label for label in grid if label not in HEALTHY and label not in VALIDATION]
+    grid = args.labels.split(",") if args.labels else [*HEALTHY, *VALIDATION, *PERTURBATIONS]
+    unknown = [label for label in grid if label not in HEALTHY and label not in BUILT]
     if unknown:
         parser.error(f"unknown configurations: {', '.join(unknown)}")
     if not args.no_run:

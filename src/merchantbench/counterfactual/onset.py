@@ -44,11 +44,22 @@ seed: the day-0 takeover, forked again). Then:
   periods (one or two "before" months are beaten by chance in 1 of 12 or 66 orders), and a
   decline that comes in several small steps is judged as one change. A run that is P's own
   store until the failure (damage exactly 0 before it) is judged by the margin alone.
+- **a departure from the policy's own store**: a run whose D is exactly 0 at the first fork
+  after day 0 was the policy's own store, hash for hash, until it left it (an agent built on P
+  that fails from some day; P's own run never leaves). There the periods before the departure
+  say nothing of the noise (it is exactly 0) and the departure's first periods can be damaged
+  less than the noise that the two stores' divergence brings (a gentle decline, a neglect the
+  policy repairs on taking over). So such a run is judged once, as a whole: its onset is the
+  **departure period** (the first whose D is not 0) when the damage from it to the end,
+  `D(end)`, exceeds `MARGIN_NOISES` times the spread of the periods from the departure on
+  (`departure_margin`, at least the floor), else it has none. What it does not cover: a run
+  that leaves P's way harmlessly and fails later is dated at its departure.
 - **bisection**: the onset period `[a, b]` is halved with forks at its middle day m (P(m) and
   Q(m)): the onset is in `[a, m]` when the excess by m exceeds the period's noise (a third of
   its margin) times the square root of the share of the period from the bracket's start to m,
-  at least the floor, else in `[m, b]`, until the bracket is at most
-  `BRACKET_DAYS` wide; the onset day is the bracket's start.
+  at least the floor, else in `[m, b]`; for a departure, in `[a, m]` when D(m) is not 0 (the
+  run had left the policy's store by m), else in `[m, b]`; until the bracket is at most
+  `BRACKET_DAYS` wide. The onset day is the bracket's start.
 """
 
 from __future__ import annotations
@@ -180,8 +191,27 @@ class OnsetSearch:
         noise = self.spread(k) * (b - a) / grid if grid else 0.0
         return round(max(self.floor, MARGIN_NOISES * noise), 2)
 
+    def departure(self) -> int | None:
+        """The index of the fork period in which the run left the policy's own store (the first
+        whose D at its end is not exactly 0), when it was that store through the first period at
+        least; None when it never was (D at the first fork is not 0) or never left."""
+        gaps = [gap for _, gap in self._bounds()]
+        first = next((i for i, gap in enumerate(gaps) if gap != 0), None)
+        return None if first is None or first < 2 else first - 1
+
+    def departure_margin(self, k: int) -> float:
+        """The margin of the damage from a departure in period k to the end: MARGIN_NOISES
+        times the spread of the periods from it on, at least the floor, or a fixed `margin`."""
+        if self.fixed_margin is not None:
+            return self.fixed_margin
+        return round(max(self.floor, MARGIN_NOISES * self._spread_of(self.damage()[k:])), 2)
+
     def onset_period(self) -> tuple[int, int] | None:
         periods = self.damage()
+        k = self.departure()
+        if k is not None:  # judged once, as a whole (module docstring)
+            a, b, _ = periods[k]
+            return (a, b) if self.end_gap > self.departure_margin(k) else None
         for k in range(1, len(periods)):
             rate, margin = self.rate_before(k), self.margin_at(k)
             excess = [d - rate * (b - a) for a, b, d in periods[k:]]
@@ -223,6 +253,10 @@ class OnsetSearch:
         """Narrow the bracket with a fork at its middle day."""
         assert self.bracket is not None
         lo, hi = self.bracket
+        if self.departure() is not None:  # where the run left the policy's store
+            self.bisection.append(fork)
+            self.bracket = (lo, fork.day) if fork.gap != 0 else (fork.day, hi)
+            return
         k = next(i for i, (a, b, _) in enumerate(self.damage()) if a <= lo < b)
         excess = fork.gap - self._gap_at(lo) - self.rate_before(k) * (fork.day - lo)
         self.bisection.append(fork)
@@ -245,6 +279,14 @@ class OnsetSearch:
         p = self.change_p(next(k for k, (a, _, _) in enumerate(self.damage()) if a == period[0]))
         return None if p is None else round(p, 6)
 
+    def _departure_json(self) -> dict[str, Any] | None:
+        k = self.departure()
+        if k is None:
+            return None
+        a, b, _ = self.damage()[k]
+        return {"period": [a, b], "damage_to_end": round(self.end_gap, 2),
+                "margin": self.departure_margin(k)}  # fmt: skip
+
     def _gap_at(self, day: int) -> float:
         return next(f.gap for f in [*self.forks, *self.bisection] if f.day == day)
 
@@ -261,6 +303,7 @@ class OnsetSearch:
             "drift_noise": round(self.drift_noise, 2),
             "margin": self.margin,
             "change_p": self._found_change_p(),
+            "departure": self._departure_json(),
             "damage": [
                 {
                     "from_day": a,
