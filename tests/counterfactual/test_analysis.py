@@ -10,7 +10,7 @@ import pytest
 
 from merchantbench.counterfactual.analysis import Curve, Point, analyse, reanalyse
 from merchantbench.counterfactual.execute import InProcess, LocalPool
-from merchantbench.counterfactual.onset import Fork, onset_search
+from merchantbench.counterfactual.onset import NOISE_LAG_DAYS, Fork, OnsetSearch, onset_search
 from merchantbench.counterfactual.parent import ForkError, Parent, fork_days, parse_every
 from merchantbench.counterfactual.takeover import Policy
 from merchantbench.runs.runner import run_agent
@@ -26,6 +26,14 @@ def curve(values: list[float], continuing: float, own: list[float] | None = None
     return Curve(Policy("expert"), points, continuing, search.margin, "2025-06-01", search)
 
 
+def add_noise(search: OnsetSearch, move: float) -> None:
+    """A departure's noise forks (onset.py), each D moved by `move` from its fork day's."""
+    gaps = {f.day: f.gap for f in search.forks}
+    while (day := search.next_day()) in search.noise_days():
+        own = next(f.own for f in search.forks if f.day == day - NOISE_LAG_DAYS)
+        search.add(Fork(day, own - gaps[day - NOISE_LAG_DAYS] - move, own))
+
+
 def test_a_run_that_is_the_policys_own_run_has_no_onset():
     flat = curve([5000, 5000, 5020, 4990], continuing=5000)
     assert flat.onset_day() is None
@@ -37,13 +45,17 @@ def test_a_steady_gap_to_the_policy_is_no_onset_but_a_change_is():
     # Worse than the policy at a steady 5,000 RMB a month (the rule-based run under the expert).
     steady = [50_000, 45_000, 40_100, 35_000, 30_050, 25_000, 20_000]
     assert curve(steady, 17_000, own).onset_day() is None
-    # As good as the policy until day 60, then 6,000 RMB a month worse: onset in [60, 90].
+    # The policy's own store until day 60, then 6,000 RMB a month worse: it left the policy's
+    # store in [60, 90]; judged once its noise forks (a day after each later fork day) are in.
     failing = [50_000, 50_400, 49_800, 44_200, 37_900, 32_100, 26_000]
     found = curve(failing, 22_000, own)
-    assert found.onset_day() == 60 and found.search is not None
+    assert found.search is not None and found.search.departure() == 2
+    assert found.onset_day() is None and found.search.next_day() == 91
+    add_noise(found.search, 150)
+    assert found.onset_day() == 60
     assert found.search.bracket == (60, 90) and found.search.next_day() == 75
-    # A fork at day 75 that shows no damage yet moves the bracket to its second half.
-    found.search.add(Fork(75, 49_990, 50_000))  # 10 RMB: within the floor
+    # A fork at day 75 where D is still exactly 0: the run had not left; the second half.
+    found.search.add(Fork(75, 50_000, 50_000))
     assert found.search.bracket == (75, 90) and found.search.next_day() == 82
     found.search.add(Fork(82, 47_000, 50_000))
     assert found.search.bracket == (75, 82) and found.search.next_day() is None
@@ -60,6 +72,8 @@ def test_the_margin_comes_from_the_noise_of_the_paired_difference_not_the_drift(
     assert found.search is not None
     assert found.search.drift_noise > 100  # the drift's spread: it hid this damage before
     assert found.search.noise == 0.0 and found.margin == 30.0  # D: 1 % of the initial assets
+    add_noise(found.search, 5)  # a day's shift of the takeover moves D by 5 RMB
+    assert found.search.departure_margin(7) == 30.0  # at least 1 % of the initial assets
     assert found.search.onset_period() == (210, 240) and found.onset_day() == 210
     # The margin is 3 times the run's own spread of its damage when D scatters.
     noisy = [50_000, 48_000, 52_000, 48_000, 52_000]

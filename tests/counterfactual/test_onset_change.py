@@ -111,13 +111,14 @@ def test_a_change_of_rate_of_a_run_that_is_not_the_policys_own_is_an_onset():
     assert search.to_json()["change_p"] == pytest.approx(1 / 924, abs=1e-6)
 
 
-def test_a_run_that_was_the_policys_own_store_is_judged_by_the_margin_alone():
-    # Damage exactly 0 before the failure: no test, even in the second period (where one
-    # "before" month could never beat the 1-in-12 chance of a permutation test).
+def test_a_run_that_was_the_policys_own_store_is_judged_as_a_departure_not_by_the_test():
+    # Damage exactly 0 before the failure: no permutation test, even in the second period
+    # (where one "before" month could never beat the 1-in-12 chance of one); the run left the
+    # policy's store, and is judged against its noise forks (test_onset_departure.py).
     damage = [0, 700, 650, 720, 690, 710, 700, 640, 660, 700, 690, 810]
     search = search_of(damage)
-    assert search.change_p(1) is None
-    assert search.onset_period() == (30, 60)
+    assert search.change_p(1) is None and search.departure() == 1
+    assert search.onset_period() is None and search.next_day() == 61  # a noise fork first
     assert search.to_json()["change_p"] is None
 
 
@@ -136,16 +137,21 @@ def test_rise_p_counts_the_splits_as_extreme_and_draws_beyond_the_exact_limit():
 
 
 def test_an_onset_record_is_derived_again_to_the_same_search():
-    # A failure from day 60 on the policy's own store, bisected with two forks.
-    own = [50_000, 50_400, 49_800, 50_200, 49_900, 50_100, 50_000]
-    failing = [50_000, 50_400, 49_800, 44_200, 37_900, 32_100, 26_000]
-    search = onset_search([30 * k for k in range(7)], failing, own, 365, 22_000, 3000)
-    search.add(Fork(75, 49_990, 50_000))
-    search.add(Fork(82, 47_000, 50_000))
+    # A run the policy did not build (1,000 RMB a month worse), 7,000 a month worse from day
+    # 150, bisected with three forks.
+    search = search_of([1000, 1050, 980, 1020, 990, 7000, 7100, 6900, 7050, 6950, 7000, 8100])
+    assert search.departure() is None and search.bracket == (150, 180)
+    assert search.next_day() == 165
+    search.add(Fork(165, 50_000 - 5040 - 3600, 50_000))  # 3,600 RMB more by day 165
+    assert search.bracket == (150, 165) and search.next_day() == 157
+    search.add(Fork(157, 50_000 - 5040 - 100, 50_000))  # 100 RMB: less than its own rate
+    assert search.bracket == (157, 165) and search.next_day() == 161
+    search.add(Fork(161, 50_000 - 5040 - 2000, 50_000))
+    assert search.bracket == (157, 161) and complete(search)
     saved = search.to_json()
     again = from_saved(saved, 3000)
-    assert again.to_json() == saved and complete(again) and again.onset_day == 75
+    assert again.to_json() == saved and complete(again) and again.onset_day == 157
     # A record whose bisection forks are not the ones this rule asks for stays incomplete.
     saved["bisection_forks"] = []
     partial = from_saved(saved, 3000)
-    assert partial.bracket == (60, 90) and not complete(partial)
+    assert partial.bracket == (150, 180) and not complete(partial)

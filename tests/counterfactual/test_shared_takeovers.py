@@ -137,3 +137,20 @@ def test_a_bisection_step_plays_the_own_run_on_from_the_nearest_kept_window(pare
     assert bases == [12] and sorted(states) == [4, 12, 18]
     assert fork is not None and (fork.window, fork.day, fork.keep) == (18, 9, ())
     assert as_value(fork.session) == as_value(own_year.kept[18].session)
+
+
+def test_a_departures_noise_forks_are_the_takeovers_a_finer_grid_plays(parent):
+    """Under the rule-based policy the run leaves the policy's store in day 6–9 (onset.py: a
+    departure); its noise fork a day after fork day 9 is the fork a one-day grid plays at day
+    10: the same P (the run's store handed to a fresh copy) and Q (the policy's own run)."""
+    [coarse] = analyse([parent], [Policy("rule-based")], 3, InProcess())
+    search = coarse.curves[0].search
+    assert search is not None and search.departure() == 2
+    assert [f.day for f in search.noise_forks] == [10]
+    assert search.to_json()["departure"]["noise"] is not None
+    [fine] = analyse([parent], [Policy("rule-based")], 1, InProcess(), bisect=False)
+    grid = fine.curves[0].search
+    assert grid is not None
+    [noise] = search.noise_forks
+    at_10 = next(f for f in grid.forks if f.day == 10)
+    assert (noise.this, noise.own) == (at_10.this, at_10.own)

@@ -419,7 +419,7 @@ def reanalyse(parent: Parent, data: dict[str, Any], margin: float | None = None)
             parent.scenario.clock.days, parent.final_net_assets,
             parent.manifest.initial_net_assets, margin,
         )  # fmt: skip
-        search.add_saved(onset.get("bisection_forks", []))
+        search.add_saved([*onset.get("noise_forks", []), *onset.get("bisection_forks", [])])
         policy = Policy(c["policy"], c["policy_settings"])
         start = parent.scenario.clock.start_date
         curves.append(Curve(policy, points, parent.final_net_assets, search.margin, start, search))

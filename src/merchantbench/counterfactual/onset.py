@@ -47,13 +47,18 @@ seed: the day-0 takeover, forked again). Then:
 - **a departure from the policy's own store**: a run whose D is exactly 0 at the first fork
   after day 0 was the policy's own store, hash for hash, until it left it (an agent built on P
   that fails from some day; P's own run never leaves). There the periods before the departure
-  say nothing of the noise (it is exactly 0) and the departure's first periods can be damaged
-  less than the noise that the two stores' divergence brings (a gentle decline, a neglect the
-  policy repairs on taking over). So such a run is judged once, as a whole: its onset is the
-  **departure period** (the first whose D is not 0) when the damage from it to the end,
-  `D(end)`, exceeds `MARGIN_NOISES` times the spread of the periods from the departure on
-  (`departure_margin`, at least the floor), else it has none. What it does not cover: a run
-  that leaves P's way harmlessly and fails later is dated at its departure.
+  say nothing of the noise (it is exactly 0), and the periods after it mix the noise that the
+  two stores' divergence brings with the failure's own growth (a decline's damage rises from
+  period to period), so neither can measure it. The noise is measured instead by **noise
+  forks**: at each fork day t after the departure, P and Q again one day later (`NOISE_LAG_DAYS`):
+  a day's damage is next to nothing, so what D moves by in that day is its noise (a fresh copy
+  started a day later plays the store differently). The noise is the median of those moves
+  over the normal's 0.954. Such a run is judged once, as a whole: its onset is the **departure
+  period** (the first whose D is not 0) when `D(end)`, the damage from the departure to the
+  end, exceeds `MARGIN_NOISES` times that noise (`departure_margin`, at least the floor), else
+  it has none. What it does not cover: a run that leaves P's way harmlessly and fails later is
+  dated at its departure; a departure after the last fork day has no noise fork and is not
+  judged (no onset).
 - **bisection**: the onset period `[a, b]` is halved with forks at its middle day m (P(m) and
   Q(m)): the onset is in `[a, m]` when the excess by m exceeds the period's noise (a third of
   its margin) times the square root of the share of the period from the bracket's start to m,
@@ -79,6 +84,7 @@ SPREAD_PERIODS = 3  # earlier periods needed to measure the run's own spread bef
 SPREAD_DAMAGED_PERIODS = 5  # as many, when some of them have damage (4 differences or more)
 CHANGE_P = 0.01  # the permutation test's level for a run with damage before the candidate
 EXACT_SPLITS = 20_000  # permutation splits counted exactly up to this many, else drawn
+NOISE_LAG_DAYS = 1  # a noise fork's lag after its fork day (a departure's noise)
 
 
 @dataclass(frozen=True)
@@ -105,6 +111,7 @@ class OnsetSearch:
     floor: float  # MIN_MARGIN_SHARE of the initial net assets
     fixed_margin: float | None = None  # replaces the noise-based margin when given
     bisection: list[Fork] = field(default_factory=list)
+    noise_forks: list[Fork] = field(default_factory=list)  # a departure's (module docstring)
     bracket: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
@@ -199,19 +206,44 @@ class OnsetSearch:
         first = next((i for i, gap in enumerate(gaps) if gap != 0), None)
         return None if first is None or first < 2 else first - 1
 
-    def departure_margin(self, k: int) -> float:
+    def noise_days(self) -> list[int]:
+        """The days of a departure's noise forks: `NOISE_LAG_DAYS` after each fork day after
+        the departure period's start (none without a departure)."""
+        k = self.departure()
+        if k is None:
+            return []
+        return [f.day + NOISE_LAG_DAYS for f in self.forks[k + 1 :]
+                if f.day + NOISE_LAG_DAYS < self.end_day]  # fmt: skip
+
+    def _noise_pending(self) -> list[int]:
+        done = {f.day for f in self.noise_forks}
+        return [d for d in self.noise_days() if d not in done]
+
+    def departure_noise(self) -> float | None:
+        """The noise of D after a departure: the median move of D from a fork day to its noise
+        fork, over the normal's 0.954 (None until every noise fork is in, or with none)."""
+        if not self.noise_days() or self._noise_pending():
+            return None
+        gaps = {f.day: f.gap for f in self.forks}
+        moves = [abs(f.gap - gaps[f.day - NOISE_LAG_DAYS]) for f in self.noise_forks]
+        return statistics.median(moves) / 0.954
+
+    def departure_margin(self, k: int) -> float | None:
         """The margin of the damage from a departure in period k to the end: MARGIN_NOISES
-        times the spread of the periods from it on, at least the floor, or a fixed `margin`."""
+        times its noise (`departure_noise`), at least the floor, or a fixed `margin`; None while
+        the noise is not measured (or cannot be)."""
         if self.fixed_margin is not None:
             return self.fixed_margin
-        return round(max(self.floor, MARGIN_NOISES * self._spread_of(self.damage()[k:])), 2)
+        noise = self.departure_noise()
+        return None if noise is None else round(max(self.floor, MARGIN_NOISES * noise), 2)
 
     def onset_period(self) -> tuple[int, int] | None:
         periods = self.damage()
         k = self.departure()
         if k is not None:  # judged once, as a whole (module docstring)
             a, b, _ = periods[k]
-            return (a, b) if self.end_gap > self.departure_margin(k) else None
+            margin = self.departure_margin(k)
+            return (a, b) if margin is not None and self.end_gap > margin else None
         for k in range(1, len(periods)):
             rate, margin = self.rate_before(k), self.margin_at(k)
             excess = [d - rate * (b - a) for a, b, d in periods[k:]]
@@ -234,13 +266,23 @@ class OnsetSearch:
 
     # --- bisection --------------------------------------------------------------------------
     def next_day(self) -> int | None:
-        """The middle day to fork at next, or None when the bracket is narrow enough."""
+        """The day to fork at next: a departure's next noise fork, else the bracket's middle
+        day; None when the bracket is narrow enough (or there is none)."""
+        pending = self._noise_pending()
+        if pending:
+            return pending[0]
         return None if self.bracket is None else _middle(self.bracket)
 
     def days_to_come(self) -> list[int]:
-        """Every day the bisection may fork at from here, whichever side each step takes (a
-        30-day period: 5 days, of which it forks at 2 or 3), in order."""
-        days, brackets = [], [] if self.bracket is None else [self.bracket]
+        """Every day the search may fork at from here: a departure's noise forks still to come,
+        and every day the bisection may fork at, whichever side each step takes (a 30-day
+        period: 5 days, of which it forks at 2 or 3), in order."""
+        bracket, pending = self.bracket, self._noise_pending()
+        k = self.departure()
+        if k is not None and pending:  # the bracket, should the departure be damaged
+            a, b, _ = self.damage()[k]
+            bracket = (a, b)
+        days, brackets = list(pending), [] if bracket is None else [bracket]
         while brackets:
             lo, hi = brackets.pop()
             day = _middle((lo, hi))
@@ -250,7 +292,13 @@ class OnsetSearch:
         return sorted(days)
 
     def add(self, fork: Fork) -> None:
-        """Narrow the bracket with a fork at its middle day."""
+        """Add the fork `next_day` asked for: a departure's noise fork (the last one judges the
+        departure), or a bisection fork that narrows the bracket."""
+        if fork.day in self._noise_pending():
+            self.noise_forks.append(fork)
+            if not self._noise_pending():
+                self.bracket = self.onset_period()
+            return
         assert self.bracket is not None
         lo, hi = self.bracket
         if self.departure() is not None:  # where the run left the policy's store
@@ -266,8 +314,8 @@ class OnsetSearch:
         self.bracket = (lo, fork.day) if excess > threshold else (fork.day, hi)
 
     def add_saved(self, forks: list[dict[str, Any]]) -> None:
-        """Apply saved bisection forks (`to_json`'s `bisection_forks`) again, each while it is
-        the one this rule asks for next."""
+        """Apply saved forks (`to_json`'s `noise_forks`, then `bisection_forks`) again, each
+        while it is the one this rule asks for next."""
         for fork in forks:
             if self.next_day() == fork["day"]:
                 self.add(Fork(fork["day"], fork["this"], fork["own"]))
@@ -284,7 +332,9 @@ class OnsetSearch:
         if k is None:
             return None
         a, b, _ = self.damage()[k]
+        noise = self.departure_noise()
         return {"period": [a, b], "damage_to_end": round(self.end_gap, 2),
+                "noise": None if noise is None else round(noise, 2),
                 "margin": self.departure_margin(k)}  # fmt: skip
 
     def _gap_at(self, day: int) -> float:
@@ -317,6 +367,9 @@ class OnsetSearch:
             "own_run": [{"day": f.day, "final_net_assets": f.own} for f in self.forks],
             "bisection_forks": [
                 {"day": f.day, "this": f.this, "own": f.own} for f in self.bisection
+            ],  # fmt: skip
+            "noise_forks": [
+                {"day": f.day, "this": f.this, "own": f.own} for f in self.noise_forks
             ],  # fmt: skip
         }
 
@@ -367,7 +420,7 @@ def from_saved(saved: dict[str, Any], initial: float) -> OnsetSearch:
         [Fork(d, t, o) for d, t, o in zip(days, this, own, strict=True)],
         damage[-1]["to_day"], gaps[-1], MIN_MARGIN_SHARE * initial,
     )  # fmt: skip
-    search.add_saved(saved.get("bisection_forks", []))
+    search.add_saved([*saved.get("noise_forks", []), *saved.get("bisection_forks", [])])
     return search
 
 

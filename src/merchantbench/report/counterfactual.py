@@ -54,7 +54,9 @@ def _dating(onset: Mapping[str, Any] | None) -> str:
     forks = [f["day"] for f in onset.get("bisection_forks", [])]
     lo, hi = onset["bracket"]
     used = f"; forks at day {', '.join(map(str, forks))}" if forks else ""
-    return f"period day {onset['period'][0]}–{onset['period'][1]}, within day {lo}–{hi}{used}"
+    # A run that was the policy's own store is dated where it left it (onset.py).
+    period = "left the policy's store in day" if onset.get("departure") else "period day"
+    return f"{period} {onset['period'][0]}–{onset['period'][1]}, within day {lo}–{hi}{used}"
 
 
 def counterfactual_section(data: Mapping[str, Any]) -> str:
