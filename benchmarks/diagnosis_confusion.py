@@ -334,7 +334,11 @@ def counterfactuals(
 
 
 def _margin(onset: dict[str, Any]) -> float:
-    """A curve's margin in its later periods (noise and the run's own spread, onset.py)."""
+    """A curve's margin: a departure's (its noise forks', onset.py) when it has one, else the
+    largest of its later periods' (noise and the run's own spread)."""
+    departure = onset.get("departure") or {}
+    if departure.get("margin") is not None:
+        return float(departure["margin"])
     return float(max((d.get("margin", onset["margin"]) for d in onset["damage"][1:]),
                      default=onset["margin"]))  # fmt: skip
 
@@ -361,6 +365,7 @@ def counterfactual_markdown(found: dict[str, list[dict[str, Any]]], scenario: st
             after_store = _errors(days, store_days)
             forks = [len(r[policy]["bisection_forks"]) for r in runs
                      if r[policy]["onset_day"] is not None]  # fmt: skip
+            noise = [len(r[policy].get("noise_forks", [])) for r in runs]
             if label in HEALTHY:
                 healthy_runs += len(runs)
                 healthy_flags += sum(d is not None for d in days)
@@ -384,6 +389,7 @@ def counterfactual_markdown(found: dict[str, list[dict[str, Any]]], scenario: st
                 "–" if label in HEALTHY else
                 f"{sum(abs(e) <= 15 for e in after_store)}/{len(runs)}",
                 "–" if not forks else f"{min(forks)}–{max(forks)}",
+                "–" if not any(noise) else f"{min(noise)}–{max(noise)}",
                 f"{min(_margin(r[policy]) for r in runs):,.0f}–"
                 f"{max(_margin(r[policy]) for r in runs):,.0f}",
             ])  # fmt: skip
@@ -402,10 +408,13 @@ def counterfactual_markdown(found: dict[str, list[dict[str, Any]]], scenario: st
         "days; docs/counterfactual.md). `store differs from day`: the first day the run did "
         "something to its store that its base's run on the same seed did not (the two records "
         "replayed side by side, state hashes compared at every window; `never`: the stores "
-        "never differ): no store-based onset can date a failure before it.",
+        "never differ): no store-based onset can date a failure before it. `margin`: a "
+        "departure's from its noise forks (docs/counterfactual.md, step 6), else the largest "
+        "of the later periods'.",
         markdown_table(["configuration", "policy", "true onset day", "onset days found",
                         "within ±15 d", "errors (days)", "store differs from day",
-                        "within ±15 d of it", "bisection steps", "margin (RMB)"],
+                        "within ±15 d of it", "bisection steps", "noise forks",
+                        "margin (RMB)"],
                        rows),
         "By base and policy (validation agents):",
         summary,
