@@ -96,7 +96,9 @@ def counterfactual_section(data: Mapping[str, Any]) -> str:
         "the value of the store built by that day. Onset of damage: the first period whose "
         "damage (what the policy would have kept taking over at its start rather than its end, "
         "less the policy's natural drift on its own run) exceeds the run's own earlier rate by "
-        "the margin (3 × the store's takeover noise), bisected with further forks.",
+        "the margin (3 × the store's takeover noise), bisected with further forks; a run that "
+        "was the policy's own store until it left it is dated where it left, when what it cost "
+        "the policy by the end exceeds 3 × the noise of D a day after each later fork day.",
         markdown_table(headers, rows),
         markdown_table(["policy", "from day 0", "regret (from day 0 − continuing)",
                         "margin", "onset of damage", "dating"], summary),
