@@ -120,7 +120,8 @@ class Curve:
             "advantage": [{"day": d, "advantage": v} for d, v in self.advantage()],
             "regret_by_period": self.regret_by_period(),
             "total_regret": round(self.from_start - self.continuing, 2),
-            "margin": self.margin,
+            # the search's, once its forks are in (a departure's margin comes from them)
+            "margin": self.margin if self.search is None else self.search.margin,
             "onset_day": self.onset_day(),
             "onset": None if self.search is None else self.search.to_json(),
         }

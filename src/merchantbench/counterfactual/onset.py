@@ -43,7 +43,7 @@ seed: the day-0 takeover, forked again). Then:
   it does not cover: a store that is not P's own cannot have an onset in its first two
   periods (one or two "before" months are beaten by chance in 1 of 12 or 66 orders), and a
   decline that comes in several small steps is judged as one change. A run that is P's own
-  store until the failure (damage exactly 0 before it) is judged by the margin alone.
+  store until the failure (damage exactly 0 before it) is judged as a departure (below).
 - **a departure from the policy's own store**: a run whose D is exactly 0 at the first fork
   after day 0 was the policy's own store, hash for hash, until it left it (an agent built on P
   that fails from some day; P's own run never leaves). There the periods before the departure
@@ -146,11 +146,16 @@ class OnsetSearch:
 
     @property
     def margin(self) -> float:
-        """The margin of a grid period judged against the whole run's spread (each period's
-        own is `margin_at`)."""
+        """The margin the run is judged by: a departure's, once its noise forks are in
+        (`departure_margin`), else that of a grid period judged against the whole run's spread
+        (each period's own is `margin_at`)."""
         if self.fixed_margin is not None:
             return self.fixed_margin
-        return round(max(self.floor, MARGIN_NOISES * self.noise), 2)
+        k = self.departure()
+        judged = None if k is None else self.departure_margin(k)
+        return (
+            judged if judged is not None else round(max(self.floor, MARGIN_NOISES * self.noise), 2)
+        )
 
     def rate_before(self, k: int) -> float:
         """The run's own daily damage before period k: the median over periods 0..k-1, or 0
