@@ -13,14 +13,15 @@ rule-based,rb-decay-straight-143,…`); the tables name the scenario of the grid
 
 With `--counterfactual-seeds N`, each run of seeds 1..N is also analysed by counterfactual
 takeovers (`merchantbench counterfactual`, every 30 days with bisection; a healthy run under
-idle, expert and rule-based, a validation agent under its base's policy and idle; a pool of
+idle, expert and rule-based, a validation agent under its base's policy and idle, a
+perturbation under its base's policy; a pool of
 `--jobs` workers; seed by seed, one analysis per policy, so the policy's takeovers of its own
 run are played once per seed; `--counterfactual-labels` and `--counterfactual-policies`
 narrow it, `--counterfactual-cached` tables only what was analysed, `--counterfactual-rederive
 HASH` derives the onsets an earlier code cached again with this code's rule, playing only the
 bisections whose onset moved) and the onsets are tabled
-against the true days and the first day each run's net assets differ from its base's run,
-with the healthy runs' false positives.
+against the true days and the first day each run's store differs from its base's run
+(`store_differs_from`), with the healthy runs' false positives.
 
 Each cell counts the seeds a detector flagged; on an agent's own detector it also counts the
 flags whose onset falls within the stated tolerance of the agent's true onset day. `--markdown
@@ -81,8 +82,8 @@ VALIDATION: dict[str, Case] = {
 }  # fmt: skip
 # Perturbations: a base that skips four windows of its year (days 176, 195, 198 and 254: a
 # step to 99 % of the windows from day 97, `skip_seed` 0). Not a failure mode: the store leaves
-# the base's own store from day 176, so they check that the counterfactual onset of a run that
-# leaves its policy's store does not date a departure that costs next to nothing.
+# the base's own store from day 176, so they show what the counterfactual onset makes of a run
+# that leaves its policy's store at next to no cost (docs/diagnosis.md).
 PERTURBATIONS: dict[str, Case] = {
     "perturb-97": Case("fail-decay", {"onset_day": 97, "shape": "step", "step_share": 0.99},
                        "", 97),
@@ -185,7 +186,8 @@ def onsets(found: dict[str, list[dict[str, Any]]]) -> list[list[Any]]:
 # --- the counterfactual onset (docs/counterfactual.md) ---------------------------------------
 def policies_of(label: str) -> list[str]:
     """The takeover policies an analysis of a configuration uses: a healthy run every default
-    policy (idle, expert) and rule-based; a validation agent its base's policy and idle."""
+    policy (idle, expert) and rule-based; a validation agent its base's policy and idle; a
+    perturbation its base's policy."""
     if label in HEALTHY:
         return ["idle", "expert", "rule-based"]
     if label in PERTURBATIONS:
@@ -194,7 +196,7 @@ def policies_of(label: str) -> list[str]:
 
 
 def base_of(label: str) -> str:
-    """The healthy agent a validation configuration is built on."""
+    """The healthy agent a validation configuration or a perturbation is built on."""
     return "rule-based" if BUILT[label].agent.endswith("-rb") else "expert"
 
 
@@ -222,24 +224,6 @@ def store_differs_from(out: Path, run_dir: str, label: str, seed: int) -> int | 
     finally:
         mine.close()
         theirs.close()
-
-
-def value_differs_from(out: Path, run_dir: str, label: str, seed: int) -> int | None:
-    """The first day the run's net assets (its hourly time series) differ from those of its
-    base's run on the same seed: the earliest day a failure has cost or made any money. None
-    when they never differ (or the base's run is missing)."""
-    import pyarrow.parquet as pq
-
-    base = out / "runs" / base_of(label) / f"s{seed}" / "timeseries.parquet"
-    if not base.is_file():
-        return None
-    mine = pq.read_table(out / run_dir / "timeseries.parquet", columns=["day", "net_assets"])
-    theirs = pq.read_table(base, columns=["net_assets"]).column("net_assets").to_pylist()
-    days = mine.column("day").to_pylist()
-    for day, a, b in zip(days, mine.column("net_assets").to_pylist(), theirs, strict=False):
-        if abs(a - b) > 0.005:
-            return int(day)
-    return None
 
 
 def _cache_file(out: Path, run_dir: str, policy: str) -> Path:
@@ -304,7 +288,7 @@ def counterfactuals(
 ) -> dict[str, list[dict[str, Any]]]:
     """Each configuration's analysed runs (seeds in order): their onsets by policy (those of
     `policies_of` among `policies`), with `seed` and, for a configuration built on a base,
-    `value_day` (value_differs_from) and `store_day` (store_differs_from). Seed by seed, one
+    `store_day` (store_differs_from). Seed by seed, one
     analysis per policy (with `analyse_missing`; else only the cached analyses are read); with
     `earlier` (a source hash), the onsets that code cached are derived again first
     (`rederive`)."""
@@ -325,8 +309,6 @@ def counterfactuals(
             if cache.is_file():
                 onsets[policy] = json.loads(cache.read_text())
         if row["label"] in BUILT:
-            onsets["value_day"] = value_differs_from(out, row["run_dir"], row["label"],
-                                                     row["seed"])  # fmt: skip
             onsets["store_day"] = store_differs_from(out, row["run_dir"], row["label"],
                                                      row["seed"])  # fmt: skip
         found.setdefault(row["label"], []).append(onsets)
