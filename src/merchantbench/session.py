@@ -286,18 +286,22 @@ class Session:
                 self.recorder.window_opened(self)
         return result
 
-    def answered_before(
+    def close_again(
         self, tool: Any, args: Any, idempotency_key: Any = None
     ) -> dict[str, Any] | None:
-        """The answer this keyed call got before in the open window (once the run is over: in
-        its last window), None if none; records nothing. For a front end that passes no call to
-        `call` while its merchant waits for the others, or after the run's end, but answers the
-        retry of the `end_of_step` whose answer a client lost."""
+        """The answer of the keyed `end_of_step` that closed the open window (once the run is
+        over: its last window), when this call is its retry; None for any other call. Records
+        nothing. For a front end that passes no call to `call` while its merchant waits for the
+        others, or after the run's end, but answers the retry of a close whose answer a client
+        lost."""
+        if tool != END_OF_STEP:
+            return None
         try:
             checked = check_call(tool, args, idempotency_key)
         except HostileInput:
             return None
-        return self._known(checked, self.answered.window if self.over else self.engine.window)
+        again = self._known(checked, self.answered.window if self.over else self.engine.window)
+        return again if again is not None and again.get("ok") else None
 
     def _known(self, checked: AgentInput, window: int) -> dict[str, Any] | None:
         key = _key_of(checked)

@@ -73,7 +73,7 @@ def test_the_margin_comes_from_the_noise_of_the_paired_difference_not_the_drift(
     assert found.search.drift_noise > 100  # the drift's spread: it hid this damage before
     assert found.search.noise == 0.0 and found.margin == 30.0  # D: 1 % of the initial assets
     add_noise(found.search, 5)  # a day's shift of the takeover moves D by 5 RMB
-    assert found.search.departure_margin(7) == 30.0  # at least 1 % of the initial assets
+    assert found.search.departure_margin() == 30.0  # at least 1 % of the initial assets
     assert found.search.onset_period() == (210, 240) and found.onset_day() == 210
     # The margin is 3 times the run's own spread of its damage when D scatters.
     noisy = [50_000, 48_000, 52_000, 48_000, 52_000]

@@ -149,10 +149,7 @@ class OnsetSearch:
         """The margin the run is judged by: a departure's, once its noise forks are in
         (`departure_margin`), else that of a grid period judged against the whole run's spread
         (each period's own is `margin_at`)."""
-        if self.fixed_margin is not None:
-            return self.fixed_margin
-        k = self.departure()
-        judged = None if k is None else self.departure_margin(k)
+        judged = self.departure_margin()  # the fixed margin, if one is given
         return (
             judged if judged is not None else round(max(self.floor, MARGIN_NOISES * self.noise), 2)
         )
@@ -233,10 +230,10 @@ class OnsetSearch:
         moves = [abs(f.gap - gaps[f.day - NOISE_LAG_DAYS]) for f in self.noise_forks]
         return statistics.median(moves) / 0.954
 
-    def departure_margin(self, k: int) -> float | None:
-        """The margin of the damage from a departure in period k to the end: MARGIN_NOISES
-        times its noise (`departure_noise`), at least the floor, or a fixed `margin`; None while
-        the noise is not measured (or cannot be)."""
+    def departure_margin(self) -> float | None:
+        """The margin of the damage from a departure to the end: MARGIN_NOISES times its noise
+        (`departure_noise`), at least the floor, or a fixed `margin`; None while the noise is not
+        measured, or cannot be (no departure, or none after the last fork day)."""
         if self.fixed_margin is not None:
             return self.fixed_margin
         noise = self.departure_noise()
@@ -247,7 +244,7 @@ class OnsetSearch:
         k = self.departure()
         if k is not None:  # judged once, as a whole (module docstring)
             a, b, _ = periods[k]
-            margin = self.departure_margin(k)
+            margin = self.departure_margin()
             return (a, b) if margin is not None and self.end_gap > margin else None
         for k in range(1, len(periods)):
             rate, margin = self.rate_before(k), self.margin_at(k)
@@ -340,7 +337,7 @@ class OnsetSearch:
         noise = self.departure_noise()
         return {"period": [a, b], "damage_to_end": round(self.end_gap, 2),
                 "noise": None if noise is None else round(noise, 2),
-                "margin": self.departure_margin(k)}  # fmt: skip
+                "margin": self.departure_margin()}  # fmt: skip
 
     def _gap_at(self, day: int) -> float:
         return next(f.gap for f in [*self.forks, *self.bisection] if f.day == day)

@@ -244,10 +244,9 @@ class Host:
         """A finished run takes no calls, nor does a merchant waiting for the others to close
         the window, but the retry of the keyed `end_of_step` that closed its last window (whose
         answer the client may have lost) gets that answer again."""
-        if not (self.finished or channel.session.waiting) or tool != END_OF_STEP:
+        if not (self.finished or channel.session.waiting):
             return None
-        again = channel.session.answered_before(tool, args, key)
-        return again if again is not None and again.get("ok") else None
+        return channel.session.close_again(tool, args, key)
 
     async def wait_for_window(self, agent_id: str) -> None:
         """Wait until the agent has a window open again (or its store closed, or the run is

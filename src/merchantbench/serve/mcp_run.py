@@ -26,7 +26,6 @@ from merchantbench.refusals import Refusal
 from merchantbench.runs.driver import Driver
 from merchantbench.runs.lifecycle import CheckpointPolicy, RunLifecycle
 from merchantbench.runs.spec import RunSpec
-from merchantbench.session import END_OF_STEP
 from merchantbench.surface import AgentSurface
 from merchantbench.tools.errors import failure
 
@@ -113,8 +112,8 @@ class HostedRun:
         if self.finished:
             # The record is closed (its trace too): a retried last end_of_step gets its answer
             # again, any other call the surface's own refusal; both unrecorded.
-            again = self.life.session.answered_before(tool, args, idempotency_key)
-            if again is not None and tool == END_OF_STEP and again.get("ok"):
+            again = self.life.session.close_again(tool, args, idempotency_key)
+            if again is not None:
                 return {**again, "run_over": True, "summary": self.summary}
             return failure(Refusal.RUN_OVER, "the run has ended; no more calls")
         answer = self.life.call(tool, args, idempotency_key)
